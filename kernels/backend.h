@@ -1,0 +1,202 @@
+/* backend.h — the compute interface the pipeline and the probes call (ggml-style).
+ *
+ * A backend owns memory and runs ops on buffers it allocated. Pointers passed to ops are
+ * backend pointers (host memory for the CPU backend, device memory for CUDA); `*_host`
+ * arguments are always host memory. Every op returns 0 or an nd_exit code with e->msg set
+ * ("cuda: file.cu:123: what failed"); an op a backend lacks returns ND_EXIT_INTERNAL with
+ * "unsupported", it is never faked.
+ *
+ * Conventions
+ *  - Activations are float32, row-major. The pipeline rounds to BF16 (round_bf16) where the
+ *    model rounds; ops themselves compute in FP32 and never round unless stated.
+ *  - Matrices: x [M,K] (tokens x features), weights w [N,K] (out x in, the checkpoint layout),
+ *    y = x @ w^T [M,N].
+ *  - NVFP4 operands: packed codes [R, K/2] (element 2j in the low nibble of byte j), block
+ *    scales [R, K/16] e4m3 bytes in the linear (row-major) layout. K % 16 == 0.
+ *  - Reductions that feed the trace (nd_cmp) accumulate in double.
+ *
+ * kernels/cpu/ implements every op (the reference); kernels/cuda/ implements the same ops and is
+ * checked against the CPU by tests/test_backend_ops.c. Both read kernels/numerics/nd_numerics.h.
+ */
+#ifndef ND_BACKEND_H
+#define ND_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "../src/util/err.h"
+#include "numerics/nd_dtype.h"
+
+/* Result of the fused comparison probe: one pass over (ref, prod). Sums skip non-finite
+ * elements; counts include them. With prod == NULL only the ref_* fields are filled. */
+typedef struct nd_cmp {
+    int64_t n;
+    double ref_amax, prod_amax;           /* max |x| over finite elements */
+    int64_t ref_nan, prod_nan, ref_inf, prod_inf;
+    double sum_rr, sum_pp, sum_rp;        /* Σ ref², Σ prod², Σ ref·prod (both finite) */
+    double sum_ee;                        /* Σ (ref-prod)² (both finite) */
+    double max_abs_err;
+    /* the worst block of `block` consecutive elements by Σ(ref-prod)² (block index, its error
+     * energy and the ref energy of that block); -1 when n == 0 */
+    int64_t worst_block;
+    double worst_block_ee, worst_block_rr;
+} nd_cmp;
+
+/* Statistics of one NVFP4 activation quantization (host). */
+typedef struct nd_qstats {
+    int64_t n_elems;
+    int64_t n_saturated;     /* |x·mult| > 6 before rounding (SPEC §6 sat_frac numerator) */
+    int64_t n_blocks;
+    int64_t n_nonzero_blocks;/* blocks with amax > 0 */
+    int64_t n_zero_scale;    /* non-zero blocks whose stored e4m3 scale is 0 */
+    int64_t n_scale_448;     /* blocks whose stored scale is 448 (clipped or exactly at the top) */
+    int64_t n_nan_scale;     /* blocks whose scale is NaN (NaN input or NaN multiplier) */
+} nd_qstats;
+
+enum nd_fp8_scale_kind {
+    ND_FP8_SCALE_TENSOR = 0,   /* one f32 scale */
+    ND_FP8_SCALE_CHANNEL = 1,  /* f32 [N] */
+    ND_FP8_SCALE_BLOCK_F32 = 2,/* f32 [ceil(N/bn), ceil(K/bk)] (DeepSeek-V3 weight_scale_inv) */
+    ND_FP8_SCALE_BLOCK_E8M0 = 3/* e8m0 bytes [ceil(N/bn), ceil(K/bk)] (DeepSeek-V4 .scale) */
+};
+
+enum nd_score_func { ND_SCORE_SOFTMAX = 0, ND_SCORE_SIGMOID = 1, ND_SCORE_SQRTSOFTPLUS = 2 };
+
+/* Router description: scores from logits, selection on scores + bias, optional expert groups. */
+typedef struct nd_router_cfg {
+    int n_experts, top_k;
+    int score_func;            /* nd_score_func */
+    int n_group, topk_group;   /* 0/0: no groups. Group score = sum of top-2 selection scores */
+    int norm_topk;             /* divide the picked scores by their sum */
+    float scaling;             /* routed_scaling_factor, applied after normalisation */
+} nd_router_cfg;
+
+typedef struct nd_backend nd_backend;
+
+struct nd_backend {
+    const char *name;          /* "cpu", "cuda" */
+    char device[128];          /* human-readable device description */
+    void *impl;
+
+    void (*destroy)(nd_backend *b);
+
+    /* ---- memory ---- */
+    void *(*alloc)(nd_backend *b, size_t bytes, nd_err *e);          /* NULL on failure */
+    void (*release)(nd_backend *b, void *p);
+    int (*upload)(nd_backend *b, void *dst, const void *src_host, size_t bytes, nd_err *e);
+    int (*download)(nd_backend *b, void *dst_host, const void *src, size_t bytes, nd_err *e);
+    int (*copy)(nd_backend *b, void *dst, const void *src, size_t bytes, nd_err *e);
+    int (*sync)(nd_backend *b, nd_err *e);
+
+    /* ---- weight decoding (inputs are checkpoint bytes uploaded unchanged) ---- */
+    /* out[r,k] = e2m1(code[r,k]) * e4m3(sf[r,k/16]) / global_div. Used for weights and for
+     * quantized activations alike. */
+    int (*dequant_nvfp4)(nd_backend *b, const uint8_t *packed, const uint8_t *sf, float global_div,
+                         int64_t rows, int64_t k, float *out, nd_err *e);
+    /* MXFP4: out = e2m1(code) * e8m0(sf[r,k/32]). */
+    int (*dequant_mxfp4)(nd_backend *b, const uint8_t *packed, const uint8_t *sf,
+                         int64_t rows, int64_t k, float *out, nd_err *e);
+    /* FP8 e4m3 weight times its scale (nd_fp8_scale_kind; bn/bk block sizes for block kinds). */
+    int (*dequant_fp8)(nd_backend *b, const uint8_t *w, const void *scale, int scale_kind,
+                       int bn, int bk, int64_t rows, int64_t k, float *out, nd_err *e);
+    /* BF16/F16/F32 -> F32. */
+    int (*to_f32)(nd_backend *b, const void *src, nd_dtype dt, int64_t n, float *out, nd_err *e);
+
+    /* ---- activation quantization ---- */
+    /* NVFP4 16-blocks of x [rows,k] with quantizer multiplier g (2688/amax when healthy) in
+     * semantics sem (ND_QSEM_*): codes [rows,k/2], sf [rows,k/16] linear. stats_host may be NULL. */
+    int (*quant_nvfp4)(nd_backend *b, const float *x, float g, int sem, int64_t rows, int64_t k,
+                       uint8_t *codes, uint8_t *sf, nd_qstats *stats_host, nd_err *e);
+    /* FP8 e4m3 quantize-dequantize in groups of `group` consecutive columns: scale = amax/448,
+     * or 2^ceil(log2(max(amax,1e-4)/448)) when pow2; satfinite. In place allowed (x == out). */
+    int (*fake_quant_fp8)(nd_backend *b, const float *x, int64_t rows, int64_t k, int group, int pow2,
+                          float *out, nd_err *e);
+    /* Linear [rows, k/16] scales <-> the 128x4 swizzled layout (nd_sf_swizzle_offset); the
+     * swizzled buffer holds nd_sf_swizzled_bytes(rows,k) bytes, padding zero. */
+    int (*swizzle_sf)(nd_backend *b, const uint8_t *linear, int64_t rows, int64_t k, uint8_t *swz, nd_err *e);
+    int (*unswizzle_sf)(nd_backend *b, const uint8_t *swz, int64_t rows, int64_t k, uint8_t *linear, nd_err *e);
+
+    /* ---- GEMM ---- */
+    /* y[m,n] = alpha * Σ_k x[m,k] w[n,k], FP32 accumulation. bf16_exact promises every operand
+     * is exactly representable in BF16 (dequantized FP4 x e4m3 values), which lets CUDA use BF16
+     * tensor cores without changing any product. */
+    int (*gemm)(nd_backend *b, const float *x, const float *w, float *y, int64_t m, int64_t n,
+                int64_t k, float alpha, int bf16_exact, nd_err *e);
+    /* Grouped: for g < groups, y[:, g, :] = alpha * x[:, g, :] @ w[g]^T with x [m, groups, k],
+     * w [groups, n, k], y [m, groups, n]. */
+    int (*gemm_grouped)(nd_backend *b, const float *x, const float *w, float *y, int64_t m,
+                        int64_t groups, int64_t n, int64_t k, float alpha, int bf16_exact, nd_err *e);
+
+    /* ---- elementwise and normalisation ---- */
+    int (*round_bf16)(nd_backend *b, float *x, int64_t n, nd_err *e);          /* in place */
+    /* y = w ⊙ (x · rsqrt(mean(x²) + eps)) per row of d; w may be NULL (no weight). */
+    int (*rmsnorm)(nd_backend *b, const float *x, const float *w, float eps, int64_t rows, int64_t d,
+                   float *y, nd_err *e);
+    /* y += x (n elements). */
+    int (*add)(nd_backend *b, float *y, const float *x, int64_t n, nd_err *e);
+    /* h = silu(min(g, limit)) * clamp(v, -limit, limit); limit <= 0: no clamp. */
+    int (*swiglu)(nd_backend *b, const float *g, const float *v, int64_t n, float limit, float *h, nd_err *e);
+
+    /* Rotary embedding in place on x [rows, heads, d], dims [rot_off, rot_off+rot_dim) of each
+     * head. pos_host [rows] positions, inv_freq_host [rot_dim/2] frequencies (YaRN already applied).
+     * interleaved: pairs (2i, 2i+1) (GPT-J / DeepSeek); else halves (i, i+rot_dim/2) (NeoX/Llama).
+     * inverse: rotate by -angle. Angles are pos*inv_freq in FP32, cos/sin in FP32. */
+    int (*rope)(nd_backend *b, float *x, int64_t rows, int64_t heads, int64_t d, int64_t rot_off,
+                int64_t rot_dim, const int32_t *pos_host, const float *inv_freq_host, int interleaved,
+                int inverse, nd_err *e);
+
+    /* Causal attention with optional sliding window and sinks. q [t, hq, d], k [s, hkv, d],
+     * v [s, hkv, dv]; query head h uses kv head h / (hq/hkv). Key j is visible to query i iff
+     * kpos[j] <= qpos[i] and (window == 0 || qpos[i] - kpos[j] < window). Scores in FP32 times
+     * scale; sinks_host [hq] (may be NULL) join only the softmax denominator. out [t, hq, dv].
+     * A query with no visible key and no sink gets zeros. */
+    int (*attention)(nd_backend *b, const float *q, const float *k, const float *v, int64_t t,
+                     int64_t s, int64_t hq, int64_t hkv, int64_t d, int64_t dv,
+                     const int32_t *qpos_host, const int32_t *kpos_host, int64_t window, float scale,
+                     const float *sinks_host, float *out, nd_err *e);
+
+    /* ---- manifold-constrained hyper-connections (DeepSeek-V4, research/model-arch.md §3.2) ----
+     * X [t, n, dm] streams. mix = (2+n)*n. fn [mix, n*dm], base [mix], scale_host [3].
+     * rho = rsqrt(Σx²/(n·dm) + rms_eps) over the flattened streams; m = rho·(fn @ x);
+     * pre_i = σ(scale0·m_i + base_i) + hc_eps; post_i = 2σ(scale1·m_{n+i} + base_{n+i});
+     * comb = Sinkhorn(softmax_row(scale2·m_{2n+i·n+j} + base) + hc_eps) with `iters` total
+     * normalisations rounds (first: column; then iters-1 × (row, column)), each dividing by
+     * (sum + hc_eps). u = Σ_i pre_i X_i. Outputs u [t, dm], post [t, n], comb [t, n, n]. */
+    int (*hc_pre)(nd_backend *b, const float *X, const float *fn, const float *base,
+                  const float *scale_host, int64_t t, int64_t n, int64_t dm, int iters, float rms_eps,
+                  float hc_eps, float *u, float *post, float *comb, nd_err *e);
+    /* Xout[j] = post_j · y + Σ_i comb[i,j] · X[i]. */
+    int (*hc_post)(nd_backend *b, const float *X, const float *y, const float *post, const float *comb,
+                   int64_t t, int64_t n, int64_t dm, float *Xout, nd_err *e);
+    /* hc_head: fn [n, n*dm], base [n], scale_host [1]; pre_i = σ(scale0·m_i + base_i) + hc_eps;
+     * u = Σ_i pre_i X_i. */
+    int (*hc_head)(nd_backend *b, const float *X, const float *fn, const float *base,
+                   const float *scale_host, int64_t t, int64_t n, int64_t dm, float rms_eps,
+                   float hc_eps, float *u, nd_err *e);
+
+    /* ---- MoE ---- */
+    /* logits [t, E] (FP32) -> idx [t, top_k] (int32, descending selection score), w [t, top_k].
+     * Selection uses score + bias (bias may be NULL); weights use the score alone. */
+    int (*router_topk)(nd_backend *b, const float *logits, const float *bias, int64_t t,
+                       const nd_router_cfg *cfg, int32_t *idx, float *w, nd_err *e);
+    /* out[r] = x[rows_host[r]] for r < nr (dispatch). */
+    int (*gather_rows)(nd_backend *b, const float *x, const int32_t *rows_host, int64_t nr, int64_t d,
+                       float *out, nd_err *e);
+    /* y[rows_host[r]] += w_host[r] * x[r] for r < nr, in order of r (combine). */
+    int (*scatter_add_rows)(nd_backend *b, float *y, const float *x, const int32_t *rows_host,
+                            const float *w_host, int64_t nr, int64_t d, nd_err *e);
+
+    /* ---- probes ---- */
+    /* Fused single-pass comparison of ref and prod (prod may be NULL); worst block over `block`
+     * consecutive elements. Result on the host. */
+    int (*compare)(nd_backend *b, const float *ref, const float *prod, int64_t n, int64_t block,
+                   nd_cmp *out_host, nd_err *e);
+};
+
+/* Constructors. nd_backend_cuda_create returns ND_EXIT_INTERNAL with "no CUDA device" (and a
+ * distinct message when the build has no CUDA) so callers can fall back or skip. */
+int nd_backend_cpu_create(nd_backend **out, nd_err *e);
+int nd_backend_cuda_create(nd_backend **out, int device, nd_err *e);
+/* 1 if this build contains the CUDA backend and a device is visible. */
+int nd_backend_cuda_available(void);
+
+#endif

@@ -1,0 +1,11 @@
+/* Stand-in constructor used when the build has no CUDA toolkit: it reports the absence, so
+ * `--backend cuda` fails with a clear message and `auto` falls back to the CPU. */
+#include "backend.h"
+
+int nd_backend_cuda_create(nd_backend **out, int device, nd_err *e) {
+    (void)device;
+    *out = NULL;
+    return nd_fail(e, ND_EXIT_INTERNAL, "cuda: this build of nvfp4dbg has no CUDA backend (nvcc was not found at build time)");
+}
+
+int nd_backend_cuda_available(void) { return 0; }

@@ -1,0 +1,249 @@
+/* nd_numerics.h — the one definition of nvfp4dbg's scalar numerics.
+ *
+ * FP4 E2M1, FP8 E4M3 (both saturation behaviours), E8M0, BF16/F16 conversions, and the NVFP4
+ * block-scale rules. Included by the CPU backend (C11) and the CUDA backend (nvcc): every
+ * function is `ND_HD`, i.e. `static inline` in C and `__host__ __device__` under nvcc, so both
+ * backends compute bit-identical codes and scales from the same source.
+ *
+ * Sources for every rule: shared research notes nvfp4-spec.md §1 and §5 (compressed-tensors,
+ * vLLM nvfp4_utils.cuh, FlashInfer quantization_utils.cuh, PyTorch Float8_e4m3fn.h).
+ *
+ * Rounding is round-to-nearest-even throughout; it relies on the default FP environment
+ * (FE_TONEAREST), which nothing in nvfp4dbg changes.
+ */
+#ifndef ND_NUMERICS_H
+#define ND_NUMERICS_H
+
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+
+#ifdef __CUDACC__
+#define ND_HD __host__ __device__ __forceinline__ static
+#else
+#define ND_HD static inline
+#endif
+
+#define ND_E2M1_MAX 6.0f
+#define ND_E4M3_MAX 448.0f
+#define ND_NVFP4_BLOCK 16
+/* 448 * 6: the canonical global "encode" scale numerator (global = 2688 / amax). */
+#define ND_NVFP4_GLOBAL_NUM 2688.0f
+
+/* ---- bit casts ------------------------------------------------------------------------ */
+ND_HD uint32_t nd_f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+ND_HD float nd_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+/* ---- BF16 ----------------------------------------------------------------------------- */
+/* Round-to-nearest-even; NaN stays a (quiet) NaN, Inf stays Inf. */
+ND_HD uint16_t nd_bf16_from_f32(float f) {
+    uint32_t u = nd_f32_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+    uint32_t lsb = (u >> 16) & 1u;
+    u += 0x7fffu + lsb;
+    return (uint16_t)(u >> 16);
+}
+ND_HD float nd_bf16_to_f32(uint16_t h) { return nd_bits_f32((uint32_t)h << 16); }
+ND_HD float nd_bf16_round(float f) { return nd_bf16_to_f32(nd_bf16_from_f32(f)); }
+
+/* ---- IEEE half (F16) decode, for F16 checkpoints ---------------------------------------- */
+ND_HD float nd_f16_to_f32(uint16_t h) {
+    uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1f) return nd_bits_f32(s | 0x7f800000u | (m << 13));
+    if (e == 0) {
+        float v = (float)m * (1.0f / 16777216.0f); /* m * 2^-24 */
+        return s ? -v : v;
+    }
+    return nd_bits_f32(s | ((e + 112u) << 23) | (m << 13));
+}
+
+/* ---- FP4 E2M1 ------------------------------------------------------------------------- */
+/* code = s e1 e0 m (bit 3 sign). Magnitudes 0, .5, 1, 1.5, 2, 3, 4, 6. No Inf/NaN. */
+ND_HD float nd_e2m1_to_f32(uint8_t code) {
+    const uint32_t c = code & 7u; /* 0,1,2,3 -> c/2; 4,5,6,7 -> 2^(c/2-1) * (1 + (c&1)/2) */
+    const float mag = c < 4u ? 0.5f * (float)c : (float)(1u << ((c >> 1) - 1u)) * (1.0f + 0.5f * (float)(c & 1u));
+    return (code & 8u) ? -mag : mag;
+}
+
+/* float -> E2M1, round-to-nearest-even, saturating at ±6 (cvt.rn.satfinite.e2m1x2.f32 and the
+ * cast_to_fp4 reference tables). Ties 0.25, 1.25, 2.5, 5 go down; 0.75, 1.75, 3.5 go up.
+ * Negative inputs keep the sign bit even when they round to zero (code 8), as the references do.
+ * NaN maps to code 7 (+6): the hardware converter's NaN result is not documented in the sources
+ * we read, and a NaN block is already visible through its NaN block scale. */
+ND_HD uint8_t nd_e2m1_from_f32(float x) {
+    if (x != x) return 7u;
+    uint8_t s = (nd_f32_bits(x) >> 31) ? 8u : 0u;
+    float a = fabsf(x);
+    uint8_t m;
+    if (a <= 0.25f) m = 0;
+    else if (a < 0.75f) m = 1;
+    else if (a <= 1.25f) m = 2;
+    else if (a < 1.75f) m = 3;
+    else if (a <= 2.5f) m = 4;
+    else if (a < 3.5f) m = 5;
+    else if (a <= 5.0f) m = 6;
+    else m = 7;
+    return (uint8_t)(s | m);
+}
+
+/* ---- FP8 E4M3 (e4m3fn) ---------------------------------------------------------------- */
+/* bias 7, no Inf, 0x7F/0xFF = NaN, max 448, min normal 2^-6, subnormal step 2^-9. */
+ND_HD float nd_e4m3_to_f32(uint8_t b) {
+    uint32_t s = b >> 7, e = (b >> 3) & 15u, m = b & 7u;
+    float v;
+    if (e == 15u && m == 7u) return nd_bits_f32(0x7fc00000u | (s << 31));
+    if (e == 0) v = (float)m * (1.0f / 512.0f);
+    else v = nd_bits_f32(((e + 120u) << 23) | (m << 20));
+    return s ? -v : v;
+}
+
+/* Round |x| to the E4M3 grid (RNE) without range checks; returns the rounded magnitude, which may
+ * be 480 (one step past the largest finite value) or more. */
+ND_HD float nd_e4m3_round_mag(float a) {
+    int e;
+    (void)frexpf(a, &e);           /* a = f * 2^e, f in [0.5, 1): unbiased exponent is e-1 */
+    int ue = e - 1;
+    if (ue < -6) ue = -6;          /* subnormal range: fixed quantum 2^-9 */
+    float q = ldexpf(1.0f, ue - 3); /* 3 mantissa bits */
+    return rintf(a / q) * q;       /* exact scaling by a power of two; rintf is RNE */
+}
+
+/* Encode an already-rounded, in-range magnitude (0 .. 448) to its 7-bit code. */
+ND_HD uint8_t nd_e4m3_code_of_mag(float r) {
+    if (r < 0.015625f) return (uint8_t)(r * 512.0f); /* subnormal: 0..7 (8 is the first normal) */
+    int e;
+    float f = frexpf(r, &e);       /* r = f*2^e, f in [0.5,1) */
+    int ue = e - 1;
+    uint32_t m = (uint32_t)((f * 2.0f - 1.0f) * 8.0f);
+    return (uint8_t)(((uint32_t)(ue + 7) << 3) | m);
+}
+
+/* CUDA __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3): RNE, magnitudes past 448 clamp to 448,
+ * NaN -> 0x7F (sign kept), ±Inf -> ±448. This is what the vLLM/FlashInfer quant kernels store. */
+ND_HD uint8_t nd_e4m3_from_f32_satfinite(float x) {
+    uint8_t s = (nd_f32_bits(x) >> 31) ? 0x80u : 0u;
+    if (x != x) return (uint8_t)(s | 0x7fu);
+    float a = fabsf(x);
+    if (a >= ND_E4M3_MAX) return (uint8_t)(s | 0x7eu);
+    float r = nd_e4m3_round_mag(a);
+    if (r > ND_E4M3_MAX) r = ND_E4M3_MAX;
+    return (uint8_t)(s | nd_e4m3_code_of_mag(r));
+}
+
+/* PyTorch tensor.to(torch.float8_e4m3fn) (c10 fp8e4m3fn_from_fp32_value): RNE, and anything that
+ * is >= 480 or rounds up past 448 becomes NaN (0x7F). Inf -> NaN too. */
+ND_HD uint8_t nd_e4m3_from_f32_torch(float x) {
+    uint8_t s = (nd_f32_bits(x) >> 31) ? 0x80u : 0u;
+    if (x != x) return (uint8_t)(s | 0x7fu);
+    float a = fabsf(x);
+    if (a >= 480.0f) return (uint8_t)(s | 0x7fu);
+    float r = nd_e4m3_round_mag(a);
+    if (r > ND_E4M3_MAX) return (uint8_t)(s | 0x7fu);
+    return (uint8_t)(s | nd_e4m3_code_of_mag(r));
+}
+
+/* ---- E8M0 (power-of-two scales: MXFP4 and DeepSeek-V4 FP8 `.scale`) -------------------- */
+/* value = 2^(b - 127); 0xFF = NaN. */
+ND_HD float nd_e8m0_to_f32(uint8_t b) {
+    if (b == 0xffu) return nd_bits_f32(0x7fc00000u);
+    if (b == 0) return ldexpf(1.0f, -127);
+    return nd_bits_f32((uint32_t)b << 23);
+}
+
+/* Power-of-two scale as vLLM/DeepGEMM pick it for FP8 activations: 2^ceil(log2(amax/448)). */
+ND_HD float nd_pow2_scale_ceil(float amax, float floor_amax) {
+    float a = amax > floor_amax ? amax : floor_amax;
+    int e;
+    float f = frexpf(a / ND_E4M3_MAX, &e); /* a/448 = f*2^e, f in [0.5,1) */
+    /* ceil(log2(f*2^e)) = e when f > 0.5, e-1 when f == 0.5 exactly */
+    return ldexpf(1.0f, f == 0.5f ? e - 1 : e);
+}
+
+/* ---- NVFP4 dequantization -------------------------------------------------------------- */
+/* Weight element: e2m1(code) * e4m3(block scale) / global divisor (compressed-tensors direction;
+ * ModelOpt's multiplier m is handed in as divisor 1/m by src/ckpt). The division happens once per
+ * block scale, as `scale = scale / global_scale; x_q * scale` in compressed-tensors. */
+ND_HD float nd_nvfp4_block_dequant_scale(uint8_t sf, float global_div) {
+    return nd_e4m3_to_f32(sf) / global_div;
+}
+ND_HD uint8_t nd_nibble(const uint8_t *packed_row, int64_t k) {
+    uint8_t b = packed_row[k >> 1];
+    return (k & 1) ? (uint8_t)(b >> 4) : (uint8_t)(b & 15u); /* element 0 in the low nibble */
+}
+
+/* ---- NVFP4 activation quantization ----------------------------------------------------- */
+/* Semantics of the 16-element block quantizer (nvfp4-spec.md §5):
+ *  KERNEL : vLLM scaled_fp4_quant / FlashInfer fp4_quantize:
+ *           s = e4m3_satfinite(g * (amax * (1/6))); out = (s != 0) ? 1 / (s * (1/g)) : 0;
+ *           code = e2m1(x * out). rcp.approx.ftz is modelled by a correctly rounded reciprocal
+ *           (documented difference: an exact-midpoint element can move to the neighbouring code).
+ *  CT     : compressed-tensors fake quantization: s = fp8(clamp(g * amax / 6, 448));
+ *           code = e2m1(clamp(x / (s / g), ±6)); a zero scale is replaced by eps 0.125 (FP8 eps).
+ */
+enum nd_qsem { ND_QSEM_KERNEL = 0, ND_QSEM_CT = 1 };
+
+typedef struct nd_block_q {
+    uint8_t sf;        /* stored e4m3 block scale byte */
+    float mult;        /* multiplier applied to x before e2m1 rounding */
+    uint8_t zero_scale;/* 1 if amax > 0 but the stored scale is 0 */
+} nd_block_q;
+
+ND_HD nd_block_q nd_nvfp4_block_params(float amax, float g, int sem) {
+    nd_block_q r;
+    float sfv;
+    if (sem == ND_QSEM_CT) {
+        float t = g * amax / ND_E2M1_MAX;
+        if (t > ND_E4M3_MAX) t = ND_E4M3_MAX;
+        r.sf = nd_e4m3_from_f32_satfinite(t);
+        sfv = nd_e4m3_to_f32(r.sf);
+        r.zero_scale = (uint8_t)(sfv == 0.0f && amax > 0.0f);
+        if (sfv == 0.0f) sfv = 0.125f;
+        r.mult = 1.0f / (sfv / g);   /* x / (s/g) is evaluated as a division in CT; see qdq below */
+    } else {
+        r.sf = nd_e4m3_from_f32_satfinite(g * (amax * (1.0f / 6.0f)));
+        sfv = nd_e4m3_to_f32(r.sf);
+        r.zero_scale = (uint8_t)(sfv == 0.0f && amax > 0.0f);
+        r.mult = (sfv != 0.0f) ? 1.0f / (sfv * (1.0f / g)) : 0.0f;
+    }
+    return r;
+}
+
+/* 1 if the element is clipped: its scaled magnitude exceeds 6 before rounding (SPEC §6 sat_frac).
+ * A block whose scale clipped at 448 saturates its largest elements this way. */
+ND_HD int nd_nvfp4_elem_saturates(float x, nd_block_q p, float g, int sem) {
+    float y;
+    if (sem == ND_QSEM_CT) {
+        float sfv = nd_e4m3_to_f32(p.sf);
+        if (sfv == 0.0f) sfv = 0.125f;
+        y = x / (sfv / g);
+    } else {
+        y = x * p.mult;
+    }
+    return fabsf(y) > ND_E2M1_MAX;
+}
+
+/* Quantize one element given its block parameters. CT divides, the kernel multiplies. */
+ND_HD uint8_t nd_nvfp4_quant_elem(float x, nd_block_q p, float g, int sem) {
+    if (sem == ND_QSEM_CT) {
+        float sfv = nd_e4m3_to_f32(p.sf);
+        if (sfv == 0.0f) sfv = 0.125f;
+        float y = x / (sfv / g);
+        if (y > 6.0f) y = 6.0f;
+        if (y < -6.0f) y = -6.0f;
+        return nd_e2m1_from_f32(y);
+    }
+    return nd_e2m1_from_f32(x * p.mult);
+}
+
+/* ---- 128x4 swizzled scale-factor layout (CUTLASS / FlashInfer / cuBLASLt) --------------- */
+/* Logical [M rows, K/16 cols] padded to [round_up(M,128), round_up(K/16,4)], stored as
+ * [numMTiles, numKTiles, 32, 4, 4]. (row 5, kgrp 2) -> 82 and (row 5, kgrp 5) -> 593 for K/16 >= 8. */
+ND_HD int64_t nd_sf_swizzle_offset(int64_t m, int64_t kgrp, int64_t num_k_tiles) {
+    return ((m / 128) * num_k_tiles + kgrp / 4) * 512 + (m % 32) * 16 + ((m / 32) % 4) * 4 + (kgrp % 4);
+}
+ND_HD int64_t nd_sf_swizzled_bytes(int64_t m, int64_t k) {
+    int64_t kg = (k + 15) / 16;
+    return ((m + 127) / 128) * 128 * ((kg + 3) / 4) * 4;
+}
+
+#endif /* ND_NUMERICS_H */
