@@ -135,4 +135,16 @@ int nd_ckpt_module_ignored(const nd_ckpt *c, const char *path);
 /* Tell the kernel that a tensor's pages may be dropped (madvise) after its layer is done. */
 void nd_ckpt_release(const nd_ckpt *c, const nd_tview *t);
 
+
+/* ---- safetensors writer (synth, bundles, test fixtures) ----
+ * Tensors are written in the order added; data pointers must stay valid until close. The file is
+ * written to PATH.tmp and renamed into place on success. */
+typedef struct nd_st_writer nd_st_writer;
+int nd_st_writer_open(const char *path, nd_st_writer **out, nd_err *e);
+int nd_st_writer_add(nd_st_writer *w, const char *name, nd_dtype dt, int ndim, const int64_t *shape,
+                     const void *data, nd_err *e);
+int nd_st_writer_meta(nd_st_writer *w, const char *key, const char *value, nd_err *e);
+int nd_st_writer_close(nd_st_writer *w, nd_err *e);   /* writes, fsyncs, renames; frees w */
+void nd_st_writer_abort(nd_st_writer *w);             /* frees w, removes the temp file */
+
 #endif
