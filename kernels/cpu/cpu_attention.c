@@ -1,0 +1,69 @@
+/* cpu_attention.c — causal attention with a sliding window, grouped KV heads and sinks, FP32.
+ *
+ * Per (query i, head h): s_j = scale * (q·k_j) over visible keys, μ = max(max_j s_j, sink_h),
+ * out = Σ_j exp(s_j - μ) v_j / (Σ_j exp(s_j - μ) + exp(sink_h - μ)). Taking the sink into μ
+ * is the same softmax (transformers concatenates the sink logit) and cannot overflow when the
+ * sink is far above the scores. A query with no visible key gets zeros, sink or not.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cpu_internal.h"
+
+int nd_cpu_attention(nd_backend *b, const float *q, const float *k, const float *v, int64_t t,
+                     int64_t s, int64_t hq, int64_t hkv, int64_t d, int64_t dv,
+                     const int32_t *qpos_host, const int32_t *kpos_host, int64_t window, float scale,
+                     const float *sinks_host, float *out, nd_err *e) {
+    (void)b;
+    const char *op = "attention";
+    ND_CPU_SIZES(e, op, t, hq, d);
+    ND_CPU_SIZES(e, op, t, hq, dv);
+    ND_CPU_SIZES(e, op, s, hkv, d);
+    ND_CPU_SIZES(e, op, s, hkv, dv);
+    ND_CPU_REQUIRE(window >= 0, e, op, "negative window %lld", (long long)window);
+    ND_CPU_REQUIRE(hq > 0 && hkv > 0 && hq % hkv == 0, e, op,
+                   "query heads %lld not a positive multiple of kv heads %lld", (long long)hq, (long long)hkv);
+    if (t * dv == 0) return 0;
+    ND_CPU_REQUIRE(out && qpos_host && (s == 0 || (k && v && kpos_host)) && (d == 0 || q), e, op, "NULL buffer");
+    float *sc = malloc((size_t)(s > 0 ? s : 1) * sizeof *sc);
+    float *acc = malloc((size_t)dv * sizeof *acc);
+    if (!sc || !acc) { free(sc); free(acc); return nd_fail(e, ND_EXIT_INTERNAL, "cpu: %s: out of memory", op); }
+    const int64_t rep = hq / hkv;
+    for (int64_t i = 0; i < t; i++) {
+        const int64_t qp = qpos_host[i];
+        for (int64_t h = 0; h < hq; h++) {
+            const float *qh = q + (i * hq + h) * d;
+            const int64_t kh = h / rep;
+            float *o = out + (i * hq + h) * dv;
+            float mu = -INFINITY;
+            int64_t nvis = 0;
+            for (int64_t j = 0; j < s; j++) {
+                const int64_t kp = kpos_host[j];
+                if (kp > qp || (window > 0 && qp - kp >= window)) { sc[j] = NAN; continue; }
+                const float *kj = k + (j * hkv + kh) * d;
+                float dot = 0.0f;
+                for (int64_t c = 0; c < d; c++) dot += qh[c] * kj[c];
+                sc[j] = dot * scale;
+                if (sc[j] > mu) mu = sc[j];
+                nvis++;
+            }
+            if (nvis == 0) { memset(o, 0, (size_t)dv * sizeof *o); continue; }
+            const float sink = sinks_host ? sinks_host[h] : -INFINITY;
+            if (sink > mu) mu = sink;
+            float den = sinks_host ? expf(sink - mu) : 0.0f;
+            for (int64_t c = 0; c < dv; c++) acc[c] = 0.0f;
+            for (int64_t j = 0; j < s; j++) {
+                const int64_t kp = kpos_host[j];
+                if (kp > qp || (window > 0 && qp - kp >= window)) continue;
+                const float p = expf(sc[j] - mu);
+                den += p;
+                const float *vj = v + (j * hkv + kh) * dv;
+                for (int64_t c = 0; c < dv; c++) acc[c] += p * vj[c];
+            }
+            for (int64_t c = 0; c < dv; c++) o[c] = acc[c] / den;
+        }
+    }
+    free(sc);
+    free(acc);
+    return 0;
+}

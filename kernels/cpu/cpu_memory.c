@@ -1,0 +1,34 @@
+/* cpu_memory.c — the CPU backend's memory is host memory: malloc and memcpy. */
+#include <stdlib.h>
+#include <string.h>
+#include "cpu_internal.h"
+
+void *nd_cpu_alloc(nd_backend *b, size_t bytes, nd_err *e) {
+    (void)b;
+    void *p = malloc(bytes ? bytes : 1);   /* a zero-byte buffer is still a distinct pointer */
+    if (!p) nd_fail(e, ND_EXIT_INTERNAL, "cpu: alloc: out of memory (%zu bytes)", bytes);
+    return p;
+}
+
+void nd_cpu_release(nd_backend *b, void *p) { (void)b; free(p); }
+
+static int cpu_memcpy(const char *op, void *dst, const void *src, size_t bytes, nd_err *e) {
+    if (bytes == 0) return 0;
+    if (!dst || !src) return nd_fail(e, ND_EXIT_INTERNAL, "cpu: %s: NULL pointer", op);
+    memmove(dst, src, bytes);
+    return 0;
+}
+
+int nd_cpu_upload(nd_backend *b, void *dst, const void *src_host, size_t bytes, nd_err *e) {
+    (void)b;
+    return cpu_memcpy("upload", dst, src_host, bytes, e);
+}
+int nd_cpu_download(nd_backend *b, void *dst_host, const void *src, size_t bytes, nd_err *e) {
+    (void)b;
+    return cpu_memcpy("download", dst_host, src, bytes, e);
+}
+int nd_cpu_copy(nd_backend *b, void *dst, const void *src, size_t bytes, nd_err *e) {
+    (void)b;
+    return cpu_memcpy("copy", dst, src, bytes, e);
+}
+int nd_cpu_sync(nd_backend *b, nd_err *e) { (void)b; (void)e; return 0; }

@@ -1,0 +1,107 @@
+/* cpu_quant.c — NVFP4 activation quantization (kernel and CT semantics), FP8 fake quantization,
+ * and the linear <-> 128x4 swizzled scale layouts. */
+#include <string.h>
+#include "cpu_internal.h"
+#include "numerics/nd_numerics.h"
+
+/* max |x| over n elements; NaN if any element is NaN (a NaN block must get a NaN scale, not
+ * the max of its other elements as fmaxf would give). */
+static float block_amax(const float *x, int64_t n) {
+    float a = 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        const float v = fabsf(x[i]);
+        if (v != v) return v;
+        if (v > a) a = v;
+    }
+    return a;
+}
+
+int nd_cpu_quant_nvfp4(nd_backend *b, const float *x, float g, int sem, int64_t rows, int64_t k,
+                       uint8_t *codes, uint8_t *sf, nd_qstats *stats_host, nd_err *e) {
+    (void)b;
+    const char *op = "quant_nvfp4";
+    ND_CPU_SIZES(e, op, rows, k);
+    ND_CPU_REQUIRE(k % ND_NVFP4_BLOCK == 0, e, op, "k = %lld is not a multiple of 16", (long long)k);
+    ND_CPU_REQUIRE(sem == ND_QSEM_KERNEL || sem == ND_QSEM_CT, e, op, "unknown semantics %d", sem);
+    ND_CPU_REQUIRE(rows * k == 0 || (x && codes && sf), e, op, "NULL buffer");
+    nd_qstats st;
+    memset(&st, 0, sizeof st);
+    const int64_t nb = rows * (k / ND_NVFP4_BLOCK);
+    for (int64_t bi = 0; bi < nb; bi++) {
+        const float *xb = x + bi * ND_NVFP4_BLOCK;
+        const float amax = block_amax(xb, ND_NVFP4_BLOCK);
+        const nd_block_q p = nd_nvfp4_block_params(amax, g, sem);
+        sf[bi] = p.sf;
+        uint8_t *cb = codes + bi * (ND_NVFP4_BLOCK / 2);
+        for (int j = 0; j < ND_NVFP4_BLOCK; j += 2) {
+            const uint8_t lo = nd_nvfp4_quant_elem(xb[j], p, g, sem);
+            const uint8_t hi = nd_nvfp4_quant_elem(xb[j + 1], p, g, sem);
+            cb[j / 2] = (uint8_t)(lo | (hi << 4));   /* element 2j in the low nibble */
+            st.n_saturated += nd_nvfp4_elem_saturates(xb[j], p, g, sem);
+            st.n_saturated += nd_nvfp4_elem_saturates(xb[j + 1], p, g, sem);
+        }
+        st.n_nonzero_blocks += amax > 0.0f;
+        st.n_zero_scale += p.zero_scale;
+        st.n_scale_448 += (p.sf == 0x7eu);
+        st.n_nan_scale += ((p.sf & 0x7fu) == 0x7fu);
+    }
+    st.n_elems = rows * k;
+    st.n_blocks = nb;
+    if (stats_host) *stats_host = st;
+    return 0;
+}
+
+int nd_cpu_fake_quant_fp8(nd_backend *b, const float *x, int64_t rows, int64_t k, int group, int pow2,
+                          float *out, nd_err *e) {
+    (void)b;
+    const char *op = "fake_quant_fp8";
+    ND_CPU_SIZES(e, op, rows, k);
+    ND_CPU_REQUIRE(group > 0, e, op, "group %d must be positive", group);
+    ND_CPU_REQUIRE(rows * k == 0 || (x && out), e, op, "NULL buffer");
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t c0 = 0; c0 < k; c0 += group) {
+            const int64_t c1 = c0 + group < k ? c0 + group : k;   /* the last group may be short */
+            const float *xg = x + r * k + c0;
+            float *og = out + r * k + c0;
+            const float amax = block_amax(xg, c1 - c0);
+            if (amax == 0.0f) {              /* all zeros: nothing to scale (avoids 0/0) */
+                for (int64_t i = 0; i < c1 - c0; i++) og[i] = xg[i];
+                continue;
+            }
+            const float s = pow2 ? nd_pow2_scale_ceil(amax, 1e-4f) : amax / ND_E4M3_MAX;
+            for (int64_t i = 0; i < c1 - c0; i++)
+                og[i] = nd_e4m3_to_f32(nd_e4m3_from_f32_satfinite(xg[i] / s)) * s;
+        }
+    }
+    return 0;
+}
+
+static int sf_layout_args(const char *op, int64_t rows, int64_t k, const void *a, const void *bb,
+                          nd_err *e) {
+    ND_CPU_SIZES(e, op, rows, k);
+    ND_CPU_REQUIRE(k % ND_NVFP4_BLOCK == 0, e, op, "k = %lld is not a multiple of 16", (long long)k);
+    ND_CPU_REQUIRE(rows * k == 0 || (a && bb), e, op, "NULL buffer");
+    return 0;
+}
+
+int nd_cpu_swizzle_sf(nd_backend *b, const uint8_t *linear, int64_t rows, int64_t k, uint8_t *swz,
+                      nd_err *e) {
+    (void)b;
+    ND_TRY(sf_layout_args("swizzle_sf", rows, k, linear, swz, e));
+    const int64_t kg = k / ND_NVFP4_BLOCK, kt = (kg + 3) / 4;
+    if (rows * k == 0) return 0;
+    memset(swz, 0, (size_t)nd_sf_swizzled_bytes(rows, k));
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < kg; c++) swz[nd_sf_swizzle_offset(r, c, kt)] = linear[r * kg + c];
+    return 0;
+}
+
+int nd_cpu_unswizzle_sf(nd_backend *b, const uint8_t *swz, int64_t rows, int64_t k, uint8_t *linear,
+                        nd_err *e) {
+    (void)b;
+    ND_TRY(sf_layout_args("unswizzle_sf", rows, k, swz, linear, e));
+    const int64_t kg = k / ND_NVFP4_BLOCK, kt = (kg + 3) / 4;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < kg; c++) linear[r * kg + c] = swz[nd_sf_swizzle_offset(r, c, kt)];
+    return 0;
+}
