@@ -82,4 +82,14 @@ typedef struct nd_trace {
 int nd_trace_read(const char *path, nd_trace **out, nd_err *e);
 void nd_trace_free(nd_trace *t);
 
+/* ---- tensors and routing (additions: for repro, report and tests) ---- */
+#define ND_TRACE_MAXDIM 8
+/* Read /tensors/<stage>/<which> into a malloc'd float array the caller frees; shape gets ndim
+ * entries. Exit 2 when the trace has no such tensor. */
+int nd_trace_read_tensor(const char *path, const char *stage, const char *which, float **data, int *ndim,
+                         int64_t shape[ND_TRACE_MAXDIM], nd_err *e);
+/* Read /routing/<stage>/<which> (int32 [t, k]) into a malloc'd array the caller frees. */
+int nd_trace_read_routing(const char *path, const char *stage, const char *which, int32_t **idx,
+                          int64_t *t, int64_t *k, nd_err *e);
+
 #endif

@@ -1,0 +1,212 @@
+/* trace_h5.c — HDF5 plumbing shared by the writer and the reader. */
+#include "trace_h5.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void nd_h5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
+
+void nd_h5_close(hid_t id) {
+    if (id < 0 || H5Iis_valid(id) <= 0) return;
+    switch (H5Iget_type(id)) {
+    case H5I_FILE: H5Fclose(id); break;
+    case H5I_GROUP: H5Gclose(id); break;
+    case H5I_DATATYPE: H5Tclose(id); break;
+    case H5I_DATASPACE: H5Sclose(id); break;
+    case H5I_DATASET: H5Dclose(id); break;
+    case H5I_ATTR: H5Aclose(id); break;
+    case H5I_GENPROP_LST: H5Pclose(id); break;
+    default: break;
+    }
+}
+
+/* Keep the innermost (deepest) message of the error stack: that is the one that says why
+ * (e.g. "No space left on device"), the outer ones only name the API call. */
+static herr_t keep_innermost(unsigned n, const H5E_error2_t *err, void *data) {
+    char *out = data;
+    if (n != 0 || !err->desc || !err->desc[0]) return 0;
+    /* the file drivers report a failed system call as a long record with the errno text in it;
+     * the errno text is what a person needs ("No space left on device") */
+    const char *m = strstr(err->desc, "error message = '");
+    if (m) {
+        m += strlen("error message = '");
+        const char *end = strchr(m, '\'');
+        int len = end ? (int)(end - m) : (int)strlen(m);
+        snprintf(out, 320, "%s: %.*s", err->func_name, len, m);
+    } else {
+        snprintf(out, 320, "%s: %s", err->func_name, err->desc);
+    }
+    for (char *c = out; *c; c++)
+        if (*c == '\n') *c = ' ';
+    return 0;
+}
+
+int nd_h5_fail(nd_err *e, int code, const char *path, const char *src, int line, const char *what) {
+    char inner[320] = "";
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, keep_innermost, inner);
+    H5Eclear2(H5E_DEFAULT);
+    const char *base = strrchr(src, '/');
+    base = base ? base + 1 : src;
+    if (inner[0])
+        return nd_fail(e, code, "%s: %s (%s:%d: %s)", path, what, base, line, inner);
+    return nd_fail(e, code, "%s: %s (%s:%d)", path, what, base, line);
+}
+
+static hid_t str_type(size_t size) {
+    hid_t t = H5Tcopy(H5T_C_S1);
+    if (t < 0) return t;
+    if (H5Tset_size(t, size) < 0 || H5Tset_strpad(t, H5T_STR_NULLTERM) < 0 ||
+        H5Tset_cset(t, H5T_CSET_UTF8) < 0) {
+        H5Tclose(t);
+        return -1;
+    }
+    return t;
+}
+
+int nd_h5_put_str_attr(hid_t obj, const char *name, const char *value, size_t cap, const char *path,
+                       nd_err *e) {
+    if (!value) value = "";
+    size_t len = strlen(value);
+    if (cap == 0) cap = len + 1;
+    if (len >= cap) return nd_fail(e, ND_EXIT_INTERNAL, "%s: attribute %s is longer than %zu bytes", path, name, cap - 1);
+    char *buf = calloc(1, cap);
+    if (!buf) return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", path);
+    memcpy(buf, value, len);
+    hid_t t = str_type(cap), s = H5Screate(H5S_SCALAR), a = -1;
+    int rc = 0;
+    if (t < 0 || s < 0) rc = ND_H5_FAIL(e, ND_EXIT_INTERNAL, path, "cannot make a string type");
+    else if ((a = H5Acreate2(obj, name, t, s, H5P_DEFAULT, H5P_DEFAULT)) < 0)
+        rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot create an attribute");
+    else if (H5Awrite(a, t, buf) < 0)
+        rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot write an attribute");
+    nd_h5_close(a); nd_h5_close(s); nd_h5_close(t);
+    free(buf);
+    return rc;
+}
+
+int nd_h5_set_str_attr(hid_t obj, const char *name, const char *value, const char *path, nd_err *e) {
+    if (!value) value = "";
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT), t = -1;
+    int rc = 0;
+    char *buf = NULL;
+    size_t cap = 0;
+    if (a < 0) { rc = ND_H5_FAIL(e, ND_EXIT_INTERNAL, path, "cannot open an attribute"); goto done; }
+    if ((t = H5Aget_type(a)) < 0 || (cap = H5Tget_size(t)) == 0) {
+        rc = ND_H5_FAIL(e, ND_EXIT_INTERNAL, path, "cannot query an attribute");
+        goto done;
+    }
+    if (!(buf = calloc(1, cap))) { rc = nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", path); goto done; }
+    /* a value longer than the space reserved at create time is cut (kept terminated) */
+    size_t len = strlen(value);
+    if (len > cap - 1) len = cap - 1;
+    memcpy(buf, value, len);
+    if (H5Awrite(a, t, buf) < 0) rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot write an attribute");
+done:
+    free(buf);
+    nd_h5_close(t); nd_h5_close(a);
+    return rc;
+}
+
+int nd_h5_get_str_attr(hid_t obj, const char *name, char *dst, size_t cap, const char *path,
+                       nd_err *e) {
+    dst[0] = 0;
+    htri_t ex = H5Aexists(obj, name);
+    if (ex < 0) return ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot look up an attribute");
+    if (ex == 0) return 1;
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT), ft = -1, mt = -1, sp = -1;
+    int rc = 0;
+    char msg[160];
+    snprintf(msg, sizeof msg, "cannot read attribute %s", name);
+    if (a < 0 || (ft = H5Aget_type(a)) < 0 || (sp = H5Aget_space(a)) < 0) {
+        rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, msg);
+        goto done;
+    }
+    if (H5Tget_class(ft) != H5T_STRING || H5Sget_simple_extent_npoints(sp) != 1) {
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: attribute %s is not a string", path, name);
+        goto done;
+    }
+    htri_t vl = H5Tis_variable_str(ft);
+    if (vl > 0) {
+        char *p = NULL;
+        mt = H5Tcopy(ft); /* same character set: HDF5 does not convert between them */
+        if (mt < 0 || H5Aread(a, mt, &p) < 0) {
+            rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, msg);
+            goto done;
+        }
+        if (p) {
+            snprintf(dst, cap, "%s", p);
+            H5free_memory(p);
+        }
+    } else {
+        size_t fsz = H5Tget_size(ft);
+        if (fsz == 0 || fsz > (1u << 20)) {
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: attribute %s has an implausible size", path, name);
+            goto done;
+        }
+        char *buf = calloc(1, fsz + 1);
+        mt = H5Tcopy(ft);
+        if (!buf || mt < 0 || H5Tset_size(mt, fsz + 1) < 0 || H5Tset_strpad(mt, H5T_STR_NULLTERM) < 0 ||
+            H5Aread(a, mt, buf) < 0) {
+            free(buf);
+            rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, msg);
+            goto done;
+        }
+        snprintf(dst, cap, "%s", buf);
+        free(buf);
+    }
+done:
+    nd_h5_close(mt); nd_h5_close(ft); nd_h5_close(sp); nd_h5_close(a);
+    return rc;
+}
+
+#define F(n, k, s) { #n, offsetof(nd_row, n), sizeof(((nd_row *)0)->n), k, s }
+const nd_field nd_fields[] = {
+    F(index, ND_F_I32, 1), F(layer, ND_F_I32, 1), F(name, ND_F_STR, 1), F(op, ND_F_STR, 1),
+    F(mode, ND_F_STR, 1), F(quantized, ND_F_U8, 1), F(numel, ND_F_I64, 1),
+    F(ref_amax, ND_F_F64, 1), F(prod_amax, ND_F_F64, 1),
+    F(ref_nan, ND_F_I64, 1), F(prod_nan, ND_F_I64, 1), F(ref_inf, ND_F_I64, 1), F(prod_inf, ND_F_I64, 1),
+    F(cosine, ND_F_F64, 1), F(rel_l2, ND_F_F64, 1), F(sqnr_db, ND_F_F64, 1), F(max_abs_err, ND_F_F64, 1),
+    F(sat_frac, ND_F_F64, 1), F(zero_block_frac, ND_F_F64, 1), F(scale_ratio, ND_F_F64, 1),
+    F(weight_rel_l2, ND_F_F64, 1), F(verdict, ND_F_STR, 1),
+    F(floor_sqnr_db, ND_F_F64, 0), F(scale_mult, ND_F_F64, 0), F(alpha, ND_F_F64, 0),
+    F(worst_block, ND_F_I64, 0), F(worst_block_rel, ND_F_F64, 0), F(topk_agree, ND_F_F64, 0),
+    F(kl_div, ND_F_F64, 0), F(top1_agree, ND_F_F64, 0),
+};
+#undef F
+const int nd_nfields = (int)(sizeof nd_fields / sizeof nd_fields[0]);
+
+static hid_t field_type(const nd_field *f) {
+    switch (f->kind) {
+    case ND_F_I32: return H5Tcopy(H5T_NATIVE_INT32);
+    case ND_F_I64: return H5Tcopy(H5T_NATIVE_INT64);
+    case ND_F_U8: return H5Tcopy(H5T_NATIVE_UINT8);
+    case ND_F_F64: return H5Tcopy(H5T_NATIVE_DOUBLE);
+    case ND_F_STR: {
+        /* fixed-length, null-padded: numpy reads these as 'S<n>' columns */
+        hid_t t = H5Tcopy(H5T_C_S1);
+        if (t >= 0 && (H5Tset_size(t, f->size) < 0 || H5Tset_strpad(t, H5T_STR_NULLPAD) < 0)) {
+            H5Tclose(t);
+            return -1;
+        }
+        return t;
+    }
+    }
+    return -1;
+}
+
+hid_t nd_h5_row_type(const unsigned char *use) {
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(nd_row));
+    if (t < 0) return -1;
+    for (int i = 0; i < nd_nfields; i++) {
+        if (use && !use[i]) continue;
+        hid_t ft = field_type(&nd_fields[i]);
+        herr_t r = ft < 0 ? -1 : H5Tinsert(t, nd_fields[i].name, nd_fields[i].offset, ft);
+        nd_h5_close(ft);
+        if (r < 0) {
+            H5Tclose(t);
+            return -1;
+        }
+    }
+    return t;
+}

@@ -1,0 +1,44 @@
+/* trace_h5.h — internal helpers shared by the trace writer and reader (not part of the API):
+ * HDF5 error capture into nd_err, string attributes, and the compound type of one nd_row. */
+#ifndef ND_TRACE_H5_H
+#define ND_TRACE_H5_H
+
+#include <hdf5.h>
+#include <stddef.h>
+#include "trace/trace.h"
+
+/* Silence HDF5's automatic error printing (we report through nd_err instead). */
+void nd_h5_quiet(void);
+
+/* Fill e with "PATH: WHAT (FILE:LINE: <innermost HDF5 message>)" and return code. */
+int nd_h5_fail(nd_err *e, int code, const char *path, const char *src, int line, const char *what);
+#define ND_H5_FAIL(e, code, path, what) nd_h5_fail((e), (code), (path), __FILE__, __LINE__, (what))
+
+/* Close any kind of HDF5 identifier (ignores invalid or negative ids). */
+void nd_h5_close(hid_t id);
+
+/* Write a scalar fixed-length string attribute sized to hold `cap` bytes (cap 0: strlen + 1). */
+int nd_h5_put_str_attr(hid_t obj, const char *name, const char *value, size_t cap, const char *path,
+                       nd_err *e);
+/* Overwrite an existing string attribute (created by nd_h5_put_str_attr). */
+int nd_h5_set_str_attr(hid_t obj, const char *name, const char *value, const char *path, nd_err *e);
+/* Read a scalar string attribute (fixed- or variable-length) into dst[cap], always terminated.
+ * Returns 0, or 1 when the attribute does not exist, or an nd_exit code on a read error. */
+int nd_h5_get_str_attr(hid_t obj, const char *name, char *dst, size_t cap, const char *path,
+                       nd_err *e);
+
+/* The fields of /stages, in order, with their kind; the table both writer and reader use. */
+enum nd_field_kind { ND_F_I32, ND_F_I64, ND_F_U8, ND_F_F64, ND_F_STR };
+typedef struct nd_field {
+    const char *name;
+    size_t offset, size;  /* in nd_row */
+    enum nd_field_kind kind;
+    int spec;             /* 1: required by SPEC §6; 0: an addition (absent in a file = default) */
+} nd_field;
+extern const nd_field nd_fields[];
+extern const int nd_nfields;
+
+/* Memory compound type of nd_row with the fields `use[i]` != 0 (use NULL for all). */
+hid_t nd_h5_row_type(const unsigned char *use);
+
+#endif

@@ -1,0 +1,270 @@
+/* trace_read.c — the trace reader: opens a trace (also one left by a killed writer), validates the
+ * schema string and the /stages field set, and loads rows, tokens and /summary. Anything foreign,
+ * truncated or corrupt is an nd_err of class 2 naming the file, never a crash. */
+#include "trace_h5.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_ROWS (64ll << 20)
+#define MAX_TOKENS (64ll << 20)
+
+/* A file that does not even start like HDF5 gets a plainer message than a broken one. The
+ * signature sits at 0, 512, 1024, ... (after an optional user block). */
+static int looks_like_hdf5(const char *path) {
+    static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return 0;
+    unsigned char buf[8];
+    int found = 0;
+    for (off_t off = 0; off < (off_t)1 << 20 && !found; off = off ? off * 2 : 512) {
+        if (pread(fd, buf, 8, off) != 8) break;
+        found = !memcmp(buf, sig, 8);
+    }
+    close(fd);
+    return found;
+}
+
+static hid_t open_file(const char *path, nd_err *e) {
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        nd_fail(e, ND_EXIT_BADINPUT, "%s: not a regular file", path);
+        return -1;
+    }
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) {
+        nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    close(fd);
+    if (!looks_like_hdf5(path)) {
+        nd_fail(e, ND_EXIT_BADINPUT, "%s: not an HDF5 file (so not an nvfp4dbg trace)", path);
+        return -1;
+    }
+    /* SWMR read first: it opens traces whose writer was killed (their superblock still says
+     * "open for SWMR writing"); plain read-only covers files written without SWMR. */
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+    if (f < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    }
+    if (f < 0) ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "corrupt or truncated HDF5 file");
+    return f;
+}
+
+static int read_root(hid_t f, nd_trace *t, const char *path, nd_err *e) {
+    int rc = nd_h5_get_str_attr(f, "schema", t->schema, sizeof t->schema, path, e);
+    if (rc == 1) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not an nvfp4dbg trace (no schema attribute)", path);
+    if (rc) return rc;
+    if (strcmp(t->schema, ND_TRACE_SCHEMA)) {
+        if (!strncmp(t->schema, "nvfp4dbg-trace/", 15))
+            return nd_fail(e, ND_EXIT_BADINPUT,
+                           "%s: trace schema %s is not supported (this nvfp4dbg reads %s); regenerate the "
+                           "trace with this version", path, t->schema, ND_TRACE_SCHEMA);
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: not an nvfp4dbg trace (schema '%s', expected %s)", path,
+                       t->schema, ND_TRACE_SCHEMA);
+    }
+    struct { const char *name; char *dst; size_t cap; } a[] = {
+        {"tool_version", t->tool_version, sizeof t->tool_version},
+        {"created_utc", t->created_utc, sizeof t->created_utc},
+        {"checkpoint", t->checkpoint, sizeof t->checkpoint},
+        {"checkpoint_format", t->checkpoint_format, sizeof t->checkpoint_format},
+        {"recipe", t->recipe, sizeof t->recipe},
+        {"stack", t->stack, sizeof t->stack},
+        {"backend", t->backend, sizeof t->backend},
+        {"device", t->device, sizeof t->device},
+        {"modes", t->modes, sizeof t->modes},
+    };
+    for (size_t i = 0; i < sizeof a / sizeof a[0]; i++) {
+        rc = nd_h5_get_str_attr(f, a[i].name, a[i].dst, a[i].cap, path, e);
+        if (rc == 1) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not an nvfp4dbg trace (no %s attribute)", path, a[i].name);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* Open a 1-D dataset and return its length (bounded by max). */
+static hid_t open_1d(hid_t f, const char *name, long long max, hsize_t *n, const char *path, nd_err *e) {
+    htri_t ex = H5Lexists(f, name, H5P_DEFAULT);
+    if (ex <= 0) {
+        if (ex < 0) ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "corrupt root group");
+        else nd_fail(e, ND_EXIT_BADINPUT, "%s: not an nvfp4dbg trace (no /%s)", path, name);
+        return -1;
+    }
+    hid_t d = H5Dopen2(f, name, H5P_DEFAULT), s = -1;
+    char what[96];
+    snprintf(what, sizeof what, "cannot open /%s", name);
+    if (d < 0 || (s = H5Dget_space(d)) < 0) {
+        ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, what);
+        nd_h5_close(d);
+        return -1;
+    }
+    int rank = H5Sget_simple_extent_ndims(s);
+    if (rank != 1 || H5Sget_simple_extent_dims(s, n, NULL) < 0 || *n > (hsize_t)max) {
+        nd_fail(e, ND_EXIT_BADINPUT, "%s: /%s is not a 1-D dataset of a plausible length", path, name);
+        nd_h5_close(s); nd_h5_close(d);
+        return -1;
+    }
+    nd_h5_close(s);
+    return d;
+}
+
+static int read_tokens(hid_t f, nd_trace *t, const char *path, nd_err *e) {
+    hsize_t n = 0;
+    hid_t d = open_1d(f, "tokens", MAX_TOKENS, &n, path, e), ty = -1;
+    if (d < 0) return e ? e->code : ND_EXIT_BADINPUT;
+    int rc = 0;
+    if ((ty = H5Dget_type(d)) < 0 || H5Tget_class(ty) != H5T_INTEGER) {
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: /tokens is not an integer dataset", path);
+    } else if (n > 0) {
+        if (!(t->tokens = malloc(n * sizeof *t->tokens)))
+            rc = nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", path);
+        else if (H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, t->tokens) < 0)
+            rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot read /tokens");
+    }
+    t->ntokens = (int64_t)n;
+    nd_h5_close(ty); nd_h5_close(d);
+    return rc;
+}
+
+static int field_class_ok(const nd_field *f, hid_t mt) {
+    H5T_class_t c = H5Tget_class(mt);
+    switch (f->kind) {
+    case ND_F_I32: case ND_F_I64: case ND_F_U8: return c == H5T_INTEGER;
+    case ND_F_F64: return c == H5T_FLOAT;
+    case ND_F_STR: return c == H5T_STRING && H5Tis_variable_str(mt) == 0;
+    }
+    return 0;
+}
+
+static void set_default(nd_row *r, const nd_field *f) {
+    char *p = (char *)r + f->offset;
+    if (f->kind == ND_F_F64) *(double *)p = NAN;
+    else if (f->kind == ND_F_I64) *(int64_t *)p = -1;
+    else memset(p, 0, f->size);
+}
+
+static int read_stages(hid_t f, nd_trace *t, const char *path, nd_err *e) {
+    hsize_t n = 0;
+    hid_t d = open_1d(f, "stages", MAX_ROWS, &n, path, e), ft = -1, mt = -1;
+    if (d < 0) return e ? e->code : ND_EXIT_BADINPUT;
+    int rc = 0;
+    unsigned char use[64];
+    if ((ft = H5Dget_type(d)) < 0 || H5Tget_class(ft) != H5T_COMPOUND) {
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: not an nvfp4dbg trace (/stages is not a table)", path);
+        goto done;
+    }
+    for (int i = 0; i < nd_nfields; i++) {
+        const nd_field *fd = &nd_fields[i];
+        int idx = H5Tget_member_index(ft, fd->name);
+        use[i] = idx >= 0;
+        if (idx < 0) {
+            H5Eclear2(H5E_DEFAULT);
+            if (fd->spec) {
+                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: not an nvfp4dbg trace (/stages has no field '%s')", path, fd->name);
+                goto done;
+            }
+            continue;
+        }
+        hid_t m = H5Tget_member_type(ft, (unsigned)idx);
+        int ok = m >= 0 && field_class_ok(fd, m);
+        nd_h5_close(m);
+        if (!ok) {
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: /stages field '%s' has the wrong type", path, fd->name);
+            goto done;
+        }
+    }
+    if (!(t->rows = calloc(n ? n : 1, sizeof *t->rows))) {
+        rc = nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory for %llu rows", path, (unsigned long long)n);
+        goto done;
+    }
+    if ((mt = nd_h5_row_type(use)) < 0) {
+        rc = ND_H5_FAIL(e, ND_EXIT_INTERNAL, path, "cannot build the row type");
+        goto done;
+    }
+    if (n > 0 && H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, t->rows) < 0) {
+        rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot read /stages (corrupt or truncated file)");
+        goto done;
+    }
+    for (hsize_t r = 0; r < n; r++) {
+        nd_row *row = &t->rows[r];
+        for (int i = 0; i < nd_nfields; i++) {
+            if (!use[i]) set_default(row, &nd_fields[i]);
+            else if (nd_fields[i].kind == ND_F_STR) ((char *)row + nd_fields[i].offset)[nd_fields[i].size - 1] = 0;
+        }
+    }
+    t->nrows = (int64_t)n;
+done:
+    nd_h5_close(mt); nd_h5_close(ft); nd_h5_close(d);
+    return rc;
+}
+
+static int read_summary(hid_t f, nd_trace *t, const char *path, nd_err *e) {
+    htri_t ex = H5Lexists(f, "summary", H5P_DEFAULT);
+    if (ex < 0) return ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "corrupt root group");
+    if (ex == 0) return 0;
+    hid_t g = H5Gopen2(f, "summary", H5P_DEFAULT);
+    if (g < 0) return ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot open /summary");
+    nd_trace_summary *s = &t->summary;
+    struct { const char *name; char *dst; size_t cap; } a[] = {
+        {"status", s->status, sizeof s->status},
+        {"first_divergence", s->first_divergence, sizeof s->first_divergence},
+        {"first_divergence_mode", s->first_divergence_mode, sizeof s->first_divergence_mode},
+        {"cause", s->cause, sizeof s->cause},
+        {"message", s->message, sizeof s->message},
+    };
+    int rc = 0;
+    for (size_t i = 0; i < sizeof a / sizeof a[0] && !rc; i++) {
+        rc = nd_h5_get_str_attr(g, a[i].name, a[i].dst, a[i].cap, path, e);
+        if (rc == 1) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: /summary has no %s attribute", path, a[i].name);
+    }
+    nd_h5_close(g);
+    if (!rc) t->has_summary = 1;
+    return rc;
+}
+
+int nd_trace_read(const char *path, nd_trace **out, nd_err *e) {
+    *out = NULL;
+    nd_h5_quiet();
+    hid_t f = open_file(path, e);
+    if (f < 0) return e ? e->code : ND_EXIT_BADINPUT;
+    nd_trace *t = calloc(1, sizeof *t);
+    int rc = t ? 0 : nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", path);
+    if (!rc) rc = read_root(f, t, path, e);
+    if (!rc) rc = read_tokens(f, t, path, e);
+    if (!rc) rc = read_stages(f, t, path, e);
+    if (!rc) rc = read_summary(f, t, path, e);
+    /* A writer killed between extending /stages and its flush can leave a zero-filled last row;
+     * that row was never reported as written, so it is dropped. Elsewhere a nameless row is
+     * corruption. */
+    if (!rc && (!t->has_summary || !strcmp(t->summary.status, "incomplete")))
+        while (t->nrows > 0 && !t->rows[t->nrows - 1].name[0]) t->nrows--;
+    for (int64_t i = 0; !rc && i < t->nrows; i++)
+        if (!t->rows[i].name[0] || !t->rows[i].mode[0])
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: /stages row %lld has no name or mode", path, (long long)i);
+    H5Fclose(f);
+    H5Eclear2(H5E_DEFAULT);
+    if (rc) {
+        nd_trace_free(t);
+        return rc;
+    }
+    *out = t;
+    return 0;
+}
+
+void nd_trace_free(nd_trace *t) {
+    if (!t) return;
+    free(t->tokens);
+    free(t->rows);
+    free(t);
+}

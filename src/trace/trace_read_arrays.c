@@ -1,0 +1,93 @@
+/* trace_read_arrays.c — reading /tensors/<stage>/<which> and /routing/<stage>/<which> back. */
+#include "trace_h5.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Bound on what one read may allocate: a dump of one stage, not a whole model. */
+#define MAX_ELEMS (1ll << 31)
+
+static int read_array(const char *path, const char *grp, const char *stage, const char *which, hid_t mtype,
+                      H5T_class_t want, size_t esize, void **data, int *ndim, hsize_t dims[ND_TRACE_MAXDIM],
+                      nd_err *e) {
+    *data = NULL;
+    nd_h5_quiet();
+    /* nd_trace_read validates the file first, so foreign and corrupt files get its messages */
+    nd_trace *t = NULL;
+    ND_TRY(nd_trace_read(path, &t, e));
+    nd_trace_free(t);
+    if (!stage || strchr(stage, '/') || !which || strchr(which, '/'))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: bad stage name", path);
+    char name[512];
+    snprintf(name, sizeof name, "/%s/%s/%s", grp, stage, which);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+    if (f < 0) f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) return ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot open");
+    hid_t d = -1, s = -1, ty = -1;
+    int rc = 0;
+    char part[256];
+    snprintf(part, sizeof part, "/%s/%s", grp, stage);
+    if (H5Lexists(f, grp, H5P_DEFAULT) <= 0 || H5Lexists(f, part, H5P_DEFAULT) <= 0 ||
+        H5Lexists(f, name, H5P_DEFAULT) <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: no %s in the trace (written only with --dump tensors)", path, name);
+        goto done;
+    }
+    if ((d = H5Dopen2(f, name, H5P_DEFAULT)) < 0 || (s = H5Dget_space(d)) < 0 || (ty = H5Dget_type(d)) < 0) {
+        rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot open a dataset");
+        goto done;
+    }
+    *ndim = H5Sget_simple_extent_ndims(s);
+    if (*ndim < 1 || *ndim > ND_TRACE_MAXDIM || H5Tget_class(ty) != want ||
+        H5Sget_simple_extent_dims(s, dims, NULL) < 0) {
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: %s has an unexpected type or rank", path, name);
+        goto done;
+    }
+    long long total = 1;
+    for (int i = 0; i < *ndim; i++) {
+        if (dims[i] > (hsize_t)MAX_ELEMS || (total *= (long long)dims[i]) > MAX_ELEMS) {
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: %s is implausibly large", path, name);
+            goto done;
+        }
+    }
+    if (!(*data = malloc((size_t)(total ? total : 1) * esize))) {
+        rc = nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory for %s", path, name);
+        goto done;
+    }
+    if (total > 0 && H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, *data) < 0) {
+        free(*data);
+        *data = NULL;
+        rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot read a dataset (corrupt file?)");
+    }
+done:
+    nd_h5_close(ty); nd_h5_close(s); nd_h5_close(d); nd_h5_close(f);
+    return rc;
+}
+
+int nd_trace_read_tensor(const char *path, const char *stage, const char *which, float **data, int *ndim,
+                         int64_t shape[ND_TRACE_MAXDIM], nd_err *e) {
+    hsize_t dims[ND_TRACE_MAXDIM];
+    void *p = NULL;
+    ND_TRY(read_array(path, "tensors", stage, which, H5T_NATIVE_FLOAT, H5T_FLOAT, sizeof(float), &p, ndim, dims, e));
+    for (int i = 0; i < *ndim; i++) shape[i] = (int64_t)dims[i];
+    *data = p;
+    return 0;
+}
+
+int nd_trace_read_routing(const char *path, const char *stage, const char *which, int32_t **idx,
+                          int64_t *t, int64_t *k, nd_err *e) {
+    hsize_t dims[ND_TRACE_MAXDIM];
+    void *p = NULL;
+    int ndim = 0;
+    ND_TRY(read_array(path, "routing", stage, which, H5T_NATIVE_INT32, H5T_INTEGER, sizeof(int32_t), &p, &ndim,
+                      dims, e));
+    if (ndim != 2) {
+        free(p);
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: /routing/%s/%s is not [t, k]", path, stage, which);
+    }
+    *t = (int64_t)dims[0];
+    *k = (int64_t)dims[1];
+    *idx = p;
+    return 0;
+}

@@ -1,0 +1,297 @@
+/* trace_write.c — the trace writer (SPEC §6).
+ *
+ * Crash consistency: the file is built at a temporary name next to the target (skeleton: root
+ * attributes, /tokens, an empty extensible /stages, /summary with status "incomplete", empty
+ * /tensors and /routing), switched to HDF5 SWMR write mode, and only then renamed into place. In
+ * SWMR mode HDF5 orders its metadata writes (flush dependencies) so that the file on disk is
+ * consistent for a reader at every moment, which is what lets a process killed at any point leave
+ * a file that opens (with H5F_ACC_SWMR_READ, as nd_trace_read does) and holds every row whose
+ * nd_trace_append returned. A kill before the rename leaves at most a stray "PATH.partial.XXXXXX". */
+#include "trace_h5.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define STAGE_CHUNK_ROWS 64
+
+struct nd_trace_w {
+    hid_t f, stages, rowtype, tensors, routing, summary;
+    int64_t nrows;
+    char *path;
+};
+
+static void close_all(nd_trace_w *w) {
+    nd_h5_close(w->rowtype); nd_h5_close(w->stages); nd_h5_close(w->tensors);
+    nd_h5_close(w->routing); nd_h5_close(w->summary); nd_h5_close(w->f);
+    w->f = w->stages = w->rowtype = w->tensors = w->routing = w->summary = -1;
+}
+
+static int write_root_attrs(hid_t f, const nd_trace_meta *m, const char *path, nd_err *e) {
+    char when[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    const char *names[] = {"schema", "tool_version", "created_utc", "checkpoint", "checkpoint_format",
+                           "recipe", "stack", "backend", "device", "modes"};
+    const char *vals[] = {ND_TRACE_SCHEMA, m->tool_version, when, m->checkpoint, m->checkpoint_format,
+                          m->recipe, m->stack, m->backend, m->device, m->modes};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        ND_TRY(nd_h5_put_str_attr(f, names[i], vals[i], 0, path, e));
+    return 0;
+}
+
+static int write_tokens(hid_t f, const int64_t *tokens, int64_t ntok, const char *path, nd_err *e) {
+    hsize_t n = (hsize_t)(ntok > 0 ? ntok : 0);
+    hid_t s = H5Screate_simple(1, &n, NULL), d = -1;
+    int rc = 0;
+    if (s < 0 || (d = H5Dcreate2(f, "tokens", H5T_STD_I64LE, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0)
+        rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot create /tokens");
+    else if (n > 0 && H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, tokens) < 0)
+        rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot write /tokens");
+    nd_h5_close(d); nd_h5_close(s);
+    return rc;
+}
+
+static int create_stages(nd_trace_w *w, nd_err *e) {
+    hsize_t zero = 0, unlim = H5S_UNLIMITED, chunk = STAGE_CHUNK_ROWS;
+    hid_t ft = -1, s = -1, dcpl = -1;
+    int rc = 0;
+    w->rowtype = nd_h5_row_type(NULL);
+    if (w->rowtype < 0 || (ft = H5Tcopy(w->rowtype)) < 0 || H5Tpack(ft) < 0 ||
+        (s = H5Screate_simple(1, &zero, &unlim)) < 0 || (dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 ||
+        H5Pset_chunk(dcpl, 1, &chunk) < 0 || H5Pset_obj_track_times(dcpl, 0) < 0) {
+        rc = ND_H5_FAIL(e, ND_EXIT_INTERNAL, w->path, "cannot build the /stages type");
+    } else if ((w->stages = H5Dcreate2(w->f, "stages", ft, s, H5P_DEFAULT, dcpl, H5P_DEFAULT)) < 0) {
+        rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, w->path, "cannot create /stages");
+    }
+    nd_h5_close(dcpl); nd_h5_close(s); nd_h5_close(ft);
+    return rc;
+}
+
+/* /summary exists from the start with room for every attribute, so finishing only overwrites
+ * values in place (no new objects appear while the file is in SWMR mode). */
+static int create_summary(nd_trace_w *w, nd_err *e) {
+    nd_trace_summary s;
+    if ((w->summary = H5Gcreate2(w->f, "summary", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0)
+        return ND_H5_FAIL(e, ND_EXIT_BADINPUT, w->path, "cannot create /summary");
+    ND_TRY(nd_h5_put_str_attr(w->summary, "status", "incomplete", sizeof s.status, w->path, e));
+    ND_TRY(nd_h5_put_str_attr(w->summary, "first_divergence", "", sizeof s.first_divergence, w->path, e));
+    ND_TRY(nd_h5_put_str_attr(w->summary, "first_divergence_mode", "", sizeof s.first_divergence_mode, w->path, e));
+    ND_TRY(nd_h5_put_str_attr(w->summary, "cause", "", sizeof s.cause, w->path, e));
+    ND_TRY(nd_h5_put_str_attr(w->summary, "message", "", sizeof s.message, w->path, e));
+    return 0;
+}
+
+int nd_trace_create(const char *path, const nd_trace_meta *meta, const int64_t *tokens, int64_t ntok,
+                    nd_trace_w **out, nd_err *e) {
+    *out = NULL;
+    nd_h5_quiet();
+    if (!path || !path[0]) return nd_fail(e, ND_EXIT_BADINPUT, "trace: empty output path");
+    if (ntok < 0 || (ntok > 0 && !tokens)) return nd_fail(e, ND_EXIT_INTERNAL, "%s: bad token list", path);
+    nd_trace_meta none = {0};
+    if (!meta) meta = &none;
+
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 32);
+    nd_trace_w *w = calloc(1, sizeof *w);
+    if (!tmp || !w || !(w->path = strdup(path))) {
+        free(tmp); free(w);
+        return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", path);
+    }
+    w->f = w->stages = w->rowtype = w->tensors = w->routing = w->summary = -1;
+    snprintf(tmp, plen + 32, "%s.partial.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        int rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot create the trace file: %s", path, strerror(errno));
+        free(tmp); free(w->path); free(w);
+        return rc;
+    }
+    close(fd);
+
+    int rc = 0;
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl < 0 || H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST) < 0) {
+        rc = ND_H5_FAIL(e, ND_EXIT_INTERNAL, path, "cannot set up file access");
+        goto fail;
+    }
+    if ((w->f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)) < 0) {
+        rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot create the trace file");
+        goto fail;
+    }
+    if ((rc = write_root_attrs(w->f, meta, path, e)) || (rc = write_tokens(w->f, tokens, ntok, path, e)) ||
+        (rc = create_stages(w, e)) || (rc = create_summary(w, e)))
+        goto fail;
+    if ((w->tensors = H5Gcreate2(w->f, "tensors", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0 ||
+        (w->routing = H5Gcreate2(w->f, "routing", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) {
+        rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot create /tensors or /routing");
+        goto fail;
+    }
+    if (H5Fstart_swmr_write(w->f) < 0) {
+        rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot start SWMR writing");
+        goto fail;
+    }
+    if (H5Fflush(w->f, H5F_SCOPE_GLOBAL) < 0) {
+        rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot write the trace file");
+        goto fail;
+    }
+    if (rename(tmp, path) != 0) {
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot move the trace into place: %s", path, strerror(errno));
+        goto fail;
+    }
+    nd_h5_close(fapl);
+    free(tmp);
+    *out = w;
+    return 0;
+fail:
+    close_all(w);
+    nd_h5_close(fapl);
+    unlink(tmp);
+    free(tmp); free(w->path); free(w);
+    return rc;
+}
+
+/* Copy a string field, checking it is terminated, and zero its tail: HDF5 stores null-padded
+ * strings byte for byte, so leftovers after the terminator would show up in h5py. */
+static int clean_str(char *dst, const char *src, size_t cap, const char *field, const char *path, nd_err *e) {
+    const char *z = memchr(src, 0, cap);
+    if (!z) return nd_fail(e, ND_EXIT_INTERNAL, "%s: stage %s is longer than %zu bytes", path, field, cap - 1);
+    size_t n = (size_t)(z - src);
+    memmove(dst, src, n);
+    memset(dst + n, 0, cap - n);
+    return 0;
+}
+
+int nd_trace_append(nd_trace_w *w, const nd_row *row, nd_err *e) {
+    if (!w || w->f < 0) return nd_fail(e, ND_EXIT_INTERNAL, "trace: append to a closed trace");
+    nd_row r = *row;
+    ND_TRY(clean_str(r.name, row->name, sizeof r.name, "name", w->path, e));
+    ND_TRY(clean_str(r.op, row->op, sizeof r.op, "op", w->path, e));
+    ND_TRY(clean_str(r.mode, row->mode, sizeof r.mode, "mode", w->path, e));
+    ND_TRY(clean_str(r.verdict, row->verdict, sizeof r.verdict, "verdict", w->path, e));
+    if (!r.name[0]) return nd_fail(e, ND_EXIT_INTERNAL, "%s: stage row without a name", w->path);
+
+    hsize_t n = (hsize_t)w->nrows + 1, off = (hsize_t)w->nrows, one = 1;
+    hid_t fs = -1, ms = -1;
+    int rc = 0;
+    if (H5Dset_extent(w->stages, &n) < 0) {
+        rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, w->path, "cannot extend /stages");
+    } else if ((fs = H5Dget_space(w->stages)) < 0 || (ms = H5Screate_simple(1, &one, NULL)) < 0 ||
+               H5Sselect_hyperslab(fs, H5S_SELECT_SET, &off, NULL, &one, NULL) < 0) {
+        rc = ND_H5_FAIL(e, ND_EXIT_INTERNAL, w->path, "cannot select a /stages row");
+    } else if (H5Dwrite(w->stages, w->rowtype, ms, fs, H5P_DEFAULT, &r) < 0) {
+        rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, w->path, "cannot write a /stages row");
+    } else if (H5Fflush(w->f, H5F_SCOPE_GLOBAL) < 0) {
+        rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, w->path, "cannot flush the trace file");
+    } else {
+        w->nrows++;
+    }
+    nd_h5_close(ms); nd_h5_close(fs);
+    return rc;
+}
+
+static int check_names(nd_trace_w *w, const char *stage, const char *which, nd_err *e) {
+    if (!w || w->f < 0) return nd_fail(e, ND_EXIT_INTERNAL, "trace: write to a closed trace");
+    if (!stage || !stage[0] || strchr(stage, '/') || !strcmp(stage, ".") || !strcmp(stage, ".."))
+        return nd_fail(e, ND_EXIT_INTERNAL, "%s: bad stage name '%s' for a dataset", w->path, stage ? stage : "");
+    if (!which || (strcmp(which, "ref") && strcmp(which, "prod")))
+        return nd_fail(e, ND_EXIT_INTERNAL, "%s: tensor kind must be ref or prod", w->path);
+    return 0;
+}
+
+/* Write parent/<stage>/<which> as a chunked, shuffled, deflated dataset. */
+static int put_array(nd_trace_w *w, hid_t parent, const char *grp_name, const char *stage, const char *which,
+                     hid_t mtype, hid_t ftype, size_t esize, const void *data, int ndim, const hsize_t *dims,
+                     nd_err *e) {
+    char what[160];
+    hid_t g = -1, s = -1, dcpl = -1, d = -1;
+    int rc = 0;
+    hsize_t chunk[8], total = 1;
+    for (int i = 0; i < ndim; i++) total *= dims[i];
+    /* chunks of about 1 MiB: trailing dimensions whole, the leading ones cut down */
+    hsize_t budget = (1u << 20) / esize;
+    for (int i = ndim - 1; i >= 0; i--) {
+        hsize_t c = dims[i] ? dims[i] : 1;
+        if (c > budget) c = budget ? budget : 1;
+        chunk[i] = c;
+        budget = budget / c ? budget / c : 1;
+    }
+    htri_t ex = H5Lexists(parent, stage, H5P_DEFAULT);
+    if (ex < 0) {
+        snprintf(what, sizeof what, "cannot look up /%s/%s", grp_name, stage);
+        rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, w->path, what);
+        goto done;
+    }
+    g = ex ? H5Gopen2(parent, stage, H5P_DEFAULT) : H5Gcreate2(parent, stage, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0) {
+        snprintf(what, sizeof what, "cannot create /%s/%s", grp_name, stage);
+        rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, w->path, what);
+        goto done;
+    }
+    if ((ex = H5Lexists(g, which, H5P_DEFAULT)) != 0) {
+        rc = nd_fail(e, ND_EXIT_INTERNAL, "%s: /%s/%s/%s written twice", w->path, grp_name, stage, which);
+        goto done;
+    }
+    snprintf(what, sizeof what, "cannot write /%s/%s/%s", grp_name, stage, which);
+    if ((s = H5Screate_simple(ndim, dims, NULL)) < 0 || (dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 ||
+        H5Pset_chunk(dcpl, ndim, chunk) < 0 || H5Pset_shuffle(dcpl) < 0 || H5Pset_deflate(dcpl, 4) < 0 ||
+        (d = H5Dcreate2(g, which, ftype, s, H5P_DEFAULT, dcpl, H5P_DEFAULT)) < 0 ||
+        (total > 0 && H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) ||
+        H5Fflush(w->f, H5F_SCOPE_GLOBAL) < 0)
+        rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, w->path, what);
+done:
+    nd_h5_close(d); nd_h5_close(dcpl); nd_h5_close(s); nd_h5_close(g);
+    return rc;
+}
+
+int nd_trace_put_tensor(nd_trace_w *w, const char *stage, const char *which, const float *data,
+                        int ndim, const int64_t *shape, nd_err *e) {
+    ND_TRY(check_names(w, stage, which, e));
+    if (ndim < 1 || ndim > 8) return nd_fail(e, ND_EXIT_INTERNAL, "%s: tensor rank %d not in 1..8", w->path, ndim);
+    hsize_t dims[8];
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0) return nd_fail(e, ND_EXIT_INTERNAL, "%s: negative tensor dimension", w->path);
+        dims[i] = (hsize_t)shape[i];
+    }
+    return put_array(w, w->tensors, "tensors", stage, which, H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, sizeof(float),
+                     data, ndim, dims, e);
+}
+
+int nd_trace_put_routing(nd_trace_w *w, const char *stage, const char *which, const int32_t *idx,
+                         int64_t t, int64_t k, nd_err *e) {
+    ND_TRY(check_names(w, stage, which, e));
+    if (t < 0 || k < 1) return nd_fail(e, ND_EXIT_INTERNAL, "%s: bad routing shape [%lld, %lld]", w->path,
+                                       (long long)t, (long long)k);
+    hsize_t dims[2] = {(hsize_t)t, (hsize_t)k};
+    return put_array(w, w->routing, "routing", stage, which, H5T_NATIVE_INT32, H5T_STD_I32LE, sizeof(int32_t),
+                     idx, 2, dims, e);
+}
+
+int nd_trace_finish(nd_trace_w *w, const nd_trace_summary *s, nd_err *e) {
+    if (!w) return 0;
+    int rc = 0;
+    if (s && w->f >= 0) {
+        if (!s->status[0]) rc = nd_fail(e, ND_EXIT_INTERNAL, "%s: summary without a status", w->path);
+        if (!rc) rc = nd_h5_set_str_attr(w->summary, "first_divergence", s->first_divergence, w->path, e);
+        if (!rc) rc = nd_h5_set_str_attr(w->summary, "first_divergence_mode", s->first_divergence_mode, w->path, e);
+        if (!rc) rc = nd_h5_set_str_attr(w->summary, "cause", s->cause, w->path, e);
+        if (!rc) rc = nd_h5_set_str_attr(w->summary, "message", s->message, w->path, e);
+        /* status last: a reader that sees a final status sees the rest of the summary too */
+        if (!rc && H5Fflush(w->f, H5F_SCOPE_GLOBAL) < 0)
+            rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, w->path, "cannot flush the trace file");
+        if (!rc) rc = nd_h5_set_str_attr(w->summary, "status", s->status, w->path, e);
+    }
+    hid_t f = w->f;
+    w->f = -1;
+    nd_h5_close(w->rowtype); nd_h5_close(w->stages); nd_h5_close(w->tensors);
+    nd_h5_close(w->routing); nd_h5_close(w->summary);
+    if (f >= 0 && H5Fclose(f) < 0 && !rc) rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, w->path, "cannot close the trace file");
+    free(w->path);
+    free(w);
+    return rc;
+}
