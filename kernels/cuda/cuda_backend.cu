@@ -1,0 +1,207 @@
+/* cuda_backend.cu — the CUDA backend object: device selection, stream, cuBLAS handle, memory,
+ * scratch, error text, and the op table (each op lives in its own file). */
+#include "cuda_common.cuh"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int nd_cuda_fail_rt(nd_err *e, const char *file, int line, const char *call, cudaError_t rc) {
+    return nd_fail(e, ND_EXIT_INTERNAL, "cuda: %s:%d: %s: %s", nd_cuda_base(file), line, call,
+                   cudaGetErrorString(rc));
+}
+
+int nd_cuda_fail_blas(nd_err *e, const char *file, int line, const char *call, cublasStatus_t rc) {
+    return nd_fail(e, ND_EXIT_INTERNAL, "cuda: %s:%d: %s: %s", nd_cuda_base(file), line, call,
+                   cublasGetStatusString(rc));
+}
+
+int nd_cuda_scratch(nd_backend *b, size_t bytes, void **out, nd_err *e) {
+    nd_cuda *c = nd_cu(b);
+    if (bytes == 0) bytes = 256;
+    if (bytes > c->scratch_bytes) {
+        if (c->scratch) {
+            ND_CU(cudaStreamSynchronize(c->stream)); /* earlier ops may still read it */
+            ND_CU(cudaFree(c->scratch));
+            c->scratch = NULL;
+            c->scratch_bytes = 0;
+        }
+        size_t want = bytes + bytes / 4;
+        ND_CU(cudaMalloc(&c->scratch, want));
+        c->scratch_bytes = want;
+    }
+    *out = c->scratch;
+    return 0;
+}
+
+int nd_cuda_host_scratch(nd_backend *b, size_t bytes, void **out, nd_err *e) {
+    nd_cuda *c = nd_cu(b);
+    if (bytes == 0) bytes = 64;
+    if (bytes > c->host_scratch_bytes) {
+        if (c->host_scratch) {
+            ND_CU(cudaStreamSynchronize(c->stream));
+            ND_CU(cudaFreeHost(c->host_scratch));
+            c->host_scratch = NULL;
+            c->host_scratch_bytes = 0;
+        }
+        ND_CU(cudaMallocHost(&c->host_scratch, bytes));
+        c->host_scratch_bytes = bytes;
+    }
+    *out = c->host_scratch;
+    return 0;
+}
+
+/* The copy is complete when this returns (CUDA only says a pageable async copy "might be"
+ * synchronous), so the caller's host array may go away right after the op. */
+int nd_cuda_stage(nd_backend *b, void *dev_dst, const void *host, size_t bytes, nd_err *e) {
+    if (bytes == 0) return 0;
+    ND_CU(cudaMemcpyAsync(dev_dst, host, bytes, cudaMemcpyHostToDevice, nd_cu(b)->stream));
+    ND_CU(cudaStreamSynchronize(nd_cu(b)->stream));
+    return 0;
+}
+
+/* ---- memory ---- */
+static void *cu_alloc(nd_backend *b, size_t bytes, nd_err *e) {
+    void *p = NULL;
+    cudaError_t rc = cudaMalloc(&p, bytes ? bytes : 1);
+    if (rc != cudaSuccess) {
+        nd_fail(e, ND_EXIT_INTERNAL, "cuda: cuda_backend.cu:%d: cudaMalloc(%zu bytes): %s", __LINE__, bytes,
+                cudaGetErrorString(rc));
+        (void)cudaGetLastError(); /* an allocation failure is not sticky: clear it */
+        return NULL;
+    }
+    (void)b;
+    return p;
+}
+
+static void cu_release(nd_backend *b, void *p) {
+    (void)b;
+    if (p) (void)cudaFree(p);
+}
+
+static int cu_upload(nd_backend *b, void *dst, const void *src_host, size_t bytes, nd_err *e) {
+    if (bytes == 0) return 0;
+    ND_CU(cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice, nd_cu(b)->stream));
+    ND_CU(cudaStreamSynchronize(nd_cu(b)->stream));
+    return 0;
+}
+
+static int cu_download(nd_backend *b, void *dst_host, const void *src, size_t bytes, nd_err *e) {
+    if (bytes == 0) return 0;
+    ND_CU(cudaMemcpyAsync(dst_host, src, bytes, cudaMemcpyDeviceToHost, nd_cu(b)->stream));
+    ND_CU(cudaStreamSynchronize(nd_cu(b)->stream));
+    return 0;
+}
+
+static int cu_copy(nd_backend *b, void *dst, const void *src, size_t bytes, nd_err *e) {
+    if (bytes == 0) return 0;
+    ND_CU(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, nd_cu(b)->stream));
+    return 0;
+}
+
+static int cu_sync(nd_backend *b, nd_err *e) {
+    ND_CU(cudaStreamSynchronize(nd_cu(b)->stream));
+    ND_CU(cudaGetLastError());
+    return 0;
+}
+
+static void cu_destroy(nd_backend *b) {
+    if (!b) return;
+    nd_cuda *c = nd_cu(b);
+    if (c) {
+        (void)cudaStreamSynchronize(c->stream);
+        if (c->blas) cublasDestroy(c->blas);
+        if (c->scratch) cudaFree(c->scratch);
+        if (c->host_scratch) cudaFreeHost(c->host_scratch);
+        if (c->stream) cudaStreamDestroy(c->stream);
+        free(c);
+    }
+    free(b);
+}
+
+extern "C" int nd_backend_cuda_available(void) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return n > 0;
+}
+
+static int cu_init(nd_backend *b, nd_cuda *c, int device, nd_err *e) {
+    ND_CU(cudaSetDevice(device));
+    cudaDeviceProp p;
+    ND_CU(cudaGetDeviceProperties(&p, device));
+    c->n_sm = p.multiProcessorCount;
+    snprintf(b->device, sizeof b->device, "%.64s (cuda device %d, sm_%d%d, %.0f GiB)", p.name, device, p.major,
+             p.minor, (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0));
+    ND_CU(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    ND_BLAS(cublasCreate(&c->blas));
+    ND_BLAS(cublasSetStream(c->blas, c->stream));
+    /* Default math never uses TF32 for FP32 GEMMs (that needs CUBLAS_TF32_TENSOR_OP_MATH or a
+     * _FAST_TF32 compute type); the FP32 reference GEMM additionally asks for the pedantic compute
+     * type in cuda_gemm.cu. */
+    ND_BLAS(cublasSetMathMode(c->blas, CUBLAS_DEFAULT_MATH));
+    return 0;
+}
+
+extern "C" int nd_backend_cuda_create(nd_backend **out, int device, nd_err *e) {
+    *out = NULL;
+    int n = 0;
+    cudaError_t rc = cudaGetDeviceCount(&n);
+    if (rc != cudaSuccess || n == 0) {
+        (void)cudaGetLastError();
+        return nd_fail(e, ND_EXIT_INTERNAL, "cuda: no CUDA device (%s)",
+                       rc != cudaSuccess ? cudaGetErrorString(rc) : "none visible");
+    }
+    if (device < 0 || device >= n)
+        return nd_fail(e, ND_EXIT_BADINPUT, "cuda: --device %d: this machine has %d CUDA device%s", device, n,
+                       n == 1 ? "" : "s");
+    nd_backend *b = (nd_backend *)calloc(1, sizeof *b);
+    nd_cuda *c = (nd_cuda *)calloc(1, sizeof *c);
+    if (!b || !c) {
+        free(b);
+        free(c);
+        return nd_fail(e, ND_EXIT_INTERNAL, "cuda: out of host memory");
+    }
+    b->impl = c;
+    c->device = device;
+    b->name = "cuda";
+    int r = cu_init(b, c, device, e);
+    if (r) {
+        cu_destroy(b);
+        return r;
+    }
+    b->destroy = cu_destroy;
+    b->alloc = cu_alloc;
+    b->release = cu_release;
+    b->upload = cu_upload;
+    b->download = cu_download;
+    b->copy = cu_copy;
+    b->sync = cu_sync;
+    b->dequant_nvfp4 = nd_cuda_dequant_nvfp4;
+    b->dequant_mxfp4 = nd_cuda_dequant_mxfp4;
+    b->dequant_fp8 = nd_cuda_dequant_fp8;
+    b->to_f32 = nd_cuda_to_f32;
+    b->quant_nvfp4 = nd_cuda_quant_nvfp4;
+    b->fake_quant_fp8 = nd_cuda_fake_quant_fp8;
+    b->swizzle_sf = nd_cuda_swizzle_sf;
+    b->unswizzle_sf = nd_cuda_unswizzle_sf;
+    b->gemm = nd_cuda_gemm;
+    b->gemm_grouped = nd_cuda_gemm_grouped;
+    b->round_bf16 = nd_cuda_round_bf16;
+    b->rmsnorm = nd_cuda_rmsnorm;
+    b->add = nd_cuda_add;
+    b->swiglu = nd_cuda_swiglu;
+    b->rope = nd_cuda_rope;
+    b->attention = nd_cuda_attention;
+    b->hc_pre = nd_cuda_hc_pre;
+    b->hc_post = nd_cuda_hc_post;
+    b->hc_head = nd_cuda_hc_head;
+    b->router_topk = nd_cuda_router_topk;
+    b->gather_rows = nd_cuda_gather_rows;
+    b->scatter_add_rows = nd_cuda_scatter_add_rows;
+    b->compare = nd_cuda_compare;
+    *out = b;
+    return 0;
+}

@@ -1,0 +1,118 @@
+/* cuda_dequant.cu — weight decoding: NVFP4, MXFP4, FP8 (four scale kinds), BF16/F16 -> F32.
+ * Every value comes from nd_numerics.h, so the result is bit-identical to the CPU backend. */
+#include "cuda_common.cuh"
+
+/* One thread per 16-element NVFP4 block: 8 code bytes and one scale in, 64 bytes out (four
+ * 16-byte stores). Blocks are consecutive in memory because K % 16 == 0. */
+__global__ void dequant_nvfp4_kernel(const uint2 *__restrict__ packed, const uint8_t *__restrict__ sf,
+                                     float global_div, int64_t n_blocks, float4 *__restrict__ out) {
+    for (int64_t blk = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; blk < n_blocks;
+         blk += (int64_t)gridDim.x * blockDim.x) {
+        const uint2 c = packed[blk];
+        const float s = nd_nvfp4_block_dequant_scale(sf[blk], global_div);
+        float v[16];
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const uint32_t word = j < 4 ? c.x : c.y;
+            const uint8_t byte = (uint8_t)(word >> (8 * (j & 3)));
+            v[2 * j] = nd_e2m1_to_f32(byte & 15u) * s;
+            v[2 * j + 1] = nd_e2m1_to_f32(byte >> 4) * s;
+        }
+        float4 *o = out + blk * 4;
+#pragma unroll
+        for (int q = 0; q < 4; q++) o[q] = make_float4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
+    }
+}
+
+int nd_cuda_dequant_nvfp4(nd_backend *b, const uint8_t *packed, const uint8_t *sf, float global_div,
+                          int64_t rows, int64_t k, float *out, nd_err *e) {
+    if (k % 16 != 0 || rows < 0)
+        return nd_fail(e, ND_EXIT_BADINPUT, "cuda: dequant_nvfp4: K = %lld is not a multiple of 16", (long long)k);
+    if (((uintptr_t)packed & 7) || ((uintptr_t)out & 15))
+        return nd_fail(e, ND_EXIT_INTERNAL, "cuda: dequant_nvfp4: packed/out buffers are not 8/16-byte aligned");
+    const int64_t nb = rows * (k / 16);
+    if (nb == 0) return 0;
+    dequant_nvfp4_kernel<<<nd_cuda_grid(b, nb, 256), 256, 0, nd_cu(b)->stream>>>(
+        (const uint2 *)packed, sf, global_div, nb, (float4 *)out);
+    ND_LAUNCHED("dequant_nvfp4_kernel");
+    return 0;
+}
+
+/* MXFP4: one thread per element pair (one byte), scale e8m0 per 32 elements. */
+__global__ void dequant_mxfp4_kernel(const uint8_t *__restrict__ packed, const uint8_t *__restrict__ sf,
+                                     int64_t rows, int64_t k, float2 *__restrict__ out) {
+    const int64_t half = k / 2, n_sf = (k + 31) / 32, total = rows * half;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = i / half, col = (i % half) * 2;
+        const float s = nd_e8m0_to_f32(sf[r * n_sf + col / 32]);
+        const uint8_t byte = packed[i];
+        out[i] = make_float2(nd_e2m1_to_f32(byte & 15u) * s, nd_e2m1_to_f32(byte >> 4) * s);
+    }
+}
+
+int nd_cuda_dequant_mxfp4(nd_backend *b, const uint8_t *packed, const uint8_t *sf, int64_t rows, int64_t k,
+                          float *out, nd_err *e) {
+    if (k % 32 != 0)
+        return nd_fail(e, ND_EXIT_BADINPUT, "cuda: dequant_mxfp4: K = %lld is not a multiple of 32", (long long)k);
+    if ((uintptr_t)out & 7) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: dequant_mxfp4: out is not 8-byte aligned");
+    const int64_t total = rows * (k / 2);
+    if (total == 0) return 0;
+    dequant_mxfp4_kernel<<<nd_cuda_grid(b, total, 256), 256, 0, nd_cu(b)->stream>>>(packed, sf, rows, k,
+                                                                                      (float2 *)out);
+    ND_LAUNCHED("dequant_mxfp4_kernel");
+    return 0;
+}
+
+/* FP8 e4m3 weight times its scale; one thread per element. */
+__global__ void dequant_fp8_kernel(const uint8_t *__restrict__ w, const void *__restrict__ scale, int kind,
+                                   int bn, int bk, int64_t rows, int64_t k, float *__restrict__ out) {
+    const int64_t total = rows * k;
+    const int64_t kb = bk > 0 ? (k + bk - 1) / bk : 1;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = i / k, c = i % k;
+        float s;
+        switch (kind) {
+        case ND_FP8_SCALE_TENSOR: s = ((const float *)scale)[0]; break;
+        case ND_FP8_SCALE_CHANNEL: s = ((const float *)scale)[r]; break;
+        case ND_FP8_SCALE_BLOCK_F32: s = ((const float *)scale)[(r / bn) * kb + c / bk]; break;
+        default: s = nd_e8m0_to_f32(((const uint8_t *)scale)[(r / bn) * kb + c / bk]); break;
+        }
+        out[i] = nd_e4m3_to_f32(w[i]) * s;
+    }
+}
+
+int nd_cuda_dequant_fp8(nd_backend *b, const uint8_t *w, const void *scale, int scale_kind, int bn, int bk,
+                        int64_t rows, int64_t k, float *out, nd_err *e) {
+    if (scale_kind < ND_FP8_SCALE_TENSOR || scale_kind > ND_FP8_SCALE_BLOCK_E8M0)
+        return nd_fail(e, ND_EXIT_BADINPUT, "cuda: dequant_fp8: unknown scale kind %d", scale_kind);
+    if ((scale_kind == ND_FP8_SCALE_BLOCK_F32 || scale_kind == ND_FP8_SCALE_BLOCK_E8M0) && (bn <= 0 || bk <= 0))
+        return nd_fail(e, ND_EXIT_BADINPUT, "cuda: dequant_fp8: block sizes %d x %d are not positive", bn, bk);
+    const int64_t total = rows * k;
+    if (total == 0) return 0;
+    dequant_fp8_kernel<<<nd_cuda_grid(b, total, 256), 256, 0, nd_cu(b)->stream>>>(w, scale, scale_kind, bn, bk,
+                                                                                    rows, k, out);
+    ND_LAUNCHED("dequant_fp8_kernel");
+    return 0;
+}
+
+__global__ void to_f32_kernel(const void *__restrict__ src, int dt, int64_t n, float *__restrict__ out) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        if (dt == ND_DT_BF16) out[i] = nd_bf16_to_f32(((const uint16_t *)src)[i]);
+        else if (dt == ND_DT_F16) out[i] = nd_f16_to_f32(((const uint16_t *)src)[i]);
+        else out[i] = ((const float *)src)[i];
+    }
+}
+
+int nd_cuda_to_f32(nd_backend *b, const void *src, nd_dtype dt, int64_t n, float *out, nd_err *e) {
+    if (dt != ND_DT_BF16 && dt != ND_DT_F16 && dt != ND_DT_F32)
+        return nd_fail(e, ND_EXIT_INTERNAL, "cuda: to_f32: unsupported dtype %d", (int)dt);
+    if (n == 0) return 0;
+    if (dt == ND_DT_F32) {
+        if (src == (const void *)out) return 0;
+        ND_CU(cudaMemcpyAsync(out, src, (size_t)n * 4, cudaMemcpyDeviceToDevice, nd_cu(b)->stream));
+        return 0;
+    }
+    to_f32_kernel<<<nd_cuda_grid(b, n, 256), 256, 0, nd_cu(b)->stream>>>(src, (int)dt, n, out);
+    ND_LAUNCHED("to_f32_kernel");
+    return 0;
+}

@@ -1,0 +1,129 @@
+/* cuda_elementwise.cu — BF16 rounding, RMSNorm, residual add, clamped SwiGLU, rotary embedding.
+ * Products and sums are written with __fmul_rn/__fadd_rn where the CPU's order of rounding can be
+ * kept exactly (no FMA contraction); what still differs is stated per op in the cross-backend test. */
+#include "cuda_common.cuh"
+
+#define GRID_STRIDE(i, n) for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); \
+                               i += (int64_t)gridDim.x * blockDim.x)
+
+__global__ void round_bf16_kernel(float *x, int64_t n) {
+    GRID_STRIDE(i, n) x[i] = nd_bf16_round(x[i]);
+}
+
+int nd_cuda_round_bf16(nd_backend *b, float *x, int64_t n, nd_err *e) {
+    if (n < 0) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: round_bf16: negative size");
+    if (n == 0) return 0;
+    round_bf16_kernel<<<nd_cuda_grid(b, n, 256), 256, 0, nd_cu(b)->stream>>>(x, n);
+    ND_LAUNCHED("round_bf16_kernel");
+    return 0;
+}
+
+__global__ void add_kernel(float *y, const float *__restrict__ x, int64_t n) {
+    GRID_STRIDE(i, n) y[i] = __fadd_rn(y[i], x[i]);
+}
+
+int nd_cuda_add(nd_backend *b, float *y, const float *x, int64_t n, nd_err *e) {
+    if (n < 0) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: add: negative size");
+    if (n == 0) return 0;
+    add_kernel<<<nd_cuda_grid(b, n, 256), 256, 0, nd_cu(b)->stream>>>(y, x, n);
+    ND_LAUNCHED("add_kernel");
+    return 0;
+}
+
+__global__ void swiglu_kernel(const float *__restrict__ g, const float *__restrict__ v, int64_t n, float limit,
+                              float *__restrict__ h) {
+    GRID_STRIDE(i, n) {
+        float gi = g[i], vi = v[i];
+        if (limit > 0.0f) {
+            gi = fminf(gi, limit); /* gate: upper clamp only */
+            vi = fminf(fmaxf(vi, -limit), limit);
+        }
+        h[i] = __fmul_rn(__fdiv_rn(gi, __fadd_rn(1.0f, expf(-gi))), vi);
+    }
+}
+
+int nd_cuda_swiglu(nd_backend *b, const float *g, const float *v, int64_t n, float limit, float *h, nd_err *e) {
+    if (n < 0) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: swiglu: negative size");
+    if (n == 0) return 0;
+    swiglu_kernel<<<nd_cuda_grid(b, n, 256), 256, 0, nd_cu(b)->stream>>>(g, v, n, limit, h);
+    ND_LAUNCHED("swiglu_kernel");
+    return 0;
+}
+
+/* One block per row: Σx² in FP32 (per-thread partial sums, then a tree), y = (x * r) * w. */
+__global__ void rmsnorm_kernel(const float *__restrict__ x, const float *__restrict__ w, float eps, int64_t d,
+                               float *__restrict__ y) {
+    __shared__ float part[32];
+    const float *xr = x + blockIdx.x * d;
+    float *yr = y + blockIdx.x * d;
+    float ss = 0.0f;
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) ss = __fadd_rn(ss, __fmul_rn(xr[i], xr[i]));
+#pragma unroll
+    for (int o = 16; o; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x / 32] = ss;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        ss = threadIdx.x < blockDim.x / 32 ? part[threadIdx.x] : 0.0f;
+#pragma unroll
+        for (int o = 16; o; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+        if (threadIdx.x == 0) part[0] = ss;
+    }
+    __syncthreads();
+    const float rs = 1.0f / sqrtf(part[0] / (float)d + eps);
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+        const float t = __fmul_rn(xr[i], rs);
+        yr[i] = w ? __fmul_rn(t, w[i]) : t;
+    }
+}
+
+int nd_cuda_rmsnorm(nd_backend *b, const float *x, const float *w, float eps, int64_t rows, int64_t d, float *y,
+                    nd_err *e) {
+    if (rows < 0 || d < 0 || (d == 0 && rows > 0))
+        return nd_fail(e, ND_EXIT_INTERNAL, "cuda: rmsnorm: bad sizes rows %lld d %lld", (long long)rows, (long long)d);
+    if (rows == 0) return 0;
+    if (rows > 2147483647LL) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: rmsnorm: too many rows");
+    const int threads = d >= 4096 ? 1024 : d >= 1024 ? 512 : 256;
+    rmsnorm_kernel<<<(unsigned)rows, threads, 0, nd_cu(b)->stream>>>(x, w, eps, d, y);
+    ND_LAUNCHED("rmsnorm_kernel");
+    return 0;
+}
+
+/* One thread per (row, head, pair). pos and inv_freq were staged into device scratch. */
+__global__ void rope_kernel(float *x, int64_t rows, int64_t heads, int64_t d, int64_t rot_off, int64_t half,
+                            const int32_t *__restrict__ pos, const float *__restrict__ inv_freq, int interleaved,
+                            int inverse) {
+    const int64_t total = rows * heads * half;
+    GRID_STRIDE(t, total) {
+        const int64_t i = t % half, rh = t / half, r = rh / heads;
+        const float ang = __fmul_rn((float)pos[r], inv_freq[i]);
+        const float c = cosf(ang), s = inverse ? -sinf(ang) : sinf(ang);
+        const int64_t i0 = interleaved ? 2 * i : i, i1 = interleaved ? 2 * i + 1 : i + half;
+        float *xh = x + rh * d + rot_off;
+        const float a = xh[i0], bb = xh[i1];
+        xh[i0] = __fsub_rn(__fmul_rn(a, c), __fmul_rn(bb, s));
+        xh[i1] = __fadd_rn(__fmul_rn(a, s), __fmul_rn(bb, c));
+    }
+}
+
+int nd_cuda_rope(nd_backend *b, float *x, int64_t rows, int64_t heads, int64_t d, int64_t rot_off,
+                 int64_t rot_dim, const int32_t *pos_host, const float *inv_freq_host, int interleaved,
+                 int inverse, nd_err *e) {
+    if (rows < 0 || heads < 0 || d < 0 || rot_off < 0 || rot_dim < 0 || rot_off + rot_dim > d)
+        return nd_fail(e, ND_EXIT_INTERNAL, "cuda: rope: rotary slice [%lld, %lld) outside head dim %lld",
+                       (long long)rot_off, (long long)(rot_off + rot_dim), (long long)d);
+    if (rot_dim % 2) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: rope: rot_dim %lld is odd", (long long)rot_dim);
+    const int64_t half = rot_dim / 2;
+    if (rows * heads * half == 0) return 0;
+    const size_t pbytes = ((size_t)rows * 4 + 255) & ~(size_t)255;
+    void *s;
+    ND_TRY(nd_cuda_scratch(b, pbytes + (size_t)half * 4, &s, e));
+    int32_t *pos = (int32_t *)s;
+    float *f = (float *)((char *)s + pbytes);
+    ND_TRY(nd_cuda_stage(b, pos, pos_host, (size_t)rows * 4, e));
+    ND_TRY(nd_cuda_stage(b, f, inv_freq_host, (size_t)half * 4, e));
+    const int64_t total = rows * heads * half;
+    rope_kernel<<<nd_cuda_grid(b, total, 256), 256, 0, nd_cu(b)->stream>>>(x, rows, heads, d, rot_off, half, pos, f,
+                                                                            interleaved, inverse);
+    ND_LAUNCHED("rope_kernel");
+    return 0;
+}

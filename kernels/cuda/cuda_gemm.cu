@@ -1,0 +1,79 @@
+/* cuda_gemm.cu — y = alpha * x @ w^T through cuBLAS, plain and grouped (strided batched).
+ *
+ * Row-major x [m,k], w [n,k], y [m,n] are column-major x^T, w^T, y^T to cuBLAS, so
+ * y^T = (w^T)^T x^T is one GEMM with op(A) = T on w and op(B) = N on x.
+ *  - bf16_exact = 0 (reference path): FP32 SGEMM with the pedantic FP32 compute type, so neither
+ *    TF32 nor any reduced-precision shortcut is used.
+ *  - bf16_exact = 1 (production path, dequantized FP4 x e4m3 operands that are exact in BF16):
+ *    operands converted to BF16 (exactly), BF16 tensor cores with FP32 accumulation
+ *    (CUBLAS_COMPUTE_32F) and an FP32 output. */
+#include "cuda_common.cuh"
+#include <cuda_bf16.h>
+
+/* f32 -> bf16 with the shared RNE conversion: exact for the values bf16_exact promises. */
+__global__ void f32_to_bf16_kernel(const float *__restrict__ src, int64_t n, __nv_bfloat16 *__restrict__ dst) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        dst[i] = __ushort_as_bfloat16(nd_bf16_from_f32(src[i]));
+}
+
+static int to_bf16(nd_backend *b, const float *src, int64_t n, __nv_bfloat16 *dst, nd_err *e) {
+    if (n == 0) return 0;
+    f32_to_bf16_kernel<<<nd_cuda_grid(b, n, 256), 256, 0, nd_cu(b)->stream>>>(src, n, dst);
+    ND_LAUNCHED("f32_to_bf16_kernel");
+    return 0;
+}
+
+static int gemm_args(const char *op, int64_t m, int64_t g, int64_t n, int64_t k, nd_err *e) {
+    if (m < 0 || g < 0 || n < 0 || k < 0)
+        return nd_fail(e, ND_EXIT_INTERNAL, "cuda: %s: negative size", op);
+    const int64_t lim = 2147483647LL;
+    if (m > lim || n > lim || k * g > lim || n * g > lim)
+        return nd_fail(e, ND_EXIT_INTERNAL, "cuda: %s: size beyond cuBLAS's 32-bit dimensions", op);
+    return 0;
+}
+
+static int strided_gemm(nd_backend *b, const void *x, const void *w, cudaDataType_t at, float *y, int64_t m,
+                        int64_t groups, int64_t n, int64_t k, float alpha, cublasComputeType_t ct, nd_err *e) {
+    nd_cuda *c = nd_cu(b);
+    const float beta = 0.0f;
+    const int ldw = (int)k, ldx = (int)(groups * k), ldy = (int)(groups * n);
+    if (groups == 1) {
+        ND_BLAS(cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha, w, at, ldw, x, at,
+                             ldx, &beta, y, CUDA_R_32F, ldy, ct, CUBLAS_GEMM_DEFAULT));
+    } else {
+        ND_BLAS(cublasGemmStridedBatchedEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha, w, at,
+                                           ldw, n * k, x, at, ldx, k, &beta, y, CUDA_R_32F, ldy, n, (int)groups, ct,
+                                           CUBLAS_GEMM_DEFAULT));
+    }
+    return 0;
+}
+
+static int gemm_any(nd_backend *b, const char *op, const float *x, const float *w, float *y, int64_t m,
+                    int64_t groups, int64_t n, int64_t k, float alpha, int bf16_exact, nd_err *e) {
+    ND_TRY(gemm_args(op, m, groups, n, k, e));
+    if (m == 0 || n == 0 || groups == 0) return 0;
+    if (k == 0) {
+        ND_CU(cudaMemsetAsync(y, 0, (size_t)(m * groups * n) * sizeof(float), nd_cu(b)->stream));
+        return 0;
+    }
+    if (!bf16_exact)
+        return strided_gemm(b, x, w, CUDA_R_32F, y, m, groups, n, k, alpha, CUBLAS_COMPUTE_32F_PEDANTIC, e);
+    const int64_t nx = m * groups * k, nw = groups * n * k;
+    const size_t xbytes = ((size_t)nx * 2 + 255) & ~(size_t)255;
+    void *s;
+    ND_TRY(nd_cuda_scratch(b, xbytes + (size_t)nw * 2, &s, e));
+    __nv_bfloat16 *xb = (__nv_bfloat16 *)s, *wb = (__nv_bfloat16 *)((char *)s + xbytes);
+    ND_TRY(to_bf16(b, x, nx, xb, e));
+    ND_TRY(to_bf16(b, w, nw, wb, e));
+    return strided_gemm(b, xb, wb, CUDA_R_16BF, y, m, groups, n, k, alpha, CUBLAS_COMPUTE_32F, e);
+}
+
+int nd_cuda_gemm(nd_backend *b, const float *x, const float *w, float *y, int64_t m, int64_t n, int64_t k,
+                 float alpha, int bf16_exact, nd_err *e) {
+    return gemm_any(b, "gemm", x, w, y, m, 1, n, k, alpha, bf16_exact, e);
+}
+
+int nd_cuda_gemm_grouped(nd_backend *b, const float *x, const float *w, float *y, int64_t m, int64_t groups,
+                         int64_t n, int64_t k, float alpha, int bf16_exact, nd_err *e) {
+    return gemm_any(b, "gemm_grouped", x, w, y, m, groups, n, k, alpha, bf16_exact, e);
+}

@@ -1,0 +1,202 @@
+/* cuda_moe.cu — MoE router top-k, dispatch (gather rows) and combine (weighted scatter-add).
+ *
+ * The router runs one thread per token in the CPU reference's order (kernels/cpu/cpu_router.c:
+ * ties to the lower index, NaN below every number, groups by the sum of their top-2), so idx
+ * differs from the CPU only where expf/log1pf round a last bit differently and two experts are
+ * that close. The combine keeps the CPU's order of accumulation exactly: rows that land on the
+ * same destination are added in increasing r (a host-built per-destination list), with no FMA. */
+#include "cuda_common.cuh"
+#include <stdlib.h>
+
+__device__ __forceinline__ int ranks_before(float a, int ia, float b, int ib) {
+    const int na = a != a, nb = b != b;
+    if (na || nb) return na && nb ? ia < ib : nb;
+    return a > b || (a == b && ia < ib);
+}
+
+__device__ __forceinline__ float score_of(float x, int func) {
+    if (func == ND_SCORE_SIGMOID) return __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-x)));
+    return sqrtf(x > 20.0f ? x : log1pf(expf(x)));
+}
+
+/* scratch per token: sc [E], sel [E], ok [E] bytes, gs [G] and gok [G] bytes. */
+__global__ void router_kernel(const float *__restrict__ logits, const float *__restrict__ bias, int64_t t, int E,
+                              int K, int func, int G, int TG, int norm, float scaling, float *sc_all, float *sel_all,
+                              float *gs_all, uint8_t *ok_all, uint8_t *gok_all, int32_t *__restrict__ idx,
+                              float *__restrict__ w) {
+    const int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (r >= t) return;
+    const float *lg = logits + r * E;
+    float *sc = sc_all + r * E, *sel = sel_all + r * E;
+    uint8_t *ok = ok_all + r * E;
+    if (func == ND_SCORE_SOFTMAX) {
+        float mx = -INFINITY, sum = 0.0f;
+        for (int x = 0; x < E; x++) if (lg[x] > mx) mx = lg[x];
+        for (int x = 0; x < E; x++) { sc[x] = expf(lg[x] - mx); sum = __fadd_rn(sum, sc[x]); }
+        for (int x = 0; x < E; x++) sc[x] = __fdiv_rn(sc[x], sum);
+    } else {
+        for (int x = 0; x < E; x++) sc[x] = score_of(lg[x], func);
+    }
+    for (int x = 0; x < E; x++) { sel[x] = __fadd_rn(sc[x], bias ? bias[x] : 0.0f); ok[x] = 1; }
+    if (G > 0) {
+        float *gs = gs_all + r * G;
+        uint8_t *gok = gok_all + r * G;
+        const int gsz = E / G;
+        for (int g = 0; g < G; g++) {
+            int b1 = -1, b2 = -1;
+            for (int x = g * gsz; x < (g + 1) * gsz; x++) {
+                if (b1 < 0 || ranks_before(sel[x], x, sel[b1], b1)) { b2 = b1; b1 = x; }
+                else if (b2 < 0 || ranks_before(sel[x], x, sel[b2], b2)) b2 = x;
+            }
+            gs[g] = __fadd_rn(sel[b1], b2 >= 0 ? sel[b2] : 0.0f);
+            gok[g] = 0;
+        }
+        for (int p = 0; p < TG; p++) {
+            int best = -1;
+            for (int g = 0; g < G; g++)
+                if (!gok[g] && (best < 0 || ranks_before(gs[g], g, gs[best], best))) best = g;
+            gok[best] = 1;
+        }
+        for (int x = 0; x < E; x++) ok[x] = gok[x / gsz];
+    }
+    int32_t *ir = idx + r * K;
+    float *wr = w + r * K;
+    for (int p = 0; p < K; p++) {
+        int best = -1;
+        for (int x = 0; x < E; x++)
+            if (ok[x] && (best < 0 || ranks_before(sel[x], x, sel[best], best))) best = x;
+        ok[best] = 0;
+        ir[p] = best;
+        wr[p] = sc[best];
+    }
+    if (norm) {
+        float sum = 0.0f;
+        for (int p = 0; p < K; p++) sum = __fadd_rn(sum, wr[p]);
+        sum = __fadd_rn(sum, 1e-20f);
+        for (int p = 0; p < K; p++) wr[p] = __fdiv_rn(wr[p], sum);
+    }
+    for (int p = 0; p < K; p++) wr[p] = __fmul_rn(wr[p], scaling);
+}
+
+int nd_cuda_router_topk(nd_backend *b, const float *logits, const float *bias, int64_t t, const nd_router_cfg *cfg,
+                        int32_t *idx, float *w, nd_err *e) {
+    if (!cfg) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: router_topk: NULL config");
+    const int E = cfg->n_experts, K = cfg->top_k, G = cfg->n_group, TG = cfg->topk_group;
+    if (t < 0 || E <= 0 || K <= 0 || K > E)
+        return nd_fail(e, ND_EXIT_INTERNAL, "cuda: router_topk: top_k %d must be in [1, n_experts %d]", K, E);
+    if (cfg->score_func < ND_SCORE_SOFTMAX || cfg->score_func > ND_SCORE_SQRTSOFTPLUS)
+        return nd_fail(e, ND_EXIT_INTERNAL, "cuda: router_topk: unknown score function %d", cfg->score_func);
+    if (G < 0 || TG < 0) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: router_topk: negative group counts %d/%d", G, TG);
+    if (G > 0 && (E % G != 0 || TG < 1 || TG > G || (int64_t)TG * (E / G) < K))
+        return nd_fail(e, ND_EXIT_INTERNAL, "cuda: router_topk: groups %d/%d do not fit %d experts, top_k %d", G, TG, E, K);
+    if (t == 0) return 0;
+    const int Gs = G > 0 ? G : 1;
+    const size_t f = ((size_t)t * E * 4 + 255) & ~(size_t)255, g = ((size_t)t * Gs * 4 + 255) & ~(size_t)255;
+    const size_t o = ((size_t)t * E + 255) & ~(size_t)255;
+    void *s;
+    ND_TRY(nd_cuda_scratch(b, 2 * f + g + o + (size_t)t * Gs, &s, e));
+    char *p = (char *)s;
+    float *sc = (float *)p, *sel = (float *)(p + f), *gs = (float *)(p + 2 * f);
+    uint8_t *ok = (uint8_t *)(p + 2 * f + g), *gok = (uint8_t *)(p + 2 * f + g + o);
+    router_kernel<<<nd_cuda_blocks(t, 128), 128, 0, nd_cu(b)->stream>>>(logits, bias, t, E, K, cfg->score_func, G, TG,
+                                                                        cfg->norm_topk, cfg->scaling, sc, sel, gs, ok,
+                                                                        gok, idx, w);
+    ND_LAUNCHED("router_kernel");
+    return 0;
+}
+
+/* ---- dispatch ---- */
+__global__ void gather_rows_kernel(const float *__restrict__ x, const int32_t *__restrict__ rows, int64_t nr,
+                                   int64_t d, float *__restrict__ out) {
+    const int64_t total = nr * d;
+    for (int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q < total; q += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = q / d, c = q % d;
+        out[q] = x[(int64_t)rows[r] * d + c];
+    }
+}
+
+static int check_rows(const char *op, const int32_t *rows_host, int64_t nr, nd_err *e) {
+    for (int64_t r = 0; r < nr; r++)
+        if (rows_host[r] < 0)
+            return nd_fail(e, ND_EXIT_INTERNAL, "cuda: %s: row index %d at %lld is negative", op, rows_host[r],
+                           (long long)r);
+    return 0;
+}
+
+int nd_cuda_gather_rows(nd_backend *b, const float *x, const int32_t *rows_host, int64_t nr, int64_t d, float *out,
+                        nd_err *e) {
+    if (nr < 0 || d < 0) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: gather_rows: negative size");
+    if (nr * d == 0) return 0;
+    ND_TRY(check_rows("gather_rows", rows_host, nr, e));
+    void *s;
+    ND_TRY(nd_cuda_scratch(b, (size_t)nr * 4, &s, e));
+    ND_TRY(nd_cuda_stage(b, s, rows_host, (size_t)nr * 4, e));
+    gather_rows_kernel<<<nd_cuda_grid(b, nr * d, 256), 256, 0, nd_cu(b)->stream>>>(x, (const int32_t *)s, nr, d, out);
+    ND_LAUNCHED("gather_rows_kernel");
+    return 0;
+}
+
+/* ---- combine ---- */
+/* plan: ndst destinations; dst[u] its row; for u, contributors src[off[u] .. off[u+1]) in
+ * increasing r, with weights wt[] in the same order. */
+__global__ void scatter_add_kernel(float *y, const float *__restrict__ x, int64_t ndst, int64_t d,
+                                   const int32_t *__restrict__ dst, const int32_t *__restrict__ off,
+                                   const int32_t *__restrict__ src, const float *__restrict__ wt) {
+    const int64_t total = ndst * d;
+    for (int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q < total; q += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t u = q / d, c = q % d;
+        float *yp = y + (int64_t)dst[u] * d + c;
+        float a = *yp;
+        for (int32_t z = off[u]; z < off[u + 1]; z++) a = __fadd_rn(a, __fmul_rn(wt[z], x[(int64_t)src[z] * d + c]));
+        *yp = a;
+    }
+}
+
+static int cmp_by_row(const void *pa, const void *pb) {
+    const int64_t *a = (const int64_t *)pa, *b = (const int64_t *)pb; /* (row << 32 | r): stable by r */
+    return a[0] < b[0] ? -1 : a[0] > b[0];
+}
+
+int nd_cuda_scatter_add_rows(nd_backend *b, float *y, const float *x, const int32_t *rows_host, const float *w_host,
+                             int64_t nr, int64_t d, nd_err *e) {
+    if (nr < 0 || d < 0) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: scatter_add_rows: negative size");
+    if (nr * d == 0) return 0;
+    if (nr > 2147483647LL) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: scatter_add_rows: too many rows");
+    ND_TRY(check_rows("scatter_add_rows", rows_host, nr, e));
+    /* host plan: sort (row, r) pairs, so each destination's contributors stay in increasing r */
+    int64_t *key = (int64_t *)malloc((size_t)nr * sizeof *key);
+    int32_t *plan = (int32_t *)malloc((size_t)(3 * nr + 1) * sizeof *plan);
+    float *wt = (float *)malloc((size_t)nr * sizeof *wt);
+    if (!key || !plan || !wt) {
+        free(key); free(plan); free(wt);
+        return nd_fail(e, ND_EXIT_INTERNAL, "cuda: scatter_add_rows: out of host memory");
+    }
+    for (int64_t r = 0; r < nr; r++) key[r] = ((int64_t)rows_host[r] << 32) | r;
+    qsort(key, (size_t)nr, sizeof *key, cmp_by_row);
+    int32_t *dst = plan, *off = plan + nr, *src = plan + 2 * nr + 1;
+    int64_t nd = 0;
+    for (int64_t z = 0; z < nr; z++) {
+        const int32_t row = (int32_t)(key[z] >> 32), r = (int32_t)(key[z] & 0xffffffff);
+        if (z == 0 || row != dst[nd - 1]) { dst[nd] = row; off[nd] = (int32_t)z; nd++; }
+        src[z] = r;
+        wt[z] = w_host[r];
+    }
+    off[nd] = (int32_t)nr;
+    /* device copy: dst [nd], off [nd+1], src [nr], wt [nr] */
+    const size_t bd = ((size_t)nd * 4 + 255) & ~(size_t)255, bo = ((size_t)(nd + 1) * 4 + 255) & ~(size_t)255;
+    const size_t bs = ((size_t)nr * 4 + 255) & ~(size_t)255;
+    void *s;
+    int rc = nd_cuda_scratch(b, bd + bo + bs + (size_t)nr * 4, &s, e);
+    char *p = (char *)s;
+    if (!rc) rc = nd_cuda_stage(b, p, dst, (size_t)nd * 4, e);
+    if (!rc) rc = nd_cuda_stage(b, p + bd, off, (size_t)(nd + 1) * 4, e);
+    if (!rc) rc = nd_cuda_stage(b, p + bd + bo, src, (size_t)nr * 4, e);
+    if (!rc) rc = nd_cuda_stage(b, p + bd + bo + bs, wt, (size_t)nr * 4, e);
+    free(key); free(plan); free(wt);
+    if (rc) return rc;
+    scatter_add_kernel<<<nd_cuda_grid(b, nd * d, 256), 256, 0, nd_cu(b)->stream>>>(
+        y, x, nd, d, (const int32_t *)p, (const int32_t *)(p + bd), (const int32_t *)(p + bd + bo),
+        (const float *)(p + bd + bo + bs));
+    ND_LAUNCHED("scatter_add_kernel");
+    return 0;
+}
