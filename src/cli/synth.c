@@ -1,0 +1,110 @@
+/* synth.c — `nvfp4dbg synth OUTDIR --recipe NAME ...`: argument parsing for nd_synth_run. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+#include "synth/synth.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: nvfp4dbg synth OUTDIR --recipe NAME [--size tiny|small|full]\n"
+            "                      [--format compressed-tensors|modelopt] [--seed N] [--layers N]\n"
+            "                      [--inject FAULT[=F]@MODULE ...] [--json]\n\n"
+            "Writes a synthetic checkpoint in the real on-disk format to OUTDIR, the unquantized\n"
+            "original it was made from to OUTDIR/original/, and the list of injected faults to\n"
+            "OUTDIR.faults.json (next to OUTDIR, not inside it).\n\n"
+            "  --recipe   deepseek_v4 | llama | deepseek_v3\n"
+            "  --size     tiny (default; CPU tests) | small | full (real dimensions; 1 layer by default)\n"
+            "  --format   compressed-tensors (default) | modelopt\n"
+            "  --seed     weight generator seed (default 0); the same seed gives the same files\n"
+            "  --layers   number of layers (default: the size's)\n"
+            "  --inject   FAULT@MODULE, any number; MODULE is a stage name such as\n"
+            "             layers.0.self_attn.q_a_proj or layers.1.mlp.experts.3.up_proj. Faults:\n"
+            "             input-scale-inverted, input-scale-mul=F, input-scale-inf,\n"
+            "             weight-global-scale-zero, weight-scale-nan, nibble-swap,\n"
+            "             fused-scale-mismatch=F, missing-input-scale\n"
+            "  --json     print a JSON summary on stdout\n\n"
+            "example: nvfp4dbg synth /tmp/v4 --recipe deepseek_v4 --inject input-scale-inverted@layers.0.self_attn.q_a_proj\n");
+}
+
+/* "--name VALUE" or "--name=VALUE"; returns the value or NULL when argv[*i] is not this option. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name, int *missing) {
+    size_t n = strlen(name);
+    const char *a = argv[*i];
+    if (strncmp(a, name, n)) return NULL;
+    if (a[n] == '=') return a + n + 1;
+    if (a[n]) return NULL;
+    if (*i + 1 >= argc) { *missing = 1; return NULL; }
+    return argv[++*i];
+}
+
+int nd_cmd_synth(int argc, char **argv) {
+    nd_synth_opts o = {.recipe = NULL, .size = ND_SYNTH_TINY, .format = ND_SYNTH_CT,
+                       .calibrate = nd_synth_pipeline_calibrate};
+    const char **inj = calloc((size_t)(argc > 0 ? argc : 1), sizeof *inj);
+    int json = 0, rc = 0;
+    nd_err e = {0};
+    if (!inj) return ND_EXIT_INTERNAL;
+    for (int i = 1; i < argc && !rc; i++) {
+        const char *a = argv[i], *v;
+        int missing = 0;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); free(inj); return 0; }
+        if (!strcmp(a, "--json")) { json = 1; continue; }
+        if ((v = opt_value(argc, argv, &i, "--recipe", &missing))) { o.recipe = v; continue; }
+        if (!missing && (v = opt_value(argc, argv, &i, "--size", &missing))) {
+            rc = nd_synth_size_from_name(v, &o.size, &e);
+            continue;
+        }
+        if (!missing && (v = opt_value(argc, argv, &i, "--format", &missing))) {
+            rc = nd_synth_format_from_name(v, &o.format, &e);
+            continue;
+        }
+        if (!missing && (v = opt_value(argc, argv, &i, "--seed", &missing))) {
+            char *end = NULL;
+            errno = 0;
+            o.seed = strtoull(v, &end, 0);
+            if (!*v || *end || errno || v[0] == '-') rc = nd_cli_usage_error("synth", "--seed '%s' is not a number", v);
+            continue;
+        }
+        if (!missing && (v = opt_value(argc, argv, &i, "--layers", &missing))) {
+            char *end = NULL;
+            long l = strtol(v, &end, 10);
+            if (!*v || *end || l < 1 || l > 64) rc = nd_cli_usage_error("synth", "--layers '%s' is not a number in 1..64", v);
+            else o.layers = (int)l;
+            continue;
+        }
+        if (!missing && (v = opt_value(argc, argv, &i, "--inject", &missing))) { inj[o.n_injects++] = v; continue; }
+        if (missing) { rc = nd_cli_usage_error("synth", "%s needs a value", a); break; }
+        if (a[0] == '-' && a[1]) { rc = nd_cli_usage_error("synth", "unknown option '%s'", a); break; }
+        if (o.outdir) { rc = nd_cli_usage_error("synth", "more than one output directory ('%s', '%s')", o.outdir, a); break; }
+        o.outdir = a;
+    }
+    if (!rc && !o.outdir) rc = nd_cli_usage_error("synth", "no output directory");
+    if (!rc && !o.recipe) rc = nd_cli_usage_error("synth", "--recipe is required");
+    if (rc) {
+        free(inj);
+        return e.code ? nd_cli_error(&e) : rc;
+    }
+    o.injects = inj;
+    rc = nd_synth_run(&o, &e);
+    if (rc) {
+        free(inj);
+        return nd_cli_error(&e);
+    }
+    static const char *const fmt_name[] = {"compressed-tensors", "modelopt"};
+    static const char *const size_name[] = {"tiny", "small", "full"};
+    size_t n = strlen(o.outdir);
+    while (n > 1 && o.outdir[n - 1] == '/') n--;
+    if (json)
+        printf("{\"checkpoint\": \"%.*s\", \"original\": \"%.*s/original\", \"faults_file\": \"%.*s.faults.json\", "
+               "\"recipe\": \"%s\", \"size\": \"%s\", \"format\": \"%s\", \"seed\": %llu, \"faults\": %d}\n",
+               (int)n, o.outdir, (int)n, o.outdir, (int)n, o.outdir, o.recipe, size_name[o.size],
+               fmt_name[o.format], (unsigned long long)o.seed, o.n_injects);
+    else
+        printf("wrote %.*s (%s %s NVFP4, %s, seed %llu), original in %.*s/original, %d fault(s) listed in %.*s.faults.json\n",
+               (int)n, o.outdir, o.recipe, size_name[o.size], fmt_name[o.format] , (unsigned long long)o.seed,
+               (int)n, o.outdir, o.n_injects, (int)n, o.outdir);
+    free(inj);
+    return 0;
+}

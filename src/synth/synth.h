@@ -1,0 +1,60 @@
+/* synth.h — `nvfp4dbg synth`: write a synthetic checkpoint in a real on-disk format.
+ *
+ * nd_synth_run writes, for one model family and size:
+ *   OUTDIR/original/   the unquantized model (BF16 weights, config.json without quantization_config)
+ *   OUTDIR/            the same model quantized to NVFP4 (compressed-tensors or ModelOpt), with
+ *                      input global scales calibrated on the original through the reference path
+ *   OUTDIR.faults.json the faults injected into OUTDIR (a list, empty for a clean checkpoint);
+ *                      next to OUTDIR, not inside it, so nothing that reads the checkpoint sees it.
+ * Weights come from a seeded generator (docs/synth.md) so any run can be regenerated exactly.
+ */
+#ifndef ND_SYNTH_H
+#define ND_SYNTH_H
+
+#include <stdint.h>
+#include "util/err.h"
+
+typedef enum nd_synth_family { ND_SYNTH_DEEPSEEK_V4 = 0, ND_SYNTH_LLAMA, ND_SYNTH_DEEPSEEK_V3 } nd_synth_family;
+typedef enum nd_synth_size { ND_SYNTH_TINY = 0, ND_SYNTH_SMALL, ND_SYNTH_FULL } nd_synth_size;
+typedef enum nd_synth_format { ND_SYNTH_CT = 0, ND_SYNTH_MODELOPT } nd_synth_format;
+
+/* Calibration hook: report the input amax of each linear module by calling
+ * cb(user, module_path, amax). nd_synth_pipeline_calibrate is the real one (the reference path
+ * of the recipe, nd_pipeline_calibrate); tests may hand in their own. */
+typedef void (*nd_synth_amax_cb)(void *user, const char *module_path, double amax);
+typedef int (*nd_synth_calib_fn)(void *calib_user, const char *ckpt_dir, const char *recipe,
+                                 const int64_t *tokens, int64_t ntok, nd_synth_amax_cb cb, void *user,
+                                 nd_err *e);
+
+typedef struct nd_synth_opts {
+    const char *outdir;
+    const char *recipe;         /* "deepseek_v4", "llama", "deepseek_v3" */
+    nd_synth_size size;
+    nd_synth_format format;
+    uint64_t seed;
+    int layers;                 /* 0: the size's default */
+    const char *const *injects; /* "FAULT[=VALUE]@MODULE" */
+    int n_injects;
+    nd_synth_calib_fn calibrate;/* required: usually nd_synth_pipeline_calibrate */
+    void *calib_user;
+} nd_synth_opts;
+
+/* Recipe name -> family; 0, or 2 with a message listing the known names. */
+int nd_synth_family_from_name(const char *name, nd_synth_family *out, nd_err *e);
+int nd_synth_size_from_name(const char *name, nd_synth_size *out, nd_err *e);
+int nd_synth_format_from_name(const char *name, nd_synth_format *out, nd_err *e);
+
+/* Write the checkpoint, its original and the fault side file. 0, 2 (bad options, unknown fault
+ * or module), or 3 (I/O or calibration failure). */
+int nd_synth_run(const nd_synth_opts *o, nd_err *e);
+
+/* nd_pipeline_calibrate as an nd_synth_calib_fn (calib_user unused). */
+int nd_synth_pipeline_calibrate(void *calib_user, const char *ckpt_dir, const char *recipe,
+                                const int64_t *tokens, int64_t ntok, nd_synth_amax_cb cb, void *user,
+                                nd_err *e);
+
+/* The calibration token ids synth uses for a seed and vocabulary (n ids, n <= 4096). */
+void nd_synth_calib_tokens(uint64_t seed, int64_t vocab, int64_t *out, int n);
+#define ND_SYNTH_CALIB_TOKENS 64
+
+#endif

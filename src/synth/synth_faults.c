@@ -1,0 +1,174 @@
+/* synth_faults.c — fault parsing, application and the side file (synth_faults.h).
+ *
+ * Meaning per fault, identical in both formats in terms of what the checkpoint implies:
+ *  input-scale-inverted   the input scale tensor holds the reciprocal of the right value
+ *  input-scale-mul=F      the quantizer multiplier the checkpoint implies is F times the right one
+ *                         (CT input_global_scale * F; ModelOpt input_scale / F)
+ *  input-scale-inf        the input scale tensor is +Inf
+ *  weight-global-scale-zero  weight_global_scale (CT) / weight_scale_2 (ModelOpt) is 0
+ *  weight-scale-nan       the first block scale of every 8th row (rows 0, 8, ...) is NaN (0x7F)
+ *  nibble-swap            the two nibbles of every byte of the packed weight are swapped
+ *  fused-scale-mismatch=F this shard's weight global divisor is F times the one its block scales
+ *                         were made with (CT weight_global_scale * F; ModelOpt weight_scale_2 / F)
+ *  missing-input-scale    the input scale tensor is left out */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jansson.h>
+#include "synth/synth_faults.h"
+
+static const struct { const char *name; int needs_value; } KINDS[SY_F_COUNT] = {
+    [SY_F_INPUT_INVERTED] = {"input-scale-inverted", 0},
+    [SY_F_INPUT_MUL] = {"input-scale-mul", 1},
+    [SY_F_INPUT_INF] = {"input-scale-inf", 0},
+    [SY_F_WGLOBAL_ZERO] = {"weight-global-scale-zero", 0},
+    [SY_F_WSCALE_NAN] = {"weight-scale-nan", 0},
+    [SY_F_NIBBLE_SWAP] = {"nibble-swap", 0},
+    [SY_F_FUSED_MISMATCH] = {"fused-scale-mismatch", 1},
+    [SY_F_MISSING_INPUT] = {"missing-input-scale", 0},
+};
+
+const char *sy_fault_name(sy_fault_kind k) { return k < SY_F_COUNT ? KINDS[k].name : "?"; }
+
+static int parse_one(const sy_plan *pl, const char *spec, sy_fault *f, nd_err *e) {
+    memset(f, 0, sizeof *f);
+    f->stored = NAN;
+    const char *at = strrchr(spec, '@');
+    if (!at || at == spec || !at[1])
+        return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': expected FAULT[=VALUE]@MODULE", spec);
+    char fault[96];
+    size_t fl = (size_t)(at - spec);
+    if (fl >= sizeof fault) return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': fault name too long", spec);
+    memcpy(fault, spec, fl);
+    fault[fl] = 0;
+    char *eq = strchr(fault, '=');
+    if (eq) *eq = 0;
+    int k;
+    for (k = 0; k < SY_F_COUNT; k++)
+        if (!strcmp(fault, KINDS[k].name)) break;
+    if (k == SY_F_COUNT) {
+        char list[512] = "";
+        for (int i = 0; i < SY_F_COUNT; i++) {
+            strncat(list, KINDS[i].name, sizeof list - strlen(list) - 1);
+            strncat(list, i + 1 < SY_F_COUNT ? ", " : "", sizeof list - strlen(list) - 1);
+        }
+        return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': unknown fault '%s' (known: %s)", spec, fault, list);
+    }
+    f->kind = (sy_fault_kind)k;
+    if (KINDS[k].needs_value) {
+        char *end = NULL;
+        if (!eq || !eq[1])
+            return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': %s needs a factor (%s=F@MODULE)", spec, fault, fault);
+        f->value = strtod(eq + 1, &end);
+        if (*end || !isfinite(f->value) || f->value <= 0.0)
+            return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': factor '%s' is not a finite number > 0", spec, eq + 1);
+        f->has_value = 1;
+    } else if (eq) {
+        return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': %s takes no value", spec, fault);
+    }
+    long idx = sy_find_module(pl, at + 1);
+    if (idx < 0)
+        return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': no module '%s' in this model", spec, at + 1);
+    const sy_param *p = &pl->p[idx];
+    if (p->quant != SY_Q_NVFP4)
+        return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': module '%s' is not an NVFP4 linear", spec, at + 1);
+    if (f->kind == SY_F_FUSED_MISMATCH && p->fuse < 0)
+        return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': module '%s' is not a fused shard", spec, at + 1);
+    f->param = idx;
+    snprintf(f->module, sizeof f->module, "%s", sy_stage_name(p->module));
+    return 0;
+}
+
+int sy_faults_parse(const sy_plan *pl, const char *const *specs, int n, sy_faults *out, nd_err *e) {
+    out->f = NULL;
+    out->n = 0;
+    if (n <= 0) return 0;
+    out->f = calloc((size_t)n, sizeof *out->f);
+    if (!out->f) return nd_fail(e, ND_EXIT_INTERNAL, "synth: out of memory");
+    for (int i = 0; i < n; i++) {
+        int rc = parse_one(pl, specs[i], &out->f[i], e);
+        if (rc) { sy_faults_free(out); return rc; }
+        out->n++;
+    }
+    return 0;
+}
+
+void sy_faults_free(sy_faults *fs) {
+    free(fs->f);
+    fs->f = NULL;
+    fs->n = 0;
+}
+
+int sy_faults_drop_input(const sy_faults *fs, long param) {
+    for (int i = 0; i < fs->n; i++)
+        if (fs->f[i].param == param && fs->f[i].kind == SY_F_MISSING_INPUT) return 1;
+    return 0;
+}
+
+void sy_faults_apply(sy_faults *fs, long param, nd_synth_format fmt, const char *prefix, sy_qmod *m) {
+    const int ct = fmt == ND_SYNTH_CT;
+    const char *in_name = ct ? "input_global_scale" : "input_scale";
+    const char *wg_name = ct ? "weight_global_scale" : "weight_scale_2";
+    const char *packed_name = ct ? "weight_packed" : "weight";
+    for (int i = 0; i < fs->n; i++) {
+        sy_fault *f = &fs->f[i];
+        if (f->param != param) continue;
+        const char *t = NULL;
+        switch (f->kind) {
+        case SY_F_INPUT_INVERTED: m->iglobal = 1.0f / m->iglobal; f->stored = m->iglobal; t = in_name; break;
+        case SY_F_INPUT_MUL:
+            m->iglobal = ct ? (float)(m->iglobal * f->value) : (float)(m->iglobal / f->value);
+            f->stored = m->iglobal; t = in_name; break;
+        case SY_F_INPUT_INF: m->iglobal = INFINITY; f->stored = m->iglobal; t = in_name; break;
+        case SY_F_WGLOBAL_ZERO: m->wglobal = 0.0f; f->stored = 0.0; t = wg_name; break;
+        case SY_F_FUSED_MISMATCH:
+            m->wglobal = ct ? (float)(m->wglobal * f->value) : (float)(m->wglobal / f->value);
+            f->stored = m->wglobal; t = wg_name; break;
+        case SY_F_WSCALE_NAN: {
+            const int64_t nb = m->k / 16;
+            f->count = 0;
+            for (int64_t r = 0; r < m->n; r += 8) { m->sf[r * nb] = 0x7f; f->count++; }
+            t = "weight_scale";
+            break;
+        }
+        case SY_F_NIBBLE_SWAP: {
+            const int64_t nbytes = m->n * (m->k / 2);
+            for (int64_t j = 0; j < nbytes; j++) m->packed[j] = (uint8_t)((m->packed[j] >> 4) | (m->packed[j] << 4));
+            f->count = nbytes;
+            t = packed_name;
+            break;
+        }
+        case SY_F_MISSING_INPUT: m->has_input = 0; t = in_name; break;
+        default: break;
+        }
+        snprintf(f->tensor, sizeof f->tensor, "%s.%s", prefix, t ? t : "?");
+        f->applied = 1;
+    }
+}
+
+static json_t *number_or_word(double v) {
+    if (isfinite(v)) return json_real(v);
+    return json_string(isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf"));
+}
+
+int sy_faults_write(const sy_faults *fs, const char *path, nd_err *e) {
+    json_t *list = json_array();
+    for (int i = 0; i < fs->n; i++) {
+        const sy_fault *f = &fs->f[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "fault", json_string(sy_fault_name(f->kind)));
+        json_object_set_new(o, "module", json_string(f->module));
+        json_object_set_new(o, "value", f->has_value ? json_real(f->value) : json_null());
+        json_object_set_new(o, "tensor", json_string(f->tensor));
+        if (f->kind == SY_F_WSCALE_NAN || f->kind == SY_F_NIBBLE_SWAP)
+            json_object_set_new(o, f->kind == SY_F_WSCALE_NAN ? "nan_blocks" : "bytes", json_integer(f->count));
+        else if (f->kind != SY_F_MISSING_INPUT)
+            json_object_set_new(o, "stored", number_or_word(f->stored));
+        json_array_append_new(list, o);
+    }
+    int rc = json_dump_file(list, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(list);
+    if (rc) return nd_fail(e, ND_EXIT_INTERNAL, "%s: cannot write the fault list", path);
+    return 0;
+}

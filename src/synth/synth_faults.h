@@ -1,0 +1,54 @@
+/* synth_faults.h — `--inject FAULT[=VALUE]@MODULE` (SPEC §8): parse, apply to one quantized
+ * module while it is written, and record in the side file OUTDIR.faults.json. */
+#ifndef ND_SYNTH_FAULTS_H
+#define ND_SYNTH_FAULTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "synth/synth_plan.h"
+
+typedef enum sy_fault_kind {
+    SY_F_INPUT_INVERTED = 0, SY_F_INPUT_MUL, SY_F_INPUT_INF, SY_F_WGLOBAL_ZERO, SY_F_WSCALE_NAN,
+    SY_F_NIBBLE_SWAP, SY_F_FUSED_MISMATCH, SY_F_MISSING_INPUT, SY_F_COUNT
+} sy_fault_kind;
+
+typedef struct sy_fault {
+    sy_fault_kind kind;
+    int has_value;
+    double value;                  /* F of input-scale-mul / fused-scale-mismatch */
+    long param;                    /* index in the plan */
+    char module[SY_NAME];          /* stage name ("layers.0.self_attn.q_a_proj") */
+    char tensor[SY_NAME + 32];     /* the tensor it changed (filled when applied) */
+    double stored;                 /* the new on-disk value of a scalar (NaN when not a scalar) */
+    int64_t count;                 /* weight-scale-nan: block scales set to NaN; nibble-swap: bytes */
+    int applied;
+} sy_fault;
+
+typedef struct sy_faults {
+    sy_fault *f;
+    int n;
+} sy_faults;
+
+/* One quantized NVFP4 module as it is about to be written (on-disk values). */
+typedef struct sy_qmod {
+    uint8_t *packed;     /* [n, k/2] */
+    uint8_t *sf;         /* [n, k/16] */
+    int64_t n, k;
+    float wglobal;       /* CT weight_global_scale or ModelOpt weight_scale_2 */
+    float iglobal;       /* CT input_global_scale or ModelOpt input_scale */
+    int has_input;       /* 0 when missing-input-scale removed it */
+} sy_qmod;
+
+const char *sy_fault_name(sy_fault_kind k);
+/* Parse and validate every spec against the plan; exit 2 on an unknown fault, a bad value, an
+ * unknown module or a module the fault cannot apply to. */
+int sy_faults_parse(const sy_plan *pl, const char *const *specs, int n, sy_faults *out, nd_err *e);
+void sy_faults_free(sy_faults *fs);
+/* 1 if a missing-input-scale fault targets the parameter. */
+int sy_faults_drop_input(const sy_faults *fs, long param);
+/* Apply every fault of `param` to m, in command-line order. prefix = module path. */
+void sy_faults_apply(sy_faults *fs, long param, nd_synth_format fmt, const char *prefix, sy_qmod *m);
+/* Write the side file (a JSON list, empty when there are no faults). */
+int sy_faults_write(const sy_faults *fs, const char *path, nd_err *e);
+
+#endif

@@ -1,0 +1,14 @@
+/* synth_json.h — small helpers for building config.json objects in key order. */
+#ifndef ND_SYNTH_JSON_H
+#define ND_SYNTH_JSON_H
+#include <jansson.h>
+static inline void sy_ji(json_t *o, const char *k, long long v) { json_object_set_new(o, k, json_integer(v)); }
+static inline void sy_jf(json_t *o, const char *k, double v) { json_object_set_new(o, k, json_real(v)); }
+static inline void sy_js(json_t *o, const char *k, const char *v) { json_object_set_new(o, k, json_string(v)); }
+static inline void sy_jb(json_t *o, const char *k, int v) { json_object_set_new(o, k, json_boolean(v)); }
+static inline json_t *sy_jstrs(const char *const *v) {
+    json_t *a = json_array();
+    for (; v && *v; v++) json_array_append_new(a, json_string(*v));
+    return a;
+}
+#endif

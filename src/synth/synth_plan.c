@@ -1,0 +1,148 @@
+/* synth_plan.c — building plans and drawing the values of one planned tensor. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jansson.h>
+#include "numerics/nd_numerics.h"
+#include "synth/synth_plan.h"
+#include "synth/synth_rng.h"
+
+void sy_plan_free(sy_plan *pl) {
+    free(pl->p);
+    if (pl->config) json_decref((json_t *)pl->config);
+    memset(pl, 0, sizeof *pl);
+}
+
+sy_param *sy_add(sy_plan *pl, const char *name, nd_dtype dt, int ndim, int64_t d0, int64_t d1,
+                 sy_init init, double a, double b) {
+    if (pl->n == (size_t)-1) return NULL;
+    if (pl->n == pl->cap) {
+        size_t nc = pl->cap ? pl->cap * 2 : 256;
+        sy_param *np = realloc(pl->p, nc * sizeof *np);
+        if (!np) { pl->n = (size_t)-1; return NULL; }
+        pl->p = np;
+        pl->cap = nc;
+    }
+    sy_param *p = &pl->p[pl->n++];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->dtype = dt;
+    p->ndim = ndim;
+    p->shape[0] = d0;
+    p->shape[1] = ndim > 1 ? d1 : 1;
+    p->init = init;
+    p->a = a;
+    p->b = b;
+    p->fuse = -1;
+    p->layer = -1;
+    p->expert = -1;
+    p->in_amax = NAN;
+    p->w_amax = -1.0f; /* not computed yet */
+    return p;
+}
+
+sy_param *sy_add_linear(sy_plan *pl, const char *path, int64_t n, int64_t k, double gain, sy_qkind q,
+                        int fuse, int layer, int expert) {
+    char name[SY_NAME + 8];
+    snprintf(name, sizeof name, "%s.weight", path);
+    sy_param *p = sy_add(pl, name, ND_DT_BF16, 2, n, k, SY_INIT_NORMAL, 0.0, gain / sqrt((double)k));
+    if (!p) return NULL;
+    snprintf(p->module, sizeof p->module, "%s", path);
+    p->quant = q;
+    p->fuse = fuse;
+    p->layer = layer;
+    p->expert = expert;
+    const char *dot = strrchr(path, '.');
+    const char *leaf = dot ? dot + 1 : path;
+    if (!strcmp(leaf, "gate_proj") || !strcmp(leaf, "up_proj") || !strcmp(leaf, "down_proj"))
+        snprintf(p->role, sizeof p->role, "%s", leaf);
+    return p;
+}
+
+sy_param *sy_add_norm(sy_plan *pl, const char *name, int64_t n) {
+    return sy_add(pl, name, ND_DT_BF16, 1, n, 1, SY_INIT_NORMAL, 1.0, 0.02);
+}
+
+int sy_new_fuse(sy_plan *pl) { return pl->next_fuse++; }
+
+int sy_plan_ok(const sy_plan *pl, nd_err *e) {
+    if (pl->n == (size_t)-1) return nd_fail(e, ND_EXIT_INTERNAL, "synth: out of memory while planning the model");
+    for (size_t i = 0; i < pl->n; i++) {
+        const sy_param *p = &pl->p[i];
+        if (p->quant == SY_Q_NVFP4 && p->shape[1] % ND_NVFP4_BLOCK)
+            return nd_fail(e, ND_EXIT_INTERNAL, "synth: %s: K = %lld is not a multiple of 16", p->name,
+                           (long long)p->shape[1]);
+    }
+    return 0;
+}
+
+size_t sy_param_numel(const sy_param *p) { return (size_t)p->shape[0] * (size_t)(p->ndim > 1 ? p->shape[1] : 1); }
+size_t sy_param_bytes(const sy_param *p) { return sy_param_numel(p) * nd_dtype_size(p->dtype); }
+
+/* The value of element i of a float-valued parameter (draws from r in element order). */
+static double draw(const sy_param *p, sy_rng *r, size_t i) {
+    switch (p->init) {
+    case SY_INIT_CONST: return p->a;
+    case SY_INIT_HC_BASE: {
+        size_t n = (size_t)p->aux;
+        double base;
+        if (i < n) base = -log((double)(n - 1));        /* pre = sigmoid(.) ~ 1/n: the streams average */
+        else if (i < 2 * n) base = 0.0;                 /* post = 2 sigmoid(.) ~ 1 */
+        else base = ((i - 2 * n) / n == (i - 2 * n) % n) ? 2.0 : 0.0; /* comb: mostly keep own stream */
+        return base + p->b * sy_normal(r);
+    }
+    default: return p->a + p->b * sy_normal(r);
+    }
+}
+
+void sy_generate(const sy_param *p, uint64_t seed, void *out) {
+    sy_rng r;
+    sy_rng_init(&r, seed, p->name);
+    const size_t n = sy_param_numel(p);
+    if (p->init == SY_INIT_TID2EID) {
+        /* each row: the first k of a Fisher-Yates shuffle of 0..E-1 */
+        int32_t *o = out;
+        const int64_t k = p->shape[1], ne = p->aux;
+        int32_t *perm = malloc((size_t)ne * sizeof *perm);
+        if (!perm) { memset(out, 0, n * 4); return; }
+        for (int64_t row = 0; row < p->shape[0]; row++) {
+            for (int64_t j = 0; j < ne; j++) perm[j] = (int32_t)j;
+            for (int64_t j = 0; j < k; j++) {
+                int64_t s = j + (int64_t)sy_below(&r, (uint64_t)(ne - j));
+                int32_t t = perm[j]; perm[j] = perm[s]; perm[s] = t;
+                o[row * k + j] = perm[j];
+            }
+        }
+        free(perm);
+        return;
+    }
+    if (p->dtype == ND_DT_BF16) {
+        uint16_t *o = out;
+        for (size_t i = 0; i < n; i++) o[i] = nd_bf16_from_f32((float)draw(p, &r, i));
+    } else {
+        float *o = out;
+        for (size_t i = 0; i < n; i++) o[i] = (float)draw(p, &r, i);
+    }
+}
+
+const char *sy_stage_name(const char *m) { return strncmp(m, "model.", 6) ? m : m + 6; }
+
+long sy_find_module(const sy_plan *pl, const char *module) {
+    const char *want = sy_stage_name(module);
+    for (size_t i = 0; i < pl->n; i++)
+        if (pl->p[i].module[0] && !strcmp(sy_stage_name(pl->p[i].module), want)) return (long)i;
+    return -1;
+}
+
+int sy_build(sy_plan *pl, nd_synth_family fam, nd_synth_size size, int layers, nd_err *e) {
+    memset(pl, 0, sizeof *pl);
+    pl->fam = fam;
+    switch (fam) {
+    case ND_SYNTH_DEEPSEEK_V4: ND_TRY(sy_build_v4(pl, size, layers, e)); break;
+    case ND_SYNTH_LLAMA: ND_TRY(sy_build_llama(pl, size, layers, e)); break;
+    case ND_SYNTH_DEEPSEEK_V3: ND_TRY(sy_build_v3(pl, size, layers, e)); break;
+    default: return nd_fail(e, ND_EXIT_INTERNAL, "synth: unknown family %d", (int)fam);
+    }
+    return sy_plan_ok(pl, e);
+}

@@ -1,0 +1,162 @@
+/* synth_v4.c — DeepSeek-V4 (mHC + grouped output LoRA) parameter sets and tensor plan.
+ * Names and shapes: the project's V4 layout (transformers naming); full = DeepSeek-V4-Pro dims. */
+#include <math.h>
+#include <stdio.h>
+#include <jansson.h>
+#include "synth/synth_json.h"
+#include "synth/synth_plan.h"
+
+typedef struct v4_dims {
+    int64_t vocab, hidden, layers, heads, head_dim, rope_dim, q_lora, o_groups, o_lora, hc_mult;
+    int64_t experts, top_k, moe_inter, shared, hash_layers, window;
+    double routed_scale;
+} v4_dims;
+
+/*                          vocab  hidden L  H   d    r   Lq    G   Lo    n  E    k  I     sh hash win  scale */
+static const v4_dims V4[] = {
+    [ND_SYNTH_TINY]  = {256,     64,   2, 4,  32,  16, 32,   2,  16,   4, 8,   2, 32,   1, 1,   8,  2.5},
+    [ND_SYNTH_SMALL] = {1024,   256,   4, 8,  64,  32, 128,  4,  64,   4, 16,  4, 128,  1, 1,   16, 2.5},
+    [ND_SYNTH_FULL]  = {129280, 7168,  1, 128, 512, 64, 1536, 16, 1024, 4, 384, 6, 3072, 1, 3,   128, 2.5},
+};
+
+static void hc_block(sy_plan *pl, const char *prefix, int64_t n, int64_t D) {
+    char nm[SY_NAME];
+    const int64_t mix = (2 + n) * n;
+    snprintf(nm, sizeof nm, "%s.fn", prefix);
+    sy_add(pl, nm, ND_DT_F32, 2, mix, n * D, SY_INIT_NORMAL, 0.0, 0.1 / sqrt((double)(n * D)));
+    snprintf(nm, sizeof nm, "%s.base", prefix);
+    sy_param *b = sy_add(pl, nm, ND_DT_F32, 1, mix, 1, SY_INIT_HC_BASE, 0.0, 0.1);
+    if (b) b->aux = (int)n;
+    snprintf(nm, sizeof nm, "%s.scale", prefix);
+    sy_add(pl, nm, ND_DT_F32, 1, 3, 1, SY_INIT_CONST, 1.0, 0.0);
+}
+
+static void mlp_expert(sy_plan *pl, const char *prefix, int64_t I, int64_t D, int layer, int expert) {
+    char nm[SY_NAME];
+    int fuse = sy_new_fuse(pl);
+    snprintf(nm, sizeof nm, "%s.gate_proj", prefix);
+    sy_add_linear(pl, nm, I, D, 1.0, SY_Q_NVFP4, fuse, layer, expert);
+    snprintf(nm, sizeof nm, "%s.up_proj", prefix);
+    sy_add_linear(pl, nm, I, D, 1.0, SY_Q_NVFP4, fuse, layer, expert);
+    snprintf(nm, sizeof nm, "%s.down_proj", prefix);
+    sy_add_linear(pl, nm, D, I, 0.5, SY_Q_NVFP4, -1, layer, expert);
+}
+
+static json_t *v4_config(const v4_dims *d, int64_t layers) {
+    json_t *c = json_object(), *lt = json_array(), *cr = json_array(), *rs = json_object();
+    for (int64_t l = 0; l < layers; l++) {
+        json_array_append_new(lt, json_string("sliding_attention"));
+        json_array_append_new(cr, json_integer(0));
+    }
+    json_t *arch = json_array();
+    json_array_append_new(arch, json_string("DeepseekV4ForCausalLM"));
+    json_object_set_new(c, "architectures", arch);
+    sy_js(c, "model_type", "deepseek_v4");
+    sy_ji(c, "vocab_size", d->vocab);
+    sy_ji(c, "hidden_size", d->hidden);
+    sy_ji(c, "num_hidden_layers", layers);
+    sy_ji(c, "num_attention_heads", d->heads);
+    sy_ji(c, "num_key_value_heads", 1);
+    sy_ji(c, "head_dim", d->head_dim);
+    sy_ji(c, "qk_rope_head_dim", d->rope_dim);
+    sy_ji(c, "q_lora_rank", d->q_lora);
+    sy_ji(c, "o_groups", d->o_groups);
+    sy_ji(c, "o_lora_rank", d->o_lora);
+    sy_ji(c, "hc_mult", d->hc_mult);
+    sy_ji(c, "hc_sinkhorn_iters", 20);
+    sy_jf(c, "hc_eps", 1e-6);
+    sy_jf(c, "rms_norm_eps", 1e-6);
+    sy_ji(c, "n_routed_experts", d->experts);
+    sy_ji(c, "n_shared_experts", d->shared);
+    sy_ji(c, "num_experts_per_tok", d->top_k);
+    sy_ji(c, "moe_intermediate_size", d->moe_inter);
+    sy_js(c, "scoring_func", "sqrtsoftplus");
+    sy_js(c, "topk_method", "noaux_tc");
+    sy_jb(c, "norm_topk_prob", 1);
+    sy_jf(c, "routed_scaling_factor", d->routed_scale);
+    sy_jf(c, "swiglu_limit", 10.0);
+    sy_ji(c, "num_hash_layers", d->hash_layers);
+    sy_ji(c, "sliding_window", d->window);
+    sy_jf(c, "rope_theta", 10000.0);
+    sy_jf(c, "compress_rope_theta", 160000.0);
+    sy_js(rs, "type", "yarn");
+    sy_jf(rs, "factor", 16.0);
+    sy_ji(rs, "original_max_position_embeddings", 65536);
+    sy_jf(rs, "beta_fast", 32.0);
+    sy_jf(rs, "beta_slow", 1.0);
+    json_object_set_new(c, "rope_scaling", rs);
+    json_object_set_new(c, "layer_types", lt);
+    json_object_set_new(c, "compress_ratios", cr);
+    sy_ji(c, "max_position_embeddings", 1048576);
+    sy_jb(c, "tie_word_embeddings", 0);
+    sy_js(c, "torch_dtype", "bfloat16");
+    return c;
+}
+
+static const char *const V4_CT_IGNORE[] = {"lm_head", "re:.*mlp.gate$", NULL};
+static const char *const V4_MO_EXCLUDE[] = {"lm_head", "*mlp.gate", "*o_a_proj", NULL};
+
+int sy_build_v4(sy_plan *pl, nd_synth_size size, int layers, nd_err *e) {
+    const v4_dims *d = &V4[size];
+    const int64_t L = layers > 0 ? layers : d->layers, D = d->hidden, n = d->hc_mult, H = d->heads;
+    char nm[SY_NAME], pre[48];
+    pl->n_layers = (int)L;
+    pl->vocab = d->vocab;
+    pl->recipe = "deepseek_v4";
+    pl->ct_ignore = V4_CT_IGNORE;
+    pl->mo_exclude = V4_MO_EXCLUDE;
+    sy_add(pl, "model.embed_tokens.weight", ND_DT_BF16, 2, d->vocab, D, SY_INIT_NORMAL, 0.0, 0.3);
+    for (int l = 0; l < (int)L; l++) {
+        snprintf(pre, sizeof pre, "model.layers.%d", l);
+        snprintf(nm, sizeof nm, "%s.attn_hc", pre);
+        hc_block(pl, nm, n, D);
+        snprintf(nm, sizeof nm, "%s.input_layernorm.weight", pre);
+        sy_add_norm(pl, nm, D);
+        int qkv = sy_new_fuse(pl); /* vLLM fuses q_a_proj and kv_proj: one weight global scale */
+        snprintf(nm, sizeof nm, "%s.self_attn.q_a_proj", pre);
+        sy_add_linear(pl, nm, d->q_lora, D, 1.0, SY_Q_NVFP4, qkv, l, -1);
+        snprintf(nm, sizeof nm, "%s.self_attn.q_a_norm.weight", pre);
+        sy_add_norm(pl, nm, d->q_lora);
+        snprintf(nm, sizeof nm, "%s.self_attn.q_b_proj", pre);
+        sy_add_linear(pl, nm, H * d->head_dim, d->q_lora, 1.0, SY_Q_NVFP4, -1, l, -1);
+        snprintf(nm, sizeof nm, "%s.self_attn.kv_proj", pre);
+        sy_add_linear(pl, nm, d->head_dim, D, 1.0, SY_Q_NVFP4, qkv, l, -1);
+        snprintf(nm, sizeof nm, "%s.self_attn.kv_norm.weight", pre);
+        sy_add_norm(pl, nm, d->head_dim);
+        snprintf(nm, sizeof nm, "%s.self_attn.sinks", pre);
+        sy_add(pl, nm, ND_DT_F32, 1, H, 1, SY_INIT_NORMAL, 0.0, 0.1);
+        snprintf(nm, sizeof nm, "%s.self_attn.o_a_proj", pre);
+        sy_add_linear(pl, nm, d->o_groups * d->o_lora, (H / d->o_groups) * d->head_dim, 1.0, SY_Q_FP8_BLOCK,
+                      -1, l, -1);
+        snprintf(nm, sizeof nm, "%s.self_attn.o_b_proj", pre);
+        sy_add_linear(pl, nm, D, d->o_groups * d->o_lora, 0.5, SY_Q_NVFP4, -1, l, -1);
+        snprintf(nm, sizeof nm, "%s.ffn_hc", pre);
+        hc_block(pl, nm, n, D);
+        snprintf(nm, sizeof nm, "%s.post_attention_layernorm.weight", pre);
+        sy_add_norm(pl, nm, D);
+        snprintf(nm, sizeof nm, "%s.mlp.gate.weight", pre);
+        sy_add(pl, nm, ND_DT_BF16, 2, d->experts, D, SY_INIT_NORMAL, 0.0, 1.0 / sqrt((double)D));
+        if (l >= d->hash_layers) {
+            snprintf(nm, sizeof nm, "%s.mlp.gate.e_score_correction_bias", pre);
+            sy_add(pl, nm, ND_DT_F32, 1, d->experts, 1, SY_INIT_NORMAL, 0.0, 0.01);
+        } else {
+            snprintf(nm, sizeof nm, "%s.mlp.gate.tid2eid", pre);
+            sy_param *t = sy_add(pl, nm, ND_DT_I32, 2, d->vocab, d->top_k, SY_INIT_TID2EID, 0.0, 0.0);
+            if (t) t->aux = (int)d->experts;
+        }
+        for (int x = 0; x < (int)d->experts; x++) {
+            snprintf(nm, sizeof nm, "%s.mlp.experts.%d", pre, x);
+            mlp_expert(pl, nm, d->moe_inter, D, l, x);
+        }
+        snprintf(nm, sizeof nm, "%s.mlp.shared_experts", pre);
+        mlp_expert(pl, nm, d->shared * d->moe_inter, D, l, -1);
+    }
+    sy_add(pl, "model.hc_head.hc_fn", ND_DT_F32, 2, n, n * D, SY_INIT_NORMAL, 0.0, 0.1 / sqrt((double)(n * D)));
+    sy_add(pl, "model.hc_head.hc_base", ND_DT_F32, 1, n, 1, SY_INIT_NORMAL, -log((double)(n - 1)), 0.1);
+    sy_add(pl, "model.hc_head.hc_scale", ND_DT_F32, 1, 1, 1, SY_INIT_CONST, 1.0, 0.0);
+    sy_add_norm(pl, "model.norm.weight", D);
+    sy_add_linear(pl, "lm_head", d->vocab, D, 1.0, SY_Q_NONE, -1, -1, -1);
+    pl->config = v4_config(d, L);
+    if (!pl->config) return nd_fail(e, ND_EXIT_INTERNAL, "synth: cannot build the deepseek_v4 config");
+    return 0;
+}
