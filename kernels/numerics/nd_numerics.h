@@ -130,8 +130,10 @@ ND_HD uint8_t nd_e4m3_from_f32_satfinite(float x) {
     return (uint8_t)(s | nd_e4m3_code_of_mag(r));
 }
 
-/* PyTorch tensor.to(torch.float8_e4m3fn) (c10 fp8e4m3fn_from_fp32_value): RNE, and anything that
- * is >= 480 or rounds up past 448 becomes NaN (0x7F). Inf -> NaN too. */
+/* Non-saturating E4M3 (OCP non-saturating mode; PyTorch's tensor.to(torch.float8_e4m3fn) before
+ * pytorch/pytorch PR #178817, c10 fp8e4m3fn_from_fp32_value): RNE, and anything that is >= 480 or
+ * rounds up past 448 becomes NaN (0x7F). Inf -> NaN too. PyTorch releases with that PR (2.15 in
+ * golden/vectors) saturate instead and match nd_e4m3_from_f32_satfinite bit for bit. */
 ND_HD uint8_t nd_e4m3_from_f32_torch(float x) {
     uint8_t s = (nd_f32_bits(x) >> 31) ? 0x80u : 0u;
     if (x != x) return (uint8_t)(s | 0x7fu);
@@ -171,6 +173,16 @@ ND_HD uint8_t nd_nibble(const uint8_t *packed_row, int64_t k) {
     return (k & 1) ? (uint8_t)(b >> 4) : (uint8_t)(b & 15u); /* element 0 in the low nibble */
 }
 
+/* compressed-tensors' global scale (generate_gparam): 2688 / max(amax, FLT_MIN) evaluated by
+ * torch as reciprocal-then-multiply (python scalar / tensor), i.e. 2688 * (1/amax) with two
+ * roundings; NaN or Inf -> 1. It can differ by one ulp from a plain 2688.0f / amax. */
+ND_HD float nd_nvfp4_global_scale_ct(float amax) {
+    const float tiny = 1.17549435e-38f;               /* torch.finfo(float32).tiny */
+    float a = amax > tiny ? amax : (amax != amax ? amax : tiny);
+    float g = ND_NVFP4_GLOBAL_NUM * (1.0f / a);
+    return (g != g || g - g != 0.0f) ? 1.0f : g;      /* nan_to_num(nan=1, posinf=1, neginf=1) */
+}
+
 /* ---- NVFP4 activation quantization ----------------------------------------------------- */
 /* Semantics of the 16-element block quantizer (nvfp4-spec.md §5):
  *  KERNEL : vLLM scaled_fp4_quant / FlashInfer fp4_quantize:
@@ -192,7 +204,10 @@ ND_HD nd_block_q nd_nvfp4_block_params(float amax, float g, int sem) {
     nd_block_q r;
     float sfv;
     if (sem == ND_QSEM_CT) {
-        float t = g * amax / ND_E2M1_MAX;
+        /* calculate_qparams: scales = amax / 6, then global_scale * scales (this order: the
+         * other one, (g*amax)/6, rounds to a different e4m3 scale for ~1 block in 10^6;
+         * golden/vectors/nvfp4_ct.bin holds such blocks) */
+        float t = g * (amax / ND_E2M1_MAX);
         if (t > ND_E4M3_MAX) t = ND_E4M3_MAX;
         r.sf = nd_e4m3_from_f32_satfinite(t);
         sfv = nd_e4m3_to_f32(r.sf);
@@ -244,6 +259,15 @@ ND_HD int64_t nd_sf_swizzle_offset(int64_t m, int64_t kgrp, int64_t num_k_tiles)
 ND_HD int64_t nd_sf_swizzled_bytes(int64_t m, int64_t k) {
     int64_t kg = (k + 15) / 16;
     return ((m + 127) / 128) * 128 * ((kg + 3) / 4) * 4;
+}
+
+/* ---- MoE router scores (research/model-arch.md §3.13, §6) -------------------------------
+ * func: 0 softmax (handled over the whole row by the caller: this returns exp(x - row_max)),
+ * 1 sigmoid, 2 sqrtsoftplus = sqrt(softplus(x)) with torch's softplus threshold (x > 20 -> x). */
+ND_HD float nd_router_score(float x, int func, float row_max) {
+    if (func == 1) return 1.0f / (1.0f + expf(-x));
+    if (func == 2) return sqrtf(x > 20.0f ? x : log1pf(expf(x)));
+    return expf(x - row_max);
 }
 
 #endif /* ND_NUMERICS_H */
