@@ -35,6 +35,9 @@ typedef struct nd_row {
     double topk_agree;        /* router: share of (token, slot) picks both paths agree on; NaN else */
     double kl_div;            /* head: mean KL(ref || prod) of next-token distributions; NaN else */
     double top1_agree;        /* head: share of tokens whose argmax agrees; NaN else */
+    double weight_rel_l2_swap;/* --reference-checkpoint: weight error with every byte's nibbles swapped */
+    int64_t in_nonfinite;     /* NaN/Inf count of the stage's input on this row's path */
+    char finding[ND_VERDICT_LEN]; /* static finding on the stage's module ("" when none): a cause code */
 } nd_row;
 
 typedef struct nd_trace_meta {
@@ -91,5 +94,63 @@ int nd_trace_read_tensor(const char *path, const char *stage, const char *which,
 /* Read /routing/<stage>/<which> (int32 [t, k]) into a malloc'd array the caller frees. */
 int nd_trace_read_routing(const char *path, const char *stage, const char *which, int32_t **idx,
                           int64_t *t, int64_t *k, nd_err *e);
+
+/* ---- compare: the CI gate (additions; no HDF5 below this line, it works on nd_trace) ---- */
+/* The figures compare checks against a tolerance, in the order of nd_figure_name(). */
+enum { ND_NFIG = 13 };
+const char *nd_figure_name(int fig);
+int nd_figure_index(const char *name);          /* -1 when unknown */
+double nd_figure_value(const nd_row *r, int fig);
+
+/* A figure passes when |run - golden| <= abs + rel * |golden|; NaN equals NaN. */
+typedef struct nd_tol { double abs, rel; } nd_tol;
+typedef struct nd_tol_rule {
+    int is_op;                    /* 1: `op: NAME` rule; 0: stage-name glob (fnmatch) */
+    char key[2 * ND_NAME_LEN];    /* the op kind or the pattern */
+    unsigned char has_abs[ND_NFIG], has_rel[ND_NFIG];
+    nd_tol tol[ND_NFIG];
+} nd_tol_rule;
+typedef struct nd_tolerances {
+    nd_tol def[ND_NFIG];
+    int nrules;
+    nd_tol_rule *rules;
+} nd_tolerances;
+
+/* The built-in defaults (recipes/tolerances.yaml documents the same numbers). */
+void nd_tolerances_default(nd_tolerances *t);
+/* Defaults overridden by a YAML file; malformed files: exit 2 with "FILE:LINE: problem". */
+int nd_tolerances_load(const char *path, nd_tolerances *t, nd_err *e);
+void nd_tolerances_free(nd_tolerances *t);
+/* Effective tolerance: default, then matching op rules, then matching stage patterns, each in
+ * file order, a later rule overriding only the keys it names. */
+nd_tol nd_tolerance_for(const nd_tolerances *t, const char *stage, const char *op, int fig);
+
+enum nd_cmp_kind {
+    ND_CMP_FIGURE,     /* a figure outside its tolerance (or NaN on one side only) */
+    ND_CMP_NONFINITE,  /* NaN/Inf count in the run where the golden has none: always a regression */
+    ND_CMP_COUNT,      /* any other change of a NaN/Inf count */
+    ND_CMP_FIELD,      /* op, layer, quantized or numel changed */
+    ND_CMP_VERDICT,    /* the stage's verdict changed */
+    ND_CMP_MISSING,    /* in the golden, not in the run: a regression */
+    ND_CMP_EXTRA,      /* in the run, not in the golden: reported, not a regression */
+    ND_CMP_SUMMARY,    /* /summary status, first divergence or cause changed */
+};
+typedef struct nd_cmp_item {
+    int kind, regression;
+    char stage[ND_NAME_LEN], mode[ND_MODE_LEN], what[32];
+    double golden, run, delta, tol;        /* numbers (NaN where the item is not numeric) */
+    char golden_s[160], run_s[160];        /* text for non-numeric items */
+    double severity;                       /* |delta| / tol, INFINITY for hard regressions */
+    int64_t order;                         /* position in execution order (golden, else run) */
+} nd_cmp_item;
+typedef struct nd_cmp_result {
+    int64_t nstages;                       /* golden rows compared */
+    int nitems, nregressions, nmissing, nextra;
+    nd_cmp_item *items;                    /* sorted: regressions worst first, then the rest */
+    int first;                             /* index in items of the earliest regression, -1 none */
+} nd_cmp_result;
+int nd_trace_compare(const nd_trace *run, const nd_trace *golden, const nd_tolerances *tol,
+                     nd_cmp_result *out, nd_err *e);
+void nd_cmp_result_free(nd_cmp_result *r);
 
 #endif

@@ -20,15 +20,28 @@
 #define STAGE_CHUNK_ROWS 64
 
 struct nd_trace_w {
-    hid_t f, stages, rowtype, tensors, routing, summary;
+    hid_t f, stages, rowtype, tensors, routing, summary, gcpl;
     int64_t nrows;
     char *path;
 };
 
+/* Groups that get members while the file is in SWMR mode store their links densely from the
+ * start: HDF5 1.10 crashes when a compact group converts to dense storage under SWMR writing
+ * (seen at the 9th link), so that conversion must never happen there. */
+static hid_t dense_gcpl(void) {
+    hid_t p = H5Pcreate(H5P_GROUP_CREATE);
+    if (p >= 0 && H5Pset_link_phase_change(p, 0, 0) < 0) {
+        H5Pclose(p);
+        return -1;
+    }
+    return p;
+}
+
 static void close_all(nd_trace_w *w) {
+    nd_h5_close(w->gcpl);
     nd_h5_close(w->rowtype); nd_h5_close(w->stages); nd_h5_close(w->tensors);
     nd_h5_close(w->routing); nd_h5_close(w->summary); nd_h5_close(w->f);
-    w->f = w->stages = w->rowtype = w->tensors = w->routing = w->summary = -1;
+    w->f = w->stages = w->rowtype = w->tensors = w->routing = w->summary = w->gcpl = -1;
 }
 
 static int write_root_attrs(hid_t f, const nd_trace_meta *m, const char *path, nd_err *e) {
@@ -104,7 +117,7 @@ int nd_trace_create(const char *path, const nd_trace_meta *meta, const int64_t *
         free(tmp); free(w);
         return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", path);
     }
-    w->f = w->stages = w->rowtype = w->tensors = w->routing = w->summary = -1;
+    w->f = w->stages = w->rowtype = w->tensors = w->routing = w->summary = w->gcpl = -1;
     snprintf(tmp, plen + 32, "%s.partial.XXXXXX", path);
     int fd = mkstemp(tmp);
     if (fd < 0) {
@@ -127,8 +140,9 @@ int nd_trace_create(const char *path, const nd_trace_meta *meta, const int64_t *
     if ((rc = write_root_attrs(w->f, meta, path, e)) || (rc = write_tokens(w->f, tokens, ntok, path, e)) ||
         (rc = create_stages(w, e)) || (rc = create_summary(w, e)))
         goto fail;
-    if ((w->tensors = H5Gcreate2(w->f, "tensors", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0 ||
-        (w->routing = H5Gcreate2(w->f, "routing", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) {
+    if ((w->gcpl = dense_gcpl()) < 0 ||
+        (w->tensors = H5Gcreate2(w->f, "tensors", H5P_DEFAULT, w->gcpl, H5P_DEFAULT)) < 0 ||
+        (w->routing = H5Gcreate2(w->f, "routing", H5P_DEFAULT, w->gcpl, H5P_DEFAULT)) < 0) {
         rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot create /tensors or /routing");
         goto fail;
     }
@@ -227,7 +241,7 @@ static int put_array(nd_trace_w *w, hid_t parent, const char *grp_name, const ch
         rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, w->path, what);
         goto done;
     }
-    g = ex ? H5Gopen2(parent, stage, H5P_DEFAULT) : H5Gcreate2(parent, stage, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    g = ex ? H5Gopen2(parent, stage, H5P_DEFAULT) : H5Gcreate2(parent, stage, H5P_DEFAULT, w->gcpl, H5P_DEFAULT);
     if (g < 0) {
         snprintf(what, sizeof what, "cannot create /%s/%s", grp_name, stage);
         rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, w->path, what);
@@ -289,7 +303,7 @@ int nd_trace_finish(nd_trace_w *w, const nd_trace_summary *s, nd_err *e) {
     hid_t f = w->f;
     w->f = -1;
     nd_h5_close(w->rowtype); nd_h5_close(w->stages); nd_h5_close(w->tensors);
-    nd_h5_close(w->routing); nd_h5_close(w->summary);
+    nd_h5_close(w->routing); nd_h5_close(w->summary); nd_h5_close(w->gcpl);
     if (f >= 0 && H5Fclose(f) < 0 && !rc) rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, w->path, "cannot close the trace file");
     free(w->path);
     free(w);

@@ -1,0 +1,209 @@
+/* compare.c — `nvfp4dbg compare RUN.h5 GOLDEN.h5 [--tolerances FILE.yaml] [--json]`, the CI gate
+ * (SPEC §3, docs/ci-gate.md). Exit 0: no regression; 1: regression; 2: bad usage or input,
+ * including a trace whose run did not finish (status "incomplete"): a partial trace is never
+ * passed, and it is not a comparison result either. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "trace/trace.h"
+
+static const char usage[] =
+    "usage: nvfp4dbg compare RUN.h5 GOLDEN.h5 [--tolerances FILE.yaml] [--json]\n"
+    "\n"
+    "Compares a trace with a golden trace: stages are matched by (name, mode); every figure must\n"
+    "stay within |run - golden| <= abs + rel * |golden| (defaults: recipes/tolerances.yaml).\n"
+    "Always regressions: a missing stage, NaN/Inf where the golden has none, a changed verdict,\n"
+    "a changed first divergence or status. Extra stages are reported only.\n"
+    "\n"
+    "  --tolerances FILE  override the default tolerances (per figure, per op kind, per stage glob)\n"
+    "  --json             print one JSON document instead of the table\n"
+    "\n"
+    "Exit: 0 no regression, 1 regression, 2 bad usage or input (also an unfinished trace).\n";
+
+static void fmt_num(char *buf, size_t n, double v) {
+    if (isnan(v)) snprintf(buf, n, "nan");
+    else if (isinf(v)) snprintf(buf, n, v > 0 ? "inf" : "-inf");
+    else snprintf(buf, n, "%.6g", v);
+}
+
+static int is_numeric(const nd_cmp_item *it) {
+    return it->kind == ND_CMP_FIGURE || it->kind == ND_CMP_NONFINITE || it->kind == ND_CMP_COUNT;
+}
+
+static void cells(const nd_cmp_item *it, char g[160], char r[160], char d[32], char t[32]) {
+    if (is_numeric(it)) {
+        fmt_num(g, 160, it->golden); fmt_num(r, 160, it->run); fmt_num(d, 32, it->delta); fmt_num(t, 32, it->tol);
+    } else if (it->kind == ND_CMP_MISSING || it->kind == ND_CMP_EXTRA) {
+        snprintf(g, 160, "%s", it->kind == ND_CMP_MISSING ? "present" : "-");
+        snprintf(r, 160, "%s", it->kind == ND_CMP_MISSING ? "-" : "present");
+        snprintf(d, 32, "-"); snprintf(t, 32, "-");
+    } else {
+        snprintf(g, 160, "%s", it->golden_s[0] ? it->golden_s : "\"\"");
+        snprintf(r, 160, "%s", it->run_s[0] ? it->run_s : "\"\"");
+        snprintf(d, 32, "changed"); snprintf(t, 32, "exact");
+    }
+}
+
+static void print_closing(const nd_cmp_result *res) {
+    if (res->nregressions == 0) {
+        printf("compare: 0 regressions in %lld stages", (long long)res->nstages);
+    } else {
+        const nd_cmp_item *f = &res->items[res->first];
+        printf("compare: %d regression%s (first: %s%s%s %s)", res->nregressions, res->nregressions == 1 ? "" : "s",
+               f->stage, f->mode[0] ? " " : "", f->mode, f->what);
+    }
+    if (res->nextra) printf(" (%d extra stage%s in the run)", res->nextra, res->nextra == 1 ? "" : "s");
+    printf("\n");
+}
+
+static void print_table(const nd_cmp_result *res) {
+    if (res->nitems) {
+        int w = 5;
+        for (int i = 0; i < res->nitems; i++) {
+            int n = (int)strlen(res->items[i].stage);
+            if (n > w) w = n;
+        }
+        if (w > 64) w = 64;
+        printf("%-*s  %-9s %-16s %14s %14s %12s %12s\n", w, "stage", "mode", "figure", "golden", "run", "delta",
+               "tolerance");
+        for (int i = 0; i < res->nitems; i++) {
+            const nd_cmp_item *it = &res->items[i];
+            char g[160], r[160], d[32], t[32];
+            cells(it, g, r, d, t);
+            printf("%-*s  %-9s %-16s %14s %14s %12s %12s\n", w, it->stage, it->mode[0] ? it->mode : "-", it->what, g,
+                   r, d, t);
+        }
+    }
+    print_closing(res);
+}
+
+static json_t *jnum(double v) {
+    if (isnan(v)) return json_string("nan");
+    if (isinf(v)) return json_string(v > 0 ? "inf" : "-inf");
+    return json_real(v);
+}
+
+static const char *kind_name(int k) {
+    switch (k) {
+    case ND_CMP_FIGURE: return "figure";
+    case ND_CMP_NONFINITE: return "new_nonfinite";
+    case ND_CMP_COUNT: return "nonfinite_count";
+    case ND_CMP_FIELD: return "field";
+    case ND_CMP_VERDICT: return "verdict";
+    case ND_CMP_MISSING: return "missing_stage";
+    case ND_CMP_EXTRA: return "extra_stage";
+    case ND_CMP_SUMMARY: return "summary";
+    }
+    return "?";
+}
+
+static int print_json(const nd_cmp_result *res, const char *run, const char *golden) {
+    json_t *doc = json_object(), *items = json_array();
+    json_object_set_new(doc, "run", json_string(run));
+    json_object_set_new(doc, "golden", json_string(golden));
+    json_object_set_new(doc, "result", json_string(res->nregressions ? "regression" : "clean"));
+    json_object_set_new(doc, "stages", json_integer(res->nstages));
+    json_object_set_new(doc, "regressions", json_integer(res->nregressions));
+    json_object_set_new(doc, "missing", json_integer(res->nmissing));
+    json_object_set_new(doc, "extra", json_integer(res->nextra));
+    for (int i = 0; i < res->nitems; i++) {
+        const nd_cmp_item *it = &res->items[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "stage", json_string(it->stage));
+        json_object_set_new(o, "mode", json_string(it->mode));
+        json_object_set_new(o, "figure", json_string(it->what));
+        json_object_set_new(o, "kind", json_string(kind_name(it->kind)));
+        json_object_set_new(o, "regression", json_boolean(it->regression));
+        if (is_numeric(it)) {
+            json_object_set_new(o, "golden", jnum(it->golden));
+            json_object_set_new(o, "run", jnum(it->run));
+            json_object_set_new(o, "delta", jnum(it->delta));
+            json_object_set_new(o, "tolerance", jnum(it->tol));
+        } else if (it->kind != ND_CMP_MISSING && it->kind != ND_CMP_EXTRA) {
+            json_object_set_new(o, "golden", json_string(it->golden_s));
+            json_object_set_new(o, "run", json_string(it->run_s));
+        }
+        json_array_append_new(items, o);
+    }
+    json_object_set_new(doc, "items", items);
+    if (res->first >= 0) {
+        const nd_cmp_item *f = &res->items[res->first];
+        json_t *o = json_object();
+        json_object_set_new(o, "stage", json_string(f->stage));
+        json_object_set_new(o, "mode", json_string(f->mode));
+        json_object_set_new(o, "figure", json_string(f->what));
+        json_object_set_new(doc, "first", o);
+    } else {
+        json_object_set_new(doc, "first", json_null());
+    }
+    int rc = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII);
+    printf("\n");
+    json_decref(doc);
+    return rc ? ND_EXIT_INTERNAL : 0;
+}
+
+/* A trace compare can use: read, and finished. */
+static int load(const char *path, nd_trace **t, nd_err *e) {
+    ND_TRY(nd_trace_read(path, t, e));
+    const char *why = !(*t)->has_summary ? "it has no /summary"
+                      : !strcmp((*t)->summary.status, "incomplete") ? "status 'incomplete': the run that wrote it did not finish"
+                                                                      : NULL;
+    if (why) {
+        nd_trace_free(*t);
+        *t = NULL;
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: trace is not finished (%s); compare needs a finished trace", path, why);
+    }
+    return 0;
+}
+
+int nd_cmd_compare(int argc, char **argv) {
+    const char *cmd = "compare", *pos[2] = {NULL, NULL}, *tolpath = NULL;
+    int npos = 0, json = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (!strcmp(a, "--json")) {
+            json = 1;
+        } else if (!strcmp(a, "--tolerances")) {
+            if (++i >= argc) return nd_cli_usage_error(cmd, "--tolerances needs a file");
+            tolpath = argv[i];
+        } else if (!strncmp(a, "--tolerances=", 13)) {
+            tolpath = a + 13;
+        } else if (a[0] == '-' && a[1]) {
+            return nd_cli_usage_error(cmd, "unknown option %s", a);
+        } else if (npos < 2) {
+            pos[npos++] = a;
+        } else {
+            return nd_cli_usage_error(cmd, "too many arguments (%s)", a);
+        }
+    }
+    if (npos != 2) return nd_cli_usage_error(cmd, "needs RUN.h5 and GOLDEN.h5");
+
+    nd_err e = {0};
+    nd_tolerances tol;
+    nd_trace *run = NULL, *golden = NULL;
+    nd_cmp_result res = {0};
+    int rc = 0;
+    if (tolpath) rc = nd_tolerances_load(tolpath, &tol, &e);
+    else nd_tolerances_default(&tol);
+    if (rc) return nd_cli_error(&e);
+    if ((rc = load(pos[0], &run, &e)) || (rc = load(pos[1], &golden, &e)) ||
+        (rc = nd_trace_compare(run, golden, &tol, &res, &e))) {
+        rc = nd_cli_error(&e);
+    } else {
+        if (json) rc = print_json(&res, pos[0], pos[1]);
+        else print_table(&res);
+        fflush(stdout);
+        if (!rc) rc = res.nregressions ? ND_EXIT_FINDING : ND_EXIT_OK;
+    }
+    nd_cmp_result_free(&res);
+    nd_trace_free(run);
+    nd_trace_free(golden);
+    nd_tolerances_free(&tol);
+    return rc;
+}

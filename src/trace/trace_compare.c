@@ -1,0 +1,213 @@
+/* trace_compare.c — the comparison behind `nvfp4dbg compare`: stages matched by (name, mode),
+ * every figure against its tolerance, hard rules for NaN/Inf, missing stages, verdicts and the
+ * first divergence. Works on rows already read; knows nothing about files. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace/trace.h"
+
+typedef struct list { nd_cmp_item *v; int n, cap; } list;
+
+static nd_cmp_item *push(list *l) {
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 64;
+        nd_cmp_item *nv = realloc(l->v, (size_t)cap * sizeof *nv);
+        if (!nv) return NULL;
+        l->v = nv;
+        l->cap = cap;
+    }
+    nd_cmp_item *it = &l->v[l->n++];
+    memset(it, 0, sizeof *it);
+    it->golden = it->run = it->delta = it->tol = NAN;
+    return it;
+}
+
+static nd_cmp_item *item(list *l, int kind, int regression, const nd_row *r, const char *what, int64_t order) {
+    nd_cmp_item *it = push(l);
+    if (!it) return NULL;
+    it->kind = kind;
+    it->regression = regression;
+    it->severity = regression ? INFINITY : 0;
+    it->order = order;
+    if (r) {
+        snprintf(it->stage, sizeof it->stage, "%s", r->name);
+        snprintf(it->mode, sizeof it->mode, "%s", r->mode);
+    }
+    snprintf(it->what, sizeof it->what, "%s", what);
+    return it;
+}
+
+/* Sort key of a row: (name, mode, position), so duplicates pair up in order. */
+static const nd_row *sort_rows;
+static int by_key(const void *a, const void *b) {
+    int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
+    int c = strcmp(sort_rows[i].name, sort_rows[j].name);
+    if (!c) c = strcmp(sort_rows[i].mode, sort_rows[j].mode);
+    return c ? c : (i > j) - (i < j);
+}
+static int64_t *sorted_index(const nd_trace *t) {
+    int64_t *ix = malloc((size_t)(t->nrows ? t->nrows : 1) * sizeof *ix);
+    if (!ix) return NULL;
+    for (int64_t i = 0; i < t->nrows; i++) ix[i] = i;
+    sort_rows = t->rows;
+    qsort(ix, (size_t)t->nrows, sizeof *ix, by_key);
+    return ix;
+}
+static int key_cmp(const nd_row *a, const nd_row *b) {
+    int c = strcmp(a->name, b->name);
+    return c ? c : strcmp(a->mode, b->mode);
+}
+
+/* Within tolerance? NaN equals NaN, an infinity equals the same infinity. */
+static int within(double g, double r, nd_tol t, double *allowed) {
+    *allowed = t.abs + t.rel * fabs(g);
+    if (isnan(g) || isnan(r)) return isnan(g) && isnan(r);
+    if (isinf(g) || isinf(r)) return g == r;
+    return fabs(r - g) <= *allowed;
+}
+
+static int compare_counts(list *l, const nd_row *g, const nd_row *r, int64_t order) {
+    const char *names[4] = {"ref_nan", "prod_nan", "ref_inf", "prod_inf"};
+    const int64_t gv[4] = {g->ref_nan, g->prod_nan, g->ref_inf, g->prod_inf};
+    const int64_t rv[4] = {r->ref_nan, r->prod_nan, r->ref_inf, r->prod_inf};
+    for (int i = 0; i < 4; i++) {
+        if (gv[i] == rv[i]) continue;
+        /* new non-finite values are never tolerated; a changed count is a change of numerics too */
+        nd_cmp_item *it = item(l, gv[i] == 0 ? ND_CMP_NONFINITE : ND_CMP_COUNT, 1, g, names[i], order);
+        if (!it) return -1;
+        it->golden = (double)gv[i];
+        it->run = (double)rv[i];
+        it->delta = it->run - it->golden;
+        it->tol = 0;
+    }
+    return 0;
+}
+
+static int compare_fields(list *l, const nd_row *g, const nd_row *r, int64_t order) {
+    struct { const char *what; int differ; char gs[64], rs[64]; } f[4] = {
+        {"op", strcmp(g->op, r->op) != 0, "", ""},
+        {"layer", g->layer != r->layer, "", ""},
+        {"quantized", g->quantized != r->quantized, "", ""},
+        {"numel", g->numel != r->numel, "", ""},
+    };
+    snprintf(f[0].gs, 64, "%s", g->op); snprintf(f[0].rs, 64, "%s", r->op);
+    snprintf(f[1].gs, 64, "%d", g->layer); snprintf(f[1].rs, 64, "%d", r->layer);
+    snprintf(f[2].gs, 64, "%u", g->quantized); snprintf(f[2].rs, 64, "%u", r->quantized);
+    snprintf(f[3].gs, 64, "%lld", (long long)g->numel); snprintf(f[3].rs, 64, "%lld", (long long)r->numel);
+    for (int i = 0; i < 4; i++) {
+        if (!f[i].differ) continue;
+        nd_cmp_item *it = item(l, ND_CMP_FIELD, 1, g, f[i].what, order);
+        if (!it) return -1;
+        snprintf(it->golden_s, sizeof it->golden_s, "%s", f[i].gs);
+        snprintf(it->run_s, sizeof it->run_s, "%s", f[i].rs);
+    }
+    if (strcmp(g->verdict, r->verdict)) {
+        nd_cmp_item *it = item(l, ND_CMP_VERDICT, 1, g, "verdict", order);
+        if (!it) return -1;
+        snprintf(it->golden_s, sizeof it->golden_s, "%s", g->verdict);
+        snprintf(it->run_s, sizeof it->run_s, "%s", r->verdict);
+    }
+    return 0;
+}
+
+static int compare_figures(list *l, const nd_row *g, const nd_row *r, const nd_tolerances *tol, int64_t order) {
+    for (int f = 0; f < ND_NFIG; f++) {
+        double gv = nd_figure_value(g, f), rv = nd_figure_value(r, f), allowed;
+        nd_tol t = nd_tolerance_for(tol, g->name, g->op, f);
+        if (within(gv, rv, t, &allowed)) continue;
+        nd_cmp_item *it = item(l, ND_CMP_FIGURE, 1, g, nd_figure_name(f), order);
+        if (!it) return -1;
+        it->golden = gv;
+        it->run = rv;
+        it->delta = rv - gv;
+        it->tol = allowed;
+        /* how many tolerances out; a NaN on one side or a tolerance of 0 is maximally bad */
+        double d = fabs(rv - gv);
+        it->severity = (isfinite(d) && allowed > 0) ? d / allowed : INFINITY;
+    }
+    return 0;
+}
+
+static int compare_summary(list *l, const nd_trace *run, const nd_trace *golden) {
+    const nd_trace_summary *g = &golden->summary, *r = &run->summary;
+    char gs[160], rs[160];
+    struct { const char *what; const char *gv, *rv; } f[3] = {
+        {"status", g->status, r->status}, {"first_divergence", gs, rs}, {"cause", g->cause, r->cause}};
+    snprintf(gs, sizeof gs, "%s%s%s", g->first_divergence[0] ? g->first_divergence : "(none)",
+             g->first_divergence[0] ? " " : "", g->first_divergence_mode);
+    snprintf(rs, sizeof rs, "%s%s%s", r->first_divergence[0] ? r->first_divergence : "(none)",
+             r->first_divergence[0] ? " " : "", r->first_divergence_mode);
+    for (int i = 0; i < 3; i++) {
+        if (!strcmp(f[i].gv, f[i].rv)) continue;
+        nd_cmp_item *it = item(l, ND_CMP_SUMMARY, 1, NULL, f[i].what, INT64_MAX);
+        if (!it) return -1;
+        snprintf(it->stage, sizeof it->stage, "(summary)");
+        snprintf(it->golden_s, sizeof it->golden_s, "%s", f[i].gv);
+        snprintf(it->run_s, sizeof it->run_s, "%s", f[i].rv);
+    }
+    return 0;
+}
+
+/* Regressions first, worst first, then in execution order; extra stages last. */
+static int by_badness(const void *a, const void *b) {
+    const nd_cmp_item *x = a, *y = b;
+    if (x->regression != y->regression) return y->regression - x->regression;
+    if (x->severity != y->severity) return x->severity < y->severity ? 1 : -1;
+    return (x->order > y->order) - (x->order < y->order);
+}
+
+int nd_trace_compare(const nd_trace *run, const nd_trace *golden, const nd_tolerances *tol, nd_cmp_result *out,
+                     nd_err *e) {
+    memset(out, 0, sizeof *out);
+    out->first = -1;
+    list l = {0};
+    int64_t *gi = sorted_index(golden), *ri = sorted_index(run);
+    int rc = 0;
+    if (!gi || !ri) { rc = nd_fail(e, ND_EXIT_INTERNAL, "compare: out of memory"); goto done; }
+    int64_t a = 0, b = 0;
+    while (a < golden->nrows || b < run->nrows) {
+        const nd_row *g = a < golden->nrows ? &golden->rows[gi[a]] : NULL;
+        const nd_row *r = b < run->nrows ? &run->rows[ri[b]] : NULL;
+        int c = !g ? 1 : !r ? -1 : key_cmp(g, r);
+        int bad = 0;
+        if (c < 0) {
+            bad = !item(&l, ND_CMP_MISSING, 1, g, "missing stage", gi[a]);
+            a++;
+        } else if (c > 0) {
+            /* an extra stage sorts after every golden stage in "first" order */
+            bad = !item(&l, ND_CMP_EXTRA, 0, r, "extra stage", golden->nrows + ri[b]);
+            b++;
+        } else {
+            bad = compare_counts(&l, g, r, gi[a]) || compare_fields(&l, g, r, gi[a]) ||
+                  compare_figures(&l, g, r, tol, gi[a]);
+            a++;
+            b++;
+        }
+        if (bad) { rc = nd_fail(e, ND_EXIT_INTERNAL, "compare: out of memory"); goto done; }
+    }
+    if (compare_summary(&l, run, golden)) { rc = nd_fail(e, ND_EXIT_INTERNAL, "compare: out of memory"); goto done; }
+    qsort(l.v, (size_t)l.n, sizeof *l.v, by_badness);
+    out->items = l.v;
+    out->nitems = l.n;
+    out->nstages = golden->nrows;
+    for (int i = 0; i < l.n; i++) {
+        out->nregressions += l.v[i].regression;
+        out->nmissing += l.v[i].kind == ND_CMP_MISSING;
+        out->nextra += l.v[i].kind == ND_CMP_EXTRA;
+        if (l.v[i].regression && (out->first < 0 || l.v[i].order < l.v[out->first].order)) out->first = i;
+    }
+    l.v = NULL;
+done:
+    free(l.v);
+    free(gi);
+    free(ri);
+    return rc;
+}
+
+void nd_cmp_result_free(nd_cmp_result *r) {
+    free(r->items);
+    r->items = NULL;
+    r->nitems = 0;
+}
