@@ -14,4 +14,39 @@ typedef void (*nd_amax_cb)(void *user, const char *module_path, double amax);
 int nd_pipeline_calibrate(const char *ckpt_dir, const char *recipe, const int64_t *tokens, int64_t ntok,
                           nd_amax_cb cb, void *user, nd_err *e);
 
+#include "trace/trace.h"
+
+enum { ND_MODES_ISOLATED = 1, ND_MODES_CHAINED = 2, ND_MODES_BOTH = 3 };
+
+typedef struct nd_trace_opts {
+    const char *ckpt_dir;
+    const char *recipe;         /* name or file; NULL: from config.json model_type */
+    const char *stack;          /* stack profile name (default "exact") */
+    const char *ref_ckpt;       /* --reference-checkpoint or NULL */
+    const char *out_path;       /* trace file, NULL: no file */
+    const char *backend;        /* "auto", "cpu", "cuda" */
+    int device;
+    const int64_t *tokens;
+    int64_t ntok;
+    int layer_lo, layer_hi;     /* inclusive; layer_hi < 0: all */
+    int modes;                  /* ND_MODES_* */
+    int dump_tensors;
+    const char *const *overrides;
+    int n_overrides;
+    int progress;               /* progress bar on stderr */
+} nd_trace_opts;
+
+typedef struct nd_trace_result {
+    nd_row *rows;
+    int64_t nrows;
+    nd_trace_summary summary;
+    char recipe[64], stack[32], backend[16], device[128], format[32];
+    char warning[256];          /* e.g. an override that matched nothing */
+} nd_trace_result;
+
+/* Replay the recipe over the checkpoint and diagnose. Returns 0 when the run completed (a
+ * divergence is reported in res->summary, not as an error), else an exit code. */
+int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e);
+void nd_trace_result_free(nd_trace_result *res);
+
 #endif

@@ -1,0 +1,65 @@
+#include "probes.h"
+#include <math.h>
+
+double nd_probe_cosine(const nd_cmp *c) {
+    if (c->sum_rr == 0 && c->sum_pp == 0) return 1.0;   /* both all-zero: identical */
+    if (c->sum_rr == 0 || c->sum_pp == 0) return 0.0;   /* one all-zero: nothing in common */
+    return c->sum_rp / sqrt(c->sum_rr * c->sum_pp);
+}
+
+double nd_probe_rel_l2(const nd_cmp *c) {
+    if (c->sum_rr == 0) return c->sum_ee == 0 ? 0.0 : INFINITY;
+    return sqrt(c->sum_ee / c->sum_rr);
+}
+
+/* capped so that identical outputs stay a finite, comparable number in traces */
+double nd_probe_sqnr_db(const nd_cmp *c) {
+    if (c->sum_ee == 0) return ND_SQNR_CAP_DB;
+    if (c->sum_rr == 0) return -ND_SQNR_CAP_DB;
+    double v = 10.0 * log10(c->sum_rr / c->sum_ee);
+    return v > ND_SQNR_CAP_DB ? ND_SQNR_CAP_DB : v;
+}
+
+void nd_probe_fill(nd_row *row, const nd_cmp *c) {
+    row->numel = c->n;
+    row->ref_amax = c->ref_amax;
+    row->prod_amax = c->prod_amax;
+    row->ref_nan = c->ref_nan;
+    row->prod_nan = c->prod_nan;
+    row->ref_inf = c->ref_inf;
+    row->prod_inf = c->prod_inf;
+    row->cosine = nd_probe_cosine(c);
+    row->rel_l2 = nd_probe_rel_l2(c);
+    row->sqnr_db = nd_probe_sqnr_db(c);
+    row->max_abs_err = c->max_abs_err;
+    row->worst_block = c->worst_block;
+    row->worst_block_rel = c->worst_block_rr > 0 ? c->worst_block_ee / c->worst_block_rr
+                                                  : (c->worst_block_ee > 0 ? INFINITY : 0.0);
+}
+
+void nd_probe_logits(const float *ref, const float *prod, int64_t t, int64_t v, double *kl, double *top1) {
+    double kl_sum = 0;
+    int64_t agree = 0, counted = 0;
+    for (int64_t i = 0; i < t; i++) {
+        const float *a = ref + i * v, *b = prod + i * v;
+        double ma = -INFINITY, mb = -INFINITY;
+        int64_t ia = 0, ib = 0;
+        for (int64_t j = 0; j < v; j++) {
+            if (a[j] > ma) { ma = a[j]; ia = j; }
+            if (b[j] > mb) { mb = b[j]; ib = j; }
+        }
+        if (!isfinite(ma) || !isfinite(mb)) continue;
+        double za = 0, zb = 0;
+        for (int64_t j = 0; j < v; j++) { za += exp(a[j] - ma); zb += exp(b[j] - mb); }
+        double lza = log(za), lzb = log(zb), k = 0;
+        for (int64_t j = 0; j < v; j++) {
+            double la = a[j] - ma - lza, lb = b[j] - mb - lzb;
+            k += exp(la) * (la - lb);
+        }
+        kl_sum += k;
+        agree += ia == ib;
+        counted++;
+    }
+    *kl = counted ? kl_sum / (double)counted : NAN;
+    *top1 = counted ? (double)agree / (double)counted : NAN;
+}

@@ -1,0 +1,57 @@
+/* tokens.c — --tokens / --tokens-file parsing (SPEC §2). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tokens.h"
+
+int nd_tokens_parse(const char *text, const char *what, int64_t **out, int64_t *n, nd_err *e) {
+    int64_t cap = 16, k = 0;
+    int64_t *v = malloc(sizeof *v * (size_t)cap);
+    if (!v) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    const char *p = text;
+    while (*p) {
+        while (*p == ',' || *p == ' ' || *p == '\n' || *p == '\r' || *p == '\t') p++;
+        if (!*p) break;
+        char *end;
+        errno = 0;
+        long long x = strtoll(p, &end, 10);
+        if (end == p || errno || x < 0) { free(v); return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%.20s' is not a token id (non-negative integers, comma or newline separated)", what, p); }
+        if (k == cap) {
+            cap *= 2;
+            int64_t *nv = realloc(v, sizeof *v * (size_t)cap);
+            if (!nv) { free(v); return nd_fail(e, ND_EXIT_INTERNAL, "out of memory"); }
+            v = nv;
+        }
+        v[k++] = x;
+        p = end;
+    }
+    if (!k) { free(v); return nd_fail(e, ND_EXIT_BADINPUT, "%s: no token ids", what); }
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+int nd_tokens_file(const char *path, int64_t **out, int64_t *n, nd_err *e) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open tokens file", path);
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            cap = cap ? cap * 2 : 8192;
+            if (cap > (64u << 20)) { free(buf); fclose(f); return nd_fail(e, ND_EXIT_BADINPUT, "%s: tokens file larger than 64 MB", path); }
+            char *nb = realloc(buf, cap);
+            if (!nb) { free(buf); fclose(f); return nd_fail(e, ND_EXIT_INTERNAL, "out of memory"); }
+            buf = nb;
+        }
+        size_t got = fread(buf + len, 1, 4096, f);
+        len += got;
+        if (got < 4096) break;
+    }
+    fclose(f);
+    buf[len] = 0;
+    int rc = nd_tokens_parse(buf, path, out, n, e);
+    free(buf);
+    return rc;
+}

@@ -1,0 +1,7 @@
+#ifndef ND_TOKENS_H
+#define ND_TOKENS_H
+#include <stdint.h>
+#include "util/err.h"
+int nd_tokens_parse(const char *text, const char *what, int64_t **out, int64_t *n, nd_err *e);
+int nd_tokens_file(const char *path, int64_t **out, int64_t *n, nd_err *e);
+#endif

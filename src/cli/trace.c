@@ -1,0 +1,189 @@
+/* trace.c — `nvfp4dbg trace CKPT ...`: replay, table, closing line, --json. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "cli.h"
+#include "tokens.h"
+#include "pipeline/pipeline.h"
+
+static const char *usage_text =
+    "usage: nvfp4dbg trace CHECKPOINT [options]\n"
+    "\n"
+    "Replays the checkpoint stage by stage on the reference path (weights dequantized, FP32/BF16)\n"
+    "and the NVFP4 production path (activations quantized with the checkpoint's scales as the\n"
+    "serving kernels do), writes per-stage figures to an HDF5 trace, and names the first\n"
+    "divergence and its likely cause. Exit 0: no divergence, 1: divergence, 2: bad input, 3: internal.\n"
+    "\n"
+    "  --recipe NAME|FILE        model recipe (default: from config.json model_type)\n"
+    "  --tokens 1,2,3            token ids (default: 16 built-in ids modulo the vocabulary)\n"
+    "  --tokens-file FILE        token ids, one per line or comma separated\n"
+    "  --layers 0-3|N|all        layers to replay (earlier layers run on the reference path only)\n"
+    "  --backend auto|cpu|cuda   compute backend (auto: CUDA when a GPU is present)\n"
+    "  --device N                CUDA device\n"
+    "  --stack NAME              serving-stack profile: exact (default), vllm, vllm-old, ...\n"
+    "  --override NAME=VALUE     replace one checkpoint scale (model.<module>.input_global_scale=...)\n"
+    "                            or one derived parameter (<stage>.quant_mult=..., <stage>.alpha=...)\n"
+    "  --reference-checkpoint DIR  original unquantized model for the reference path\n"
+    "  --mode isolated|chained|both  (default both)\n"
+    "  --out FILE.h5             trace file (default nvfp4dbg-trace.h5)\n"
+    "  --dump stats|tensors      also store every stage's tensors\n"
+    "  --json                    one JSON document on stdout instead of the table\n"
+    "  --no-color                no colours (also NO_COLOR=1)\n"
+    "\n"
+    "example: nvfp4dbg trace golden/seed-bug-v4\n";
+
+static int parse_layers(const char *s, int *lo, int *hi) {
+    if (!strcmp(s, "all")) { *lo = 0; *hi = -1; return 0; }
+    char *end;
+    long a = strtol(s, &end, 10);
+    if (end == s || a < 0) return -1;
+    if (!*end) { *lo = *hi = (int)a; return 0; }
+    if (*end != '-') return -1;
+    const char *t = end + 1;
+    long b = strtol(t, &end, 10);
+    if (end == t || *end || b < a) return -1;
+    *lo = (int)a;
+    *hi = (int)b;
+    return 0;
+}
+
+static int color_on(int no_color) { return !no_color && !getenv("NO_COLOR") && isatty(1); }
+
+static void print_table(const nd_trace_result *res, int64_t first, int color) {
+    printf("%-46s %-14s %-8s %10s %10s %6s %9s %7s  %s\n", "stage", "op", "mode", "ref_amax", "prod_amax", "NaN", "cosine",
+           "SQNR", "verdict");
+    for (int64_t i = 0; i < res->nrows; i++) {
+        const nd_row *r = &res->rows[i];
+        int bad = strcmp(r->verdict, "ok") != 0;
+        const char *on = "", *off = "";
+        if (color && i == first) { on = "\033[1;31m"; off = "\033[0m"; }
+        else if (color && bad) { on = "\033[33m"; off = "\033[0m"; }
+        printf("%s%-46.46s %-14.14s %-8.8s %10.4g %10.4g %6lld %9.5f %7.1f  %s%s%s\n", on, r->name, r->op, r->mode,
+               r->ref_amax, r->prod_amax, (long long)(r->prod_nan + r->prod_inf), r->cosine, r->sqnr_db, r->verdict,
+               i == first ? "   <== first divergence" : "", off);
+    }
+}
+
+static void print_json(const nd_trace_result *res, const char *out) {
+    json_t *root = json_object(), *rows = json_array();
+    json_object_set_new(root, "status", json_string(res->summary.status));
+    json_object_set_new(root, "first_divergence", json_string(res->summary.first_divergence));
+    json_object_set_new(root, "first_divergence_mode", json_string(res->summary.first_divergence_mode));
+    json_object_set_new(root, "cause", json_string(res->summary.cause));
+    json_object_set_new(root, "message", json_string(res->summary.message));
+    json_object_set_new(root, "trace", out ? json_string(out) : json_null());
+    json_object_set_new(root, "recipe", json_string(res->recipe));
+    json_object_set_new(root, "stack", json_string(res->stack));
+    json_object_set_new(root, "backend", json_string(res->backend));
+    for (int64_t i = 0; i < res->nrows; i++) {
+        const nd_row *r = &res->rows[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "index", json_integer(r->index));
+        json_object_set_new(o, "layer", json_integer(r->layer));
+        json_object_set_new(o, "name", json_string(r->name));
+        json_object_set_new(o, "op", json_string(r->op));
+        json_object_set_new(o, "mode", json_string(r->mode));
+        json_object_set_new(o, "quantized", json_boolean(r->quantized));
+        json_object_set_new(o, "ref_amax", json_real(r->ref_amax));
+        json_object_set_new(o, "prod_amax", json_real(r->prod_amax));
+        json_object_set_new(o, "ref_nan", json_integer(r->ref_nan + r->ref_inf));
+        json_object_set_new(o, "prod_nan", json_integer(r->prod_nan + r->prod_inf));
+        /* JSON has no NaN: non-finite figures are null */
+        const struct { const char *k; double v; } f[] = {{"cosine", r->cosine}, {"rel_l2", r->rel_l2}, {"sqnr_db", r->sqnr_db},
+            {"floor_sqnr_db", r->floor_sqnr_db}, {"sat_frac", r->sat_frac}, {"zero_block_frac", r->zero_block_frac},
+            {"scale_ratio", r->scale_ratio}, {"weight_rel_l2", r->weight_rel_l2}, {"topk_agree", r->topk_agree}};
+        for (size_t j = 0; j < sizeof f / sizeof f[0]; j++)
+            json_object_set_new(o, f[j].k, isfinite(f[j].v) ? json_real(f[j].v) : json_null());
+        json_object_set_new(o, "verdict", json_string(r->verdict));
+        json_array_append_new(rows, o);
+    }
+    json_object_set_new(root, "stages", rows);
+    char *s = json_dumps(root, JSON_INDENT(1));
+    if (s) { puts(s); free(s); }
+    json_decref(root);
+}
+
+int nd_cmd_trace(int argc, char **argv) {
+    nd_trace_opts o;
+    memset(&o, 0, sizeof o);
+    o.backend = "auto";
+    o.layer_hi = -1;
+    o.out_path = "nvfp4dbg-trace.h5";
+    o.progress = 1;
+    const char **ovr = calloc((size_t)argc, sizeof *ovr);
+    int64_t *tokens = NULL, ntok = 0;
+    int json = 0, no_color = 0, rc = 0;
+    nd_err e = {0};
+    if (!ovr) return ND_EXIT_INTERNAL;
+    for (int i = 1; i < argc && !rc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED() do { if (!v) { rc = nd_cli_usage_error("trace", "%s needs a value", a); goto out; } i++; } while (0)
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage_text, stdout); goto out; }
+        else if (!strcmp(a, "--recipe")) { NEED(); o.recipe = v; }
+        else if (!strcmp(a, "--tokens")) { NEED(); free(tokens); if (nd_tokens_parse(v, "--tokens", &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
+        else if (!strcmp(a, "--tokens-file")) { NEED(); free(tokens); if (nd_tokens_file(v, &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
+        else if (!strcmp(a, "--layers")) { NEED(); if (parse_layers(v, &o.layer_lo, &o.layer_hi)) { rc = nd_cli_usage_error("trace", "--layers %s: expected N, A-B or all", v); goto out; } }
+        else if (!strcmp(a, "--backend")) { NEED(); o.backend = v; }
+        else if (!strcmp(a, "--device")) { NEED(); o.device = atoi(v); }
+        else if (!strcmp(a, "--stack")) { NEED(); o.stack = v; }
+        else if (!strcmp(a, "--override")) { NEED(); ovr[o.n_overrides++] = v; }
+        else if (!strcmp(a, "--reference-checkpoint")) { NEED(); o.ref_ckpt = v; }
+        else if (!strcmp(a, "--mode")) {
+            NEED();
+            if (!strcmp(v, "isolated")) o.modes = ND_MODES_ISOLATED;
+            else if (!strcmp(v, "chained")) o.modes = ND_MODES_CHAINED;
+            else if (!strcmp(v, "both")) o.modes = ND_MODES_BOTH;
+            else { rc = nd_cli_usage_error("trace", "--mode %s: expected isolated, chained or both", v); goto out; }
+        }
+        else if (!strcmp(a, "--out")) { NEED(); o.out_path = v; }
+        else if (!strcmp(a, "--dump")) {
+            NEED();
+            if (!strcmp(v, "tensors")) o.dump_tensors = 1;
+            else if (strcmp(v, "stats")) { rc = nd_cli_usage_error("trace", "--dump %s: expected stats or tensors", v); goto out; }
+        }
+        else if (!strcmp(a, "--json")) json = 1;
+        else if (!strcmp(a, "--no-color")) no_color = 1;
+        else if (a[0] == '-') { rc = nd_cli_usage_error("trace", "unknown option %s", a); goto out; }
+        else if (!o.ckpt_dir) o.ckpt_dir = a;
+        else { rc = nd_cli_usage_error("trace", "unexpected argument %s", a); goto out; }
+#undef NEED
+    }
+    if (!o.ckpt_dir) {
+        fputs(usage_text, stderr);
+        fputs("\nnvfp4dbg: trace: no checkpoint given; try the shipped seed-bug checkpoint: nvfp4dbg trace golden/seed-bug-v4\n", stderr);
+        rc = ND_EXIT_BADINPUT;
+        goto out;
+    }
+    o.tokens = tokens;
+    o.ntok = ntok;
+    o.overrides = ovr;
+    nd_trace_result res;
+    rc = nd_pipeline_trace(&o, &res, &e);
+    if (rc) {
+        nd_cli_error(&e);
+        if (res.nrows && !json) fprintf(stderr, "nvfp4dbg: the trace keeps the %lld rows written before the failure: %s\n", (long long)res.nrows, o.out_path);
+        nd_trace_result_free(&res);
+        goto out;
+    }
+    int64_t first = -1;
+    for (int64_t i = 0; i < res.nrows; i++)
+        if (!strcmp(res.rows[i].name, res.summary.first_divergence) && !strcmp(res.rows[i].mode, res.summary.first_divergence_mode)) { first = i; break; }
+    if (json) print_json(&res, o.out_path);
+    else {
+        printf("nvfp4dbg trace: %s  recipe %s  format %s  stack %s  backend %s (%s)\n", o.ckpt_dir, res.recipe, res.format, res.stack, res.backend, res.device);
+        print_table(&res, first, color_on(no_color));
+        printf("\n%s\n", res.summary.message);
+        printf("trace written to %s\n", o.out_path);
+    }
+    if (res.warning[0]) fprintf(stderr, "nvfp4dbg: warning: %s\n", res.warning);
+    rc = strcmp(res.summary.status, "diverged") ? ND_EXIT_OK : ND_EXIT_FINDING;
+    nd_trace_result_free(&res);
+out:
+    free(tokens);
+    free(ovr);
+    return rc;
+}

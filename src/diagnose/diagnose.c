@@ -1,0 +1,138 @@
+/* diagnose.c — how each verdict and cause is decided (SPEC §7).
+ *
+ * A row diverges when
+ *   (a) its reference output has NaN/Inf its input did not have (the checkpoint itself is
+ *       broken here), or
+ *   (b) its production output has NaN/Inf the reference does not have, or
+ *   (c) its error is larger than NVFP4 quantization of its own operands explains: SQNR below the
+ *       measured floor (floor_sqnr_db, the same stage quantized the healthy way) minus
+ *       floor_margin_db; without a floor, the recipe's documented fixed thresholds (min_cosine,
+ *       min_sqnr_db for quantized stages; chained_min_cosine for chained rows).
+ *
+ * The cause, in this order:
+ *   nan_input            the row's input already had NaN/Inf on that path
+ *   nonfinite_scale      the quantizer multiplier or alpha is NaN/Inf/0, or the module's global
+ *                        scale is (static finding)
+ *   nan_weight_scale     the module has NaN/Inf block scales (static finding)
+ *   weight_packing       with --reference-checkpoint, the weight decodes at least 2x closer to the
+ *                        original with the nibbles of every byte swapped
+ *   fused_scale_mismatch the module is a fused shard whose global scale differs from its sibling's
+ *   scale_inverted       multiplier ratio r = used / (2688/amax) within 1.5 decades of 1/g², the
+ *                        ratio a reciprocal of the healthy multiplier g gives (g > 10)
+ *   scale_saturation     r > 2 (block scales clip at 448, codes clip at ±6), or NaN-free clipping
+ *                        of more than 20% of the elements
+ *   scale_underflow      r < 1/2 (block scales flush to 0 or lose precision as subnormals)
+ *   routing_divergence   a router row whose paths pick different experts (chained rows)
+ *   accumulated_error    none of the above
+ */
+#include "diagnose.h"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static void set(nd_row *r, const char *v) { snprintf(r->verdict, sizeof r->verdict, "%s", v); }
+static int nonfinite(double v) { return !isfinite(v); }
+
+static const char *scale_cause(const nd_row *r) {
+    if (r->finding[0] && (!strcmp(r->finding, "nonfinite_scale") || !strcmp(r->finding, "nan_weight_scale"))) return r->finding;
+    if (r->quantized && isfinite(r->scale_ratio) == 0 && !isnan(r->scale_mult) && (nonfinite(r->scale_mult) || r->scale_mult == 0)) return "nonfinite_scale";
+    if (!isnan(r->alpha) && (nonfinite(r->alpha) || r->alpha == 0)) return "nonfinite_scale";
+    if (!isnan(r->scale_mult) && r->scale_mult == 0) return "nonfinite_scale";
+    return NULL;
+}
+
+static const char *error_cause(const nd_row *r) {
+    if (isfinite(r->weight_rel_l2) && isfinite(r->weight_rel_l2_swap) && r->weight_rel_l2_swap * 2 < r->weight_rel_l2)
+        return "weight_packing";
+    if (!strcmp(r->finding, "fused_scale_mismatch")) return "fused_scale_mismatch";
+    double ratio = r->scale_ratio;
+    if (isfinite(ratio) && ratio > 0) {
+        double g = r->scale_mult / ratio; /* the healthy multiplier 2688/amax */
+        if (g > 10 && fabs(log10(ratio) + 2 * log10(g)) < 1.5) return "scale_inverted";
+        if (ratio > 2) return "scale_saturation";
+        if (ratio < 0.5) return "scale_underflow";
+    }
+    if (isfinite(r->sat_frac) && r->sat_frac > 0.2) return "scale_saturation";
+    if (isfinite(r->zero_block_frac) && r->zero_block_frac > 0.05) return "scale_underflow";
+    return "accumulated_error";
+}
+
+void nd_diagnose_row(nd_row *r, const nd_thresholds *th) {
+    int chained = !strcmp(r->mode, "chained");
+    int ref_bad = r->ref_nan + r->ref_inf > 0, prod_bad = r->prod_nan + r->prod_inf > 0;
+    if (ref_bad) {
+        /* the reference path is broken here only if its input was clean; propagation is not a new
+         * divergence but is still marked so the table shows where NaN travels */
+        if (r->in_nonfinite > 0 && !chained) { set(r, "nan_input"); return; }
+        const char *c = scale_cause(r);
+        set(r, c ? c : (r->in_nonfinite > 0 ? "nan_input" : "unknown"));
+        return;
+    }
+    if (prod_bad) {
+        if (r->in_nonfinite > 0) { set(r, "nan_input"); return; }
+        const char *c = scale_cause(r);
+        if (c) { set(r, c); return; }
+        set(r, error_cause(r));
+        return;
+    }
+    if (isfinite(r->topk_agree)) {
+        set(r, chained && r->topk_agree < 0.75 ? "routing_divergence" : "ok");
+        return;
+    }
+    int diverged;
+    if (chained) diverged = r->cosine < th->chained_min_cosine;
+    else if (isfinite(r->floor_sqnr_db)) diverged = r->sqnr_db < r->floor_sqnr_db - th->floor_margin_db;
+    else if (r->quantized) diverged = r->cosine < th->min_cosine || r->sqnr_db < th->min_sqnr_db;
+    else diverged = r->cosine < th->min_cosine;
+    if (r->ref_amax > 0 && r->prod_amax == 0) diverged = 1; /* an empty output is never healthy */
+    if (!diverged) { set(r, "ok"); return; }
+    const char *c = scale_cause(r);
+    set(r, c ? c : error_cause(r));
+}
+
+static const char *explain(const char *cause) {
+    if (!strcmp(cause, "scale_inverted")) return "the quantizer multiplier is near the reciprocal of the right one (an inverted or misapplied input scale; e.g. a ModelOpt amax/2688 value used where compressed-tensors' 2688/amax is meant)";
+    if (!strcmp(cause, "scale_saturation")) return "the quantizer multiplier is too large: block scales clip at 448 and codes clip at +-6";
+    if (!strcmp(cause, "scale_underflow")) return "the quantizer multiplier is too small: block scales flush to 0 or lose precision";
+    if (!strcmp(cause, "nonfinite_scale")) return "a global scale, multiplier or alpha is NaN, Inf or zero (missing or unloaded scale?)";
+    if (!strcmp(cause, "nan_weight_scale")) return "the weight has NaN/Inf block scales";
+    if (!strcmp(cause, "weight_packing")) return "the weight decodes far closer to the original with the nibble order swapped (packing error)";
+    if (!strcmp(cause, "fused_scale_mismatch")) return "fused shards carry different global scales but the fused GEMM uses one";
+    if (!strcmp(cause, "routing_divergence")) return "the production path routes tokens to other experts";
+    if (!strcmp(cause, "nan_input")) return "NaN/Inf arrives from an earlier stage";
+    if (!strcmp(cause, "accumulated_error")) return "the error exceeds what NVFP4 quantization of this stage explains, with no single scale cause";
+    return "no known cause matches";
+}
+
+int64_t nd_diagnose_summary(const nd_row *rows, int64_t n, nd_trace_summary *s) {
+    memset(s, 0, sizeof *s);
+    int64_t hit = -1;
+    for (int pass = 0; pass < 2 && hit < 0; pass++)
+        for (int64_t i = 0; i < n; i++) {
+            if (strcmp(rows[i].mode, pass ? "chained" : "isolated") || !strcmp(rows[i].verdict, "ok")) continue;
+            if (pass && !strcmp(rows[i].verdict, "nan_input")) continue; /* propagation of an isolated cause */
+            hit = i;
+            break;
+        }
+    if (hit < 0) {
+        snprintf(s->status, sizeof s->status, "ok");
+        snprintf(s->message, sizeof s->message, "no divergence in %lld rows", (long long)n);
+        return -1;
+    }
+    const nd_row *r = &rows[hit];
+    snprintf(s->status, sizeof s->status, "diverged");
+    snprintf(s->first_divergence, sizeof s->first_divergence, "%s", r->name);
+    snprintf(s->first_divergence_mode, sizeof s->first_divergence_mode, "%s", r->mode);
+    snprintf(s->cause, sizeof s->cause, "%s", r->verdict);
+    char detail[200] = "";
+    if (r->prod_nan + r->prod_inf > 0) snprintf(detail, sizeof detail, "production output has %lld NaN and %lld Inf", (long long)r->prod_nan, (long long)r->prod_inf);
+    else if (r->ref_nan + r->ref_inf > 0) snprintf(detail, sizeof detail, "the reference output already has %lld NaN and %lld Inf", (long long)r->ref_nan, (long long)r->ref_inf);
+    else if (r->prod_amax == 0 && r->ref_amax > 0) snprintf(detail, sizeof detail, "production output is all zeros (reference amax %.3g)", r->ref_amax);
+    else snprintf(detail, sizeof detail, "cosine %.4f, SQNR %.1f dB (floor %.1f dB)", r->cosine, r->sqnr_db, r->floor_sqnr_db);
+    char scale[160] = "";
+    if (isfinite(r->scale_ratio)) snprintf(scale, sizeof scale, "; quantizer multiplier %.6g is %.3g x the healthy 2688/amax = %.6g",
+                                           r->scale_mult, r->scale_ratio, r->scale_mult / r->scale_ratio);
+    else if (!isnan(r->scale_mult)) snprintf(scale, sizeof scale, "; quantizer multiplier %.6g", r->scale_mult);
+    snprintf(s->message, sizeof s->message, "first divergence at %s (%s): %s%s: %s: %s", r->name, r->mode, detail, scale, r->verdict, explain(r->verdict));
+    return hit;
+}

@@ -1,0 +1,89 @@
+/* names.c — templates, attributes, and canonical -> on-disk tensor names. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "run.h"
+
+void nd_expand(const char *t, int layer, int expert, char *out, size_t cap) {
+    size_t o = 0;
+    while (*t && o + 12 < cap) {
+        if (t[0] == '{' && t[1] == 'L' && t[2] == '}') { o += (size_t)snprintf(out + o, cap - o, "%d", layer); t += 3; }
+        else if (t[0] == '{' && t[1] == 'E' && t[2] == '}') { o += (size_t)snprintf(out + o, cap - o, "%d", expert); t += 3; }
+        else out[o++] = *t++;
+    }
+    out[o] = 0;
+}
+
+const char *nd_attr_str(const nd_stage *st, const char *key, char *buf, size_t cap) {
+    const char *v = nd_stage_attr(st->def, key);
+    if (!v) return NULL;
+    nd_expand(v, st->layer, 0, buf, cap);
+    return buf;
+}
+
+int nd_attr_num(nd_run *r, const nd_stage *st, const char *key, double dflt, double *out, nd_err *e) {
+    const char *v = nd_stage_attr(st->def, key);
+    if (!v) { *out = dflt; return 0; }
+    if (v[0] == '$') {
+        if (nd_cfg_number(r->cfg, v + 1, out))
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: stage %s needs config.json key '%s' (attribute %s)",
+                           nd_ckpt_dir(r->ck), st->name, v + 1, key);
+        return 0;
+    }
+    char *end;
+    *out = strtod(v, &end);
+    if (end == v || *end)
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: attribute %s of stage %s is not a number: '%s'", r->rc->path,
+                       st->def->line, key, st->def->name, v);
+    return 0;
+}
+
+int nd_attr_req(nd_run *r, const nd_stage *st, const char *key, double *out, nd_err *e) {
+    if (!nd_stage_attr(st->def, key))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s needs attribute '%s'", r->rc->path, st->def->line,
+                       st->def->name, key);
+    return nd_attr_num(r, st, key, 0, out, e);
+}
+
+/* Match `name` against template `from` capturing {L}/{E} digits; write `to` with them. */
+static int rename_one(const char *from, const char *to, const char *name, char *out, size_t cap) {
+    int caps[2] = {-1, -1};
+    const char *f = from, *n = name;
+    while (*f) {
+        if (f[0] == '{' && (f[1] == 'L' || f[1] == 'E') && f[2] == '}') {
+            if (*n < '0' || *n > '9') return 0;
+            int v = 0;
+            while (*n >= '0' && *n <= '9') v = v * 10 + (*n++ - '0');
+            caps[f[1] == 'E'] = v;
+            f += 3;
+        } else if (*f++ != *n++) return 0;
+    }
+    /* `from` is a prefix template: the rest of the name (".weight", ...) is kept */
+    char head[256];
+    nd_expand(to, caps[0], caps[1], head, sizeof head);
+    snprintf(out, cap, "%s%s", head, n);
+    return 1;
+}
+
+static const char *disk_name(const nd_naming *nm, const char *canonical, char *buf, size_t cap) {
+    if (!nm) return canonical;
+    for (int i = 0; i < nm->n_rename; i++)
+        if (rename_one(nm->from[i], nm->to[i], canonical, buf, cap)) return buf;
+    return canonical;
+}
+
+const nd_tview *nd_run_tensor(nd_run *r, int reference, const char *canonical) {
+    char buf[320];
+    nd_ckpt *ck = reference && r->ref_ck ? r->ref_ck : r->ck;
+    const nd_naming *nm = reference && r->ref_ck ? r->ref_naming : r->naming;
+    return nd_ckpt_find(ck, disk_name(nm, canonical, buf, sizeof buf));
+}
+
+int nd_run_module(nd_run *r, int reference, const char *canonical, nd_module *m, nd_err *e) {
+    char buf[320];
+    nd_ckpt *ck = reference && r->ref_ck ? r->ref_ck : r->ck;
+    const nd_naming *nm = reference && r->ref_ck ? r->ref_naming : r->naming;
+    ND_TRY(nd_ckpt_module(ck, disk_name(nm, canonical, buf, sizeof buf), m, e));
+    if (!reference || !r->ref_ck) nd_stack_override_module(&r->stack, m);
+    return 0;
+}

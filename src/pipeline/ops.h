@@ -1,0 +1,49 @@
+/* ops.h — ops whose production math differs from the reference (quantized linears, MoE). */
+#ifndef ND_OPS_H
+#define ND_OPS_H
+#include "run.h"
+
+int nd_op_linear(nd_opctx *c, nd_err *e);
+int nd_op_grouped_linear(nd_opctx *c, nd_err *e);
+int nd_op_router(nd_opctx *c, nd_err *e);
+int nd_op_moe_experts(nd_opctx *c, nd_err *e);
+int nd_op_mlp(nd_opctx *c, nd_err *e);
+
+/* A linear module applied on both paths, the building block of the ops above.
+ * groups > 1: grouped projection (x [t, groups*k], w [groups*n, k]). */
+typedef struct nd_lin {
+    char canonical[192];   /* module path, canonical naming */
+    char stage[ND_NAME_LEN];
+    nd_module m;           /* checkpoint module */
+    nd_module fused[4];    /* fused shards (m included) for the stack's shared-scale rule */
+    int n_fused;
+    int groups;
+    int act_fp8_group;     /* production FP8 activation groups (0: none) */
+    float *w_ref;          /* reference weight FP32 [N,K] (original with --reference-checkpoint) */
+    float *w_prod;         /* production operand (codes x block scales for NVFP4 W4A4) */
+    int prod_kind;         /* LIN_* below */
+    nd_prod_params pp;
+    double weight_rel_l2, weight_rel_l2_swap;
+    char finding[32];      /* static finding on the module (a cause code) or "" */
+} nd_lin;
+
+enum { LIN_SAME = 0, LIN_NVFP4_W4A4, LIN_WEIGHT_ONLY };
+
+/* Bind and load; fused_tmpl is a comma-separated list of sibling module templates (may be NULL). */
+int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char *stage_name, const char *fused_csv,
+                int groups, int act_fp8_group, nd_lin *l, nd_err *e);
+void nd_lin_close(nd_run *r, nd_lin *l);
+/* y_ref = x_ref W_ref^T (rounded to BF16). */
+int nd_lin_ref(nd_run *r, nd_lin *l, const nd_buf *x, nd_buf **y, nd_err *e);
+/* Production output for input x (a reference input in isolated mode). x_ref_amax is the amax of
+ * the reference input (for scale_ratio). Fills the row figures the probe cannot know. */
+int nd_lin_prod(nd_run *r, nd_lin *l, const nd_buf *x, double x_ref_amax, nd_buf **y, nd_row *fig, nd_err *e);
+/* The floor: the same stage quantized the healthy way (ideal multiplier 2688/amax of the input,
+ * and, with --reference-checkpoint, the original weights quantized as compressed-tensors does). */
+int nd_lin_floor(nd_run *r, nd_lin *l, const nd_buf *x_ref, double x_ref_amax, nd_buf **y, nd_err *e);
+/* Row emission for a linear applied to (x_ref -> y_ref) and, per mode, production inputs. */
+int nd_lin_stage(nd_run *r, const nd_stage *st, nd_lin *l, const nd_buf *x_ref, const nd_buf *y_ref,
+                 const nd_buf *x_chain, int want_iso, int want_chain, nd_buf **y_iso, nd_buf **y_chain, nd_err *e);
+
+double nd_buf_amax(nd_run *r, const nd_buf *b, nd_err *e);
+#endif

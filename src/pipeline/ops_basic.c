@@ -1,0 +1,271 @@
+/* ops_basic.c — stages whose production math equals the reference math: embedding,
+ * hyper-connections, norms, rotary, attention, residual adds. The reference path computes them
+ * from reference inputs; the chained production path computes the same function of its own
+ * inputs; the isolated production output is the reference output itself (same function, same
+ * inputs). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "run.h"
+#include "ops.h"
+#include "numerics/nd_numerics.h"
+
+typedef int (*pure_fn)(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e);
+
+static int run_pure(nd_opctx *c, pure_fn f, nd_err *e) {
+    ND_TRY(f(c, c->in_ref, c->out_ref, e));
+    for (int i = 0; i < c->n_out; i++) c->out_iso[i] = nd_buf_ref(c->out_ref[i]);
+    if (c->want_chain) ND_TRY(f(c, c->in_chain, c->out_chain, e));
+    return 0;
+}
+
+static const nd_tview *need_tensor(nd_opctx *c, const char *attr, nd_err *e, const nd_tview **out) {
+    char buf[256];
+    const char *name = nd_attr_str(c->st, attr, buf, sizeof buf);
+    if (!name) { nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s needs attribute '%s'", c->r->rc->path, c->st->def->line, c->st->def->name, attr); return NULL; }
+    *out = nd_run_tensor(c->r, 0, name);
+    if (!*out) nd_fail(e, ND_EXIT_BADINPUT, "%s: missing tensor %s (stage %s)", nd_ckpt_dir(c->r->ck), name, c->st->name);
+    return *out;
+}
+
+static int round_out(nd_opctx *c, nd_buf *b, nd_err *e) { return c->r->be->round_bf16(c->r->be, b->p, b->n, e); }
+
+/* ---- embedding: rows of a BF16/F32 table gathered on the host (I/O, not compute) ---- */
+static int embed_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
+    (void)in;
+    nd_run *r = c->r;
+    const nd_tview *t;
+    if (!need_tensor(c, "weight", e, &t)) return e->code;
+    if (t->ndim != 2) return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s must be 2-D", t->file, t->name);
+    int64_t v = t->shape[0], d = t->shape[1];
+    float *host = malloc((size_t)(r->t * d) * sizeof(float));
+    if (!host) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    int rc = 0;
+    for (int64_t i = 0; i < r->t && !rc; i++) {
+        int64_t id = r->tokens[i];
+        if (id < 0 || id >= v) { rc = nd_fail(e, ND_EXIT_BADINPUT, "token id %lld is outside the vocabulary (%lld)", (long long)id, (long long)v); break; }
+        nd_tview row = *t;
+        row.numel = d;
+        row.data = (const char *)t->data + (size_t)(id * d) * nd_dtype_size(t->dtype);
+        rc = nd_tensor_host_f32(&row, host + i * d, d, e);
+    }
+    if (!rc) {
+        out[0] = nd_buf_new(r, r->t, d, e);
+        if (!out[0]) rc = e->code;
+        else rc = r->be->upload(r->be, out[0]->p, host, (size_t)out[0]->n * sizeof(float), e);
+    }
+    free(host);
+    return rc;
+}
+static int op_embedding(nd_opctx *c, nd_err *e) { return run_pure(c, embed_fn, e); }
+
+/* ---- hc_expand: n identical copies of the embedding ---- */
+static int hc_expand_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
+    double n;
+    ND_TRY(nd_attr_req(c->r, c->st, "n", &n, e));
+    nd_buf *x = in[0];
+    out[0] = nd_buf_new(c->r, x->rows, x->cols * (int64_t)n, e);
+    if (!out[0]) return e->code;
+    for (int64_t t = 0; t < x->rows; t++)
+        for (int64_t i = 0; i < (int64_t)n; i++)
+            ND_TRY(c->r->be->copy(c->r->be, out[0]->p + (t * (int64_t)n + i) * x->cols, x->p + t * x->cols,
+                                  (size_t)x->cols * sizeof(float), e));
+    return 0;
+}
+static int op_hc_expand(nd_opctx *c, nd_err *e) { return run_pure(c, hc_expand_fn, e); }
+
+/* ---- RMSNorm, optional weight, optionally per group of `group` columns (per-head q norm) ---- */
+static int rmsnorm_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
+    nd_run *r = c->r;
+    double eps, group;
+    ND_TRY(nd_attr_req(r, c->st, "eps", &eps, e));
+    ND_TRY(nd_attr_num(r, c->st, "group", 0, &group, e));
+    nd_buf *x = in[0];
+    int64_t d = group > 0 ? (int64_t)group : x->cols;
+    if (x->n % d) return nd_fail(e, ND_EXIT_BADINPUT, "stage %s: %lld values do not split into groups of %lld", c->st->name, (long long)x->n, (long long)d);
+    float *w = NULL;
+    char buf[256];
+    const char *wn = nd_attr_str(c->st, "weight", buf, sizeof buf);
+    if (wn) {
+        const nd_tview *t = nd_run_tensor(r, 0, wn);
+        if (!t) return nd_fail(e, ND_EXIT_BADINPUT, "%s: missing tensor %s (stage %s)", nd_ckpt_dir(r->ck), wn, c->st->name);
+        if (t->numel != d) return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s has %lld elements, the stage normalises %lld", t->file, t->name, (long long)t->numel, (long long)d);
+        ND_TRY(nd_tensor_f32(r, t, &w, e));
+    }
+    out[0] = nd_buf_new(r, x->rows, x->cols, e);
+    int rc = out[0] ? r->be->rmsnorm(r->be, x->p, w, (float)eps, x->n / d, d, out[0]->p, e) : e->code;
+    if (w) r->be->release(r->be, w);
+    if (!rc) rc = round_out(c, out[0], e);
+    return rc;
+}
+static int op_rmsnorm(nd_opctx *c, nd_err *e) { return run_pure(c, rmsnorm_fn, e); }
+
+/* ---- rotary embedding on the last rot_dim dims of each head ---- */
+int nd_rope_freqs(nd_run *r, const nd_stage *st, int64_t rot_dim, float *inv_freq, nd_err *e);
+static int rope_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
+    nd_run *r = c->r;
+    double heads, head_dim, rot_dim, inverse, interleaved;
+    ND_TRY(nd_attr_req(r, c->st, "heads", &heads, e));
+    ND_TRY(nd_attr_req(r, c->st, "head_dim", &head_dim, e));
+    ND_TRY(nd_attr_req(r, c->st, "rot_dim", &rot_dim, e));
+    ND_TRY(nd_attr_num(r, c->st, "inverse", 0, &inverse, e));
+    ND_TRY(nd_attr_num(r, c->st, "interleaved", 1, &interleaved, e));
+    nd_buf *x = in[0];
+    if (x->cols != (int64_t)(heads * head_dim)) return nd_fail(e, ND_EXIT_BADINPUT, "stage %s: input has %lld columns, expected heads*head_dim = %lld", c->st->name, (long long)x->cols, (long long)(heads * head_dim));
+    float *freq = malloc(sizeof(float) * (size_t)(rot_dim / 2 + 1));
+    if (!freq) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    int rc = nd_rope_freqs(r, c->st, (int64_t)rot_dim, freq, e);
+    out[0] = rc ? NULL : nd_buf_new(r, x->rows, x->cols, e);
+    if (!rc && !out[0]) rc = e->code;
+    if (!rc) rc = r->be->copy(r->be, out[0]->p, x->p, (size_t)x->n * sizeof(float), e);
+    if (!rc) rc = r->be->rope(r->be, out[0]->p, x->rows, (int64_t)heads, (int64_t)head_dim, (int64_t)(head_dim - rot_dim),
+                              (int64_t)rot_dim, r->pos, freq, (int)interleaved, (int)inverse, e);
+    free(freq);
+    if (!rc) rc = round_out(c, out[0], e);
+    return rc;
+}
+static int op_rope(nd_opctx *c, nd_err *e) { return run_pure(c, rope_fn, e); }
+
+/* ---- attention: q [t, H*d]; k = v = in[1] (one shared latent head) or k = in[1], v = in[2] ---- */
+static int attention_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
+    nd_run *r = c->r;
+    double heads, kv_heads, head_dim, window, scale;
+    ND_TRY(nd_attr_req(r, c->st, "heads", &heads, e));
+    ND_TRY(nd_attr_num(r, c->st, "kv_heads", 1, &kv_heads, e));
+    ND_TRY(nd_attr_req(r, c->st, "head_dim", &head_dim, e));
+    ND_TRY(nd_attr_num(r, c->st, "window", 0, &window, e));
+    ND_TRY(nd_attr_num(r, c->st, "scale", 1.0 / sqrt(head_dim), &scale, e));
+    nd_buf *q = in[0], *k = in[1], *v = c->n_in > 2 ? in[2] : in[1];
+    int64_t t = q->rows, hq = (int64_t)heads, hkv = (int64_t)kv_heads, d = (int64_t)head_dim;
+    if (q->cols != hq * d || k->cols != hkv * d || v->cols % hkv)
+        return nd_fail(e, ND_EXIT_BADINPUT, "stage %s: q/k/v widths %lld/%lld/%lld do not fit %lld heads (%lld kv) of %lld", c->st->name,
+                       (long long)q->cols, (long long)k->cols, (long long)v->cols, (long long)hq, (long long)hkv, (long long)d);
+    int64_t dv = v->cols / hkv;
+    float *sinks = NULL;
+    char buf[256];
+    const char *sn = nd_attr_str(c->st, "sinks", buf, sizeof buf);
+    if (sn) {
+        const nd_tview *st = nd_run_tensor(r, 0, sn);
+        if (!st) return nd_fail(e, ND_EXIT_BADINPUT, "%s: missing tensor %s (stage %s)", nd_ckpt_dir(r->ck), sn, c->st->name);
+        sinks = malloc(sizeof(float) * (size_t)hq);
+        if (!sinks) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+        int rc = nd_tensor_host_f32(st, sinks, hq, e);
+        if (rc) { free(sinks); return rc; }
+    }
+    out[0] = nd_buf_new(r, t, hq * dv, e);
+    int rc = out[0] ? r->be->attention(r->be, q->p, k->p, v->p, t, k->rows, hq, hkv, d, dv, r->pos, r->pos,
+                                       (int64_t)window, (float)scale, sinks, out[0]->p, e) : e->code;
+    free(sinks);
+    if (!rc) rc = round_out(c, out[0], e);
+    return rc;
+}
+static int op_attention(nd_opctx *c, nd_err *e) { return run_pure(c, attention_fn, e); }
+
+/* ---- hyper-connections ---- */
+static int hc_params(nd_opctx *c, const char *prefix_attr, const char *fn_s, const char *base_s, const char *scale_s,
+                     int64_t mix, int64_t width, float **fn, float **base, float *scale_host, int64_t nscale, nd_err *e) {
+    nd_run *r = c->r;
+    char pre[200], name[256];
+    if (!nd_attr_str(c->st, prefix_attr, pre, sizeof pre))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s needs attribute '%s'", r->rc->path, c->st->def->line, c->st->def->name, prefix_attr);
+    const nd_tview *tf, *tb, *ts;
+    snprintf(name, sizeof name, "%s.%s", pre, fn_s);
+    if (!(tf = nd_run_tensor(r, 0, name))) return nd_fail(e, ND_EXIT_BADINPUT, "%s: missing tensor %s", nd_ckpt_dir(r->ck), name);
+    snprintf(name, sizeof name, "%s.%s", pre, base_s);
+    if (!(tb = nd_run_tensor(r, 0, name))) return nd_fail(e, ND_EXIT_BADINPUT, "%s: missing tensor %s", nd_ckpt_dir(r->ck), name);
+    snprintf(name, sizeof name, "%s.%s", pre, scale_s);
+    if (!(ts = nd_run_tensor(r, 0, name))) return nd_fail(e, ND_EXIT_BADINPUT, "%s: missing tensor %s", nd_ckpt_dir(r->ck), name);
+    if (tf->numel != mix * width || tb->numel != mix)
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s / %s have %lld / %lld elements, expected %lld x %lld / %lld", tf->file, tf->name, tb->name,
+                       (long long)tf->numel, (long long)tb->numel, (long long)mix, (long long)width, (long long)mix);
+    ND_TRY(nd_tensor_host_f32(ts, scale_host, nscale, e));
+    ND_TRY(nd_tensor_f32(r, tf, fn, e));
+    int rc = nd_tensor_f32(r, tb, base, e);
+    if (rc) { r->be->release(r->be, *fn); *fn = NULL; }
+    return rc;
+}
+
+static int hc_pre_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
+    nd_run *r = c->r;
+    double n, iters, eps, hc_eps;
+    ND_TRY(nd_attr_req(r, c->st, "n", &n, e));
+    ND_TRY(nd_attr_req(r, c->st, "iters", &iters, e));
+    ND_TRY(nd_attr_req(r, c->st, "eps", &eps, e));
+    ND_TRY(nd_attr_req(r, c->st, "hc_eps", &hc_eps, e));
+    nd_buf *X = in[0];
+    int64_t nn = (int64_t)n, dm = X->cols / nn, mix = (2 + nn) * nn;
+    float *fn = NULL, *base = NULL, scale[3];
+    ND_TRY(hc_params(c, "params", "fn", "base", "scale", mix, nn * dm, &fn, &base, scale, 3, e));
+    out[0] = nd_buf_new(r, X->rows, dm, e);
+    out[1] = out[0] ? nd_buf_new(r, X->rows, nn, e) : NULL;
+    out[2] = out[1] ? nd_buf_new(r, X->rows, nn * nn, e) : NULL;
+    int rc = out[2] ? r->be->hc_pre(r->be, X->p, fn, base, scale, X->rows, nn, dm, (int)iters, (float)eps, (float)hc_eps,
+                                    out[0]->p, out[1]->p, out[2]->p, e) : e->code;
+    r->be->release(r->be, fn);
+    r->be->release(r->be, base);
+    if (!rc) rc = round_out(c, out[0], e);
+    return rc;
+}
+static int op_hc_pre(nd_opctx *c, nd_err *e) { return run_pure(c, hc_pre_fn, e); }
+
+static int hc_post_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
+    nd_buf *X = in[0], *y = in[1], *post = in[2], *comb = in[3];
+    int64_t n = post->cols, dm = y->cols;
+    if (X->cols != n * dm) return nd_fail(e, ND_EXIT_BADINPUT, "stage %s: streams width %lld != %lld x %lld", c->st->name, (long long)X->cols, (long long)n, (long long)dm);
+    out[0] = nd_buf_new(c->r, X->rows, X->cols, e);
+    if (!out[0]) return e->code;
+    ND_TRY(c->r->be->hc_post(c->r->be, X->p, y->p, post->p, comb->p, X->rows, n, dm, out[0]->p, e));
+    return round_out(c, out[0], e);
+}
+static int op_hc_post(nd_opctx *c, nd_err *e) { return run_pure(c, hc_post_fn, e); }
+
+static int hc_head_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
+    nd_run *r = c->r;
+    double n, eps, hc_eps;
+    ND_TRY(nd_attr_req(r, c->st, "n", &n, e));
+    ND_TRY(nd_attr_req(r, c->st, "eps", &eps, e));
+    ND_TRY(nd_attr_req(r, c->st, "hc_eps", &hc_eps, e));
+    nd_buf *X = in[0];
+    int64_t nn = (int64_t)n, dm = X->cols / nn;
+    float *fn = NULL, *base = NULL, scale[1];
+    ND_TRY(hc_params(c, "params", "hc_fn", "hc_base", "hc_scale", nn, nn * dm, &fn, &base, scale, 1, e));
+    out[0] = nd_buf_new(r, X->rows, dm, e);
+    int rc = out[0] ? r->be->hc_head(r->be, X->p, fn, base, scale, X->rows, nn, dm, (float)eps, (float)hc_eps, out[0]->p, e) : e->code;
+    r->be->release(r->be, fn);
+    r->be->release(r->be, base);
+    if (!rc) rc = round_out(c, out[0], e);
+    return rc;
+}
+static int op_hc_head(nd_opctx *c, nd_err *e) { return run_pure(c, hc_head_fn, e); }
+
+/* ---- residual add and identity (a probe point such as `layers.L`) ---- */
+static int add_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
+    if (in[0]->n != in[1]->n) return nd_fail(e, ND_EXIT_BADINPUT, "stage %s: cannot add %lld and %lld values", c->st->name, (long long)in[0]->n, (long long)in[1]->n);
+    out[0] = nd_buf_new(c->r, in[0]->rows, in[0]->cols, e);
+    if (!out[0]) return e->code;
+    ND_TRY(c->r->be->copy(c->r->be, out[0]->p, in[0]->p, (size_t)in[0]->n * sizeof(float), e));
+    ND_TRY(c->r->be->add(c->r->be, out[0]->p, in[1]->p, in[0]->n, e));
+    return round_out(c, out[0], e);
+}
+static int op_add(nd_opctx *c, nd_err *e) { return run_pure(c, add_fn, e); }
+
+static int identity_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
+    (void)c; (void)e;
+    out[0] = nd_buf_ref(in[0]);
+    return 0;
+}
+static int op_identity(nd_opctx *c, nd_err *e) { return run_pure(c, identity_fn, e); }
+
+static const struct { const char *name; nd_op_fn fn; } ops[] = {
+    {"embedding", op_embedding}, {"hc_expand", op_hc_expand}, {"rmsnorm", op_rmsnorm}, {"rope", op_rope},
+    {"attention", op_attention}, {"hc_pre", op_hc_pre}, {"hc_post", op_hc_post}, {"hc_head", op_hc_head},
+    {"add", op_add}, {"identity", op_identity},
+    {"linear", nd_op_linear}, {"grouped_linear", nd_op_grouped_linear}, {"router", nd_op_router},
+    {"moe_experts", nd_op_moe_experts}, {"mlp", nd_op_mlp},
+};
+
+nd_op_fn nd_op_lookup(const char *name) {
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (!strcmp(ops[i].name, name)) return ops[i].fn;
+    return NULL;
+}

@@ -1,0 +1,299 @@
+/* ops_linear.c — linear modules on the two paths.
+ *
+ * reference : y = x · W^T, W dequantized exactly (e2m1 × e4m3 ÷ global) or the original weight
+ *             with --reference-checkpoint; FP32 math, output rounded to BF16.
+ * production: NVFP4 W4A4 as the serving kernels compute it: x quantized per 16-block with the
+ *             stack's multiplier (e4m3 satfinite scales, RNE e2m1 codes), the FP4×FP4 product as
+ *             (codes × block scales) GEMMs in FP32 (exact in BF16, so BF16 tensor cores change no
+ *             product), then × alpha. FP8 weight-only modules quantize activations to FP8 in
+ *             groups where the recipe says the kernel does (act_fp8_group). Dense modules: same
+ *             as the reference.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ops.h"
+#include "numerics/nd_numerics.h"
+
+double nd_buf_amax(nd_run *r, const nd_buf *b, nd_err *e) {
+    nd_cmp c;
+    if (r->be->compare(r->be, b->p, NULL, b->n, 16, &c, e)) return NAN;
+    return (c.ref_nan || c.ref_inf) ? NAN : c.ref_amax;
+}
+
+static int gemm(nd_run *r, nd_lin *l, const float *x, const float *w, float *y, int64_t t, float alpha, int exact, nd_err *e) {
+    int64_t n = l->m.out_features, k = l->m.in_features;
+    if (l->groups > 1)
+        return r->be->gemm_grouped(r->be, x, w, y, t, l->groups, n / l->groups, k, alpha, exact, e);
+    return r->be->gemm(r->be, x, w, y, t, n, k, alpha, exact, e);
+}
+
+static int64_t in_width(const nd_lin *l) { return l->m.in_features * (l->groups > 1 ? l->groups : 1); }
+
+/* What the checkpoint alone says about this module (a cause code, or ""). */
+static void static_finding(nd_lin *l) {
+    const nd_module *m = &l->m;
+    l->finding[0] = 0;
+    if (m->wfmt != ND_WF_NVFP4) return;
+    float g = m->weight_global_div, x = m->input_global_mult;
+    if (!isfinite(g) || g == 0 || (m->act_quant && (!isfinite(x) || x == 0))) { strcpy(l->finding, "nonfinite_scale"); return; }
+    if (m->weight_scale) {
+        const uint8_t *s = m->weight_scale->data;
+        for (size_t i = 0; i < m->weight_scale->nbytes; i++)
+            if ((s[i] & 0x7f) == 0x7f) { strcpy(l->finding, "nan_weight_scale"); return; }
+    }
+    for (int i = 1; i < l->n_fused; i++) {
+        float a = l->fused[0].weight_global_div, b = l->fused[i].weight_global_div;
+        if (fabsf(a - b) > 1e-6f * fmaxf(fabsf(a), fabsf(b))) { strcpy(l->finding, "fused_scale_mismatch"); return; }
+    }
+}
+
+int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char *stage_name, const char *fused_csv,
+                int groups, int act_fp8_group, nd_lin *l, nd_err *e) {
+    memset(l, 0, sizeof *l);
+    snprintf(l->canonical, sizeof l->canonical, "%s", canonical);
+    snprintf(l->stage, sizeof l->stage, "%s", stage_name);
+    l->groups = groups;
+    l->act_fp8_group = act_fp8_group;
+    l->weight_rel_l2 = l->weight_rel_l2_swap = NAN;
+    ND_TRY(nd_run_module(r, 0, canonical, &l->m, e));
+    if (groups > 1 && l->m.out_features % groups)
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s has %lld rows, not divisible into %d groups", nd_ckpt_dir(r->ck), l->m.path,
+                       (long long)l->m.out_features, groups);
+    l->fused[0] = l->m;
+    l->n_fused = 1;
+    if (fused_csv && *fused_csv) {
+        char list[512];
+        snprintf(list, sizeof list, "%s", fused_csv);
+        for (char *tok = strtok(list, ","); tok && l->n_fused < 4; tok = strtok(NULL, ",")) {
+            while (*tok == ' ') tok++;
+            char path[192];
+            nd_expand(tok, st->layer, 0, path, sizeof path);
+            if (!strcmp(path, canonical)) continue;
+            ND_TRY(nd_run_module(r, 0, path, &l->fused[l->n_fused], e));
+            l->n_fused++;
+        }
+    }
+    static_finding(l);
+    if (l->m.wfmt == ND_WF_NVFP4 && l->m.act_quant) l->prod_kind = LIN_NVFP4_W4A4;
+    else if (l->m.wfmt != ND_WF_DENSE || act_fp8_group) l->prod_kind = LIN_WEIGHT_ONLY;
+    else l->prod_kind = LIN_SAME;
+    if (r->calib_cb) {
+        /* calibration runs the reference path only */
+        ND_TRY(nd_weight_f32(r, &l->m, &l->w_ref, e));
+        return 0;
+    }
+
+    nd_stack_params(&r->stack, &l->m, l->fused, l->n_fused, stage_name, &l->pp);
+    int rc = 0;
+    if (r->ref_ck) {
+        nd_module orig;
+        rc = nd_run_module(r, 1, canonical, &orig, e);
+        if (!rc && (orig.out_features != l->m.out_features || orig.in_features != l->m.in_features))
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: %s is [%lld, %lld] in the reference checkpoint but [%lld, %lld] here",
+                         nd_ckpt_dir(r->ref_ck), orig.path, (long long)orig.out_features, (long long)orig.in_features,
+                         (long long)l->m.out_features, (long long)l->m.in_features);
+        if (!rc) rc = nd_weight_f32(r, &orig, &l->w_ref, e);
+        if (!rc && l->m.wfmt != ND_WF_DENSE) {
+            /* how far the checkpoint's weight is from the original, read as stored and with the
+             * nibbles swapped (the packing check) */
+            float *wd = NULL;
+            nd_cmp cm;
+            int64_t nk = l->m.out_features * l->m.in_features;
+            rc = nd_weight_f32(r, &l->m, &wd, e);
+            if (!rc) rc = r->be->compare(r->be, l->w_ref, wd, nk, 16, &cm, e);
+            if (!rc) l->weight_rel_l2 = cm.sum_rr > 0 ? sqrt(cm.sum_ee / cm.sum_rr) : NAN;
+            if (wd) r->be->release(r->be, wd);
+            if (!rc && (l->m.wfmt == ND_WF_NVFP4 || l->m.wfmt == ND_WF_MXFP4)) {
+                wd = NULL;
+                rc = nd_weight_swapped_f32(r, &l->m, &wd, e);
+                if (!rc) rc = r->be->compare(r->be, l->w_ref, wd, nk, 16, &cm, e);
+                if (!rc) l->weight_rel_l2_swap = cm.sum_rr > 0 ? sqrt(cm.sum_ee / cm.sum_rr) : NAN;
+                if (wd) r->be->release(r->be, wd);
+            }
+        }
+    } else {
+        rc = nd_weight_f32(r, &l->m, &l->w_ref, e);
+    }
+    if (rc) { nd_lin_close(r, l); return rc; }
+    if (l->prod_kind == LIN_NVFP4_W4A4) rc = nd_weight_codes_f32(r, &l->m, &l->w_prod, e);
+    else if (l->prod_kind == LIN_WEIGHT_ONLY && r->ref_ck) rc = nd_weight_f32(r, &l->m, &l->w_prod, e);
+    if (rc) nd_lin_close(r, l);
+    return rc;
+}
+
+void nd_lin_close(nd_run *r, nd_lin *l) {
+    if (l->w_ref) r->be->release(r->be, l->w_ref);
+    if (l->w_prod) r->be->release(r->be, l->w_prod);
+    l->w_ref = l->w_prod = NULL;
+}
+
+static int check_input(nd_run *r, const nd_lin *l, const nd_buf *x, nd_err *e) {
+    if (x->cols != in_width(l))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: stage %s gets %lld features but %s expects %lld", nd_ckpt_dir(r->ck), l->stage,
+                       (long long)x->cols, l->m.path, (long long)in_width(l));
+    return 0;
+}
+
+int nd_lin_ref(nd_run *r, nd_lin *l, const nd_buf *x, nd_buf **y, nd_err *e) {
+    ND_TRY(check_input(r, l, x, e));
+    int64_t n = l->m.out_features;
+    *y = nd_buf_new(r, x->rows, n, e);
+    if (!*y) return e->code;
+    if (r->calib_cb) r->calib_cb(r->calib_user, l->canonical, nd_buf_amax(r, x, e));
+    ND_TRY(gemm(r, l, x->p, l->w_ref, (*y)->p, x->rows, 1.0f, 0, e));
+    return r->be->round_bf16(r->be, (*y)->p, (*y)->n, e);
+}
+
+/* Quantize x with multiplier g and decode it back to (codes × block scale) values. */
+static int quant_dequant(nd_run *r, const nd_buf *x, float g, int sem, float *xq, nd_qstats *qs, nd_err *e) {
+    int64_t rows = x->rows, k = x->cols;
+    uint8_t *codes = r->be->alloc(r->be, (size_t)(rows * k / 2), e);
+    uint8_t *sf = codes ? r->be->alloc(r->be, (size_t)(rows * k / 16), e) : NULL;
+    int rc = sf ? r->be->quant_nvfp4(r->be, x->p, g, sem, rows, k, codes, sf, qs, e) : e->code;
+    if (!rc) rc = r->be->dequant_nvfp4(r->be, codes, sf, 1.0f, rows, k, xq, e);
+    if (codes) r->be->release(r->be, codes);
+    if (sf) r->be->release(r->be, sf);
+    return rc;
+}
+
+static void clear_fig(nd_row *f) {
+    memset(f, 0, sizeof *f);
+    f->worst_block = -1;
+    f->sat_frac = f->zero_block_frac = f->scale_ratio = f->weight_rel_l2 = NAN;
+    f->floor_sqnr_db = f->scale_mult = f->alpha = f->weight_rel_l2_swap = NAN;
+    f->topk_agree = f->kl_div = f->top1_agree = NAN;
+}
+
+int nd_lin_prod(nd_run *r, nd_lin *l, const nd_buf *x, double x_ref_amax, nd_buf **y, nd_row *fig, nd_err *e) {
+    ND_TRY(check_input(r, l, x, e));
+    clear_fig(fig);
+    fig->weight_rel_l2 = l->weight_rel_l2;
+    int64_t n = l->m.out_features;
+    *y = nd_buf_new(r, x->rows, n, e);
+    if (!*y) return e->code;
+    int rc = 0;
+    if (l->prod_kind == LIN_NVFP4_W4A4) {
+        float *xq = r->be->alloc(r->be, (size_t)x->n * sizeof(float), e);
+        nd_qstats qs;
+        memset(&qs, 0, sizeof qs);
+        rc = xq ? quant_dequant(r, x, l->pp.mult, r->stack.quant_sem, xq, &qs, e) : e->code;
+        if (!rc) rc = gemm(r, l, xq, l->w_prod, (*y)->p, x->rows, l->pp.alpha, 1, e);
+        if (xq) r->be->release(r->be, xq);
+        fig->sat_frac = qs.n_elems ? (double)qs.n_saturated / (double)qs.n_elems : NAN;
+        fig->zero_block_frac = qs.n_nonzero_blocks ? (double)qs.n_zero_scale / (double)qs.n_nonzero_blocks : 0.0;
+        fig->scale_mult = l->pp.mult;
+        fig->alpha = l->pp.alpha;
+        fig->scale_ratio = (x_ref_amax > 0) ? l->pp.mult / (ND_NVFP4_GLOBAL_NUM / x_ref_amax) : NAN;
+    } else if (l->prod_kind == LIN_WEIGHT_ONLY) {
+        const float *w = l->w_prod ? l->w_prod : l->w_ref;
+        const float *xin = x->p;
+        float *xq = NULL;
+        if (l->act_fp8_group) {
+            int64_t kg = l->m.in_features;
+            int grp = l->act_fp8_group < kg ? l->act_fp8_group : (int)kg;
+            xq = r->be->alloc(r->be, (size_t)x->n * sizeof(float), e);
+            rc = xq ? r->be->fake_quant_fp8(r->be, x->p, x->rows, x->cols, grp, 1, xq, e) : e->code;
+            xin = xq;
+        }
+        if (!rc) rc = gemm(r, l, xin, w, (*y)->p, x->rows, 1.0f, 0, e);
+        if (xq) r->be->release(r->be, xq);
+    } else {
+        rc = gemm(r, l, x->p, l->w_ref, (*y)->p, x->rows, 1.0f, 0, e);
+    }
+    if (!rc) rc = r->be->round_bf16(r->be, (*y)->p, (*y)->n, e);
+    return rc;
+}
+
+int nd_lin_floor(nd_run *r, nd_lin *l, const nd_buf *x, double amax, nd_buf **y, nd_err *e) {
+    *y = NULL;
+    if (l->prod_kind != LIN_NVFP4_W4A4 || !(amax > 0) || !isfinite(amax)) return 0;
+    int64_t n = l->m.out_features, k = l->m.in_features, nk = n * k;
+    float g = ND_NVFP4_GLOBAL_NUM / (float)amax, w_div = l->pp.ideal_w_div;
+    const float *wf = l->w_prod;
+    float *wq = NULL;
+    int rc = 0;
+    if (r->ref_ck || !(w_div > 0) || !isfinite(w_div)) {
+        /* the original (or the checkpoint's, when its global is unusable) quantized healthily */
+        double wa = 0;
+        nd_buf tmp = {.p = l->w_ref, .n = nk, .rows = n, .cols = k};
+        wa = nd_buf_amax(r, &tmp, e);
+        if (!(wa > 0) || !isfinite(wa)) return 0;
+        w_div = ND_NVFP4_GLOBAL_NUM / (float)wa;
+        wq = r->be->alloc(r->be, (size_t)nk * sizeof(float), e);
+        if (!wq) return e->code;
+        rc = quant_dequant(r, &tmp, w_div, ND_QSEM_CT, wq, NULL, e);
+        wf = wq;
+    }
+    float *xq = rc ? NULL : r->be->alloc(r->be, (size_t)x->n * sizeof(float), e);
+    if (!rc && !xq) rc = e->code;
+    if (!rc) rc = quant_dequant(r, x, g, ND_QSEM_KERNEL, xq, NULL, e);
+    if (!rc) *y = nd_buf_new(r, x->rows, n, e);
+    if (!rc && !*y) rc = e->code;
+    if (!rc) rc = gemm(r, l, xq, wf, (*y)->p, x->rows, 1.0f / (g * w_div), 1, e);
+    if (!rc) rc = r->be->round_bf16(r->be, (*y)->p, (*y)->n, e);
+    if (xq) r->be->release(r->be, xq);
+    if (wq) r->be->release(r->be, wq);
+    if (rc && *y) { nd_buf_put(r, *y); *y = NULL; }
+    return rc;
+}
+
+static double sqnr_of(nd_run *r, const nd_buf *ref, const nd_buf *x, nd_err *e) {
+    nd_cmp c;
+    if (r->be->compare(r->be, ref->p, x->p, ref->n, 16, &c, e)) return NAN;
+    if (c.sum_ee <= 0) return INFINITY;
+    return 10.0 * log10(c.sum_rr / c.sum_ee);
+}
+
+int nd_lin_stage(nd_run *r, const nd_stage *st, nd_lin *l, const nd_buf *x_ref, const nd_buf *y_ref, const nd_buf *x_chain,
+                 int want_iso, int want_chain, nd_buf **y_iso, nd_buf **y_chain, nd_err *e) {
+    *y_iso = *y_chain = NULL;
+    if (r->calib_cb) return 0;
+    nd_cmp xs;
+    ND_TRY(r->be->compare(r->be, x_ref->p, NULL, x_ref->n, 16, &xs, e));
+    double amax = (xs.ref_nan || xs.ref_inf) ? NAN : xs.ref_amax;
+    int quantized = l->prod_kind != LIN_SAME;
+    nd_row fig;
+    if (want_iso) {
+        if (l->prod_kind == LIN_SAME && !r->ref_ck) *y_iso = nd_buf_ref((nd_buf *)y_ref), clear_fig(&fig);
+        else ND_TRY(nd_lin_prod(r, l, x_ref, amax, y_iso, &fig, e));
+        nd_buf *yf = NULL;
+        ND_TRY(nd_lin_floor(r, l, x_ref, amax, &yf, e));
+        if (yf) { fig.floor_sqnr_db = sqnr_of(r, y_ref, yf, e); nd_buf_put(r, yf); }
+        fig.weight_rel_l2 = l->weight_rel_l2;
+        fig.weight_rel_l2_swap = l->weight_rel_l2_swap;
+        fig.in_nonfinite = xs.ref_nan + xs.ref_inf;
+        snprintf(fig.finding, sizeof fig.finding, "%s", l->finding);
+        ND_TRY(nd_emit_row(r, st, l->stage, "linear", ND_MODE_ISOLATED, y_ref, *y_iso, &fig, quantized, e));
+    }
+    if (want_chain) {
+        ND_TRY(nd_lin_prod(r, l, x_chain, amax, y_chain, &fig, e));
+        fig.weight_rel_l2_swap = l->weight_rel_l2_swap;
+        nd_cmp cs;
+        ND_TRY(r->be->compare(r->be, x_chain->p, NULL, x_chain->n, 16, &cs, e));
+        fig.in_nonfinite = cs.ref_nan + cs.ref_inf;
+        snprintf(fig.finding, sizeof fig.finding, "%s", l->finding);
+        ND_TRY(nd_emit_row(r, st, l->stage, "linear", ND_MODE_CHAINED, y_ref, *y_chain, &fig, quantized, e));
+    }
+    return 0;
+}
+
+/* ---- the stage ops ---- */
+static int lin_op(nd_opctx *c, int grouped, nd_err *e) {
+    nd_run *r = c->r;
+    char fused[512];
+    double groups = 1, fp8g = 0;
+    if (grouped) ND_TRY(nd_attr_req(r, c->st, "groups", &groups, e));
+    ND_TRY(nd_attr_num(r, c->st, "act_fp8_group", 0, &fp8g, e));
+    const char *fz = nd_attr_str(c->st, "fused", fused, sizeof fused);
+    nd_lin l;
+    ND_TRY(nd_lin_open(r, c->st, c->st->module, c->st->name, fz, (int)groups, (int)fp8g, &l, e));
+    int rc = nd_lin_ref(r, &l, c->in_ref[0], &c->out_ref[0], e);
+    if (!rc) rc = nd_lin_stage(r, c->st, &l, c->in_ref[0], c->out_ref[0], c->want_chain ? c->in_chain[0] : NULL,
+                               c->want_iso, c->want_chain, &c->out_iso[0], &c->out_chain[0], e);
+    nd_lin_close(r, &l);
+    c->quantized = -1; /* rows already emitted */
+    return rc;
+}
+int nd_op_linear(nd_opctx *c, nd_err *e) { return lin_op(c, 0, e); }
+int nd_op_grouped_linear(nd_opctx *c, nd_err *e) { return lin_op(c, 1, e); }

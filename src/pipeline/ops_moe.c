@@ -1,0 +1,277 @@
+/* ops_moe.c — router, routed experts and SwiGLU MLPs (shared experts, dense MLPs).
+ *
+ * Every projection of an expert is a stage of its own (layers.L.mlp.experts.E.gate_proj, ...),
+ * compared on the tokens the reference router sent to that expert; the combined output
+ * (layers.L.mlp.experts) uses each path's own routing. Experts no token picked on either path
+ * are never loaded. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ops.h"
+#include "numerics/nd_numerics.h"
+
+static int score_func_of(const char *s) {
+    if (!s || !strcmp(s, "softmax")) return ND_SCORE_SOFTMAX;
+    if (!strcmp(s, "sigmoid")) return ND_SCORE_SIGMOID;
+    if (!strcmp(s, "sqrtsoftplus")) return ND_SCORE_SQRTSOFTPLUS;
+    return -1;
+}
+
+typedef struct router_ctx {
+    nd_router_cfg cfg;
+    float *w_gate;          /* [E, D] FP32 on the backend */
+    float *bias;            /* [E] on the backend or NULL */
+    const nd_tview *hash;   /* tid2eid [V, k] I32 or NULL */
+} router_ctx;
+
+/* logits, picks and weights for one path's input */
+static int route(nd_opctx *c, router_ctx *rx, const nd_buf *b, nd_buf **out, nd_err *e) {
+    nd_run *r = c->r;
+    int64_t t = b->rows, E = rx->cfg.n_experts, k = rx->cfg.top_k;
+    nd_buf *o = nd_buf_new(r, t, E, e);
+    if (!o) return e->code;
+    *out = o;
+    o->k = (int)k;
+    o->idx = malloc(sizeof(int32_t) * (size_t)(t * k));
+    o->w = malloc(sizeof(float) * (size_t)(t * k));
+    o->logits_host = malloc(sizeof(float) * (size_t)(t * E));
+    if (!o->idx || !o->w || !o->logits_host) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    ND_TRY(r->be->gemm(r->be, b->p, rx->w_gate, o->p, t, E, b->cols, 1.0f, 0, e));
+    ND_TRY(r->be->download(r->be, o->logits_host, o->p, sizeof(float) * (size_t)(t * E), e));
+    if (!rx->hash) return r->be->router_topk(r->be, o->p, rx->bias, t, &rx->cfg, o->idx, o->w, e);
+    /* hash routing: experts from the token id, weights from the scores of those experts */
+    for (int64_t i = 0; i < t; i++) {
+        int64_t id = r->tokens[i];
+        if (id < 0 || id >= rx->hash->shape[0]) return nd_fail(e, ND_EXIT_BADINPUT, "token %lld outside tid2eid", (long long)id);
+        const int32_t *row = (const int32_t *)rx->hash->data + id * rx->hash->shape[1];
+        const float *lg = o->logits_host + i * E;
+        float mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < E; j++) mx = fmaxf(mx, lg[j]);
+        float denom = 0;
+        if (rx->cfg.score_func == ND_SCORE_SOFTMAX)
+            for (int64_t j = 0; j < E; j++) denom += nd_router_score(lg[j], 0, mx);
+        for (int64_t s = 0; s < k; s++) {
+            int32_t ex = row[s];
+            if (ex < 0 || ex >= E) return nd_fail(e, ND_EXIT_BADINPUT, "%s: tid2eid names expert %d of %lld", rx->hash->file, ex, (long long)E);
+            float sc = nd_router_score(lg[ex], rx->cfg.score_func, mx);
+            if (rx->cfg.score_func == ND_SCORE_SOFTMAX) sc /= denom;
+            o->idx[i * k + s] = ex;
+            o->w[i * k + s] = sc;
+            sum += sc;
+        }
+        for (int64_t s = 0; s < k; s++) {
+            if (rx->cfg.norm_topk) o->w[i * k + s] /= (sum + 1e-20f);
+            o->w[i * k + s] *= rx->cfg.scaling;
+        }
+    }
+    return 0;
+}
+
+static double topk_agreement(const nd_buf *a, const nd_buf *b) {
+    int64_t hit = 0, k = a->k;
+    for (int64_t i = 0; i < a->rows; i++)
+        for (int64_t s = 0; s < k; s++)
+            for (int64_t u = 0; u < k; u++)
+                if (a->idx[i * k + s] == b->idx[i * k + u]) { hit++; break; }
+    return a->rows ? (double)hit / (double)(a->rows * k) : NAN;
+}
+
+int nd_op_router(nd_opctx *c, nd_err *e) {
+    nd_run *r = c->r;
+    router_ctx rx;
+    memset(&rx, 0, sizeof rx);
+    double E, k, ng, tg, norm, scal;
+    char buf[256];
+    ND_TRY(nd_attr_req(r, c->st, "experts", &E, e));
+    ND_TRY(nd_attr_req(r, c->st, "top_k", &k, e));
+    ND_TRY(nd_attr_num(r, c->st, "n_group", 0, &ng, e));
+    ND_TRY(nd_attr_num(r, c->st, "topk_group", 0, &tg, e));
+    ND_TRY(nd_attr_num(r, c->st, "norm", 1, &norm, e));
+    ND_TRY(nd_attr_num(r, c->st, "scaling", 1, &scal, e));
+    const char *sf = nd_stage_attr(c->st->def, "score");
+    if (sf && sf[0] == '$') sf = nd_cfg_string(r->cfg, sf + 1);
+    rx.cfg = (nd_router_cfg){(int)E, (int)k, score_func_of(sf), (int)ng, (int)tg, (int)norm, (float)scal};
+    if (rx.cfg.score_func < 0) return nd_fail(e, ND_EXIT_BADINPUT, "%s: unknown scoring function '%s' (softmax, sigmoid, sqrtsoftplus)", nd_ckpt_dir(r->ck), sf);
+    const char *wn = nd_attr_str(c->st, "weight", buf, sizeof buf);
+    const nd_tview *wt = wn ? nd_run_tensor(r, 0, wn) : NULL;
+    if (!wt) return nd_fail(e, ND_EXIT_BADINPUT, "%s: missing router weight %s", nd_ckpt_dir(r->ck), wn ? wn : "(attribute weight)");
+    if (wt->ndim != 2 || wt->shape[0] != (int64_t)E || wt->shape[1] != c->in_ref[0]->cols)
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: router weight %s must be [%lld, %lld]", wt->file, wt->name, (long long)E, (long long)c->in_ref[0]->cols);
+    const char *hn = nd_attr_str(c->st, "hash", buf, sizeof buf);
+    rx.hash = hn ? nd_run_tensor(r, 0, hn) : NULL;
+    if (rx.hash && (rx.hash->dtype != ND_DT_I32 || rx.hash->ndim != 2 || rx.hash->shape[1] != (int64_t)k))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s must be I32 [vocab, %d]", rx.hash->file, rx.hash->name, (int)k);
+    ND_TRY(nd_tensor_f32(r, wt, &rx.w_gate, e));
+    int rc = 0;
+    const char *bn = nd_attr_str(c->st, "bias", buf, sizeof buf);
+    const nd_tview *bt = bn && !rx.hash ? nd_run_tensor(r, 0, bn) : NULL;
+    if (bt) rc = bt->numel == (int64_t)E ? nd_tensor_f32(r, bt, &rx.bias, e)
+                                         : nd_fail(e, ND_EXIT_BADINPUT, "%s: %s must have %d elements", bt->file, bt->name, (int)E);
+    if (!rc) rc = route(c, &rx, c->in_ref[0], &c->out_ref[0], e);
+    if (!rc) c->out_iso[0] = nd_buf_ref(c->out_ref[0]);
+    if (!rc && c->want_chain) rc = route(c, &rx, c->in_chain[0], &c->out_chain[0], e);
+    if (!rc && r->tw && c->want_chain) {
+        rc = nd_trace_put_routing(r->tw, c->st->name, "ref", c->out_ref[0]->idx, c->out_ref[0]->rows, c->out_ref[0]->k, e);
+        if (!rc) rc = nd_trace_put_routing(r->tw, c->st->name, "prod", c->out_chain[0]->idx, c->out_chain[0]->rows, c->out_chain[0]->k, e);
+    }
+    if (!rc && c->want_chain) c->extra_chain.topk_agree = topk_agreement(c->out_ref[0], c->out_chain[0]);
+    c->extra_iso.topk_agree = 1.0;
+    r->be->release(r->be, rx.w_gate);
+    if (rx.bias) r->be->release(r->be, rx.bias);
+    return rc;
+}
+
+/* ---- one SwiGLU MLP (expert or shared/dense) on a set of token rows ---- */
+typedef struct mlp_io {
+    nd_buf *x_ref, *x_chain;   /* gathered inputs (chain may be NULL) */
+    nd_buf *o_ref, *o_iso, *o_chain;
+} mlp_io;
+
+static int swiglu(nd_run *r, const nd_buf *g, const nd_buf *v, float limit, nd_buf **h, nd_err *e) {
+    *h = nd_buf_new(r, g->rows, g->cols, e);
+    if (!*h) return e->code;
+    ND_TRY(r->be->swiglu(r->be, g->p, v->p, g->n, limit, (*h)->p, e));
+    return r->be->round_bf16(r->be, (*h)->p, (*h)->n, e);
+}
+
+static void put_all(nd_run *r, nd_buf **b, int n) { for (int i = 0; i < n; i++) { nd_buf_put(r, b[i]); b[i] = NULL; } }
+
+/* prefix: canonical module prefix (".gate_proj" etc. appended); stage_prefix likewise. */
+static int mlp_run(nd_opctx *c, const char *prefix, const char *stage_prefix, float limit, mlp_io *io, nd_err *e) {
+    nd_run *r = c->r;
+    const char *proj[3] = {"gate_proj", "up_proj", "down_proj"};
+    nd_lin l[3];
+    char mod[3][192], stg[3][ND_NAME_LEN], fused[400];
+    int opened = 0, rc = 0;
+    for (int i = 0; i < 3; i++) {
+        snprintf(mod[i], sizeof mod[i], "%s.%s", prefix, proj[i]);
+        snprintf(stg[i], sizeof stg[i], "%s.%s", stage_prefix, proj[i]);
+    }
+    snprintf(fused, sizeof fused, "%s,%s", mod[0], mod[1]);
+    for (; opened < 3 && !rc; opened++)
+        rc = nd_lin_open(r, c->st, mod[opened], stg[opened], opened < 2 ? fused : NULL, 1, 0, &l[opened], e);
+    if (rc) { opened--; goto done; }
+    nd_buf *t[16] = {0};
+    /* reference: g, v, h, o */
+    if ((rc = nd_lin_ref(r, &l[0], io->x_ref, &t[0], e))) goto done;
+    if ((rc = nd_lin_ref(r, &l[1], io->x_ref, &t[1], e))) goto done;
+    if ((rc = swiglu(r, t[0], t[1], limit, &t[2], e))) goto done;
+    if ((rc = nd_lin_ref(r, &l[2], t[2], &io->o_ref, e))) goto done;
+    if (r->calib_cb) goto done;
+    /* per-projection rows (isolated: each projection on its reference input) */
+    int wi = c->want_iso, wc = c->want_chain && io->x_chain;
+    if ((rc = nd_lin_stage(r, c->st, &l[0], io->x_ref, t[0], io->x_chain, wi, wc, &t[3], &t[4], e))) goto done;
+    if ((rc = nd_lin_stage(r, c->st, &l[1], io->x_ref, t[1], io->x_chain, wi, wc, &t[5], &t[6], e))) goto done;
+    if (wc && (rc = swiglu(r, t[4], t[6], limit, &t[7], e))) goto done;
+    if ((rc = nd_lin_stage(r, c->st, &l[2], t[2], io->o_ref, wc ? t[7] : NULL, wi, wc, &t[8], &io->o_chain, e))) goto done;
+    if (wi) {
+        /* the block in isolated mode: production projections chained inside the MLP */
+        nd_row fig;
+        double amax = nd_buf_amax(r, t[2], e);
+        if ((rc = swiglu(r, t[3], t[5], limit, &t[9], e))) goto done;
+        if ((rc = nd_lin_prod(r, &l[2], t[9], amax, &io->o_iso, &fig, e))) goto done;
+    }
+done:
+    for (int i = 0; i < 16; i++) nd_buf_put(r, t[i]);
+    for (int i = 0; i < opened; i++) nd_lin_close(r, &l[i]);
+    return rc;
+}
+
+static int gather(nd_run *r, const nd_buf *x, const int32_t *rows, int64_t nr, nd_buf **out, nd_err *e) {
+    *out = nd_buf_new(r, nr, x->cols, e);
+    if (!*out) return e->code;
+    return r->be->gather_rows(r->be, x->p, rows, nr, x->cols, (*out)->p, e);
+}
+
+int nd_op_mlp(nd_opctx *c, nd_err *e) {
+    nd_run *r = c->r;
+    double limit;
+    ND_TRY(nd_attr_num(r, c->st, "limit", 0, &limit, e));
+    mlp_io io = {.x_ref = c->in_ref[0], .x_chain = c->want_chain ? c->in_chain[0] : NULL};
+    int rc = mlp_run(c, c->st->module, c->st->name, (float)limit, &io, e);
+    c->out_ref[0] = io.o_ref;
+    c->out_iso[0] = io.o_iso;
+    c->out_chain[0] = io.o_chain;
+    c->quantized = 1;
+    return rc;
+}
+
+/* tokens (and weights) a routing sends to expert ex */
+static int64_t tokens_of(const nd_buf *rt, int ex, int32_t *rows, float *w) {
+    int64_t n = 0;
+    for (int64_t i = 0; i < rt->rows; i++)
+        for (int s = 0; s < rt->k; s++)
+            if (rt->idx[i * rt->k + s] == ex) { rows[n] = (int32_t)i; w[n] = rt->w[i * rt->k + s]; n++; }
+    return n;
+}
+
+int nd_op_moe_experts(nd_opctx *c, nd_err *e) {
+    nd_run *r = c->r;
+    double limit, E;
+    ND_TRY(nd_attr_num(r, c->st, "limit", 0, &limit, e));
+    ND_TRY(nd_attr_req(r, c->st, "experts", &E, e));
+    nd_buf *x_ref = c->in_ref[0], *rt_ref = c->in_ref[1];
+    nd_buf *x_ch = c->want_chain ? c->in_chain[0] : NULL, *rt_ch = c->want_chain ? c->in_chain[1] : NULL;
+    if (!rt_ref->idx) return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s: second input must be a router output", r->rc->path, c->st->def->line, c->st->def->name);
+    int64_t t = x_ref->rows, d = x_ref->cols;
+    nd_buf *y[3] = {nd_buf_new(r, t, d, e), c->want_iso ? nd_buf_new(r, t, d, e) : NULL, x_ch ? nd_buf_new(r, t, d, e) : NULL};
+    int32_t *rows = malloc(sizeof(int32_t) * (size_t)t * 2);
+    float *w = malloc(sizeof(float) * (size_t)t * 2);
+    int rc = (!y[0] || (c->want_iso && !y[1]) || (x_ch && !y[2]) || !rows || !w) ? nd_fail(e, ND_EXIT_INTERNAL, "out of memory") : 0;
+    for (int i = 0; i < 3 && !rc; i++)
+        if (y[i]) {
+            float *zero = calloc((size_t)(t * d), sizeof(float));
+            rc = zero ? r->be->upload(r->be, y[i]->p, zero, sizeof(float) * (size_t)(t * d), e) : nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+            free(zero);
+        }
+    char prefix[192], stage_prefix[ND_NAME_LEN];
+    for (int ex = 0; ex < (int)E && !rc; ex++) {
+        int64_t nr = tokens_of(rt_ref, ex, rows, w);
+        int64_t nc = rt_ch ? tokens_of(rt_ch, ex, rows + t, w + t) : 0;
+        if (!nr && !nc) continue; /* never loaded */
+        nd_expand(c->st->module, c->st->layer, ex, prefix, sizeof prefix);
+        snprintf(stage_prefix, sizeof stage_prefix, "%s", prefix + (strncmp(prefix, "model.", 6) ? 0 : 6));
+        mlp_io io = {0};
+        nd_buf *xc_same = NULL;
+        if (nr) {
+            rc = gather(r, x_ref, rows, nr, &io.x_ref, e);
+            if (!rc && x_ch) rc = gather(r, x_ch, rows, nr, &xc_same, e);
+            io.x_chain = xc_same;
+            if (!rc) rc = mlp_run(c, prefix, stage_prefix, (float)limit, &io, e);
+            if (!rc) rc = r->be->scatter_add_rows(r->be, y[0]->p, io.o_ref->p, rows, w, nr, d, e);
+            if (!rc && y[1]) rc = r->be->scatter_add_rows(r->be, y[1]->p, io.o_iso->p, rows, w, nr, d, e);
+        }
+        /* the chained block output follows the production routing */
+        int same = nr == nc && !memcmp(rows, rows + t, sizeof(int32_t) * (size_t)nr);
+        if (!rc && y[2] && nc) {
+            if (same && io.o_chain) rc = r->be->scatter_add_rows(r->be, y[2]->p, io.o_chain->p, rows + t, w + t, nc, d, e);
+            else {
+                /* production-only token set: run the expert without emitting rows */
+                nd_buf *xg = NULL;
+                mlp_io pio = {0};
+                rc = gather(r, x_ch, rows + t, nc, &xg, e);
+                pio.x_ref = xg;
+                int saved_iso = c->want_iso, saved_chain = c->want_chain;
+                c->want_iso = 1; c->want_chain = 0;
+                r->silent++; /* rows of this internal run are not reported */
+                if (!rc) rc = mlp_run(c, prefix, stage_prefix, (float)limit, &pio, e);
+                r->silent--;
+                c->want_iso = saved_iso; c->want_chain = saved_chain;
+                if (!rc) rc = r->be->scatter_add_rows(r->be, y[2]->p, pio.o_iso->p, rows + t, w + t, nc, d, e);
+                nd_buf_put(r, xg);
+                nd_buf_put(r, pio.o_ref); nd_buf_put(r, pio.o_iso); nd_buf_put(r, pio.o_chain);
+            }
+        }
+        nd_buf_put(r, io.x_ref); nd_buf_put(r, xc_same);
+        nd_buf_put(r, io.o_ref); nd_buf_put(r, io.o_iso); nd_buf_put(r, io.o_chain);
+    }
+    free(rows);
+    free(w);
+    for (int i = 0; i < 3 && !rc; i++) if (y[i]) rc = r->be->round_bf16(r->be, y[i]->p, y[i]->n, e);
+    if (rc) { put_all(r, y, 3); return rc; }
+    c->out_ref[0] = y[0];
+    c->out_iso[0] = y[1];
+    c->out_chain[0] = y[2];
+    c->quantized = 1;
+    return 0;
+}

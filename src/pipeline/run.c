@@ -1,0 +1,304 @@
+/* run.c — the stage loop: prologue, layers, epilogue; each stage on the reference path, the
+ * isolated production path (reference inputs) and the chained production path (production
+ * inputs), one probe row per stage and mode, flushed to the trace as it is produced. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "run.h"
+#include "pipeline.h"
+#include "probes.h"
+#include "diagnose/diagnose.h"
+#include "nd_config.h"
+
+static void row_init(nd_row *f) {
+    memset(f, 0, sizeof *f);
+    f->sat_frac = f->zero_block_frac = f->scale_ratio = f->weight_rel_l2 = NAN;
+    f->floor_sqnr_db = f->scale_mult = f->alpha = f->weight_rel_l2_swap = NAN;
+    f->topk_agree = f->kl_div = f->top1_agree = f->worst_block_rel = NAN;
+    f->worst_block = -1;
+}
+
+static int64_t nonfinite_of(nd_run *r, const nd_buf *b, nd_err *e) {
+    nd_cmp c;
+    if (!b || r->be->compare(r->be, b->p, NULL, b->n, 16, &c, e)) return 0;
+    return c.ref_nan + c.ref_inf;
+}
+
+int nd_emit_row(nd_run *r, const nd_stage *st, const char *name, const char *op, int mode, const nd_buf *ref,
+                const nd_buf *prod, const nd_row *extra, int quantized, nd_err *e) {
+    if (r->silent || r->calib_cb) return 0;
+    nd_row row;
+    if (extra) row = *extra; else row_init(&row);
+    nd_cmp c;
+    if (ref->n != prod->n)
+        return nd_fail(e, ND_EXIT_INTERNAL, "stage %s: reference and production outputs differ in size (%lld vs %lld)", name,
+                       (long long)ref->n, (long long)prod->n);
+    ND_TRY(r->be->compare(r->be, ref->p, prod->p, ref->n, 16, &c, e));
+    nd_probe_fill(&row, &c);
+    row.index = r->next_index++;
+    row.layer = st->layer;
+    snprintf(row.name, sizeof row.name, "%s", name);
+    snprintf(row.op, sizeof row.op, "%s", op);
+    snprintf(row.mode, sizeof row.mode, "%s", mode == ND_MODE_ISOLATED ? "isolated" : "chained");
+    row.quantized = (uint8_t)(quantized > 0);
+    nd_diagnose_row(&row, &r->rc->th);
+    if (r->nrows == r->cap_rows) {
+        int64_t cap = r->cap_rows ? r->cap_rows * 2 : 256;
+        nd_row *nr = realloc(r->rows, sizeof *nr * (size_t)cap);
+        if (!nr) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+        r->rows = nr;
+        r->cap_rows = cap;
+    }
+    r->rows[r->nrows++] = row;
+    if (r->tw) {
+        ND_TRY(nd_trace_append(r->tw, &row, e));
+        if (r->dump_tensors) {
+            float *h = malloc(sizeof(float) * (size_t)ref->n);
+            if (!h) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+            int64_t shape[2] = {ref->rows, ref->cols};
+            char stage[ND_NAME_LEN + 16];
+            snprintf(stage, sizeof stage, "%s@%s", name, row.mode);
+            int rc = r->be->download(r->be, h, ref->p, sizeof(float) * (size_t)ref->n, e);
+            if (!rc && mode == ND_MODE_ISOLATED) rc = nd_trace_put_tensor(r->tw, name, "ref", h, 2, shape, e);
+            if (!rc) rc = r->be->download(r->be, h, prod->p, sizeof(float) * (size_t)prod->n, e);
+            if (!rc) rc = nd_trace_put_tensor(r->tw, stage, "prod", h, 2, shape, e);
+            free(h);
+            ND_TRY(rc);
+        }
+    }
+    return 0;
+}
+
+static int head_logits(nd_run *r, const nd_buf *ref, const nd_buf *prod, nd_row *f, nd_err *e) {
+    float *a = malloc(sizeof(float) * (size_t)ref->n), *b = malloc(sizeof(float) * (size_t)ref->n);
+    int rc = (!a || !b) ? nd_fail(e, ND_EXIT_INTERNAL, "out of memory") : 0;
+    if (!rc) rc = r->be->download(r->be, a, ref->p, sizeof(float) * (size_t)ref->n, e);
+    if (!rc) rc = r->be->download(r->be, b, prod->p, sizeof(float) * (size_t)prod->n, e);
+    if (!rc) nd_probe_logits(a, b, ref->rows, ref->cols, &f->kl_div, &f->top1_agree);
+    free(a);
+    free(b);
+    return rc;
+}
+
+static int run_stage(nd_run *r, const nd_stage_def *def, int layer, int modes, nd_err *e) {
+    nd_stage st = {.def = def, .layer = layer};
+    nd_expand(def->name, layer, 0, st.name, sizeof st.name);
+    /* the module template keeps {E} for experts; only {L} is resolved here */
+    {
+        char tmp[192];
+        size_t o = 0;
+        for (const char *t = def->module; *t && o + 12 < sizeof tmp;) {
+            if (t[0] == '{' && t[1] == 'L' && t[2] == '}') { o += (size_t)snprintf(tmp + o, sizeof tmp - o, "%d", layer); t += 3; }
+            else tmp[o++] = *t++;
+        }
+        tmp[o] = 0;
+        memcpy(st.module, tmp, o + 1);
+    }
+    char nm[256];
+    if (def->when_has[0]) { nd_expand(def->when_has, layer, 0, nm, sizeof nm); if (!nd_run_tensor(r, 0, nm)) return 0; }
+    if (def->when_missing[0]) { nd_expand(def->when_missing, layer, 0, nm, sizeof nm); if (nd_run_tensor(r, 0, nm)) return 0; }
+    nd_op_fn fn = nd_op_lookup(def->op);
+    if (!fn) return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: unknown op '%s'", r->rc->path, def->line, def->op);
+    nd_opctx c;
+    memset(&c, 0, sizeof c);
+    c.r = r;
+    c.st = &st;
+    c.n_in = def->n_in;
+    c.n_out = def->n_out;
+    c.want_iso = (modes & ND_MODE_ISOLATED) != 0;
+    c.want_chain = (modes & ND_MODE_CHAINED) != 0;
+    row_init(&c.extra_iso);
+    row_init(&c.extra_chain);
+    for (int i = 0; i < def->n_in; i++) {
+        c.in_ref[i] = nd_env_get(&r->env_ref, def->in[i]);
+        c.in_chain[i] = nd_env_get(&r->env_chain, def->in[i]);
+        if (!c.in_ref[i] || (c.want_chain && !c.in_chain[i]))
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s reads '%s', which no earlier stage wrote", r->rc->path, def->line, def->name, def->in[i]);
+    }
+    int rc = fn(&c, e);
+    if (!rc && c.quantized != -1 && !r->calib_cb && c.out_ref[0]) {
+        char lg[8];
+        int logits = nd_attr_str(&st, "logits", lg, sizeof lg) && lg[0] == '1';
+        if (c.want_iso && c.out_iso[0]) {
+            c.extra_iso.in_nonfinite = c.n_in ? nonfinite_of(r, c.in_ref[0], e) : 0;
+            if (logits) rc = head_logits(r, c.out_ref[0], c.out_iso[0], &c.extra_iso, e);
+            if (!rc) rc = nd_emit_row(r, &st, st.name, def->op, ND_MODE_ISOLATED, c.out_ref[0], c.out_iso[0], &c.extra_iso, c.quantized, e);
+        }
+        if (!rc && c.want_chain && c.out_chain[0]) {
+            c.extra_chain.in_nonfinite = c.n_in ? nonfinite_of(r, c.in_chain[0], e) : 0;
+            if (logits) rc = head_logits(r, c.out_ref[0], c.out_chain[0], &c.extra_chain, e);
+            if (!rc) rc = nd_emit_row(r, &st, st.name, def->op, ND_MODE_CHAINED, c.out_ref[0], c.out_chain[0], &c.extra_chain, c.quantized, e);
+        }
+    }
+    if (!rc) {
+        for (int i = 0; i < def->n_out; i++) {
+            if (c.out_ref[i]) nd_env_set(r, &r->env_ref, def->out[i], c.out_ref[i]);
+            /* a chained path that is not replayed follows the reference (layers before --layers) */
+            nd_buf *ch = c.want_chain ? c.out_chain[i] : c.out_ref[i];
+            if (ch) nd_env_set(r, &r->env_chain, def->out[i], ch);
+        }
+    }
+    for (int i = 0; i < ND_RECIPE_MAX_IO; i++) {
+        nd_buf_put(r, c.out_ref[i]);
+        nd_buf_put(r, c.out_iso[i]);
+        nd_buf_put(r, c.out_chain[i]);
+    }
+    if (rc) return nd_wrap(e, "stage %s", st.name);
+    return 0;
+}
+
+static void progress(nd_run *r, const char *what, int i, int n) {
+    if (!r->progress) return;
+    int w = 30, f = n ? i * w / n : w;
+    fprintf(stderr, "\r%-10s [%.*s%*s] %d/%d", what, f, "##############################", w - f, "", i, n);
+    if (i == n) fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static int run_all(nd_run *r, nd_err *e) {
+    int nl = (int)r->cfg->num_hidden_layers;
+    int hi = r->layer_hi < 0 || r->layer_hi >= nl ? nl - 1 : r->layer_hi;
+    for (int i = 0; i < r->rc->n_prologue; i++) ND_TRY(run_stage(r, &r->rc->prologue[i], -1, r->modes, e));
+    for (int L = 0; L <= hi; L++) {
+        /* layers before the first replayed one run on the reference path only, unreported, so
+         * that the replayed layers get their true inputs */
+        int before = L < r->layer_lo;
+        if (before) r->silent++;
+        for (int i = 0; i < r->rc->n_layer; i++) {
+            int rc = run_stage(r, &r->rc->layer[i], L, before ? 0 : r->modes, e);
+            if (rc) { if (before) r->silent--; return rc; }
+        }
+        if (before) r->silent--;
+        progress(r, "layers", L + 1, hi + 1);
+    }
+    if (hi == nl - 1)
+        for (int i = 0; i < r->rc->n_epilogue; i++) ND_TRY(run_stage(r, &r->rc->epilogue[i], -1, r->modes, e));
+    return 0;
+}
+
+static const nd_naming *pick_naming(const nd_recipe *rc, const nd_ckpt *ck) {
+    for (int i = 0; i < rc->n_namings; i++)
+        if (rc->namings[i].detect[0] && nd_ckpt_find(ck, rc->namings[i].detect)) return &rc->namings[i];
+    return NULL;
+}
+
+static int open_backend(const char *name, int device, nd_backend **be, nd_err *e) {
+    if (!name || !strcmp(name, "auto")) {
+        if (nd_backend_cuda_available() && !nd_backend_cuda_create(be, device, e)) return 0;
+        return nd_backend_cpu_create(be, e);
+    }
+    if (!strcmp(name, "cpu")) return nd_backend_cpu_create(be, e);
+    if (!strcmp(name, "cuda")) return nd_backend_cuda_create(be, device, e);
+    return nd_fail(e, ND_EXIT_BADINPUT, "--backend %s: expected auto, cpu or cuda", name);
+}
+
+static void run_close(nd_run *r) {
+    nd_env_clear(r, &r->env_ref);
+    nd_env_clear(r, &r->env_chain);
+    if (r->rc) nd_recipe_free(r->rc);
+    if (r->ck) nd_ckpt_close(r->ck);
+    if (r->ref_ck) nd_ckpt_close(r->ref_ck);
+    if (r->be) r->be->destroy(r->be);
+    free(r->pos);
+    free(r->rows);
+    free(r->own_tokens);
+}
+
+/* SPEC §2: a fixed built-in list of 16 ids, each taken modulo the vocabulary size. */
+static const int64_t default_tokens[16] = {0, 1, 100, 2000, 30000, 128000, 7, 42, 999, 12345, 64, 5, 77777, 256, 31, 9};
+
+static int run_open(nd_run *r, const char *ckpt_dir, const char *recipe, const char *backend, int device,
+                    const int64_t *tokens, int64_t ntok, nd_err *e) {
+    ND_TRY(nd_ckpt_open(ckpt_dir, &r->ck, e));
+    r->cfg = nd_ckpt_config(r->ck);
+    if (recipe) ND_TRY(nd_recipe_load(recipe, &r->rc, e));
+    else ND_TRY(nd_recipe_for_model_type(r->cfg->model_type, &r->rc, e));
+    r->naming = pick_naming(r->rc, r->ck);
+    ND_TRY(open_backend(backend, device, &r->be, e));
+    if (!tokens || !ntok) {
+        r->own_tokens = malloc(sizeof default_tokens);
+        if (!r->own_tokens) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+        for (int i = 0; i < 16; i++) r->own_tokens[i] = r->cfg->vocab_size > 0 ? default_tokens[i] % r->cfg->vocab_size : default_tokens[i];
+        tokens = r->own_tokens;
+        ntok = 16;
+    }
+    r->t = ntok;
+    r->tokens = (int64_t *)tokens;
+    r->pos = malloc(sizeof(int32_t) * (size_t)(ntok ? ntok : 1));
+    if (!r->pos) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    for (int64_t i = 0; i < ntok; i++) r->pos[i] = (int32_t)i;
+    r->layer_hi = -1;
+    return 0;
+}
+
+int nd_pipeline_calibrate(const char *ckpt_dir, const char *recipe, const int64_t *tokens, int64_t ntok,
+                          nd_amax_cb cb, void *user, nd_err *e) {
+    nd_run r;
+    memset(&r, 0, sizeof r);
+    int rc = run_open(&r, ckpt_dir, recipe, "cpu", 0, tokens, ntok, e);
+    if (!rc) rc = nd_stack_load("exact", &r.stack, e);
+    r.calib_cb = cb;
+    r.calib_user = user;
+    r.modes = 0;
+    if (!rc) rc = run_all(&r, e);
+    run_close(&r);
+    return rc;
+}
+
+static const char *modes_str(int m) { return m == 3 ? "isolated,chained" : m == 1 ? "isolated" : "chained"; }
+
+int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
+    memset(res, 0, sizeof *res);
+    nd_run r;
+    memset(&r, 0, sizeof r);
+    int rc = run_open(&r, o->ckpt_dir, o->recipe, o->backend, o->device, o->tokens, o->ntok, e);
+    if (!rc) rc = nd_stack_load(o->stack ? o->stack : "exact", &r.stack, e);
+    for (int i = 0; !rc && i < o->n_overrides; i++) rc = nd_stack_add_override(&r.stack, o->overrides[i], e);
+    if (!rc && o->ref_ckpt) {
+        rc = nd_ckpt_open(o->ref_ckpt, &r.ref_ck, e);
+        if (!rc) r.ref_naming = pick_naming(r.rc, r.ref_ck);
+    }
+    r.modes = o->modes ? o->modes : ND_MODES_BOTH;
+    r.layer_lo = o->layer_lo;
+    r.layer_hi = o->layer_hi;
+    r.dump_tensors = o->dump_tensors;
+    r.progress = o->progress && isatty(2);
+    if (!rc) {
+        snprintf(res->recipe, sizeof res->recipe, "%s", r.rc->name);
+        snprintf(res->stack, sizeof res->stack, "%s", r.stack.name);
+        snprintf(res->backend, sizeof res->backend, "%s", r.be->name);
+        snprintf(res->device, sizeof res->device, "%s", r.be->device);
+        snprintf(res->format, sizeof res->format, "%s", nd_ckpt_format_str(r.ck));
+    }
+    if (!rc && o->out_path) {
+        nd_trace_meta meta = {ND_VERSION, o->ckpt_dir, nd_ckpt_format_str(r.ck), r.rc->name, r.stack.name,
+                              r.be->name, r.be->device, modes_str(r.modes)};
+        rc = nd_trace_create(o->out_path, &meta, r.tokens, r.t, &r.tw, e);
+    }
+    if (!rc) rc = run_all(&r, e);
+    if (!rc) {
+        nd_diagnose_summary(r.rows, r.nrows, &res->summary);
+        const char *unused;
+        if (nd_stack_unused(&r.stack, &unused))
+            snprintf(res->warning, sizeof res->warning, "--override %s matched no checkpoint scale or stage parameter", unused);
+    } else {
+        snprintf(res->summary.status, sizeof res->summary.status, "error");
+        snprintf(res->summary.message, sizeof res->summary.message, "%s", e->msg);
+    }
+    if (r.tw) {
+        nd_err e2 = {0};
+        /* a failed run keeps its rows and says so; a failure to close is reported unless an
+         * earlier error is already being returned */
+        int rc2 = nd_trace_finish(r.tw, &res->summary, rc ? &e2 : e);
+        if (!rc && rc2) rc = rc2;
+    }
+    res->rows = r.rows;
+    res->nrows = r.nrows;
+    r.rows = NULL;
+    run_close(&r);
+    return rc;
+}
+
+void nd_trace_result_free(nd_trace_result *res) { free(res->rows); res->rows = NULL; }

@@ -1,0 +1,131 @@
+/* run.h — internal state of one trace run (pipeline-private). */
+#ifndef ND_RUN_H
+#define ND_RUN_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "backend.h"
+#include "ckpt/ckpt.h"
+#include "recipe/recipe.h"
+#include "trace/trace.h"
+#include "stack.h"
+
+/* A buffer on the backend: float32 activations, or a routing decision (host int32/float). */
+typedef struct nd_buf {
+    int refs;
+    float *p;              /* backend memory, n floats */
+    int64_t n, rows, cols; /* rows x cols == n (a 2-D view; cols = last logical dim) */
+    int32_t *idx;          /* routing: [rows, k] expert ids (host), NULL otherwise */
+    float *w;              /* routing: [rows, k] weights (host) */
+    int k;
+    float *logits_host;    /* router logits [rows, n_experts] kept for probes (host) */
+} nd_buf;
+
+#define ND_ENV_MAX 48
+typedef struct nd_env {
+    char names[ND_ENV_MAX][32];
+    nd_buf *bufs[ND_ENV_MAX];
+    int n;
+} nd_env;
+
+enum { ND_MODE_ISOLATED = 1, ND_MODE_CHAINED = 2 };
+
+/* One stage instance: the definition with {L} resolved. */
+typedef struct nd_stage {
+    const nd_stage_def *def;
+    int layer;
+    char name[ND_NAME_LEN];
+    char module[192];
+} nd_stage;
+
+typedef struct nd_run nd_run;
+
+/* What an op receives. in_ref/in_chain are the stage inputs on the reference path and on the
+ * chained production path; the op fills out_ref, out_iso (production given reference inputs)
+ * and out_chain for the modes requested. A simple op whose production math equals the
+ * reference may return out_iso = out_ref (with a reference taken). */
+typedef struct nd_opctx {
+    nd_run *r;
+    const nd_stage *st;
+    nd_buf *in_ref[ND_RECIPE_MAX_IO], *in_chain[ND_RECIPE_MAX_IO];
+    int n_in;
+    nd_buf *out_ref[ND_RECIPE_MAX_IO], *out_iso[ND_RECIPE_MAX_IO], *out_chain[ND_RECIPE_MAX_IO];
+    int n_out;
+    int want_iso, want_chain;
+    /* figures the op knows and the probe cannot compute (NaN when not applicable), per mode */
+    nd_row extra_iso, extra_chain;
+    int quantized;
+} nd_opctx;
+
+typedef int (*nd_op_fn)(nd_opctx *c, nd_err *e);
+
+struct nd_run {
+    nd_backend *be;
+    nd_ckpt *ck;
+    nd_ckpt *ref_ck;           /* --reference-checkpoint, or NULL */
+    const nd_model_cfg *cfg;
+    nd_recipe *rc;
+    const nd_naming *naming;   /* alternate naming in use, or NULL */
+    const nd_naming *ref_naming;
+    nd_stack stack;
+    int modes;                 /* ND_MODE_* bits */
+    int64_t t;                 /* tokens */
+    int64_t *tokens;
+    int64_t *own_tokens;       /* the default list, when the user gave none */
+    int32_t *pos;              /* positions 0..t-1 */
+    nd_env env_ref, env_chain;
+    nd_trace_w *tw;
+    int dump_tensors;
+    int32_t next_index;
+    nd_row *rows;              /* every row written, for diagnosis and the table */
+    int64_t nrows, cap_rows;
+    /* calibration mode: report input amax of linear modules instead of tracing */
+    void (*calib_cb)(void *user, const char *module, double amax);
+    void *calib_user;
+    int layer_lo, layer_hi;    /* replayed layers [lo, hi] */
+    int progress;              /* print progress on stderr */
+    int silent;                /* >0: nd_emit_row records nothing (internal recomputation) */
+};
+
+/* ---- environment ---- */
+nd_buf *nd_buf_new(nd_run *r, int64_t rows, int64_t cols, nd_err *e);
+nd_buf *nd_buf_ref(nd_buf *b);
+void nd_buf_put(nd_run *r, nd_buf *b);
+nd_buf *nd_env_get(nd_env *env, const char *name);
+void nd_env_set(nd_run *r, nd_env *env, const char *name, nd_buf *b); /* takes a reference */
+void nd_env_clear(nd_run *r, nd_env *env);
+
+/* ---- attributes and names ---- */
+/* Attribute as a number: literal, "$config_key", or "$key*expr" is not supported: plain only. */
+int nd_attr_num(nd_run *r, const nd_stage *st, const char *key, double dflt, double *out, nd_err *e);
+int nd_attr_req(nd_run *r, const nd_stage *st, const char *key, double *out, nd_err *e);
+/* Attribute as a string with {L} substituted; NULL when absent. */
+const char *nd_attr_str(const nd_stage *st, const char *key, char *buf, size_t cap);
+/* Expand {L} and {E} in a template. */
+void nd_expand(const char *tmpl, int layer, int expert, char *out, size_t cap);
+/* Canonical tensor name -> on-disk name of a checkpoint (through the recipe's naming). */
+const nd_tview *nd_run_tensor(nd_run *r, int reference, const char *canonical);
+int nd_run_module(nd_run *r, int reference, const char *canonical_path, nd_module *m, nd_err *e);
+
+/* ---- weights on the backend ---- */
+/* Dense/dequantized weight as FP32 [N,K] on the backend (reference meaning). */
+int nd_weight_f32(nd_run *r, const nd_module *m, float **out, nd_err *e);
+/* A small F32/BF16 tensor uploaded as FP32. */
+int nd_tensor_f32(nd_run *r, const nd_tview *t, float **out, nd_err *e);
+/* Host FP32 copy of a small tensor. */
+int nd_tensor_host_f32(const nd_tview *t, float *out, int64_t n, nd_err *e);
+
+/* ---- rows ---- */
+/* Compare ref and prod of one stage/mode and append the row (probes + verdict + trace). */
+int nd_emit_row(nd_run *r, const nd_stage *st, const char *name, const char *op, int mode,
+                const nd_buf *ref, const nd_buf *prod, const nd_row *extra, int quantized, nd_err *e);
+
+/* ---- ops ---- */
+nd_op_fn nd_op_lookup(const char *name);
+
+
+/* (weights.c) production operand: codes x e4m3 block scales, global factors left to alpha */
+int nd_weight_codes_f32(nd_run *r, const nd_module *m, float **out, nd_err *e);
+/* reference meaning of the same bytes read with the nibbles of every byte swapped */
+int nd_weight_swapped_f32(nd_run *r, const nd_module *m, float **out, nd_err *e);
+#endif

@@ -1,0 +1,139 @@
+/* stack.c — serving-stack profiles (YAML data) and --override. */
+#include "stack.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+#include "numerics/nd_numerics.h"
+#include "recipe/recipe.h"
+
+static int parse_rule(const char *v, int *out) {
+    if (!strcmp(v, "own")) *out = ND_FUSED_OWN;
+    else if (!strcmp(v, "max")) *out = ND_FUSED_MAX;
+    else if (!strcmp(v, "min")) *out = ND_FUSED_MIN;
+    else return -1;
+    return 0;
+}
+
+/* A stack file is a flat mapping: stack, description, fused_input, fused_weight,
+ * reciprocal_input, quantizer. */
+int nd_stack_load(const char *name, nd_stack *s, nd_err *e) {
+    char path[1024];
+    if (strchr(name, '/')) snprintf(path, sizeof path, "%s", name);
+    else snprintf(path, sizeof path, "%s/stack-%s.yaml", nd_recipe_dir(), name);
+    memset(s, 0, sizeof *s);
+    FILE *f = fopen(path, "rb");
+    if (!f) return nd_fail(e, ND_EXIT_BADINPUT, "%s: no serving-stack profile named '%s'", path, name);
+    yaml_parser_t p;
+    yaml_document_t doc;
+    yaml_parser_initialize(&p);
+    yaml_parser_set_input_file(&p, f);
+    int rc = 0;
+    if (!yaml_parser_load(&p, &doc)) {
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: malformed YAML: %s", path, (int)p.problem_mark.line + 1,
+                     p.problem ? p.problem : "parse error");
+        yaml_parser_delete(&p);
+        fclose(f);
+        return rc;
+    }
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    if (!root || root->type != YAML_MAPPING_NODE) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: a stack profile must be a mapping", path);
+    snprintf(s->name, sizeof s->name, "%s", name);
+    s->quant_sem = ND_QSEM_KERNEL;
+    for (yaml_node_pair_t *q = root && !rc ? root->data.mapping.pairs.start : NULL; q && q < root->data.mapping.pairs.top; q++) {
+        yaml_node_t *kn = yaml_document_get_node(&doc, q->key), *vn = yaml_document_get_node(&doc, q->value);
+        if (kn->type != YAML_SCALAR_NODE || vn->type != YAML_SCALAR_NODE) {
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: expected 'key: value'", path, (int)kn->start_mark.line + 1);
+            break;
+        }
+        const char *k = (const char *)kn->data.scalar.value, *v = (const char *)vn->data.scalar.value;
+        int line = (int)kn->start_mark.line + 1;
+        if (!strcmp(k, "stack")) snprintf(s->name, sizeof s->name, "%s", v);
+        else if (!strcmp(k, "description")) snprintf(s->description, sizeof s->description, "%s", v);
+        else if (!strcmp(k, "fused_input") || !strcmp(k, "fused_weight")) {
+            if (parse_rule(v, k[6] == 'i' ? &s->input_fused : &s->weight_fused)) {
+                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: %s must be own, max or min", path, line, k);
+                break;
+            }
+        } else if (!strcmp(k, "reciprocal_input")) s->reciprocal_input = !strcmp(v, "true") || !strcmp(v, "1");
+        else if (!strcmp(k, "quantizer")) {
+            if (!strcmp(v, "kernel")) s->quant_sem = ND_QSEM_KERNEL;
+            else if (!strcmp(v, "compressed-tensors")) s->quant_sem = ND_QSEM_CT;
+            else { rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: quantizer must be kernel or compressed-tensors", path, line); break; }
+        } else { rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: unknown key '%s'", path, line, k); break; }
+    }
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&p);
+    fclose(f);
+    return rc;
+}
+
+int nd_stack_add_override(nd_stack *s, const char *arg, nd_err *e) {
+    const char *eq = strrchr(arg, '=');
+    if (!eq || eq == arg || !eq[1]) return nd_fail(e, ND_EXIT_BADINPUT, "--override %s: expected NAME=VALUE", arg);
+    if (s->n_ov >= ND_MAX_OVERRIDES) return nd_fail(e, ND_EXIT_BADINPUT, "--override: at most %d overrides", ND_MAX_OVERRIDES);
+    char *end;
+    double v = strtod(eq + 1, &end);
+    if (*end) return nd_fail(e, ND_EXIT_BADINPUT, "--override %s: '%s' is not a number", arg, eq + 1);
+    size_t n = (size_t)(eq - arg);
+    if (n >= sizeof s->ov[0].name) return nd_fail(e, ND_EXIT_BADINPUT, "--override: name too long");
+    nd_override *o = &s->ov[s->n_ov++];
+    memcpy(o->name, arg, n);
+    o->name[n] = 0;
+    o->value = v;
+    o->used = 0;
+    return 0;
+}
+
+static nd_override *find_ov(nd_stack *s, const char *prefix, const char *suffix) {
+    char full[256];
+    snprintf(full, sizeof full, "%s.%s", prefix, suffix);
+    for (int i = 0; i < s->n_ov; i++)
+        if (!strcmp(s->ov[i].name, full)) { s->ov[i].used = 1; return &s->ov[i]; }
+    return NULL;
+}
+
+void nd_stack_override_module(nd_stack *s, nd_module *m) {
+    nd_override *o;
+    if (m->conv == ND_CONV_MODELOPT) {
+        if ((o = find_ov(s, m->path, "input_scale"))) m->input_global_mult = (float)(1.0 / o->value);
+        if ((o = find_ov(s, m->path, "weight_scale_2"))) m->weight_global_div = (float)(1.0 / o->value);
+    } else {
+        if ((o = find_ov(s, m->path, "input_global_scale"))) m->input_global_mult = (float)o->value;
+        if ((o = find_ov(s, m->path, "weight_global_scale"))) m->weight_global_div = (float)o->value;
+    }
+}
+
+static float fuse(int rule, float own, const nd_module *fused, int n, int input) {
+    if (rule == ND_FUSED_OWN || n <= 1) return own;
+    float v = input ? fused[0].input_global_mult : fused[0].weight_global_div;
+    for (int i = 1; i < n; i++) {
+        float x = input ? fused[i].input_global_mult : fused[i].weight_global_div;
+        /* NaN from a missing scale must win, as an unloaded parameter would */
+        if (x != x || v != v) { v = NAN; continue; }
+        v = rule == ND_FUSED_MAX ? fmaxf(v, x) : fminf(v, x);
+    }
+    return v;
+}
+
+void nd_stack_params(nd_stack *s, const nd_module *m, const nd_module *fused, int n_fused,
+                     const char *stage, nd_prod_params *out) {
+    out->ideal_w_div = m->weight_global_div;
+    float mult = fuse(s->input_fused, m->input_global_mult, fused, n_fused, 1);
+    if (s->reciprocal_input) mult = 1.0f / mult;
+    out->w_div = fuse(s->weight_fused, m->weight_global_div, fused, n_fused, 0);
+    out->mult = mult;
+    nd_override *o;
+    if ((o = find_ov(s, stage, "quant_mult")) || (o = find_ov(s, stage, "input_global_scale_inv"))) out->mult = (float)o->value;
+    /* vLLM's post-load weight_global_scale is the reciprocal of the CT divisor */
+    if ((o = find_ov(s, stage, "weight_global_scale"))) out->w_div = (float)(1.0 / o->value);
+    out->alpha = 1.0f / (out->mult * out->w_div);
+    if ((o = find_ov(s, stage, "alpha"))) out->alpha = (float)o->value;
+}
+
+int nd_stack_unused(const nd_stack *s, const char **name) {
+    for (int i = 0; i < s->n_ov; i++)
+        if (!s->ov[i].used) { *name = s->ov[i].name; return 1; }
+    return 0;
+}

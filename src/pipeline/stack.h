@@ -1,0 +1,58 @@
+/* stack.h — how a serving stack turns checkpoint scales into kernel parameters, and the user's
+ * --override hypotheses. The profiles are data (recipes/stack-<name>.yaml); this is their C form.
+ *
+ * Every stack ends in the same three numbers per NVFP4 W4A4 linear (research/nvfp4-spec.md §4):
+ *   mult  — the activation quantizer multiplier (the kernel's SFScale; 2688/amax when healthy)
+ *   w_div — the divisor of the weight's e4m3 block scales the kernel's alpha assumes
+ *   alpha — the GEMM epilogue factor, 1 / (mult * w_div) when consistent
+ */
+#ifndef ND_STACK_H
+#define ND_STACK_H
+
+#include "util/err.h"
+#include "ckpt/ckpt.h"
+
+#define ND_MAX_OVERRIDES 32
+
+typedef struct nd_override {
+    char name[192];
+    double value;
+    int used;
+} nd_override;
+
+typedef enum nd_fused_rule {
+    ND_FUSED_OWN = 0,   /* each shard keeps its own scales (only possible with unfused kernels) */
+    ND_FUSED_MAX,       /* one value for the fused GEMM: the max of the shards' CT values (vLLM) */
+    ND_FUSED_MIN,       /* the min (llm-compressor's rule when it writes shared scales) */
+} nd_fused_rule;
+
+typedef struct nd_stack {
+    char name[32];
+    char description[160];
+    int input_fused, weight_fused;  /* nd_fused_rule for input multipliers and weight globals */
+    int reciprocal_input;           /* 1: the stack passes 1/(file value) as the multiplier */
+    int quant_sem;                  /* ND_QSEM_* used by the activation quantizer */
+    nd_override ov[ND_MAX_OVERRIDES];
+    int n_ov;
+} nd_stack;
+
+typedef struct nd_prod_params {
+    float mult, w_div, alpha;
+    float ideal_w_div;              /* the module's own divisor (reference meaning) */
+} nd_prod_params;
+
+/* Load recipes/stack-<name>.yaml (or a file path). */
+int nd_stack_load(const char *name, nd_stack *out, nd_err *e);
+/* Parse "NAME=VALUE" into the stack's overrides (exit 2 on malformed text). */
+int nd_stack_add_override(nd_stack *s, const char *arg, nd_err *e);
+/* Apply overrides of checkpoint scalars ("model.<module>.<tensor>=v") to a bound module. */
+void nd_stack_override_module(nd_stack *s, nd_module *m);
+/* Production parameters of module m (a shard of `fused` modules, m included, n_fused >= 1) for
+ * the stage named `stage`; derived-parameter overrides ("<stage>.quant_mult", ".alpha",
+ * vLLM names ".input_global_scale_inv", ".weight_global_scale") apply last. */
+void nd_stack_params(nd_stack *s, const nd_module *m, const nd_module *fused, int n_fused,
+                     const char *stage, nd_prod_params *out);
+/* Overrides that matched nothing (to warn the user). */
+int nd_stack_unused(const nd_stack *s, const char **name);
+
+#endif

@@ -1,0 +1,102 @@
+/* weights.c — checkpoint tensors onto the backend, decoded to FP32.
+ * Raw bytes are uploaded unchanged and decoded by backend ops, so the CPU and CUDA backends
+ * decode with the same numerics; the mapping's pages are released after upload. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "run.h"
+#include "numerics/nd_numerics.h"
+
+static int upload_raw(nd_run *r, const nd_tview *t, void **out, nd_err *e) {
+    *out = r->be->alloc(r->be, t->nbytes ? t->nbytes : 1, e);
+    if (!*out) return e->code;
+    int rc = r->be->upload(r->be, *out, t->data, t->nbytes, e);
+    if (rc) { r->be->release(r->be, *out); *out = NULL; }
+    return rc;
+}
+
+int nd_tensor_host_f32(const nd_tview *t, float *out, int64_t n, nd_err *e) {
+    if (t->numel != n)
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: tensor %s has %lld elements, expected %lld", t->file, t->name,
+                       (long long)t->numel, (long long)n);
+    for (int64_t i = 0; i < n; i++) {
+        switch (t->dtype) {
+        case ND_DT_F32: out[i] = ((const float *)t->data)[i]; break;
+        case ND_DT_BF16: out[i] = nd_bf16_to_f32(((const uint16_t *)t->data)[i]); break;
+        case ND_DT_F16: out[i] = nd_f16_to_f32(((const uint16_t *)t->data)[i]); break;
+        case ND_DT_F64: out[i] = (float)((const double *)t->data)[i]; break;
+        default:
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: tensor %s has dtype %s, expected a float type", t->file, t->name,
+                           nd_dtype_str(t->dtype));
+        }
+    }
+    return 0;
+}
+
+int nd_tensor_f32(nd_run *r, const nd_tview *t, float **out, nd_err *e) {
+    *out = r->be->alloc(r->be, (size_t)(t->numel ? t->numel : 1) * sizeof(float), e);
+    if (!*out) return e->code;
+    int rc;
+    if (t->dtype == ND_DT_F32 || t->dtype == ND_DT_BF16 || t->dtype == ND_DT_F16) {
+        void *raw;
+        rc = upload_raw(r, t, &raw, e);
+        if (!rc) {
+            rc = r->be->to_f32(r->be, raw, t->dtype, t->numel, *out, e);
+            r->be->release(r->be, raw);
+        }
+    } else {
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: tensor %s has dtype %s, expected F32, BF16 or F16", t->file, t->name,
+                     nd_dtype_str(t->dtype));
+    }
+    if (rc) { r->be->release(r->be, *out); *out = NULL; }
+    return rc;
+}
+
+/* Decode a module's weight to FP32 [N,K]. NVFP4 block scales are divided by `div` (the module's
+ * own global divisor for the reference meaning; 1 for the production GEMM operand, whose global
+ * factors live in alpha). */
+static int decode(nd_run *r, const nd_module *m, float div, int swap_nibbles, float **out, nd_err *e) {
+    const int64_t n = m->out_features, k = m->in_features;
+    if (m->wfmt == ND_WF_DENSE) return nd_tensor_f32(r, m->weight, out, e);
+    *out = r->be->alloc(r->be, (size_t)(n * k) * sizeof(float), e);
+    if (!*out) return e->code;
+    void *w = NULL, *s = NULL;
+    int rc = upload_raw(r, m->weight, &w, e);
+    if (!rc && m->weight_scale) rc = upload_raw(r, m->weight_scale, &s, e);
+    if (!rc && swap_nibbles) {
+        /* the "other packing" of the same bytes, for the weight_packing diagnosis */
+        uint8_t *tmp = malloc(m->weight->nbytes);
+        if (!tmp) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+        else {
+            const uint8_t *src = m->weight->data;
+            for (size_t i = 0; i < m->weight->nbytes; i++) tmp[i] = (uint8_t)((src[i] >> 4) | (src[i] << 4));
+            rc = r->be->upload(r->be, w, tmp, m->weight->nbytes, e);
+            free(tmp);
+        }
+    }
+    if (!rc) {
+        switch (m->wfmt) {
+        case ND_WF_NVFP4: rc = r->be->dequant_nvfp4(r->be, w, s, div, n, k, *out, e); break;
+        case ND_WF_MXFP4: rc = r->be->dequant_mxfp4(r->be, w, s, n, k, *out, e); break;
+        case ND_WF_FP8: rc = r->be->dequant_fp8(r->be, w, s, m->fp8_scale_kind, m->bn, m->bk, n, k, *out, e); break;
+        default: rc = nd_fail(e, ND_EXIT_INTERNAL, "%s: unknown weight format", m->path);
+        }
+    }
+    if (w) r->be->release(r->be, w);
+    if (s) r->be->release(r->be, s);
+    nd_ckpt_release(r->ck, m->weight);
+    if (rc) { r->be->release(r->be, *out); *out = NULL; }
+    return rc;
+}
+
+int nd_weight_f32(nd_run *r, const nd_module *m, float **out, nd_err *e) {
+    return decode(r, m, m->weight_global_div, 0, out, e);
+}
+
+int nd_weight_codes_f32(nd_run *r, const nd_module *m, float **out, nd_err *e) {
+    return decode(r, m, 1.0f, 0, out, e);
+}
+
+int nd_weight_swapped_f32(nd_run *r, const nd_module *m, float **out, nd_err *e) {
+    return decode(r, m, m->weight_global_div, 1, out, e);
+}

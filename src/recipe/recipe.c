@@ -1,0 +1,262 @@
+/* recipe.c — recipes/<name>.yaml -> nd_recipe (libyaml document API). */
+#include "recipe.h"
+#include <yaml.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include "nd_config.h"
+
+typedef struct yctx {
+    yaml_document_t *doc;
+    const char *path;
+    nd_err *e;
+} yctx;
+
+static yaml_node_t *node(yctx *y, int id) { return yaml_document_get_node(y->doc, id); }
+static const char *scalar(yaml_node_t *n) {
+    return (n && n->type == YAML_SCALAR_NODE) ? (const char *)n->data.scalar.value : NULL;
+}
+static int line_of(yaml_node_t *n) { return n ? (int)n->start_mark.line + 1 : 0; }
+
+static int bad(yctx *y, yaml_node_t *n, const char *what) {
+    return nd_fail(y->e, ND_EXIT_BADINPUT, "%s:%d: %s", y->path, line_of(n), what);
+}
+
+static int copy_str(yctx *y, yaml_node_t *n, char *dst, size_t cap, const char *key) {
+    const char *s = scalar(n);
+    char msg[160];
+    if (!s) { snprintf(msg, sizeof msg, "'%s' must be a string", key); return bad(y, n, msg); }
+    if (strlen(s) >= cap) { snprintf(msg, sizeof msg, "'%s' is too long (max %zu)", key, cap - 1); return bad(y, n, msg); }
+    memcpy(dst, s, strlen(s) + 1);
+    return 0;
+}
+
+/* A string or a list of strings into a fixed array. */
+static int copy_list(yctx *y, yaml_node_t *n, char (*dst)[32], int cap, int *count, const char *key) {
+    *count = 0;
+    if (n->type == YAML_SCALAR_NODE) { *count = 1; return copy_str(y, n, dst[0], 32, key); }
+    if (n->type != YAML_SEQUENCE_NODE) return bad(y, n, "expected a string or a list of strings");
+    for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+        if (*count >= cap) return bad(y, n, "too many entries");
+        ND_TRY(copy_str(y, node(y, *it), dst[*count], 32, key));
+        (*count)++;
+    }
+    return 0;
+}
+
+static int parse_stage(yctx *y, yaml_node_t *n, nd_stage_def *s) {
+    memset(s, 0, sizeof *s);
+    s->line = line_of(n);
+    if (n->type != YAML_MAPPING_NODE) return bad(y, n, "a stage must be a mapping");
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+        yaml_node_t *kn = node(y, p->key), *vn = node(y, p->value);
+        const char *k = scalar(kn);
+        if (!k) return bad(y, kn, "stage keys must be strings");
+        if (!strcmp(k, "stage")) ND_TRY(copy_str(y, vn, s->name, sizeof s->name, k));
+        else if (!strcmp(k, "op")) ND_TRY(copy_str(y, vn, s->op, sizeof s->op, k));
+        else if (!strcmp(k, "module")) ND_TRY(copy_str(y, vn, s->module, sizeof s->module, k));
+        else if (!strcmp(k, "when_has")) ND_TRY(copy_str(y, vn, s->when_has, sizeof s->when_has, k));
+        else if (!strcmp(k, "when_missing")) ND_TRY(copy_str(y, vn, s->when_missing, sizeof s->when_missing, k));
+        else if (!strcmp(k, "in")) ND_TRY(copy_list(y, vn, s->in, ND_RECIPE_MAX_IO, &s->n_in, k));
+        else if (!strcmp(k, "out")) ND_TRY(copy_list(y, vn, s->out, ND_RECIPE_MAX_IO, &s->n_out, k));
+        else {
+            /* everything else is an op attribute */
+            if (s->n_attrs >= ND_RECIPE_MAX_ATTRS) return bad(y, kn, "too many attributes");
+            nd_attr *a = &s->attrs[s->n_attrs++];
+            if (strlen(k) >= sizeof a->key) return bad(y, kn, "attribute name too long");
+            strcpy(a->key, k);
+            ND_TRY(copy_str(y, vn, a->value, sizeof a->value, k));
+        }
+    }
+    if (!s->name[0]) return bad(y, n, "stage without 'stage' name");
+    if (!s->op[0]) return bad(y, n, "stage without 'op'");
+    if (!s->n_out) return bad(y, n, "stage without 'out'");
+    return 0;
+}
+
+static int parse_stages(yctx *y, yaml_node_t *n, nd_stage_def **out, int *count) {
+    if (n->type != YAML_SEQUENCE_NODE) return bad(y, n, "a stage section must be a list");
+    int cap = (int)(n->data.sequence.items.top - n->data.sequence.items.start);
+    *out = calloc(cap ? (size_t)cap : 1, sizeof **out);
+    if (!*out) return nd_fail(y->e, ND_EXIT_INTERNAL, "%s: out of memory", y->path);
+    *count = 0;
+    for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++)
+        ND_TRY(parse_stage(y, node(y, *it), &(*out)[(*count)++]));
+    return 0;
+}
+
+static int parse_number(yctx *y, yaml_node_t *n, double *out) {
+    const char *s = scalar(n);
+    char *end;
+    if (!s) return bad(y, n, "expected a number");
+    *out = strtod(s, &end);
+    if (end == s || *end) return bad(y, n, "expected a number");
+    return 0;
+}
+
+static int parse_thresholds(yctx *y, yaml_node_t *n, nd_thresholds *t) {
+    if (n->type != YAML_MAPPING_NODE) return bad(y, n, "'thresholds' must be a mapping");
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+        const char *k = scalar(node(y, p->key));
+        yaml_node_t *vn = node(y, p->value);
+        if (!k) return bad(y, node(y, p->key), "threshold keys must be strings");
+        if (!strcmp(k, "min_cosine")) ND_TRY(parse_number(y, vn, &t->min_cosine));
+        else if (!strcmp(k, "min_sqnr_db")) ND_TRY(parse_number(y, vn, &t->min_sqnr_db));
+        else if (!strcmp(k, "floor_margin_db")) ND_TRY(parse_number(y, vn, &t->floor_margin_db));
+        else if (!strcmp(k, "chained_min_cosine")) ND_TRY(parse_number(y, vn, &t->chained_min_cosine));
+        else return bad(y, vn, "unknown threshold (known: min_cosine, min_sqnr_db, floor_margin_db, chained_min_cosine)");
+    }
+    return 0;
+}
+
+static int parse_naming(yctx *y, yaml_node_t *kn, yaml_node_t *n, nd_naming *nm) {
+    memset(nm, 0, sizeof *nm);
+    ND_TRY(copy_str(y, kn, nm->name, sizeof nm->name, "naming"));
+    if (n->type != YAML_MAPPING_NODE) return bad(y, n, "a naming must be a mapping with 'detect' and 'rename'");
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+        const char *k = scalar(node(y, p->key));
+        yaml_node_t *vn = node(y, p->value);
+        if (k && !strcmp(k, "detect")) ND_TRY(copy_str(y, vn, nm->detect, sizeof nm->detect, k));
+        else if (k && !strcmp(k, "rename")) {
+            if (vn->type != YAML_SEQUENCE_NODE) return bad(y, vn, "'rename' must be a list of [canonical, on-disk] pairs");
+            for (yaml_node_item_t *it = vn->data.sequence.items.start; it < vn->data.sequence.items.top; it++) {
+                yaml_node_t *pair = node(y, *it);
+                if (pair->type != YAML_SEQUENCE_NODE || pair->data.sequence.items.top - pair->data.sequence.items.start != 2)
+                    return bad(y, pair, "each rename entry must be [canonical, on-disk]");
+                if (nm->n_rename >= ND_RECIPE_MAX_RENAME) return bad(y, pair, "too many rename entries");
+                ND_TRY(copy_str(y, node(y, pair->data.sequence.items.start[0]), nm->from[nm->n_rename], 128, "rename"));
+                ND_TRY(copy_str(y, node(y, pair->data.sequence.items.start[1]), nm->to[nm->n_rename], 128, "rename"));
+                nm->n_rename++;
+            }
+        } else return bad(y, vn, "unknown naming key (known: detect, rename)");
+    }
+    return 0;
+}
+
+static int parse_root(yctx *y, nd_recipe *r) {
+    yaml_node_t *root = yaml_document_get_root_node(y->doc);
+    if (!root || root->type != YAML_MAPPING_NODE) return bad(y, root, "a recipe must be a YAML mapping");
+    r->th.min_cosine = 0.99;
+    r->th.min_sqnr_db = 15.0;
+    r->th.floor_margin_db = 6.0;
+    r->th.chained_min_cosine = 0.9;
+    for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
+        yaml_node_t *kn = node(y, p->key), *vn = node(y, p->value);
+        const char *k = scalar(kn);
+        if (!k) return bad(y, kn, "top-level keys must be strings");
+        if (!strcmp(k, "recipe")) ND_TRY(copy_str(y, vn, r->name, sizeof r->name, k));
+        else if (!strcmp(k, "description")) continue;
+        else if (!strcmp(k, "match")) {
+            char tmp[ND_RECIPE_MAX_MATCH][32];
+            ND_TRY(copy_list(y, vn, tmp, ND_RECIPE_MAX_MATCH, &r->n_match, k));
+            for (int i = 0; i < r->n_match; i++) strcpy(r->match[i], tmp[i]);
+        } else if (!strcmp(k, "thresholds")) ND_TRY(parse_thresholds(y, vn, &r->th));
+        else if (!strcmp(k, "naming")) {
+            if (vn->type != YAML_MAPPING_NODE) return bad(y, vn, "'naming' must be a mapping");
+            for (yaml_node_pair_t *q = vn->data.mapping.pairs.start; q < vn->data.mapping.pairs.top; q++) {
+                if (r->n_namings >= 4) return bad(y, vn, "too many namings");
+                ND_TRY(parse_naming(y, node(y, q->key), node(y, q->value), &r->namings[r->n_namings++]));
+            }
+        } else if (!strcmp(k, "prologue")) ND_TRY(parse_stages(y, vn, &r->prologue, &r->n_prologue));
+        else if (!strcmp(k, "layer")) ND_TRY(parse_stages(y, vn, &r->layer, &r->n_layer));
+        else if (!strcmp(k, "epilogue")) ND_TRY(parse_stages(y, vn, &r->epilogue, &r->n_epilogue));
+        else {
+            char msg[128];
+            snprintf(msg, sizeof msg, "unknown key '%.60s'", k);
+            return bad(y, kn, msg);
+        }
+    }
+    if (!r->name[0]) return bad(y, root, "missing 'recipe' (the recipe's name)");
+    if (!r->n_layer) return bad(y, root, "missing 'layer' stages");
+    return 0;
+}
+
+static int load_file(const char *path, nd_recipe **out, nd_err *e) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open recipe", path);
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    if (!yaml_parser_initialize(&parser)) { fclose(f); return nd_fail(e, ND_EXIT_INTERNAL, "%s: libyaml init failed", path); }
+    yaml_parser_set_input_file(&parser, f);
+    int rc = 0;
+    if (!yaml_parser_load(&parser, &doc)) {
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: malformed YAML: %s", path, (int)parser.problem_mark.line + 1,
+                     parser.problem ? parser.problem : "parse error");
+        yaml_parser_delete(&parser);
+        fclose(f);
+        return rc;
+    }
+    nd_recipe *r = calloc(1, sizeof *r);
+    if (!r) rc = nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", path);
+    else {
+        snprintf(r->path, sizeof r->path, "%s", path);
+        yctx y = {&doc, path, e};
+        rc = parse_root(&y, r);
+    }
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    fclose(f);
+    if (rc) { nd_recipe_free(r); return rc; }
+    *out = r;
+    return 0;
+}
+
+static int is_dir(const char *p) { struct stat st; return p && stat(p, &st) == 0 && S_ISDIR(st.st_mode); }
+
+const char *nd_recipe_dir(void) {
+    const char *env = getenv("NVFP4DBG_RECIPES");
+    if (is_dir(env)) return env;
+    if (is_dir(ND_INSTALL_RECIPES)) return ND_INSTALL_RECIPES;
+    return ND_SOURCE_RECIPES;
+}
+
+int nd_recipe_load(const char *name, nd_recipe **out, nd_err *e) {
+    if (strchr(name, '/') || strstr(name, ".yaml")) return load_file(name, out, e);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.yaml", nd_recipe_dir(), name);
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: no recipe named '%s' (recipes are in %s)", path, name, nd_recipe_dir());
+    return load_file(path, out, e);
+}
+
+int nd_recipe_for_model_type(const char *model_type, nd_recipe **out, nd_err *e) {
+    const char *dir = nd_recipe_dir();
+    DIR *d = opendir(dir);
+    if (!d) return nd_fail(e, ND_EXIT_INTERNAL, "%s: cannot list recipes", dir);
+    struct dirent *de;
+    int rc = ND_EXIT_BADINPUT;
+    while ((de = readdir(d))) {
+        size_t n = strlen(de->d_name);
+        if (n < 6 || strcmp(de->d_name + n - 5, ".yaml") || !strcmp(de->d_name, "tolerances.yaml")) continue;
+        if (!strncmp(de->d_name, "stack-", 6)) continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        nd_recipe *r;
+        nd_err ignore = {0};
+        if (load_file(path, &r, &ignore)) continue;
+        for (int i = 0; i < r->n_match; i++)
+            if (!strcmp(r->match[i], model_type)) { *out = r; rc = 0; break; }
+        if (!rc) break;
+        nd_recipe_free(r);
+    }
+    closedir(d);
+    if (rc) return nd_fail(e, rc, "no recipe in %s matches model_type '%s'; pass --recipe NAME|FILE", dir, model_type);
+    return 0;
+}
+
+void nd_recipe_free(nd_recipe *r) {
+    if (!r) return;
+    free(r->prologue);
+    free(r->layer);
+    free(r->epilogue);
+    free(r);
+}
+
+const char *nd_stage_attr(const nd_stage_def *s, const char *key) {
+    for (int i = 0; i < s->n_attrs; i++)
+        if (!strcmp(s->attrs[i].key, key)) return s->attrs[i].value;
+    return NULL;
+}

@@ -1,0 +1,80 @@
+/* recipe.h — a model family's stages as plain C structs (parsed from recipes/<name>.yaml with
+ * libyaml; the pipeline never touches YAML).
+ *
+ * A recipe lists stages in three sections: `prologue` (once), `layer` (repeated for every
+ * replayed layer, `{L}` in templates is the layer index) and `epilogue`. Each stage names its
+ * op, the checkpoint module or tensors it uses (templates over {L}), its input and output
+ * buffers, and free-form attributes. An attribute value starting with `$` is a config.json key
+ * ("$rms_norm_eps"); `{L}` inside any string is the layer index.
+ */
+#ifndef ND_RECIPE_H
+#define ND_RECIPE_H
+
+#include "util/err.h"
+
+#define ND_RECIPE_MAX_IO 6
+#define ND_RECIPE_MAX_ATTRS 24
+#define ND_RECIPE_MAX_MATCH 8
+#define ND_RECIPE_MAX_RENAME 96
+
+typedef struct nd_attr {
+    char key[48];
+    char value[192];
+} nd_attr;
+
+typedef struct nd_stage_def {
+    char name[128];                     /* stage name template, e.g. "layers.{L}.self_attn.q_a_proj" */
+    char op[32];
+    char module[160];                   /* module path template (linear ops), may be empty */
+    char in[ND_RECIPE_MAX_IO][32];
+    int n_in;
+    char out[ND_RECIPE_MAX_IO][32];
+    int n_out;
+    char when_has[160];                 /* run only when this tensor exists (template) */
+    char when_missing[160];             /* run only when this tensor does not exist */
+    nd_attr attrs[ND_RECIPE_MAX_ATTRS];
+    int n_attrs;
+    int line;                           /* line in the YAML file, for messages */
+} nd_stage_def;
+
+/* Alternate tensor naming: a checkpoint whose tensors match `detect` is read through `rename`
+ * pairs (canonical prefix template -> on-disk template; {L} and {E} are captured). */
+typedef struct nd_naming {
+    char name[32];
+    char detect[160];
+    char from[ND_RECIPE_MAX_RENAME][128];
+    char to[ND_RECIPE_MAX_RENAME][128];
+    int n_rename;
+} nd_naming;
+
+typedef struct nd_thresholds {
+    double min_cosine;        /* fallback fixed thresholds (documented in the recipe) */
+    double min_sqnr_db;
+    double floor_margin_db;   /* a quantized stage diverges when sqnr < floor - margin */
+    double chained_min_cosine;
+} nd_thresholds;
+
+typedef struct nd_recipe {
+    char name[64];
+    char path[512];
+    char match[ND_RECIPE_MAX_MATCH][64];  /* config.json model_type values */
+    int n_match;
+    nd_thresholds th;
+    nd_naming namings[4];
+    int n_namings;
+    nd_stage_def *prologue, *layer, *epilogue;
+    int n_prologue, n_layer, n_epilogue;
+} nd_recipe;
+
+/* Load a recipe by file path or by name (searched in $NVFP4DBG_RECIPES, the installed recipes
+ * folder, then the source tree's recipes/). Errors name the file and line (exit 2). */
+int nd_recipe_load(const char *name_or_path, nd_recipe **out, nd_err *e);
+/* Pick the recipe whose `match` lists model_type (exit 2 when none). */
+int nd_recipe_for_model_type(const char *model_type, nd_recipe **out, nd_err *e);
+void nd_recipe_free(nd_recipe *r);
+/* Attribute lookup; NULL when absent. */
+const char *nd_stage_attr(const nd_stage_def *s, const char *key);
+/* Resolve the recipes folder (for listing and for messages). */
+const char *nd_recipe_dir(void);
+
+#endif
