@@ -17,7 +17,8 @@
 
 #define ND_MAX_DIMS 8
 
-/* One tensor in a mapped safetensors file. data points into the read-only mapping. */
+/* One tensor in a mapped safetensors file. data points into the read-only mapping; safetensors
+ * packs tensors back to back, so data need not be aligned for its dtype: read it with memcpy. */
 typedef struct nd_tview {
     const char *name;
     nd_dtype dtype;
@@ -41,6 +42,9 @@ const nd_tview *nd_st_at(const nd_st_file *f, size_t i);
 const nd_tview *nd_st_find(const nd_st_file *f, const char *name);
 /* The optional "__metadata__" string map; NULL when absent. */
 const char *nd_st_metadata(const nd_st_file *f, const char *key);
+/* Element i of a float-valued tensor (F32 F64 BF16 F16 F8_E4M3 F8_E8M0) as float; NaN for other
+ * dtypes or an index out of range. Safe on unaligned data. */
+float nd_tview_get_f32(const nd_tview *t, int64_t i);
 /* safetensors dtype string <-> nd_dtype. */
 nd_dtype nd_dtype_from_str(const char *s);
 const char *nd_dtype_str(nd_dtype t);
@@ -132,6 +136,12 @@ int nd_ckpt_module(const nd_ckpt *c, const char *path, nd_module *out, nd_err *e
 int nd_ckpt_has_module(const nd_ckpt *c, const char *path);
 /* Is this module excluded from quantization by the checkpoint's quantization config? */
 int nd_ckpt_module_ignored(const nd_ckpt *c, const char *path);
+/* Modules found in the tensor names: every prefix P with a 2-D P.weight, or with a tensor that
+ * only quantized linears have (P.weight_packed, P.weight_scale, P.weight_global_scale,
+ * P.input_global_scale, P.weight_scale_2, P.input_scale, P.weight_scale_inv). Natural order
+ * ("layers.2" before "layers.10"). */
+size_t nd_ckpt_module_count(const nd_ckpt *c);
+const char *nd_ckpt_module_path(const nd_ckpt *c, size_t i);
 /* Tell the kernel that a tensor's pages may be dropped (madvise) after its layer is done. */
 void nd_ckpt_release(const nd_ckpt *c, const nd_tview *t);
 

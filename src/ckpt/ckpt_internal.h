@@ -1,0 +1,96 @@
+/* ckpt_internal.h — structures shared by the files of src/ckpt (not for use outside it). */
+#ifndef ND_CKPT_INTERNAL_H
+#define ND_CKPT_INTERNAL_H
+
+#include <regex.h>
+#include "ckpt/ckpt.h"
+
+struct nd_st_file {
+    char *path;
+    const unsigned char *map;   /* whole file, PROT_READ */
+    size_t size;
+    size_t data_start;          /* 8 + header length */
+    nd_tview *t;                /* in header order */
+    size_t n;
+    char **meta_k, **meta_v;    /* __metadata__ */
+    size_t n_meta;
+    size_t *by_name;            /* indices of t sorted by name, for nd_st_find */
+};
+
+/* One name pattern of a quantization config: exact text, POSIX regex ("re:..."), or glob. */
+typedef enum { ND_PAT_EXACT, ND_PAT_REGEX, ND_PAT_GLOB, ND_PAT_CLASS } nd_pat_kind;
+typedef struct nd_pat {
+    nd_pat_kind kind;
+    char *text;
+    regex_t re;
+} nd_pat;
+
+typedef struct nd_ct_group {
+    char *name;
+    nd_pat *targets;
+    size_t n_targets;
+    int w_bits, a_bits;          /* 0 when absent */
+    char w_type[16], a_type[16];
+    char w_strategy[24];
+    int w_group_size, a_group_size;
+    int block_n, block_k;        /* weights.block_structure, 0 when absent */
+} nd_ct_group;
+
+typedef struct nd_mo_layer {     /* ModelOpt MIXED_PRECISION quantized_layers entry */
+    char *pattern;
+    char algo[32];
+    int group_size;
+} nd_mo_layer;
+
+typedef struct nd_qcfg {
+    nd_ckpt_fmt fmt;
+    char source[64];             /* file the config came from ("config.json", "hf_quant_config.json") */
+    /* compressed-tensors */
+    char ct_format[48];
+    nd_ct_group *groups;
+    size_t n_groups;
+    nd_pat *ignore;
+    size_t n_ignore;
+    /* ModelOpt */
+    char mo_algo[32];
+    int mo_group_size;
+    nd_pat *exclude;
+    size_t n_exclude;
+    nd_mo_layer *layers;
+    size_t n_layers;
+    char producer[64];
+    /* DeepSeek native FP8 */
+    int fp8_block_n, fp8_block_k;
+    char fp8_scale_fmt[16];
+    char moe_quant_algo[32];     /* config.json moe_quant_algo (NVIDIA V4 NVFP4 release) */
+} nd_qcfg;
+
+struct nd_ckpt {
+    char *dir;
+    nd_model_cfg cfg;
+    nd_qcfg q;
+    nd_st_file **files;
+    size_t n_files;
+    const nd_tview **tensors;    /* all tensors, sorted by name */
+    size_t n_tensors;
+    char **modules;              /* module paths, natural order */
+    size_t n_modules;
+};
+
+/* config.c */
+int nd_cfg_parse(const char *path, nd_model_cfg *c, nd_err *e);
+void nd_cfg_free(nd_model_cfg *c);
+/* quant_config.c: reads cfg->json quantization_config and DIR/hf_quant_config.json */
+int nd_qcfg_load(const char *dir, const nd_model_cfg *cfg, nd_qcfg *q, nd_err *e);
+void nd_qcfg_free(nd_qcfg *q);
+/* Group of a compressed-tensors config that quantizes this module (NULL: none or ignored). */
+const nd_ct_group *nd_qcfg_ct_group(const nd_qcfg *q, const char *module);
+int nd_qcfg_ignored(const nd_qcfg *q, const char *module);
+/* 1 when the config says the module's input activations are quantized to 4 bits. */
+int nd_qcfg_act_quant(const nd_qcfg *q, const char *module, int *known);
+int nd_pat_match(const nd_pat *p, const char *name);
+
+/* Compare strings with digit runs compared as numbers ("layers.2" < "layers.10"). */
+int nd_natural_cmp(const char *a, const char *b);
+
+#endif

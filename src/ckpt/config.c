@@ -1,0 +1,255 @@
+/* config.c — config.json into nd_model_cfg.
+ *
+ * DeepSeek-V4 keys first, then the DeepSeek-V3 and Llama spellings. Required: model_type,
+ * vocab_size, hidden_size, num_hidden_layers, num_attention_heads. A key that is present with the
+ * wrong type is an error naming the key; JSON null counts as absent (some exporters write null for
+ * keys the architecture does not use). Defaults of absent optional keys:
+ *   num_key_value_heads = num_attention_heads; head_dim = hidden_size / num_attention_heads;
+ *   moe_intermediate_size = intermediate_size; n_routed_experts = num_local_experts or 0;
+ *   n_group = topk_group = 1; hc_sinkhorn_iters = 20; hc_eps = rms_norm_eps = 1e-6;
+ *   routed_scaling_factor = 1; rope_theta = 10000 (rope_parameters.rope_theta if there);
+ *   compress_rope_theta = rope_theta; scoring_func "softmax"; norm_topk_prob 0;
+ *   rope_type "default", factor 1, beta_fast 32, beta_slow 1, mscale 1, mscale_all_dim 0;
+ *   every other integer 0 (= the feature is absent: no LoRA, no hyper-connections, ...).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jansson.h>
+#include "ckpt/ckpt_internal.h"
+
+typedef struct cfgctx { const char *path; json_t *root; nd_err *e; } cfgctx;
+
+static json_t *get(json_t *o, const char *k) {
+    json_t *v = json_object_get(o, k);
+    return json_is_null(v) ? NULL : v;
+}
+
+/* Integer key: 1 found, 0 absent, <0 error (already recorded). Integral reals are accepted. */
+static int get_int(cfgctx *x, json_t *o, const char *k, const char *shown, int64_t *out) {
+    json_t *v = get(o, k);
+    if (!v) return 0;
+    if (json_is_integer(v)) { *out = (int64_t)json_integer_value(v); }
+    else if (json_is_real(v) && json_real_value(v) == floor(json_real_value(v)) &&
+             fabs(json_real_value(v)) < 9e15) { *out = (int64_t)json_real_value(v); }
+    else { nd_fail(x->e, ND_EXIT_BADINPUT, "%s: key '%s' must be an integer", x->path, shown); return -1; }
+    if (*out < 0) { nd_fail(x->e, ND_EXIT_BADINPUT, "%s: key '%s' is negative (%lld)", x->path, shown, (long long)*out); return -1; }
+    return 1;
+}
+
+static int get_num(cfgctx *x, json_t *o, const char *k, const char *shown, double *out) {
+    json_t *v = get(o, k);
+    if (!v) return 0;
+    if (!json_is_number(v)) { nd_fail(x->e, ND_EXIT_BADINPUT, "%s: key '%s' must be a number", x->path, shown); return -1; }
+    *out = json_number_value(v);
+    return 1;
+}
+
+static int get_str(cfgctx *x, json_t *o, const char *k, const char *shown, char *out, size_t cap) {
+    json_t *v = get(o, k);
+    if (!v) return 0;
+    if (!json_is_string(v)) { nd_fail(x->e, ND_EXIT_BADINPUT, "%s: key '%s' must be a string", x->path, shown); return -1; }
+    if (strlen(json_string_value(v)) >= cap) { nd_fail(x->e, ND_EXIT_BADINPUT, "%s: key '%s' is too long", x->path, shown); return -1; }
+    snprintf(out, cap, "%s", json_string_value(v));
+    return 1;
+}
+
+static int get_bool(cfgctx *x, json_t *o, const char *k, int *out) {
+    json_t *v = get(o, k);
+    if (!v) return 0;
+    if (json_is_boolean(v)) *out = json_is_true(v);
+    else if (json_is_integer(v) && (json_integer_value(v) == 0 || json_integer_value(v) == 1)) *out = (int)json_integer_value(v);
+    else { nd_fail(x->e, ND_EXIT_BADINPUT, "%s: key '%s' must be a boolean", x->path, k); return -1; }
+    return 1;
+}
+
+#define TRY_GET(expr) do { if ((expr) < 0) return x->e->code; } while (0)
+
+static int req_int(cfgctx *x, const char *k, int64_t *out) {
+    int r = get_int(x, x->root, k, k, out);
+    if (r < 0) return x->e->code;
+    if (r == 0) return nd_fail(x->e, ND_EXIT_BADINPUT, "%s: required key '%s' is missing", x->path, k);
+    if (*out == 0) return nd_fail(x->e, ND_EXIT_BADINPUT, "%s: key '%s' must be positive", x->path, k);
+    return 0;
+}
+
+static int parse_rope(cfgctx *x, nd_model_cfg *c) {
+    json_t *rp = get(x->root, "rope_parameters");
+    const char *rname = "rope_parameters";
+    if (rp && !json_is_object(rp)) return nd_fail(x->e, ND_EXIT_BADINPUT, "%s: key 'rope_parameters' must be an object", x->path);
+    if (rp) TRY_GET(get_num(x, rp, "rope_theta", "rope_parameters.rope_theta", &c->rope_theta));
+    json_t *rs = get(x->root, "rope_scaling");
+    if (rs && !json_is_object(rs)) return nd_fail(x->e, ND_EXIT_BADINPUT, "%s: key 'rope_scaling' must be an object", x->path);
+    if (rs) rname = "rope_scaling"; else rs = rp;
+    if (!rs) return 0;
+    char kk[96];
+#define RK(k) (snprintf(kk, sizeof kk, "%s.%s", rname, k), kk)
+    int r = get_str(x, rs, "rope_type", RK("rope_type"), c->rope_type, sizeof c->rope_type);
+    if (r < 0) return x->e->code;
+    if (r == 0) TRY_GET(get_str(x, rs, "type", RK("type"), c->rope_type, sizeof c->rope_type));
+    TRY_GET(get_num(x, rs, "factor", RK("factor"), &c->rope_factor));
+    TRY_GET(get_num(x, rs, "original_max_position_embeddings", RK("original_max_position_embeddings"), &c->rope_orig_max_pos));
+    TRY_GET(get_num(x, rs, "beta_fast", RK("beta_fast"), &c->rope_beta_fast));
+    TRY_GET(get_num(x, rs, "beta_slow", RK("beta_slow"), &c->rope_beta_slow));
+    TRY_GET(get_num(x, rs, "mscale", RK("mscale"), &c->rope_mscale));
+    TRY_GET(get_num(x, rs, "mscale_all_dim", RK("mscale_all_dim"), &c->rope_mscale_all_dim));
+#undef RK
+    return 0;
+}
+
+static int parse_lists(cfgctx *x, nd_model_cfg *c) {
+    json_t *lt = get(x->root, "layer_types");
+    if (lt) {
+        if (!json_is_array(lt)) return nd_fail(x->e, ND_EXIT_BADINPUT, "%s: key 'layer_types' must be a list of strings", x->path);
+        size_t n = json_array_size(lt);
+        c->layer_types = calloc(n ? n : 1, sizeof *c->layer_types);
+        if (!c->layer_types) return nd_fail(x->e, ND_EXIT_INTERNAL, "%s: out of memory", x->path);
+        for (size_t i = 0; i < n; i++) {
+            json_t *s = json_array_get(lt, i);
+            if (!json_is_string(s) || strlen(json_string_value(s)) >= sizeof c->layer_types[0])
+                return nd_fail(x->e, ND_EXIT_BADINPUT, "%s: key 'layer_types[%zu]' must be a short string", x->path, i);
+            snprintf(c->layer_types[i], sizeof c->layer_types[i], "%s", json_string_value(s));
+        }
+        c->n_layer_types = (int)n;
+    }
+    json_t *cr = get(x->root, "compress_ratios");
+    if (cr) {
+        if (!json_is_array(cr)) return nd_fail(x->e, ND_EXIT_BADINPUT, "%s: key 'compress_ratios' must be a list of integers", x->path);
+        size_t n = json_array_size(cr);
+        c->compress_ratios = calloc(n ? n : 1, sizeof *c->compress_ratios);
+        if (!c->compress_ratios) return nd_fail(x->e, ND_EXIT_INTERNAL, "%s: out of memory", x->path);
+        for (size_t i = 0; i < n; i++) {
+            json_t *v = json_array_get(cr, i);
+            if (!json_is_integer(v) || json_integer_value(v) < 0)
+                return nd_fail(x->e, ND_EXIT_BADINPUT, "%s: key 'compress_ratios[%zu]' must be a non-negative integer", x->path, i);
+            c->compress_ratios[i] = (int64_t)json_integer_value(v);
+        }
+        c->n_compress_ratios = (int)n;
+    }
+    return 0;
+}
+
+static int parse(cfgctx *x, nd_model_cfg *c) {
+    json_t *r = x->root;
+    int rc;
+    rc = get_str(x, r, "model_type", "model_type", c->model_type, sizeof c->model_type);
+    if (rc < 0) return x->e->code;
+    if (rc == 0) return nd_fail(x->e, ND_EXIT_BADINPUT, "%s: required key 'model_type' is missing", x->path);
+    json_t *ar = get(r, "architectures");
+    if (ar) {
+        if (!json_is_array(ar) || (json_array_size(ar) && !json_is_string(json_array_get(ar, 0))))
+            return nd_fail(x->e, ND_EXIT_BADINPUT, "%s: key 'architectures' must be a list of strings", x->path);
+        if (json_array_size(ar))
+            snprintf(c->architecture, sizeof c->architecture, "%s", json_string_value(json_array_get(ar, 0)));
+    }
+    ND_TRY(req_int(x, "vocab_size", &c->vocab_size));
+    ND_TRY(req_int(x, "hidden_size", &c->hidden_size));
+    ND_TRY(req_int(x, "num_hidden_layers", &c->num_hidden_layers));
+    ND_TRY(req_int(x, "num_attention_heads", &c->num_attention_heads));
+    c->num_key_value_heads = c->num_attention_heads;
+    c->head_dim = c->hidden_size / c->num_attention_heads;
+    c->n_group = c->topk_group = 1;
+    c->hc_sinkhorn_iters = 20;
+    c->hc_eps = c->rms_norm_eps = 1e-6;
+    c->routed_scaling_factor = 1.0;
+    c->rope_theta = 10000.0;
+    snprintf(c->scoring_func, sizeof c->scoring_func, "softmax");
+    snprintf(c->rope_type, sizeof c->rope_type, "default");
+    c->rope_factor = 1.0;
+    c->rope_beta_fast = 32.0;
+    c->rope_beta_slow = 1.0;
+    c->rope_mscale = 1.0;
+    c->rope_mscale_all_dim = 0.0;
+
+    static const struct { const char *k; size_t off; } ints[] = {
+#define F(name) { #name, offsetof(nd_model_cfg, name) }
+        F(num_key_value_heads), F(head_dim), F(q_lora_rank), F(o_lora_rank), F(o_groups),
+        F(qk_rope_head_dim), F(kv_lora_rank), F(qk_nope_head_dim), F(v_head_dim),
+        F(intermediate_size), F(moe_intermediate_size), F(hc_mult), F(hc_sinkhorn_iters),
+        F(n_routed_experts), F(n_shared_experts), F(num_experts_per_tok), F(n_group),
+        F(topk_group), F(first_k_dense_replace), F(num_hash_layers), F(sliding_window),
+#undef F
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        TRY_GET(get_int(x, r, ints[i].k, ints[i].k, (int64_t *)((char *)c + ints[i].off)));
+    if (!get(r, "moe_intermediate_size")) c->moe_intermediate_size = c->intermediate_size;
+    if (!get(r, "n_routed_experts")) TRY_GET(get_int(x, r, "num_local_experts", "num_local_experts", &c->n_routed_experts));
+    static const struct { const char *k; size_t off; } nums[] = {
+#define F(name) { #name, offsetof(nd_model_cfg, name) }
+        F(hc_eps), F(rms_norm_eps), F(routed_scaling_factor), F(swiglu_limit), F(rope_theta),
+#undef F
+    };
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
+        TRY_GET(get_num(x, r, nums[i].k, nums[i].k, (double *)((char *)c + nums[i].off)));
+    ND_TRY(parse_rope(x, c));
+    c->compress_rope_theta = c->rope_theta;
+    TRY_GET(get_num(x, r, "compress_rope_theta", "compress_rope_theta", &c->compress_rope_theta));
+    TRY_GET(get_str(x, r, "scoring_func", "scoring_func", c->scoring_func, sizeof c->scoring_func));
+    TRY_GET(get_bool(x, r, "norm_topk_prob", &c->norm_topk_prob));
+    if (c->num_key_value_heads == 0 || c->num_attention_heads % c->num_key_value_heads)
+        return nd_fail(x->e, ND_EXIT_BADINPUT, "%s: num_key_value_heads %lld does not divide num_attention_heads %lld",
+                       x->path, (long long)c->num_key_value_heads, (long long)c->num_attention_heads);
+    json_t *q = get(r, "quantization_config");
+    if (q && !json_is_object(q)) return nd_fail(x->e, ND_EXIT_BADINPUT, "%s: key 'quantization_config' must be an object", x->path);
+    return parse_lists(x, c);
+}
+
+int nd_cfg_parse(const char *path, nd_model_cfg *c, nd_err *e) {
+    nd_err local;
+    if (!e) e = &local;
+    memset(c, 0, sizeof *c);
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open: %s", path, strerror(errno));
+    json_error_t jerr;
+    json_t *root = json_loadf(fp, JSON_REJECT_DUPLICATES, &jerr);
+    fclose(fp);
+    if (!root) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not valid JSON (line %d: %s)", path, jerr.line, jerr.text);
+    if (!json_is_object(root)) { json_decref(root); return nd_fail(e, ND_EXIT_BADINPUT, "%s: not a JSON object", path); }
+    c->json = root;
+    cfgctx x = { path, root, e };
+    int rc = parse(&x, c);
+    if (rc) nd_cfg_free(c);
+    return rc;
+}
+
+void nd_cfg_free(nd_model_cfg *c) {
+    free(c->layer_types);
+    free(c->compress_ratios);
+    json_decref((json_t *)c->json);
+    c->layer_types = NULL;
+    c->compress_ratios = NULL;
+    c->json = NULL;
+}
+
+/* Walk a dotted key; digit segments index arrays ("layer_types.0"). */
+static json_t *lookup(const nd_model_cfg *c, const char *key) {
+    json_t *cur = c->json;
+    char seg[128];
+    while (cur && *key) {
+        const char *dot = strchr(key, '.');
+        size_t n = dot ? (size_t)(dot - key) : strlen(key);
+        if (n >= sizeof seg) return NULL;
+        memcpy(seg, key, n);
+        seg[n] = 0;
+        if (json_is_object(cur)) cur = json_object_get(cur, seg);
+        else if (json_is_array(cur) && n && strspn(seg, "0123456789") == n) cur = json_array_get(cur, strtoul(seg, NULL, 10));
+        else return NULL;
+        key += n + (dot ? 1 : 0);
+        if (dot && !*key) return NULL;
+    }
+    return cur;
+}
+
+int nd_cfg_number(const nd_model_cfg *c, const char *key, double *out) {
+    json_t *v = lookup(c, key);
+    if (json_is_number(v)) { *out = json_number_value(v); return 0; }
+    if (json_is_boolean(v)) { *out = json_is_true(v) ? 1.0 : 0.0; return 0; }
+    return ND_EXIT_BADINPUT;
+}
+
+const char *nd_cfg_string(const nd_model_cfg *c, const char *key) {
+    json_t *v = lookup(c, key);
+    return json_is_string(v) ? json_string_value(v) : NULL;
+}

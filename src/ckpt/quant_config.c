@@ -1,0 +1,385 @@
+/* quant_config.c — the checkpoint's quantization config, whichever form it takes.
+ *
+ *  - compressed-tensors: config.json quantization_config {quant_method "compressed-tensors" (or
+ *    absent with config_groups), format, config_groups{targets, weights, input_activations}, ignore}.
+ *    "re:" patterns follow compressed-tensors' re.match: anchored at the start of the module path,
+ *    not at its end (so the common ignore entry "re:.*self_attn" covers every attention linear).
+ *    Other targets are exact module paths, or class names (a leading capital and no dot; "Linear"
+ *    matches every linear module, other classes match none).
+ *  - ModelOpt: hf_quant_config.json {producer, quantization{quant_algo, group_size,
+ *    exclude_modules (fnmatch globs), quantized_layers{pattern: {quant_algo, group_size}}}}, or
+ *    config.json quantization_config with quant_method "modelopt". hf_quant_config.json wins.
+ *  - DeepSeek native FP8: quant_method "fp8", weight_block_size [bn, bk], scale_fmt.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jansson.h>
+#include "ckpt/ckpt_internal.h"
+
+static json_t *get(json_t *o, const char *k) {
+    json_t *v = json_object_get(o, k);
+    return json_is_null(v) ? NULL : v;
+}
+
+/* Python regex spellings POSIX ERE lacks: \d and (?:...). */
+static char *py_to_ere(const char *s) {
+    size_t n = strlen(s);
+    char *o = malloc(5 * n + 8), *p = o;
+    if (!o) return NULL;
+    p += sprintf(p, "^(");
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '\\' && s[i + 1] == 'd') { p += sprintf(p, "[0-9]"); i++; }
+        else if (s[i] == '\\' && s[i + 1] == 'D') { p += sprintf(p, "[^0-9]"); i++; }
+        else if (s[i] == '(' && s[i + 1] == '?' && s[i + 2] == ':') { *p++ = '('; i += 2; }
+        else if (s[i] == '\\' && s[i + 1]) { *p++ = s[i]; *p++ = s[++i]; }
+        else *p++ = s[i];
+    }
+    *p++ = ')';
+    *p = 0;
+    return o;
+}
+
+static int pat_init(nd_pat *p, const char *text, int glob, const char *file, const char *where, nd_err *e) {
+    memset(p, 0, sizeof *p);
+    if (!(p->text = strdup(text))) return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", file);
+    if (glob) { p->kind = ND_PAT_GLOB; return 0; }
+    if (strncmp(text, "re:", 3) == 0) {
+        char *ere = py_to_ere(text + 3);
+        if (!ere) return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", file);
+        int rc = regcomp(&p->re, ere, REG_EXTENDED | REG_NOSUB);
+        free(ere);
+        if (rc) {
+            char msg[128];
+            regerror(rc, &p->re, msg, sizeof msg);
+            p->kind = ND_PAT_EXACT; /* nothing compiled: nothing to free */
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s: bad regular expression \"%s\": %s", file, where, text, msg);
+        }
+        p->kind = ND_PAT_REGEX;
+        return 0;
+    }
+    p->kind = (isupper((unsigned char)text[0]) && !strchr(text, '.')) ? ND_PAT_CLASS : ND_PAT_EXACT;
+    return 0;
+}
+
+static void pat_free(nd_pat *p) {
+    if (p->kind == ND_PAT_REGEX) regfree(&p->re);
+    free(p->text);
+}
+
+int nd_pat_match(const nd_pat *p, const char *name) {
+    switch (p->kind) {
+    case ND_PAT_EXACT: return strcmp(p->text, name) == 0;
+    case ND_PAT_REGEX: return regexec(&p->re, name, 0, NULL, 0) == 0;
+    case ND_PAT_GLOB: return fnmatch(p->text, name, 0) == 0;
+    case ND_PAT_CLASS: return strcmp(p->text, "Linear") == 0;
+    }
+    return 0;
+}
+
+/* A JSON list of strings into patterns. */
+static int pat_list(json_t *a, int glob, const char *file, const char *where, nd_pat **out, size_t *n, nd_err *e) {
+    *out = NULL;
+    *n = 0;
+    if (!a) return 0;
+    if (!json_is_array(a)) return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s' must be a list of strings", file, where);
+    size_t cnt = json_array_size(a);
+    *out = calloc(cnt ? cnt : 1, sizeof **out);
+    if (!*out) return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", file);
+    for (size_t i = 0; i < cnt; i++) {
+        json_t *s = json_array_get(a, i);
+        if (!json_is_string(s)) return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s[%zu]' is not a string", file, where, i);
+        ND_TRY(pat_init(&(*out)[i], json_string_value(s), glob, file, where, e));
+        (*n)++;
+    }
+    return 0;
+}
+
+static int opt_int(json_t *o, const char *k, const char *file, const char *where, int *out, nd_err *e) {
+    json_t *v = get(o, k);
+    if (!v) return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 1 << 30)
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s.%s' must be a non-negative integer", file, where, k);
+    *out = (int)json_integer_value(v);
+    return 0;
+}
+
+static int opt_str(json_t *o, const char *k, const char *file, const char *where, char *out, size_t cap, nd_err *e) {
+    json_t *v = get(o, k);
+    if (!v) return 0;
+    if (!json_is_string(v)) return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s.%s' must be a string", file, where, k);
+    snprintf(out, cap, "%s", json_string_value(v));
+    return 0;
+}
+
+/* weights / input_activations of a compressed-tensors group. */
+static int ct_args(json_t *a, const char *file, const char *where, int *bits, char *type, int *gs,
+                   char *strategy, int *bn, int *bk, nd_err *e) {
+    if (!a) return 0;
+    if (!json_is_object(a)) return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s' must be an object", file, where);
+    ND_TRY(opt_int(a, "num_bits", file, where, bits, e));
+    ND_TRY(opt_str(a, "type", file, where, type, 16, e));
+    ND_TRY(opt_int(a, "group_size", file, where, gs, e));
+    if (strategy) ND_TRY(opt_str(a, "strategy", file, where, strategy, 24, e));
+    json_t *bs = get(a, "block_structure");
+    if (bs && bn) {
+        if (json_is_array(bs) && json_array_size(bs) == 2 && json_is_integer(json_array_get(bs, 0)) &&
+            json_is_integer(json_array_get(bs, 1)) && json_integer_value(json_array_get(bs, 0)) > 0 &&
+            json_integer_value(json_array_get(bs, 1)) > 0) {
+            *bn = (int)json_integer_value(json_array_get(bs, 0));
+            *bk = (int)json_integer_value(json_array_get(bs, 1));
+        } else if (json_is_string(bs) && sscanf(json_string_value(bs), "%dx%d", bn, bk) == 2 && *bn > 0 && *bk > 0) {
+        } else {
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s.block_structure' must be [rows, cols]", file, where);
+        }
+    }
+    return 0;
+}
+
+static int parse_ct(json_t *q, const char *file, nd_qcfg *c, nd_err *e) {
+    c->fmt = ND_CKPT_COMPRESSED_TENSORS;
+    ND_TRY(opt_str(q, "format", file, "quantization_config", c->ct_format, sizeof c->ct_format, e));
+    ND_TRY(pat_list(get(q, "ignore"), 0, file, "quantization_config.ignore", &c->ignore, &c->n_ignore, e));
+    json_t *g = get(q, "config_groups");
+    if (!g) return 0;
+    if (!json_is_object(g)) return nd_fail(e, ND_EXIT_BADINPUT, "%s: 'quantization_config.config_groups' must be an object", file);
+    size_t n = json_object_size(g);
+    c->groups = calloc(n ? n : 1, sizeof *c->groups);
+    if (!c->groups) return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", file);
+    const char *k;
+    json_t *v;
+    json_object_foreach(g, k, v) {
+        nd_ct_group *gr = &c->groups[c->n_groups++];
+        char where[160];
+        snprintf(where, sizeof where, "quantization_config.config_groups.%s", k);
+        if (!(gr->name = strdup(k))) return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", file);
+        if (!json_is_object(v)) return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s' must be an object", file, where);
+        char w2[200];
+        snprintf(w2, sizeof w2, "%s.targets", where);
+        if (!json_is_array(get(v, "targets"))) return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s' must be a list of strings", file, w2);
+        ND_TRY(pat_list(get(v, "targets"), 0, file, w2, &gr->targets, &gr->n_targets, e));
+        snprintf(w2, sizeof w2, "%s.weights", where);
+        ND_TRY(ct_args(get(v, "weights"), file, w2, &gr->w_bits, gr->w_type, &gr->w_group_size, gr->w_strategy,
+                       &gr->block_n, &gr->block_k, e));
+        snprintf(w2, sizeof w2, "%s.input_activations", where);
+        ND_TRY(ct_args(get(v, "input_activations"), file, w2, &gr->a_bits, gr->a_type, &gr->a_group_size, NULL,
+                       NULL, NULL, e));
+    }
+    return 0;
+}
+
+static int is_nvfp4_algo(const char *a) {
+    return strcmp(a, "NVFP4") == 0 || strcmp(a, "NVFP4_AWQ") == 0 || strcmp(a, "W4A16_NVFP4") == 0 ||
+           strcmp(a, "W4A8_NVFP4_FP8") == 0 || strcmp(a, "NVFP4_SVD") == 0;
+}
+
+static int check_group_size(const char *file, const char *where, const char *algo, int gs, nd_err *e) {
+    if (!is_nvfp4_algo(algo)) return 0;
+    if (gs == 0) return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s: quant_algo %s without group_size", file, where, algo);
+    if (gs != 16) return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s: quant_algo %s with group_size %d (NVFP4 blocks are 16)", file, where, algo, gs);
+    return 0;
+}
+
+/* The "quantization" object of hf_quant_config.json, or an embedded quant_method modelopt config. */
+static int parse_modelopt(json_t *q, const char *file, const char *where, nd_qcfg *c, nd_err *e) {
+    c->fmt = ND_CKPT_MODELOPT;
+    json_t *a = get(q, "quant_algo");
+    if (!json_is_string(a)) return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s.quant_algo' is missing or not a string", file, where);
+    snprintf(c->mo_algo, sizeof c->mo_algo, "%s", json_string_value(a));
+    ND_TRY(opt_int(q, "group_size", file, where, &c->mo_group_size, e));
+    if (c->mo_group_size == 0) {
+        /* the embedded (CT-like) form keeps group_size under config_groups.*.weights */
+        json_t *g = get(q, "config_groups"), *v;
+        const char *k;
+        if (json_is_object(g)) json_object_foreach(g, k, v) {
+            json_t *w = json_is_object(v) ? get(v, "weights") : NULL;
+            if (json_is_object(w) && json_is_integer(get(w, "group_size"))) {
+                c->mo_group_size = (int)json_integer_value(get(w, "group_size"));
+                break;
+            }
+        }
+    }
+    ND_TRY(check_group_size(file, where, c->mo_algo, c->mo_group_size, e));
+    char w2[96];
+    snprintf(w2, sizeof w2, "%s.exclude_modules", where);
+    json_t *ex = get(q, "exclude_modules");
+    if (!ex) { ex = get(q, "ignore"); snprintf(w2, sizeof w2, "%s.ignore", where); }
+    ND_TRY(pat_list(ex, 1, file, w2, &c->exclude, &c->n_exclude, e));
+    json_t *ql = get(q, "quantized_layers");
+    if (ql) {
+        if (!json_is_object(ql)) return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s.quantized_layers' must be an object", file, where);
+        size_t n = json_object_size(ql);
+        c->layers = calloc(n ? n : 1, sizeof *c->layers);
+        if (!c->layers) return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", file);
+        const char *k;
+        json_t *v;
+        json_object_foreach(ql, k, v) {
+            nd_mo_layer *L = &c->layers[c->n_layers++];
+            if (!(L->pattern = strdup(k))) return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", file);
+            char w3[320];
+            snprintf(w3, sizeof w3, "%s.quantized_layers.%s", where, k);
+            if (!json_is_object(v) || !json_is_string(get(v, "quant_algo")))
+                return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s' must be an object with a string quant_algo", file, w3);
+            snprintf(L->algo, sizeof L->algo, "%s", json_string_value(get(v, "quant_algo")));
+            L->group_size = c->mo_group_size;
+            ND_TRY(opt_int(v, "group_size", file, w3, &L->group_size, e));
+            ND_TRY(check_group_size(file, w3, L->algo, L->group_size, e));
+        }
+    }
+    json_t *p = get(q, "producer");
+    if (json_is_object(p) && json_is_string(get(p, "name")))
+        snprintf(c->producer, sizeof c->producer, "%s", json_string_value(get(p, "name")));
+    return 0;
+}
+
+static int parse_fp8(json_t *q, const char *file, nd_qcfg *c, nd_err *e) {
+    json_t *b = get(q, "weight_block_size");
+    if (b) {
+        if (!json_is_array(b) || json_array_size(b) != 2 || !json_is_integer(json_array_get(b, 0)) ||
+            !json_is_integer(json_array_get(b, 1)) || json_integer_value(json_array_get(b, 0)) <= 0 ||
+            json_integer_value(json_array_get(b, 1)) <= 0 || json_integer_value(json_array_get(b, 0)) > 1 << 20 ||
+            json_integer_value(json_array_get(b, 1)) > 1 << 20)
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: 'quantization_config.weight_block_size' must be [rows, cols] of positive integers", file);
+        c->fp8_block_n = (int)json_integer_value(json_array_get(b, 0));
+        c->fp8_block_k = (int)json_integer_value(json_array_get(b, 1));
+    }
+    return opt_str(q, "scale_fmt", file, "quantization_config", c->fp8_scale_fmt, sizeof c->fp8_scale_fmt, e);
+}
+
+static int load_hf_quant(const char *dir, nd_qcfg *c, nd_err *e) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/hf_quant_config.json", dir);
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        if (errno == ENOENT) return 0;
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open: %s", path, strerror(errno));
+    }
+    json_error_t jerr;
+    json_t *root = json_loadf(fp, JSON_REJECT_DUPLICATES, &jerr);
+    fclose(fp);
+    if (!root) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not valid JSON (line %d: %s)", path, jerr.line, jerr.text);
+    int rc;
+    json_t *q = json_is_object(root) ? get(root, "quantization") : NULL;
+    if (!json_is_object(q)) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: missing object 'quantization'", path);
+    else {
+        /* the ModelOpt fields replace an embedded config; keep DeepSeek FP8 block sizes */
+        snprintf(c->source, sizeof c->source, "hf_quant_config.json");
+        for (size_t i = 0; i < c->n_exclude; i++) pat_free(&c->exclude[i]);
+        free(c->exclude);
+        c->exclude = NULL;
+        c->n_exclude = 0;
+        for (size_t i = 0; i < c->n_layers; i++) free(c->layers[i].pattern);
+        free(c->layers);
+        c->layers = NULL;
+        c->n_layers = 0;
+        c->mo_group_size = 0;
+        rc = parse_modelopt(q, path, "quantization", c, e);
+        json_t *p = get(root, "producer");
+        if (!rc && json_is_object(p) && json_is_string(get(p, "name")))
+            snprintf(c->producer, sizeof c->producer, "%s", json_string_value(get(p, "name")));
+    }
+    json_decref(root);
+    return rc;
+}
+
+int nd_qcfg_load(const char *dir, const nd_model_cfg *cfg, nd_qcfg *c, nd_err *e) {
+    memset(c, 0, sizeof *c);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    json_t *root = cfg->json, *q = get(root, "quantization_config");
+    int rc = 0;
+    json_t *mq = get(root, "moe_quant_algo");
+    if (json_is_string(mq)) snprintf(c->moe_quant_algo, sizeof c->moe_quant_algo, "%s", json_string_value(mq));
+    if (q) {
+        snprintf(c->source, sizeof c->source, "config.json");
+        json_t *m = get(q, "quant_method");
+        if (m && !json_is_string(m)) return nd_fail(e, ND_EXIT_BADINPUT, "%s: 'quantization_config.quant_method' must be a string", path);
+        const char *meth = m ? json_string_value(m) : (get(q, "config_groups") ? "compressed-tensors" : "");
+        if (strcmp(meth, "compressed-tensors") == 0) rc = parse_ct(q, path, c, e);
+        else if (strcmp(meth, "modelopt") == 0) rc = parse_modelopt(q, path, "quantization_config", c, e);
+        else if (strcmp(meth, "fp8") == 0) { c->fmt = ND_CKPT_FP8; rc = parse_fp8(q, path, c, e); }
+        else rc = nd_fail(e, ND_EXIT_BADINPUT,
+                          "%s: quantization_config.quant_method \"%s\" is not supported (compressed-tensors, modelopt, fp8)",
+                          path, meth);
+        if (rc) return rc;
+    }
+    return load_hf_quant(dir, c, e);
+}
+
+void nd_qcfg_free(nd_qcfg *c) {
+    for (size_t i = 0; i < c->n_groups; i++) {
+        for (size_t j = 0; j < c->groups[i].n_targets; j++) pat_free(&c->groups[i].targets[j]);
+        free(c->groups[i].targets);
+        free(c->groups[i].name);
+    }
+    free(c->groups);
+    for (size_t i = 0; i < c->n_ignore; i++) pat_free(&c->ignore[i]);
+    free(c->ignore);
+    for (size_t i = 0; i < c->n_exclude; i++) pat_free(&c->exclude[i]);
+    free(c->exclude);
+    for (size_t i = 0; i < c->n_layers; i++) free(c->layers[i].pattern);
+    free(c->layers);
+    memset(c, 0, sizeof *c);
+}
+
+static int any_match(const nd_pat *p, size_t n, const char *name) {
+    for (size_t i = 0; i < n; i++)
+        if (nd_pat_match(&p[i], name)) return 1;
+    return 0;
+}
+
+const nd_ct_group *nd_qcfg_ct_group(const nd_qcfg *q, const char *module) {
+    if (q->fmt != ND_CKPT_COMPRESSED_TENSORS || any_match(q->ignore, q->n_ignore, module)) return NULL;
+    /* compressed-tensors precedence: exact name, then regex, then class name */
+    static const nd_pat_kind order[] = { ND_PAT_EXACT, ND_PAT_REGEX, ND_PAT_CLASS };
+    for (size_t o = 0; o < 3; o++)
+        for (size_t g = 0; g < q->n_groups; g++)
+            for (size_t t = 0; t < q->groups[g].n_targets; t++)
+                if (q->groups[g].targets[t].kind == order[o] && nd_pat_match(&q->groups[g].targets[t], module))
+                    return &q->groups[g];
+    return NULL;
+}
+
+/* ModelOpt quant_algo of one module: "" when excluded or not listed under MIXED_PRECISION. A
+ * quantized_layers key matches the module itself, a parent of it, or as a glob. */
+static const char *mo_algo_of(const nd_qcfg *q, const char *module) {
+    if (any_match(q->exclude, q->n_exclude, module)) return "";
+    if (strcmp(q->mo_algo, "MIXED_PRECISION") != 0) return q->mo_algo;
+    for (size_t i = 0; i < q->n_layers; i++) {
+        const char *p = q->layers[i].pattern;
+        size_t pl = strlen(p);
+        if (strcmp(p, module) == 0 || (strncmp(p, module, pl) == 0 && module[pl] == '.') ||
+            fnmatch(p, module, 0) == 0)
+            return q->layers[i].algo;
+    }
+    return "";
+}
+
+int nd_qcfg_ignored(const nd_qcfg *q, const char *module) {
+    switch (q->fmt) {
+    case ND_CKPT_COMPRESSED_TENSORS: return nd_qcfg_ct_group(q, module) == NULL;
+    case ND_CKPT_MODELOPT: return mo_algo_of(q, module)[0] == 0;
+    case ND_CKPT_FP8: return 0;
+    case ND_CKPT_UNQUANTIZED: return 1;
+    }
+    return 1;
+}
+
+int nd_qcfg_act_quant(const nd_qcfg *q, const char *module, int *known) {
+    *known = 1;
+    if (q->fmt == ND_CKPT_COMPRESSED_TENSORS) {
+        const nd_ct_group *g = nd_qcfg_ct_group(q, module);
+        if (!g) { *known = 0; return 0; }
+        return g->a_bits == 4 && (g->a_type[0] == 0 || strcmp(g->a_type, "float") == 0);
+    }
+    if (q->fmt == ND_CKPT_MODELOPT) {
+        const char *a = mo_algo_of(q, module);
+        if (!a[0]) { *known = 0; return 0; }
+        return strcmp(a, "NVFP4") == 0 || strcmp(a, "NVFP4_AWQ") == 0 || strcmp(a, "NVFP4_SVD") == 0;
+    }
+    *known = 0;
+    return 0;
+}

@@ -1,0 +1,200 @@
+/* inspect.c — `nvfp4dbg inspect CKPT [--json]`: format, architecture, per-module quantization and
+ * static scale findings (SPEC §3). Exit 0 clean or warnings only, 1 when a finding is an error,
+ * 2 bad usage or a checkpoint that cannot be read or bound. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jansson.h>
+#include "cli.h"
+#include "ckpt/ckpt.h"
+#include "ckpt/findings.h"
+
+static const char *wfmt_str(const nd_module *m) {
+    switch (m->wfmt) {
+    case ND_WF_NVFP4: return "nvfp4";
+    case ND_WF_MXFP4: return "mxfp4";
+    case ND_WF_FP8: return "fp8";
+    case ND_WF_DENSE: return m->weight ? (m->weight->dtype == ND_DT_BF16 ? "bf16" : m->weight->dtype == ND_DT_F16 ? "f16" : "f32") : "dense";
+    }
+    return "?";
+}
+
+static const char *conv_str(nd_conv c) {
+    switch (c) {
+    case ND_CONV_CT: return "compressed-tensors";
+    case ND_CONV_MODELOPT: return "modelopt";
+    case ND_CONV_DEEPSEEK: return "deepseek";
+    case ND_CONV_NONE: break;
+    }
+    return "none";
+}
+
+static const char *fp8_kind_str(int k) {
+    static const char *const s[] = {"tensor", "channel", "block-f32", "block-e8m0"};
+    return k >= 0 && k < 4 ? s[k] : "?";
+}
+
+static json_t *jnum(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+static json_t *jvalues(const nd_tview *t) {
+    if (!t) return json_null();
+    json_t *a = json_array();
+    for (int64_t i = 0; i < t->numel && i < 64; i++) json_array_append_new(a, jnum(nd_tview_get_f32(t, i)));
+    return a;
+}
+
+static json_t *module_json(const nd_ckpt *c, const nd_module *m, const nd_scale_stats *st) {
+    json_t *o = json_object();
+    json_object_set_new(o, "path", json_string(m->path));
+    json_object_set_new(o, "format", json_string(wfmt_str(m)));
+    json_object_set_new(o, "convention", json_string(conv_str(m->conv)));
+    json_object_set_new(o, "out_features", json_integer(m->out_features));
+    json_object_set_new(o, "in_features", json_integer(m->in_features));
+    json_object_set_new(o, "weight_dtype", json_string(nd_dtype_str(m->weight->dtype)));
+    json_object_set_new(o, "ignored_by_config", json_boolean(nd_ckpt_module_ignored(c, m->path)));
+    if (m->wfmt == ND_WF_FP8) {
+        json_object_set_new(o, "fp8_scale_kind", json_string(fp8_kind_str(m->fp8_scale_kind)));
+        json_object_set_new(o, "block", json_pack("[ii]", m->bn, m->bk));
+    }
+    if (m->wfmt == ND_WF_NVFP4) {
+        json_object_set_new(o, "act_quant", json_boolean(m->act_quant));
+        json_object_set_new(o, "n_shards", json_integer(m->n_shards));
+        json_object_set_new(o, "weight_global_tensor", m->weight_global ? json_string(m->weight_global->name) : json_null());
+        json_object_set_new(o, "weight_global_raw", jvalues(m->weight_global));
+        json_object_set_new(o, "weight_global_div", jnum(m->weight_global_div));
+        json_object_set_new(o, "input_global_tensor", m->input_global ? json_string(m->input_global->name) : json_null());
+        json_object_set_new(o, "input_global_raw", jvalues(m->input_global));
+        json_object_set_new(o, "input_global_mult", jnum(m->input_global_mult));
+    }
+    if (m->weight_scale) {
+        json_object_set_new(o, "block_scales", json_pack("{s:s,s:I,s:o,s:o,s:I,s:I,s:I,s:o}",
+            "dtype", nd_dtype_str(m->weight_scale->dtype), "count", (json_int_t)st->count,
+            "min", jnum(st->min), "max", jnum(st->max), "zeros", (json_int_t)st->zeros,
+            "nan", (json_int_t)st->nan, "inf", (json_int_t)st->inf,
+            "share_at_448", st->count && m->weight_scale->dtype == ND_DT_F8_E4M3 ? json_real((double)st->at_max / (double)st->count) : json_null()));
+    }
+    return o;
+}
+
+static json_t *quant_json(const nd_ckpt *c) {
+    json_t *o = json_object();
+    json_object_set_new(o, "format", json_string(nd_ckpt_format_str(c)));
+    const nd_model_cfg *cfg = nd_ckpt_config(c);
+    const char *s;
+    if ((s = nd_cfg_string(cfg, "quantization_config.quant_method"))) json_object_set_new(o, "quant_method", json_string(s));
+    if ((s = nd_cfg_string(cfg, "quantization_config.format"))) json_object_set_new(o, "ct_format", json_string(s));
+    return o;
+}
+
+static void fmt_val(char *b, size_t n, double v) {
+    if (isnan(v)) snprintf(b, n, "nan");
+    else snprintf(b, n, "%.5g", v);
+}
+
+static void print_table(const nd_ckpt *c, const nd_module *mods, const nd_scale_stats *st, size_t n, const nd_findings *f) {
+    const nd_model_cfg *cfg = nd_ckpt_config(c);
+    printf("checkpoint  %s\n", nd_ckpt_dir(c));
+    printf("format      %s", nd_ckpt_format_str(c));
+    const char *s = nd_cfg_string(cfg, "quantization_config.format");
+    if (s) printf(" (%s)", s);
+    printf("\nmodel       %s%s%s%s, %lld layers, hidden %lld, vocab %lld\n", cfg->model_type,
+           cfg->architecture[0] ? " (" : "", cfg->architecture, cfg->architecture[0] ? ")" : "",
+           (long long)cfg->num_hidden_layers, (long long)cfg->hidden_size, (long long)cfg->vocab_size);
+    printf("tensors     %zu, modules %zu\n\n", nd_ckpt_count(c), n);
+    printf("%-48s %-6s %-8s %-13s %-11s %-11s %-9s %-9s %6s %5s %7s\n", "module", "format", "conv", "shape",
+           "w_global", "in_global", "bs_min", "bs_max", "zeros", "nan", "at448");
+    for (size_t i = 0; i < n; i++) {
+        const nd_module *m = &mods[i];
+        char shape[32], wg[24] = "-", ig[24] = "-", mn[16] = "-", mx[16] = "-", z[16] = "-", na[16] = "-", at[16] = "-";
+        snprintf(shape, sizeof shape, "%lldx%lld", (long long)m->out_features, (long long)m->in_features);
+        if (m->wfmt == ND_WF_NVFP4) {
+            fmt_val(wg, sizeof wg, m->weight_global_div);
+            if (m->input_global || m->act_quant) fmt_val(ig, sizeof ig, m->input_global_mult);
+        }
+        if (m->weight_scale) {
+            fmt_val(mn, sizeof mn, st[i].min);
+            fmt_val(mx, sizeof mx, st[i].max);
+            snprintf(z, sizeof z, "%lld", (long long)st[i].zeros);
+            snprintf(na, sizeof na, "%lld", (long long)(st[i].nan + st[i].inf));
+            if (m->weight_scale->dtype == ND_DT_F8_E4M3 && st[i].count)
+                snprintf(at, sizeof at, "%.3f", (double)st[i].at_max / (double)st[i].count);
+        }
+        const char *cv = m->conv == ND_CONV_CT ? "ct" : m->conv == ND_CONV_MODELOPT ? "modelopt" : m->conv == ND_CONV_DEEPSEEK ? "deepseek" : "-";
+        printf("%-48s %-6s %-8s %-13s %-11s %-11s %-9s %-9s %6s %5s %7s\n", m->path, wfmt_str(m), cv, shape, wg, ig,
+               mn, mx, z, na, at);
+    }
+    printf("\nw_global: weight dequant divisor (2688/amax(W) when healthy); in_global: activation quantizer\n"
+           "multiplier (2688/amax(x)); both normalised from the checkpoint's convention.\n");
+    size_t ne = nd_findings_count(f, ND_SEV_ERROR), nw = nd_findings_count(f, ND_SEV_WARNING);
+    printf("\nfindings: %zu error%s, %zu warning%s\n", ne, ne == 1 ? "" : "s", nw, nw == 1 ? "" : "s");
+    for (size_t i = 0; i < f->n; i++)
+        printf("  %-7s %-20s %s: %s\n", nd_severity_str(f->v[i].sev), f->v[i].code, f->v[i].module, f->v[i].msg);
+}
+
+static void usage(FILE *o) {
+    fprintf(o, "usage: nvfp4dbg inspect CKPT [--json]\n\n"
+               "Format, architecture, per-module quantization (format, shapes, global scales, block-scale\n"
+               "statistics) and static scale findings of a checkpoint folder.\n"
+               "Exit 0: no error finding; 1: an error finding; 2: bad usage or unreadable checkpoint.\n");
+}
+
+int nd_cmd_inspect(int argc, char **argv) {
+    const char *dir = NULL;
+    int as_json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
+        else if (!strcmp(argv[i], "--json")) as_json = 1;
+        else if (argv[i][0] == '-' && argv[i][1]) return nd_cli_usage_error("inspect", "unknown option '%s'", argv[i]);
+        else if (dir) return nd_cli_usage_error("inspect", "more than one checkpoint given ('%s', '%s')", dir, argv[i]);
+        else dir = argv[i];
+    }
+    if (!dir) return nd_cli_usage_error("inspect", "no checkpoint folder given");
+    nd_err e = {0};
+    nd_ckpt *c = NULL;
+    if (nd_ckpt_open(dir, &c, &e)) return nd_cli_error(&e);
+    nd_findings f;
+    nd_findings_init(&f);
+    nd_scale_stats *st = NULL;
+    size_t n = nd_ckpt_module_count(c);
+    nd_module *mods = calloc(n ? n : 1, sizeof *mods);
+    int rc = mods ? nd_ckpt_check(c, &f, &st, &e) : nd_fail(&e, ND_EXIT_INTERNAL, "out of memory");
+    for (size_t i = 0; !rc && i < n; i++) rc = nd_ckpt_module(c, nd_ckpt_module_path(c, i), &mods[i], &e);
+    if (rc) {
+        rc = nd_cli_error(&e);
+    } else if (as_json) {
+        json_t *root = json_object();
+        const nd_model_cfg *cfg = nd_ckpt_config(c);
+        json_object_set_new(root, "checkpoint", json_string(nd_ckpt_dir(c)));
+        json_object_set_new(root, "format", json_string(nd_ckpt_format_str(c)));
+        json_object_set_new(root, "quantization", quant_json(c));
+        json_object_set_new(root, "model_type", json_string(cfg->model_type));
+        json_object_set_new(root, "architecture", json_string(cfg->architecture));
+        json_object_set_new(root, "num_hidden_layers", json_integer(cfg->num_hidden_layers));
+        json_object_set_new(root, "hidden_size", json_integer(cfg->hidden_size));
+        json_object_set_new(root, "tensors", json_integer((json_int_t)nd_ckpt_count(c)));
+        json_t *ms = json_array();
+        for (size_t i = 0; i < n; i++) json_array_append_new(ms, module_json(c, &mods[i], &st[i]));
+        json_object_set_new(root, "modules", ms);
+        json_t *fs = json_array();
+        for (size_t i = 0; i < f.n; i++)
+            json_array_append_new(fs, json_pack("{s:s,s:s,s:s,s:s,s:s}", "severity", nd_severity_str(f.v[i].sev),
+                                                "code", f.v[i].code, "module", f.v[i].module, "tensor", f.v[i].tensor,
+                                                "message", f.v[i].msg));
+        json_object_set_new(root, "findings", fs);
+        json_object_set_new(root, "errors", json_integer((json_int_t)nd_findings_count(&f, ND_SEV_ERROR)));
+        json_object_set_new(root, "warnings", json_integer((json_int_t)nd_findings_count(&f, ND_SEV_WARNING)));
+        json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
+        fputc('\n', stdout);
+        json_decref(root);
+    } else {
+        print_table(c, mods, st, n, &f);
+    }
+    if (!rc) rc = nd_findings_count(&f, ND_SEV_ERROR) ? ND_EXIT_FINDING : ND_EXIT_OK;
+    fflush(stdout);
+    free(mods);
+    free(st);
+    nd_findings_free(&f);
+    nd_ckpt_close(c);
+    return rc;
+}

@@ -1,0 +1,330 @@
+/* Module binding for every format, normalised scales, quantization configs, shards, bind errors. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "backend.h"
+#include "ckpt/ckpt.h"
+#include "ckpt_fixture.h"
+#include "nd_test.h"
+
+static const char *CT_Q =
+    "{\"quant_method\": \"compressed-tensors\", \"format\": \"nvfp4-pack-quantized\", \"config_groups\": {"
+    " \"experts\": {\"targets\": [\"re:.*mlp.experts.*\"],"
+    "   \"weights\": {\"num_bits\": 4, \"type\": \"float\", \"strategy\": \"tensor_group\", \"group_size\": 16},"
+    "   \"input_activations\": {\"num_bits\": 4, \"type\": \"float\", \"strategy\": \"tensor_group\", \"group_size\": 16, \"dynamic\": \"local\"}},"
+    " \"w4a16\": {\"targets\": [\"Linear\"], \"weights\": {\"num_bits\": 4, \"type\": \"float\", \"group_size\": 16}},"
+    " \"fp8\": {\"targets\": [\"re:.*o_a_proj$\"], \"weights\": {\"num_bits\": 8, \"type\": \"float\", \"strategy\": \"block\", \"block_structure\": [64, 32]}}},"
+    " \"ignore\": [\"lm_head\", \"re:.*mlp.gate$\"]}";
+
+static nd_ckpt *open_ok(const char *dir) {
+    nd_ckpt *c = NULL;
+    nd_err e = {0};
+    CHECK(nd_ckpt_open(dir, &c, &e) == 0, "%s", e.msg);
+    return c;
+}
+
+static void ct(const char *dir) {
+    fx_config(dir, CT_Q);
+    fx x;
+    float ig = 1000.0f, wg2[2] = {100.0f, 200.0f};
+    int64_t one = 64;
+    uint16_t *nw;
+    float *b;
+    /* the shared expert has one global per fused shard */
+    if (fx_begin(&x, dir, "model.safetensors")) return;
+    fx_nvfp4_ct(&x, "model.layers.0.mlp.experts.0.gate_proj", 32, 64, 3584.0f, &ig, 0x7e);
+    fx_nvfp4_ct(&x, "model.layers.0.self_attn.q_a_proj", 32, 64, 2000.0f, &ig, 0x7e);
+    fx_nvfp4_ct(&x, "model.layers.0.self_attn.kv_proj", 32, 64, 2000.0f, NULL, 0x7e);
+    fx_fp8_block(&x, "model.layers.0.self_attn.o_a_proj", 128, 64, 64, 32, "weight_scale");
+    {
+        int64_t sh[2] = {16, 16}, ss[2] = {16, 2};
+        uint8_t *p = fx_alloc(&x, 256), *s = fx_alloc(&x, 32);
+        memset(s, 0x38, 32);
+        fx_add(&x, "model.layers.0.mlp.shared_experts.down_proj.weight_packed", ND_DT_U8, 2, sh, p);
+        fx_add(&x, "model.layers.0.mlp.shared_experts.down_proj.weight_scale", ND_DT_F8_E4M3, 2, ss, s);
+        fx_f32(&x, "model.layers.0.mlp.shared_experts.down_proj.weight_global_scale", 2, wg2);
+    }
+    fx_dense(&x, "model.layers.0.mlp.gate", 2, 64);
+    fx_dense(&x, "lm_head", 64, 64);
+    fx_dense(&x, "model.layers.10.mlp.gate", 2, 64);
+    nw = fx_alloc(&x, 128);
+    fx_add(&x, "model.layers.0.input_layernorm.weight", ND_DT_BF16, 1, &one, nw);
+    b = fx_alloc(&x, 64 * sizeof(float));
+    b[3] = 0.5f;
+    fx_add(&x, "lm_head.bias", ND_DT_F32, 1, &one, b);
+    if (fx_end(&x)) return;
+
+    nd_ckpt *c = open_ok(dir);
+    if (!c) return;
+    CHECK(strcmp(nd_ckpt_format_str(c), "compressed-tensors") == 0, "%s", nd_ckpt_format_str(c));
+    CHECK_EQ_INT(nd_ckpt_format(c), ND_CKPT_COMPRESSED_TENSORS);
+    nd_module m;
+    nd_err e = {0};
+    CHECK(nd_ckpt_module(c, "model.layers.0.mlp.experts.0.gate_proj", &m, &e) == 0, "%s", e.msg);
+    CHECK_EQ_INT(m.wfmt, ND_WF_NVFP4);
+    CHECK_EQ_INT(m.conv, ND_CONV_CT);
+    CHECK_EQ_INT(m.out_features, 32);
+    CHECK_EQ_INT(m.in_features, 64);
+    CHECK(m.weight_global_div == 3584.0f, "div %g", m.weight_global_div);
+    CHECK(m.input_global_mult == 1000.0f, "mult %g", m.input_global_mult);
+    CHECK_EQ_INT(m.act_quant, 1);
+    CHECK_EQ_INT(m.n_shards, 1);
+    CHECK(m.weight && strcmp(m.weight->name, "model.layers.0.mlp.experts.0.gate_proj.weight_packed") == 0, "weight");
+    CHECK(m.weight_scale && m.weight_scale->dtype == ND_DT_F8_E4M3, "weight_scale");
+
+    CHECK(nd_ckpt_module(c, "model.layers.0.self_attn.q_a_proj", &m, &e) == 0, "%s", e.msg);
+    CHECK_EQ_INT(m.act_quant, 0);   /* matched by the W4A16 "Linear" group */
+    CHECK(nd_ckpt_module(c, "model.layers.0.self_attn.kv_proj", &m, &e) == 0, "%s", e.msg);
+    CHECK(m.input_global == NULL && isnan(m.input_global_mult), "absent input scale: %g", m.input_global_mult);
+
+    CHECK(nd_ckpt_module(c, "model.layers.0.self_attn.o_a_proj", &m, &e) == 0, "%s", e.msg);
+    CHECK_EQ_INT(m.wfmt, ND_WF_FP8);
+    CHECK_EQ_INT(m.fp8_scale_kind, ND_FP8_SCALE_BLOCK_F32);
+    CHECK_EQ_INT(m.bn, 64);
+    CHECK_EQ_INT(m.bk, 32);
+    CHECK_EQ_INT(m.conv, ND_CONV_CT);
+
+    CHECK(nd_ckpt_module(c, "model.layers.0.mlp.shared_experts.down_proj", &m, &e) == 0, "%s", e.msg);
+    CHECK_EQ_INT(m.n_shards, 2);
+    CHECK(m.weight_global_div == 200.0f, "max over shards %g", m.weight_global_div);
+
+    CHECK(nd_ckpt_module(c, "lm_head", &m, &e) == 0, "%s", e.msg);
+    CHECK_EQ_INT(m.wfmt, ND_WF_DENSE);
+    CHECK(m.bias && nd_tview_get_f32(m.bias, 3) == 0.5f, "bias");
+    CHECK_EQ_INT(nd_ckpt_module_ignored(c, "lm_head"), 1);
+    CHECK_EQ_INT(nd_ckpt_module_ignored(c, "model.layers.0.mlp.gate"), 1);
+    CHECK_EQ_INT(nd_ckpt_module_ignored(c, "model.layers.0.mlp.gate_proj"), 0); /* regex ends at gate$ */
+    CHECK_EQ_INT(nd_ckpt_module_ignored(c, "model.layers.0.self_attn.q_a_proj"), 0);
+
+    /* modules: 2-D weights and quantized linears, natural order; the norm is not a module */
+    const char *want[] = {"lm_head", "model.layers.0.mlp.experts.0.gate_proj", "model.layers.0.mlp.gate",
+                          "model.layers.0.mlp.shared_experts.down_proj", "model.layers.0.self_attn.kv_proj",
+                          "model.layers.0.self_attn.o_a_proj", "model.layers.0.self_attn.q_a_proj",
+                          "model.layers.10.mlp.gate"};
+    CHECK_EQ_INT(nd_ckpt_module_count(c), 8);
+    for (size_t i = 0; i < 8 && i < nd_ckpt_module_count(c); i++)
+        CHECK(strcmp(nd_ckpt_module_path(c, i), want[i]) == 0, "module %zu: %s, want %s", i, nd_ckpt_module_path(c, i), want[i]);
+
+    CHECK_EQ_INT(nd_ckpt_has_module(c, "model.layers.0.self_attn"), 1);
+    CHECK_EQ_INT(nd_ckpt_has_module(c, "model.layers.0.self_att"), 0);
+    CHECK(nd_ckpt_module(c, "model.nothing", &m, &e) == ND_EXIT_BADINPUT, "missing module bound");
+    CHECK(strstr(e.msg, "model.nothing.weight") != NULL, "message: %s", e.msg);
+
+    /* release drops pages but the mapping stays readable with the same content */
+    const nd_tview *t = nd_ckpt_find(c, "lm_head.bias");
+    nd_ckpt_release(c, t);
+    CHECK(t && nd_tview_get_f32(t, 3) == 0.5f, "content after release");
+    nd_ckpt_close(c);
+}
+
+static void modelopt(const char *dir) {
+    fx_config(dir, "{\"quant_method\": \"fp8\", \"fmt\": \"e4m3\", \"scale_fmt\": \"ue8m0\", \"weight_block_size\": [128, 128]}");
+    fx_write_text(dir, "hf_quant_config.json",
+                  "{\"producer\": {\"name\": \"modelopt\", \"version\": \"0.37\"}, \"quantization\": {"
+                  "\"quant_algo\": \"MIXED_PRECISION\", \"group_size\": 16, \"exclude_modules\": [\"*.attn.*\", \"head\", \"mtp.*\"],"
+                  "\"quantized_layers\": {\"layers.0.ffn.experts\": {\"quant_algo\": \"NVFP4\", \"group_size\": 16}}}}");
+    fx x;
+    if (fx_begin(&x, dir, "model.safetensors")) return;
+    float is = 0.5f;
+    fx_nvfp4_mo(&x, "layers.0.ffn.experts.0.w1", 32, 64, 0.25f, &is, 0x7e);
+    fx_nvfp4_mo(&x, "layers.0.ffn.experts.0.w3", 32, 64, 0.25f, NULL, 0x7e);
+    fx_fp8_e8m0(&x, "layers.0.attn.wq_a", 256, 128);
+    fx_mxfp4(&x, "mtp.0.ffn.experts.0.w1", 32, 64);
+    fx_dense(&x, "head", 64, 64);
+    if (fx_end(&x)) return;
+    nd_ckpt *c = open_ok(dir);
+    if (!c) return;
+    CHECK(strcmp(nd_ckpt_format_str(c), "modelopt") == 0, "%s", nd_ckpt_format_str(c));
+    nd_module m;
+    nd_err e = {0};
+    CHECK(nd_ckpt_module(c, "layers.0.ffn.experts.0.w1", &m, &e) == 0, "%s", e.msg);
+    CHECK_EQ_INT(m.wfmt, ND_WF_NVFP4);
+    CHECK_EQ_INT(m.conv, ND_CONV_MODELOPT);
+    CHECK(m.weight_global_div == 4.0f, "div %g (1/weight_scale_2)", m.weight_global_div);
+    CHECK(m.input_global_mult == 2.0f, "mult %g (1/input_scale)", m.input_global_mult);
+    CHECK_EQ_INT(m.act_quant, 1);
+    CHECK(nd_ckpt_module(c, "layers.0.ffn.experts.0.w3", &m, &e) == 0, "W4A4 without input scale: %s", e.msg);
+    CHECK_EQ_INT(m.act_quant, 1);
+    CHECK(isnan(m.input_global_mult), "mult %g", m.input_global_mult);
+    CHECK(nd_ckpt_module(c, "layers.0.attn.wq_a", &m, &e) == 0, "%s", e.msg);
+    CHECK_EQ_INT(m.wfmt, ND_WF_FP8);
+    CHECK_EQ_INT(m.fp8_scale_kind, ND_FP8_SCALE_BLOCK_E8M0);
+    CHECK_EQ_INT(m.bn, 128);
+    CHECK_EQ_INT(m.conv, ND_CONV_DEEPSEEK);
+    CHECK(nd_ckpt_module(c, "mtp.0.ffn.experts.0.w1", &m, &e) == 0, "%s", e.msg);
+    CHECK_EQ_INT(m.wfmt, ND_WF_MXFP4);
+    CHECK_EQ_INT(m.in_features, 64);
+    CHECK_EQ_INT(nd_ckpt_module_ignored(c, "layers.0.ffn.experts.0.w1"), 0);
+    CHECK_EQ_INT(nd_ckpt_module_ignored(c, "layers.0.attn.wq_a"), 1);
+    CHECK_EQ_INT(nd_ckpt_module_ignored(c, "head"), 1);
+    CHECK_EQ_INT(nd_ckpt_module_ignored(c, "layers.1.ffn.experts.0.w1"), 1); /* not in quantized_layers */
+    nd_ckpt_close(c);
+}
+
+static void deepseek_fp8(const char *dir) {
+    fx_config(dir, "{\"quant_method\": \"fp8\", \"weight_block_size\": [128, 128]}");
+    fx x;
+    if (fx_begin(&x, dir, "model.safetensors")) return;
+    fx_fp8_block(&x, "model.layers.0.self_attn.q_b_proj", 300, 200, 128, 128, "weight_scale_inv");
+    int64_t n = 48;
+    float ch[48], one = 0.02f;
+    for (int i = 0; i < 48; i++) ch[i] = 0.01f + 0.001f * (float)i;
+    {
+        int64_t sh[2] = {48, 32};
+        uint8_t *w = fx_alloc(&x, 48 * 32);
+        fx_add(&x, "chan.weight", ND_DT_F8_E4M3, 2, sh, w);
+        fx_add(&x, "chan.weight_scale", ND_DT_F32, 1, &n, ch);
+        uint8_t *w2 = fx_alloc(&x, 48 * 32);
+        fx_add(&x, "tens.weight", ND_DT_F8_E4M3, 2, sh, w2);
+        fx_f32(&x, "tens.weight_scale", 0, &one);
+    }
+    if (fx_end(&x)) return;
+    nd_ckpt *c = open_ok(dir);
+    if (!c) return;
+    CHECK(strcmp(nd_ckpt_format_str(c), "fp8") == 0, "%s", nd_ckpt_format_str(c));
+    nd_module m;
+    nd_err e = {0};
+    CHECK(nd_ckpt_module(c, "model.layers.0.self_attn.q_b_proj", &m, &e) == 0, "%s", e.msg);
+    CHECK_EQ_INT(m.fp8_scale_kind, ND_FP8_SCALE_BLOCK_F32);
+    CHECK_EQ_INT(m.conv, ND_CONV_DEEPSEEK);
+    CHECK(m.weight_scale && m.weight_scale->shape[0] == 3 && m.weight_scale->shape[1] == 2, "block shape");
+    CHECK(nd_ckpt_module(c, "chan", &m, &e) == 0, "%s", e.msg);
+    CHECK_EQ_INT(m.fp8_scale_kind, ND_FP8_SCALE_CHANNEL);
+    CHECK(nd_ckpt_module(c, "tens", &m, &e) == 0, "%s", e.msg);
+    CHECK_EQ_INT(m.fp8_scale_kind, ND_FP8_SCALE_TENSOR);
+    nd_ckpt_close(c);
+}
+
+static void sharded(const char *dir) {
+    fx_config(dir, NULL);
+    fx x;
+    float ig = 500.0f;
+    if (fx_begin(&x, dir, "model-00001-of-00002.safetensors")) return;
+    {
+        int64_t sh[2] = {16, 16};
+        uint8_t *p = fx_alloc(&x, 256);
+        fx_add(&x, "m.weight_packed", ND_DT_U8, 2, sh, p);
+    }
+    fx_dense(&x, "lm_head", 8, 16);
+    if (fx_end(&x)) return;
+    if (fx_begin(&x, dir, "model-00002-of-00002.safetensors")) return;
+    {
+        int64_t ss[2] = {16, 2};
+        uint8_t *s = fx_alloc(&x, 32);
+        memset(s, 0x7e, 32);
+        float wg = 64.0f;
+        fx_add(&x, "m.weight_scale", ND_DT_F8_E4M3, 2, ss, s);
+        fx_f32(&x, "m.weight_global_scale", 1, &wg);
+        fx_f32(&x, "m.input_global_scale", 1, &ig);
+    }
+    if (fx_end(&x)) return;
+    fx_write_text(dir, "model.safetensors.index.json",
+                  "{\"metadata\": {\"total_size\": 0}, \"weight_map\": {"
+                  "\"m.weight_packed\": \"model-00001-of-00002.safetensors\", \"lm_head.weight\": \"model-00001-of-00002.safetensors\","
+                  "\"m.weight_scale\": \"model-00002-of-00002.safetensors\", \"m.weight_global_scale\": \"model-00002-of-00002.safetensors\","
+                  "\"m.input_global_scale\": \"model-00002-of-00002.safetensors\"}}");
+    nd_ckpt *c = open_ok(dir);
+    if (!c) return;
+    CHECK_EQ_INT(nd_ckpt_count(c), 5);
+    nd_module m;
+    nd_err e = {0};
+    CHECK(nd_ckpt_module(c, "m", &m, &e) == 0, "%s", e.msg);
+    CHECK(m.weight && strstr(m.weight->file, "00001") && m.weight_scale && strstr(m.weight_scale->file, "00002"), "files");
+    CHECK(m.weight_global_div == 64.0f && m.input_global_mult == 500.0f, "scales %g %g", m.weight_global_div, m.input_global_mult);
+    CHECK_EQ_INT(m.act_quant, 1); /* no config: an input scale means W4A4 */
+    nd_ckpt_close(c);
+    /* the index maps a tensor the shard does not hold */
+    fx_write_text(dir, "model.safetensors.index.json",
+                  "{\"weight_map\": {\"m.weight_packed\": \"model-00001-of-00002.safetensors\","
+                  " \"m.weight_scale\": \"model-00001-of-00002.safetensors\"}}");
+    c = NULL;
+    CHECK(nd_ckpt_open(dir, &c, &e) == ND_EXIT_BADINPUT, "missing mapped tensor accepted");
+    CHECK(strstr(e.msg, "m.weight_scale") && strstr(e.msg, "00001"), "message: %s", e.msg);
+    nd_ckpt_close(c);
+}
+
+/* One broken module: binding must be bad input naming the tensor (and its file when it exists). */
+static void bind_error(const char *dir, void (*make)(fx *), const char *tensor, const char *what) {
+    fx_config(dir, NULL);
+    fx x;
+    if (fx_begin(&x, dir, "model.safetensors")) return;
+    make(&x);
+    if (fx_end(&x)) return;
+    nd_ckpt *c = open_ok(dir);
+    if (!c) return;
+    nd_module m;
+    nd_err e = {0};
+    CHECK(nd_ckpt_module(c, "m", &m, &e) == ND_EXIT_BADINPUT, "%s: bound", what);
+    CHECK(strstr(e.msg, tensor) && strstr(e.msg, what), "%s: message: %s", what, e.msg);
+    nd_ckpt_close(c);
+}
+
+static void mk_scale_shape(fx *x) {
+    int64_t sh[2] = {16, 16}, ss[2] = {16, 3};
+    fx_add(x, "m.weight_packed", ND_DT_U8, 2, sh, fx_alloc(x, 256));
+    fx_add(x, "m.weight_scale", ND_DT_F8_E4M3, 2, ss, fx_alloc(x, 48));
+}
+static void mk_scale_dtype(fx *x) {
+    int64_t sh[2] = {16, 16}, ss[2] = {16, 2};
+    fx_add(x, "m.weight_packed", ND_DT_U8, 2, sh, fx_alloc(x, 256));
+    fx_add(x, "m.weight_scale", ND_DT_F32, 2, ss, fx_alloc(x, 128));
+}
+static void mk_no_scale(fx *x) {
+    int64_t sh[2] = {16, 16};
+    fx_add(x, "m.weight_packed", ND_DT_U8, 2, sh, fx_alloc(x, 256));
+}
+static void mk_global_shape(fx *x) {
+    int64_t sh[2] = {16, 16}, ss[2] = {16, 2}, gs[2] = {2, 2};
+    fx_add(x, "m.weight_packed", ND_DT_U8, 2, sh, fx_alloc(x, 256));
+    fx_add(x, "m.weight_scale", ND_DT_F8_E4M3, 2, ss, fx_alloc(x, 32));
+    fx_add(x, "m.weight_global_scale", ND_DT_F32, 2, gs, fx_alloc(x, 16));
+}
+static void mk_global_dtype(fx *x) {
+    int64_t sh[2] = {16, 16}, ss[2] = {16, 2}, gs[1] = {1};
+    fx_add(x, "m.weight_packed", ND_DT_U8, 2, sh, fx_alloc(x, 256));
+    fx_add(x, "m.weight_scale", ND_DT_F8_E4M3, 2, ss, fx_alloc(x, 32));
+    fx_add(x, "m.weight_global_scale", ND_DT_I32, 1, gs, fx_alloc(x, 4));
+}
+static void mk_bias(fx *x) {
+    int64_t b = 5;
+    fx_dense(x, "m", 4, 8);
+    fx_add(x, "m.bias", ND_DT_F32, 1, &b, fx_alloc(x, 20));
+}
+static void mk_fp8_scale(fx *x) {
+    int64_t sh[2] = {200, 64}, ss[2] = {1, 1};
+    fx_add(x, "m.weight", ND_DT_F8_E4M3, 2, sh, fx_alloc(x, 200 * 64));
+    fx_add(x, "m.weight_scale_inv", ND_DT_F32, 2, ss, fx_alloc(x, 4));
+}
+static void mk_mx_scale(fx *x) {
+    int64_t sh[2] = {16, 32}, ss[2] = {16, 4};
+    fx_add(x, "m.weight", ND_DT_U8, 2, sh, fx_alloc(x, 512));
+    fx_add(x, "m.scale", ND_DT_F8_E8M0, 2, ss, fx_alloc(x, 64));
+}
+static void mk_odd_k(fx *x) {
+    int64_t sh[2] = {4, 12}, ss[2] = {4, 1};
+    fx_add(x, "m.weight_packed", ND_DT_U8, 2, sh, fx_alloc(x, 48));
+    fx_add(x, "m.weight_scale", ND_DT_F8_E4M3, 2, ss, fx_alloc(x, 4));
+}
+
+int main(void) {
+    char dir[256];
+    const char *tags[] = {"ct", "mo", "fp8", "shard", "bind"};
+    char dirs[5][256];
+    for (int i = 0; i < 5; i++) if (fx_tmpdir(dirs[i], sizeof dirs[i], tags[i])) return 1;
+    ct(dirs[0]);
+    modelopt(dirs[1]);
+    deepseek_fp8(dirs[2]);
+    sharded(dirs[3]);
+    snprintf(dir, sizeof dir, "%s", dirs[4]);
+    bind_error(dir, mk_scale_shape, "m.weight_scale", "do not match");
+    bind_error(dir, mk_scale_dtype, "m.weight_scale", "wrong dtype");
+    bind_error(dir, mk_no_scale, "m.weight_scale", "missing tensor");
+    bind_error(dir, mk_global_shape, "m.weight_global_scale", "wrong shape");
+    bind_error(dir, mk_global_dtype, "m.weight_global_scale", "not a float type");
+    bind_error(dir, mk_bias, "m.bias", "bias does not match");
+    bind_error(dir, mk_fp8_scale, "m.weight_scale_inv", "do not match");
+    bind_error(dir, mk_mx_scale, "m.scale", "do not match");
+    bind_error(dir, mk_odd_k, "m.weight_packed", "multiple of 16");
+    for (int i = 0; i < 5; i++) fx_rmrf(dirs[i]);
+    return nd_test_report("test_module");
+}
