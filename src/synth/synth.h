@@ -37,6 +37,7 @@ typedef struct nd_synth_opts {
     int n_injects;
     nd_synth_calib_fn calibrate;/* required: usually nd_synth_pipeline_calibrate */
     void *calib_user;
+    unsigned long long shard_bytes; /* 0: 1 GiB (the HF convention); tests use small values */
 } nd_synth_opts;
 
 /* Recipe name -> family; 0, or 2 with a message listing the known names. */

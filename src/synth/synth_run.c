@@ -180,7 +180,8 @@ int nd_synth_run(const nd_synth_opts *o, nd_err *e) {
     int rc = sy_build(&pl, fam, o->size, o->layers, e);
     if (!rc) rc = sy_faults_parse(&pl, o->injects, o->n_injects, &faults, e);
     if (!rc) {
-        sy_wctx w = {.plan = &pl, .seed = o->seed, .quantized = 0, .fmt = o->format, .faults = &faults};
+        sy_wctx w = {.plan = &pl, .seed = o->seed, .quantized = 0, .fmt = o->format, .faults = &faults,
+                     .shard_bytes = o->shard_bytes};
         rc = write_one(&w, orig, e);
         if (!rc) {
             int64_t tok[ND_SYNTH_CALIB_TOKENS];
