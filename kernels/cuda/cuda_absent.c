@@ -1,6 +1,7 @@
 /* Stand-in constructor used when the build has no CUDA toolkit: it reports the absence, so
  * `--backend cuda` fails with a clear message and `auto` falls back to the CPU. */
 #include "backend.h"
+#include "cuda/nd_cuda.h"
 
 int nd_backend_cuda_create(nd_backend **out, int device, nd_err *e) {
     (void)device;
@@ -9,3 +10,6 @@ int nd_backend_cuda_create(nd_backend **out, int device, nd_err *e) {
 }
 
 int nd_backend_cuda_available(void) { return 0; }
+
+/* nd_cuda.h: no CUDA backend exists in this build, so no stream either. */
+void *nd_backend_cuda_stream(const nd_backend *b) { (void)b; return NULL; }

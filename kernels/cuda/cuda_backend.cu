@@ -1,6 +1,7 @@
 /* cuda_backend.cu — the CUDA backend object: device selection, stream, cuBLAS handle, memory,
  * scratch, error text, and the op table (each op lives in its own file). */
 #include "cuda_common.cuh"
+#include "nd_cuda.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +118,11 @@ static void cu_destroy(nd_backend *b) {
         free(c);
     }
     free(b);
+}
+
+extern "C" void *nd_backend_cuda_stream(const nd_backend *b) {
+    if (!b || !b->name || strcmp(b->name, "cuda") != 0) return NULL;
+    return (void *)((const nd_cuda *)b->impl)->stream;
 }
 
 extern "C" int nd_backend_cuda_available(void) {

@@ -1,0 +1,762 @@
+/* test_backend_ops.c — every op of kernels/backend.h on the CPU backend (the reference) and on
+ * CUDA, with fresh random inputs (seed printed; ND_TEST_SEED=N replays one), at several shapes
+ * including odd sizes and K not a multiple of 64. Outputs are poisoned before each run, with a
+ * different byte pattern per backend, so an element either backend leaves unwritten mismatches.
+ *
+ * Tolerances, and why:
+ *  - bit-exact (NaN compared as "both NaN", since CUDA arithmetic returns the canonical NaN while
+ *    x86 propagates the operand's payload and sign): dequant_nvfp4/mxfp4/fp8, to_f32, quant_nvfp4
+ *    codes + scales + statistics, fake_quant_fp8, swizzle/unswizzle, round_bf16, add, gather,
+ *    scatter_add (same order of FP32 additions), hc_post (same order, no FMA).
+ *  - TOL_GEMM rel-L2 1e-5: FP32 sums of K products in another order (cuBLAS blocks/splits K, the
+ *    CPU sums in increasing k); the typical error of either is ~eps*sqrt(K), 2e-6 at K = 1040.
+ *    The same bound holds for the BF16 path: products of BF16-exact operands are exact in FP32.
+ *  - TOL_NORM per-element rel 1e-5: Σx² in FP32 in another order (~eps*sqrt(d)/2 in the factor).
+ *  - TOL_TRANSC per-element rel 4e-6: CUDA expf/sinf/cosf are within 2 ulp, glibc within 1.
+ *  - TOL_ROPE abs 4e-6 x max|x|: the same cos/sin ulps, times pairs of inputs.
+ *  - TOL_MIX rel-L2 1e-5: attention and hyper-connections, an FP32 dot/GEMM in another order
+ *    followed by expf (Sinkhorn is contractive; it does not amplify these).
+ *  - TOL_CMP_SUM rel 1e-12: double sums of up to 1e5 terms in another order.
+ *  - router: indices exact unless the two experts (or groups) involved are a near tie in exact
+ *    (double) arithmetic, |Δ| <= 1e-5 relative; weights per-element rel 1e-5 where indices match.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "backend.h"
+#include "numerics/nd_numerics.h"
+#include "nd_test.h"
+
+#define TOL_GEMM 1e-5
+#define TOL_NORM 1e-5
+#define TOL_TRANSC 4e-6
+#define TOL_ROPE 4e-6
+#define TOL_MIX 1e-5
+#define TOL_CMP_SUM 1e-12
+#define TOL_ROUTER_TIE 1e-5
+#define POISON_CPU 0xA5
+#define POISON_CUDA 0x5A
+
+static nd_backend *g_be[2]; /* [0] cpu, [1] cuda */
+static const uint8_t g_poison[2] = {POISON_CPU, POISON_CUDA};
+
+/* ---- random ---- */
+static uint64_t g_rng;
+static uint64_t rnd_u64(void) {
+    g_rng ^= g_rng >> 12; g_rng ^= g_rng << 25; g_rng ^= g_rng >> 27;
+    return g_rng * 2685821657736338717ULL;
+}
+static double rnd_uni(void) { return (double)(rnd_u64() >> 11) * (1.0 / 9007199254740992.0); }
+static float rnd_normal(void) {
+    double u = rnd_uni(), v = rnd_uni();
+    if (u < 1e-300) u = 1e-300;
+    return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
+}
+static int rnd_int(int n) { return (int)(rnd_u64() % (uint64_t)n); }
+static float *rnd_floats(int64_t n, float scale) {
+    float *p = malloc((size_t)(n > 0 ? n : 1) * 4);
+    for (int64_t i = 0; i < n; i++) p[i] = rnd_normal() * scale;
+    return p;
+}
+static uint8_t *rnd_bytes(int64_t n) {
+    uint8_t *p = malloc((size_t)(n > 0 ? n : 1));
+    for (int64_t i = 0; i < n; i++) p[i] = (uint8_t)rnd_u64();
+    return p;
+}
+/* A value exact in BF16: e2m1 code times an e4m3 scale (what dequantized NVFP4 operands hold). */
+static float rnd_fp4_value(void) {
+    uint8_t sf = (uint8_t)(0x20 + rnd_int(0x30)); /* scales 2^-3 .. 2^3 */
+    return nd_e2m1_to_f32((uint8_t)rnd_int(16)) * nd_e4m3_to_f32(sf);
+}
+
+/* ---- backend plumbing: every failure is a CHECK failure, never a crash ---- */
+static int g_op_fail;
+static void *dev_put(int be, const void *host, size_t bytes) {
+    nd_err e = {0};
+    void *p = g_be[be]->alloc(g_be[be], bytes ? bytes : 1, &e);
+    if (!p) { CHECK(0, "%s alloc: %s", g_be[be]->name, e.msg); g_op_fail = 1; return NULL; }
+    if (host && g_be[be]->upload(g_be[be], p, host, bytes, &e)) {
+        CHECK(0, "%s upload: %s", g_be[be]->name, e.msg);
+        g_op_fail = 1;
+    }
+    return p;
+}
+static void *dev_poisoned(int be, size_t bytes) {
+    uint8_t *h = malloc(bytes ? bytes : 1);
+    memset(h, g_poison[be], bytes);
+    void *p = dev_put(be, h, bytes);
+    free(h);
+    return p;
+}
+static void *dev_get(int be, const void *dev, size_t bytes) {
+    nd_err e = {0};
+    void *h = malloc(bytes ? bytes : 1);
+    memset(h, g_poison[be], bytes);
+    if (dev && g_be[be]->download(g_be[be], h, dev, bytes, &e)) {
+        CHECK(0, "%s download: %s", g_be[be]->name, e.msg);
+        g_op_fail = 1;
+    }
+    return h;
+}
+static void dev_free(int be, void *p) { if (p) g_be[be]->release(g_be[be], p); }
+static void op_rc(int be, const char *op, int rc, const nd_err *e) {
+    if (rc) { CHECK(rc == 0, "%s %s failed: %s", g_be[be]->name, op, e->msg); g_op_fail = 1; }
+}
+
+/* ---- comparisons: NaN/Inf first, then the metric, then where ---- */
+static void same_bytes(const char *what, const void *a, const void *b, size_t n) {
+    const uint8_t *x = a, *y = b;
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < n; i++) if (x[i] != y[i]) { if (!bad) first = i; bad++; }
+    CHECK(bad == 0, "%s: %zu of %zu bytes differ, first at %zu: cpu 0x%02x cuda 0x%02x", what, bad, n, first,
+          bad ? x[first] : 0, bad ? y[first] : 0);
+}
+static void same_floats(const char *what, const float *a, const float *b, int64_t n) {
+    int64_t bad = 0, first = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const int eq = (a[i] != a[i] && b[i] != b[i]) || nd_f32_bits(a[i]) == nd_f32_bits(b[i]);
+        if (!eq) { if (!bad) first = i; bad++; }
+    }
+    CHECK(bad == 0, "%s: %lld of %lld values differ, first at %lld: cpu %.9g cuda %.9g", what, (long long)bad,
+          (long long)n, (long long)first, bad ? a[first] : 0.0, bad ? b[first] : 0.0);
+}
+/* Non-finite positions must agree; then rel-L2 over finite elements. */
+static void close_l2(const char *what, const float *ref, const float *got, int64_t n, double tol) {
+    double ee = 0, rr = 0, worst = 0;
+    int64_t nf = 0, wi = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const int fr = isfinite(ref[i]), fg = isfinite(got[i]);
+        if (fr != fg || (!fr && (isnan(ref[i]) != isnan(got[i]) || (!isnan(ref[i]) && ref[i] != got[i])))) {
+            if (!nf) wi = i;
+            nf++;
+            continue;
+        }
+        if (!fr) continue;
+        const double d = (double)ref[i] - got[i];
+        ee += d * d; rr += (double)ref[i] * ref[i];
+        if (fabs(d) > worst) { worst = fabs(d); if (!nf) wi = i; }
+    }
+    CHECK(nf == 0, "%s: %lld non-finite mismatches, first at %lld: cpu %g cuda %g", what, (long long)nf,
+          (long long)wi, ref[wi], got[wi]);
+    const double rel = rr > 0 ? sqrt(ee / rr) : sqrt(ee);
+    CHECK(rel <= tol, "%s: rel-L2 %.3g > %.3g (max abs err %.3g at %lld: cpu %.9g cuda %.9g)", what, rel, tol, worst,
+          (long long)wi, ref[wi], got[wi]);
+}
+/* |ref - got| <= rtol*|ref| + atol element by element (non-finite must agree). */
+static void close_elem(const char *what, const float *ref, const float *got, int64_t n, double rtol, double atol) {
+    int64_t bad = 0, first = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int ok;
+        if (!isfinite(ref[i]) || !isfinite(got[i]))
+            ok = (isnan(ref[i]) && isnan(got[i])) || ref[i] == got[i];
+        else
+            ok = fabs((double)ref[i] - got[i]) <= rtol * fabs((double)ref[i]) + atol;
+        if (!ok) { if (!bad) first = i; bad++; }
+    }
+    CHECK(bad == 0, "%s: %lld of %lld elements beyond rel %.2g, first at %lld: cpu %.9g cuda %.9g", what,
+          (long long)bad, (long long)n, rtol, (long long)first, bad ? ref[first] : 0.0, bad ? got[first] : 0.0);
+}
+static float max_abs(const float *x, int64_t n) {
+    float m = 0;
+    for (int64_t i = 0; i < n; i++) if (fabsf(x[i]) > m) m = fabsf(x[i]);
+    return m;
+}
+
+/* ---- one op, both backends: upload inputs, poison outputs, run, download ---- */
+#define BOTH(be) for (int be = 0; be < 2; be++)
+
+static void case_dequant_nvfp4(void) {
+    static const int64_t shapes[][2] = {{1, 16}, {7, 48}, {129, 208}, {64, 1040}, {3, 7168}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        const int64_t R = shapes[s][0], K = shapes[s][1];
+        uint8_t *codes = rnd_bytes(R * K / 2), *sf = rnd_bytes(R * K / 16); /* every byte: NaN scales too */
+        const float gdiv = (float)(500.0 + 5000.0 * rnd_uni());
+        float *out[2];
+        BOTH(be) {
+            nd_err e = {0};
+            void *c = dev_put(be, codes, R * K / 2), *f = dev_put(be, sf, R * K / 16), *o = dev_poisoned(be, R * K * 4);
+            op_rc(be, "dequant_nvfp4", g_be[be]->dequant_nvfp4(g_be[be], c, f, gdiv, R, K, o, &e), &e);
+            out[be] = dev_get(be, o, R * K * 4);
+            dev_free(be, c); dev_free(be, f); dev_free(be, o);
+        }
+        char w[96];
+        snprintf(w, sizeof w, "dequant_nvfp4 R=%lld K=%lld", (long long)R, (long long)K);
+        same_floats(w, out[0], out[1], R * K);
+        free(out[0]); free(out[1]); free(codes); free(sf);
+    }
+}
+
+static void case_dequant_mxfp4(void) {
+    static const int64_t shapes[][2] = {{1, 32}, {5, 96}, {67, 544}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        const int64_t R = shapes[s][0], K = shapes[s][1];
+        uint8_t *codes = rnd_bytes(R * K / 2), *sf = rnd_bytes(R * K / 32);
+        float *out[2];
+        BOTH(be) {
+            nd_err e = {0};
+            void *c = dev_put(be, codes, R * K / 2), *f = dev_put(be, sf, R * K / 32), *o = dev_poisoned(be, R * K * 4);
+            op_rc(be, "dequant_mxfp4", g_be[be]->dequant_mxfp4(g_be[be], c, f, R, K, o, &e), &e);
+            out[be] = dev_get(be, o, R * K * 4);
+            dev_free(be, c); dev_free(be, f); dev_free(be, o);
+        }
+        char w[96];
+        snprintf(w, sizeof w, "dequant_mxfp4 R=%lld K=%lld", (long long)R, (long long)K);
+        same_floats(w, out[0], out[1], R * K);
+        free(out[0]); free(out[1]); free(codes); free(sf);
+    }
+}
+
+static void case_dequant_fp8(void) {
+    static const int shapes[][4] = {{130, 200, 128, 128}, {7, 33, 3, 5}, {64, 64, 1, 64}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int kind = ND_FP8_SCALE_TENSOR; kind <= ND_FP8_SCALE_BLOCK_E8M0; kind++) {
+            const int64_t R = shapes[s][0], K = shapes[s][1];
+            const int bn = shapes[s][2], bk = shapes[s][3];
+            const int64_t nsc = kind == ND_FP8_SCALE_TENSOR ? 1 : kind == ND_FP8_SCALE_CHANNEL ? R
+                                : ((R + bn - 1) / bn) * ((K + bk - 1) / bk);
+            uint8_t *w = rnd_bytes(R * K);
+            size_t sbytes = kind == ND_FP8_SCALE_BLOCK_E8M0 ? (size_t)nsc : (size_t)nsc * 4;
+            void *sc = malloc(sbytes);
+            for (int64_t i = 0; i < nsc; i++) {
+                if (kind == ND_FP8_SCALE_BLOCK_E8M0) ((uint8_t *)sc)[i] = (uint8_t)(110 + rnd_int(30));
+                else ((float *)sc)[i] = (float)(1e-4 + rnd_uni() * 1e-2);
+            }
+            float *out[2];
+            BOTH(be) {
+                nd_err e = {0};
+                void *dw = dev_put(be, w, R * K), *ds = dev_put(be, sc, sbytes), *o = dev_poisoned(be, R * K * 4);
+                op_rc(be, "dequant_fp8", g_be[be]->dequant_fp8(g_be[be], dw, ds, kind, bn, bk, R, K, o, &e), &e);
+                out[be] = dev_get(be, o, R * K * 4);
+                dev_free(be, dw); dev_free(be, ds); dev_free(be, o);
+            }
+            char wh[96];
+            snprintf(wh, sizeof wh, "dequant_fp8 kind=%d R=%lld K=%lld bn=%d bk=%d", kind, (long long)R, (long long)K,
+                     bn, bk);
+            same_floats(wh, out[0], out[1], R * K);
+            free(out[0]); free(out[1]); free(w); free(sc);
+        }
+}
+
+static void case_to_f32(void) {
+    const nd_dtype dts[] = {ND_DT_BF16, ND_DT_F16, ND_DT_F32};
+    const int64_t n = 4099;
+    for (int d = 0; d < 3; d++) {
+        const size_t es = nd_dtype_size(dts[d]);
+        uint8_t *src = rnd_bytes(n * (int64_t)es);
+        float *out[2];
+        BOTH(be) {
+            nd_err e = {0};
+            void *s = dev_put(be, src, n * es), *o = dev_poisoned(be, n * 4);
+            op_rc(be, "to_f32", g_be[be]->to_f32(g_be[be], s, dts[d], n, o, &e), &e);
+            out[be] = dev_get(be, o, n * 4);
+            dev_free(be, s); dev_free(be, o);
+        }
+        char w[64];
+        snprintf(w, sizeof w, "to_f32 dtype=%d n=%lld", (int)dts[d], (long long)n);
+        same_floats(w, out[0], out[1], n);
+        free(out[0]); free(out[1]); free(src);
+    }
+}
+
+/* Activations with zero blocks, outlier blocks, and (when asked) NaN and Inf elements. */
+static float *activations(int64_t R, int64_t K, int specials) {
+    float *x = rnd_floats(R * K, 1.0f);
+    for (int64_t b = 0; b < R * K / 16; b++) {
+        const int u = rnd_int(40);
+        if (u == 0) for (int j = 0; j < 16; j++) x[b * 16 + j] = 0.0f;
+        else if (u == 1) for (int j = 0; j < 16; j++) x[b * 16 + j] *= 300.0f;
+        else if (u == 2) for (int j = 0; j < 16; j++) x[b * 16 + j] *= 1e-4f;
+        else if (specials && u == 3) x[b * 16 + rnd_int(16)] = NAN;
+        else if (specials && u == 4) x[b * 16 + rnd_int(16)] = (rnd_int(2) ? 1 : -1) * INFINITY;
+    }
+    return x;
+}
+
+static void case_quant_nvfp4(void) {
+    static const int64_t shapes[][2] = {{1, 16}, {5, 48}, {33, 208}, {128, 1040}, {4, 7168}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int sem = ND_QSEM_KERNEL; sem <= ND_QSEM_CT; sem++)
+            for (int gk = 0; gk < 4; gk++) {
+                const int64_t R = shapes[s][0], K = shapes[s][1];
+                float *x = activations(R, K, gk == 3);
+                const float amax = max_abs(x, R * K);
+                /* healthy multiplier; 64x too large (saturation); 1e-4x (scale underflow); NaN */
+                const float g = gk == 0 ? 2688.0f / amax : gk == 1 ? 64.0f * 2688.0f / amax
+                               : gk == 2 ? 1e-4f * 2688.0f / amax : (s % 2 ? NAN : 2688.0f / 300.0f);
+                uint8_t *codes[2], *sf[2];
+                nd_qstats st[2];
+                BOTH(be) {
+                    nd_err e = {0};
+                    void *dx = dev_put(be, x, R * K * 4), *dc = dev_poisoned(be, R * K / 2), *ds = dev_poisoned(be, R * K / 16);
+                    memset(&st[be], 0x11 * (be + 1), sizeof st[be]);
+                    op_rc(be, "quant_nvfp4", g_be[be]->quant_nvfp4(g_be[be], dx, g, sem, R, K, dc, ds, &st[be], &e), &e);
+                    codes[be] = dev_get(be, dc, R * K / 2);
+                    sf[be] = dev_get(be, ds, R * K / 16);
+                    dev_free(be, dx); dev_free(be, dc); dev_free(be, ds);
+                }
+                char w[128];
+                snprintf(w, sizeof w, "quant_nvfp4 sem=%d g=%g R=%lld K=%lld codes", sem, g, (long long)R, (long long)K);
+                same_bytes(w, codes[0], codes[1], R * K / 2);
+                snprintf(w, sizeof w, "quant_nvfp4 sem=%d g=%g R=%lld K=%lld scales", sem, g, (long long)R, (long long)K);
+                same_bytes(w, sf[0], sf[1], R * K / 16);
+                snprintf(w, sizeof w, "quant_nvfp4 sem=%d g=%g R=%lld K=%lld stats", sem, g, (long long)R, (long long)K);
+                CHECK(memcmp(&st[0], &st[1], sizeof st[0]) == 0,
+                      "%s: cpu {sat %lld nz %lld zs %lld 448 %lld nan %lld} cuda {sat %lld nz %lld zs %lld 448 %lld nan %lld}",
+                      w, (long long)st[0].n_saturated, (long long)st[0].n_nonzero_blocks, (long long)st[0].n_zero_scale,
+                      (long long)st[0].n_scale_448, (long long)st[0].n_nan_scale, (long long)st[1].n_saturated,
+                      (long long)st[1].n_nonzero_blocks, (long long)st[1].n_zero_scale, (long long)st[1].n_scale_448,
+                      (long long)st[1].n_nan_scale);
+                BOTH(be) { free(codes[be]); free(sf[be]); }
+                free(x);
+            }
+}
+
+static void case_fake_quant_fp8(void) {
+    static const int64_t shapes[][3] = {{3, 512, 128}, {5, 200, 64}, {9, 37, 7}, {2, 100, 128}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int pow2 = 0; pow2 < 2; pow2++) {
+            const int64_t R = shapes[s][0], K = shapes[s][1];
+            const int G = (int)shapes[s][2];
+            float *x = rnd_floats(R * K, 3.0f);
+            for (int64_t c = 0; c < K && c < G; c++) x[c] = 0.0f; /* an all-zero group */
+            x[R * K - 1] = NAN;
+            float *out[2];
+            BOTH(be) {
+                nd_err e = {0};
+                void *dx = dev_put(be, x, R * K * 4), *o = dev_poisoned(be, R * K * 4);
+                op_rc(be, "fake_quant_fp8", g_be[be]->fake_quant_fp8(g_be[be], dx, R, K, G, pow2, o, &e), &e);
+                out[be] = dev_get(be, o, R * K * 4);
+                /* in place too */
+                op_rc(be, "fake_quant_fp8 (in place)", g_be[be]->fake_quant_fp8(g_be[be], dx, R, K, G, pow2, dx, &e), &e);
+                float *inpl = dev_get(be, dx, R * K * 4);
+                char w[96];
+                snprintf(w, sizeof w, "fake_quant_fp8 in place %s R=%lld K=%lld", g_be[be]->name, (long long)R,
+                         (long long)K);
+                same_floats(w, out[be], inpl, R * K);
+                free(inpl);
+                dev_free(be, dx); dev_free(be, o);
+            }
+            char w[96];
+            snprintf(w, sizeof w, "fake_quant_fp8 R=%lld K=%lld group=%d pow2=%d", (long long)R, (long long)K, G, pow2);
+            same_floats(w, out[0], out[1], R * K);
+            free(out[0]); free(out[1]); free(x);
+        }
+}
+
+static void case_swizzle(void) {
+    static const int64_t shapes[][2] = {{1, 16}, {130, 64}, {257, 80}, {128, 7168}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        const int64_t R = shapes[s][0], K = shapes[s][1], nl = R * K / 16, nz = nd_sf_swizzled_bytes(R, K);
+        uint8_t *lin = rnd_bytes(nl), *swz[2], *back[2];
+        BOTH(be) {
+            nd_err e = {0};
+            void *dl = dev_put(be, lin, nl), *dz = dev_poisoned(be, nz), *db = dev_poisoned(be, nl);
+            op_rc(be, "swizzle_sf", g_be[be]->swizzle_sf(g_be[be], dl, R, K, dz, &e), &e);
+            op_rc(be, "unswizzle_sf", g_be[be]->unswizzle_sf(g_be[be], dz, R, K, db, &e), &e);
+            swz[be] = dev_get(be, dz, nz);
+            back[be] = dev_get(be, db, nl);
+            dev_free(be, dl); dev_free(be, dz); dev_free(be, db);
+        }
+        char w[96];
+        snprintf(w, sizeof w, "swizzle_sf R=%lld K=%lld", (long long)R, (long long)K);
+        same_bytes(w, swz[0], swz[1], nz);
+        snprintf(w, sizeof w, "unswizzle_sf(swizzle_sf) cuda R=%lld K=%lld", (long long)R, (long long)K);
+        same_bytes(w, lin, back[1], nl);
+        snprintf(w, sizeof w, "unswizzle_sf R=%lld K=%lld", (long long)R, (long long)K);
+        same_bytes(w, back[0], back[1], nl);
+        BOTH(be) { free(swz[be]); free(back[be]); }
+        free(lin);
+    }
+}
+
+static void case_gemm(void) {
+    static const int64_t shapes[][4] = {{1, 7, 16, 1}, {5, 33, 48, 1}, {64, 130, 208, 1}, {129, 257, 1040, 1},
+                                        {3, 17, 64, 4}, {33, 64, 112, 8}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int exact = 0; exact < 2; exact++) {
+            const int64_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], G = shapes[s][3];
+            float *x = malloc((size_t)(M * G * K) * 4), *w = malloc((size_t)(G * N * K) * 4);
+            for (int64_t i = 0; i < M * G * K; i++) x[i] = exact ? rnd_fp4_value() : rnd_normal();
+            for (int64_t i = 0; i < G * N * K; i++) w[i] = exact ? rnd_fp4_value() : rnd_normal();
+            const float alpha = (float)(0.25 + rnd_uni());
+            float *y[2];
+            BOTH(be) {
+                nd_err e = {0};
+                void *dx = dev_put(be, x, M * G * K * 4), *dw = dev_put(be, w, G * N * K * 4);
+                void *dy = dev_poisoned(be, M * G * N * 4);
+                if (G == 1)
+                    op_rc(be, "gemm", g_be[be]->gemm(g_be[be], dx, dw, dy, M, N, K, alpha, exact, &e), &e);
+                else
+                    op_rc(be, "gemm_grouped",
+                          g_be[be]->gemm_grouped(g_be[be], dx, dw, dy, M, G, N, K, alpha, exact, &e), &e);
+                y[be] = dev_get(be, dy, M * G * N * 4);
+                dev_free(be, dx); dev_free(be, dw); dev_free(be, dy);
+            }
+            char wh[128];
+            snprintf(wh, sizeof wh, "%s M=%lld G=%lld N=%lld K=%lld bf16_exact=%d", G == 1 ? "gemm" : "gemm_grouped",
+                     (long long)M, (long long)G, (long long)N, (long long)K, exact);
+            close_l2(wh, y[0], y[1], M * G * N, TOL_GEMM);
+            free(y[0]); free(y[1]); free(x); free(w);
+        }
+}
+
+static void case_elementwise(void) {
+    const int64_t n = 10007;
+    /* round_bf16 on arbitrary bit patterns (NaN, Inf, subnormals, ties) */
+    uint32_t *bits = (uint32_t *)rnd_bytes(n * 4);
+    float *r[2];
+    BOTH(be) {
+        nd_err e = {0};
+        void *d = dev_put(be, bits, n * 4);
+        op_rc(be, "round_bf16", g_be[be]->round_bf16(g_be[be], d, n, &e), &e);
+        r[be] = dev_get(be, d, n * 4);
+        dev_free(be, d);
+    }
+    same_bytes("round_bf16 (bits)", r[0], r[1], n * 4);
+    free(r[0]); free(r[1]); free(bits);
+    /* add */
+    float *a = rnd_floats(n, 2.0f), *c = rnd_floats(n, 1e-3f);
+    BOTH(be) {
+        nd_err e = {0};
+        void *dy = dev_put(be, a, n * 4), *dx = dev_put(be, c, n * 4);
+        op_rc(be, "add", g_be[be]->add(g_be[be], dy, dx, n, &e), &e);
+        r[be] = dev_get(be, dy, n * 4);
+        dev_free(be, dy); dev_free(be, dx);
+    }
+    same_floats("add", r[0], r[1], n);
+    free(r[0]); free(r[1]);
+    /* swiglu, with and without the clamp; gates spread over [-30, 30] */
+    for (int lim = 0; lim < 2; lim++) {
+        float *g = rnd_floats(n, 8.0f);
+        BOTH(be) {
+            nd_err e = {0};
+            void *dg = dev_put(be, g, n * 4), *dv = dev_put(be, a, n * 4), *dh = dev_poisoned(be, n * 4);
+            op_rc(be, "swiglu", g_be[be]->swiglu(g_be[be], dg, dv, n, lim ? 10.0f : 0.0f, dh, &e), &e);
+            r[be] = dev_get(be, dh, n * 4);
+            dev_free(be, dg); dev_free(be, dv); dev_free(be, dh);
+        }
+        close_elem(lim ? "swiglu limit=10" : "swiglu no limit", r[0], r[1], n, TOL_TRANSC, 1e-30);
+        free(r[0]); free(r[1]); free(g);
+    }
+    free(a); free(c);
+    /* rmsnorm */
+    static const int64_t shapes[][2] = {{1, 7}, {5, 512}, {33, 7168}, {3, 1536}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int hw = 0; hw < 2; hw++) {
+            const int64_t R = shapes[s][0], D = shapes[s][1];
+            float *x = rnd_floats(R * D, 3.0f), *w = rnd_floats(D, 1.0f);
+            BOTH(be) {
+                nd_err e = {0};
+                void *dx = dev_put(be, x, R * D * 4), *dw = dev_put(be, w, D * 4), *dy = dev_poisoned(be, R * D * 4);
+                op_rc(be, "rmsnorm", g_be[be]->rmsnorm(g_be[be], dx, hw ? dw : NULL, 1e-6f, R, D, dy, &e), &e);
+                r[be] = dev_get(be, dy, R * D * 4);
+                dev_free(be, dx); dev_free(be, dw); dev_free(be, dy);
+            }
+            char wh[96];
+            snprintf(wh, sizeof wh, "rmsnorm R=%lld D=%lld weight=%d", (long long)R, (long long)D, hw);
+            close_elem(wh, r[0], r[1], R * D, TOL_NORM, 1e-30);
+            free(r[0]); free(r[1]); free(x); free(w);
+        }
+}
+
+static void case_rope(void) {
+    static const int64_t shapes[][5] = {{5, 3, 64, 0, 64}, {7, 4, 512, 448, 64}, {2, 1, 18, 4, 10}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int mode = 0; mode < 4; mode++) {
+            const int64_t R = shapes[s][0], H = shapes[s][1], D = shapes[s][2], off = shapes[s][3], rd = shapes[s][4];
+            const int inter = mode & 1, inv = mode >> 1;
+            float *x = rnd_floats(R * H * D, 1.0f), *f = malloc((size_t)rd / 2 * 4);
+            int32_t *pos = malloc((size_t)R * 4);
+            for (int64_t i = 0; i < R; i++) pos[i] = rnd_int(65536);
+            for (int64_t i = 0; i < rd / 2; i++) f[i] = (float)pow(160000.0, -2.0 * (double)i / (double)rd);
+            float *r[2];
+            BOTH(be) {
+                nd_err e = {0};
+                void *dx = dev_put(be, x, R * H * D * 4);
+                op_rc(be, "rope", g_be[be]->rope(g_be[be], dx, R, H, D, off, rd, pos, f, inter, inv, &e), &e);
+                r[be] = dev_get(be, dx, R * H * D * 4);
+                dev_free(be, dx);
+            }
+            char wh[128];
+            snprintf(wh, sizeof wh, "rope R=%lld H=%lld D=%lld slice=[%lld,+%lld) interleaved=%d inverse=%d",
+                     (long long)R, (long long)H, (long long)D, (long long)off, (long long)rd, inter, inv);
+            close_elem(wh, r[0], r[1], R * H * D, 0.0, TOL_ROPE * max_abs(x, R * H * D));
+            /* outside the rotary slice nothing may change */
+            int64_t moved = 0;
+            for (int64_t q = 0; q < R * H * D; q++) {
+                const int64_t c = q % D;
+                if ((c < off || c >= off + rd) && nd_f32_bits(r[1][q]) != nd_f32_bits(x[q])) moved++;
+            }
+            CHECK(moved == 0, "%s: %lld values outside the slice changed on cuda", wh, (long long)moved);
+            free(r[0]); free(r[1]); free(x); free(f); free(pos);
+        }
+}
+
+static void case_attention(void) {
+    /* t, s, hq, hkv, d, dv, window, sinks, first qpos */
+    static const int64_t cases[][9] = {{5, 9, 4, 2, 24, 16, 0, 0, 4}, {5, 9, 4, 2, 24, 16, 3, 1, 4},
+                                       {33, 70, 8, 1, 64, 64, 16, 1, 37}, {4, 6, 2, 2, 16, 8, 0, 1, -2},
+                                       {17, 129, 16, 1, 512, 512, 128, 1, 112}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const int64_t T = cases[c][0], S = cases[c][1], HQ = cases[c][2], HKV = cases[c][3], D = cases[c][4],
+                      DV = cases[c][5], W = cases[c][6], q0 = cases[c][8];
+        const int sinks_on = (int)cases[c][7];
+        float *q = rnd_floats(T * HQ * D, 1.0f), *k = rnd_floats(S * HKV * D, 1.0f), *v = rnd_floats(S * HKV * DV, 1.0f);
+        float *sinks = rnd_floats(HQ, 1.0f);
+        int32_t *qp = malloc((size_t)T * 4), *kp = malloc((size_t)S * 4);
+        for (int64_t i = 0; i < T; i++) qp[i] = (int32_t)(q0 + i); /* q0 < 0: early queries see no key */
+        for (int64_t j = 0; j < S; j++) kp[j] = (int32_t)j;
+        const float scale = 1.0f / sqrtf((float)D);
+        float *o[2];
+        BOTH(be) {
+            nd_err e = {0};
+            void *dq = dev_put(be, q, T * HQ * D * 4), *dk = dev_put(be, k, S * HKV * D * 4);
+            void *dv = dev_put(be, v, S * HKV * DV * 4), *dout = dev_poisoned(be, T * HQ * DV * 4);
+            op_rc(be, "attention", g_be[be]->attention(g_be[be], dq, dk, dv, T, S, HQ, HKV, D, DV, qp, kp, W, scale,
+                                                       sinks_on ? sinks : NULL, dout, &e), &e);
+            o[be] = dev_get(be, dout, T * HQ * DV * 4);
+            dev_free(be, dq); dev_free(be, dk); dev_free(be, dv); dev_free(be, dout);
+        }
+        char wh[128];
+        snprintf(wh, sizeof wh, "attention t=%lld s=%lld hq=%lld hkv=%lld d=%lld dv=%lld window=%lld sinks=%d",
+                 (long long)T, (long long)S, (long long)HQ, (long long)HKV, (long long)D, (long long)DV, (long long)W,
+                 sinks_on);
+        close_l2(wh, o[0], o[1], T * HQ * DV, TOL_MIX);
+        if (q0 < 0) { /* rows with no visible key are exact zeros on both */
+            int64_t nz = 0;
+            for (int64_t i = 0; i < T && qp[i] < 0; i++)
+                for (int64_t z = 0; z < HQ * DV; z++) nz += o[1][i * HQ * DV + z] != 0.0f;
+            CHECK(nz == 0, "%s: %lld non-zero outputs for queries that see no key", wh, (long long)nz);
+        }
+        free(o[0]); free(o[1]); free(q); free(k); free(v); free(sinks); free(qp); free(kp);
+    }
+}
+
+static void case_hc(void) {
+    static const int64_t shapes[][3] = {{1, 4, 64}, {3, 4, 512}, {17, 4, 7168}, {5, 2, 48}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        const int64_t T = shapes[s][0], n = shapes[s][1], dm = shapes[s][2], mix = (2 + n) * n, nd = n * dm;
+        float *X = rnd_floats(T * nd, 1.0f), *fn = rnd_floats(mix * nd, (float)(1.0 / sqrt((double)nd)));
+        float *base = rnd_floats(mix, 0.5f), *y = rnd_floats(T * dm, 1.0f);
+        const float scale[3] = {(float)(0.5 + rnd_uni()), (float)(0.5 + rnd_uni()), (float)(0.5 + rnd_uni())};
+        float *u[2], *post[2], *comb[2], *xo[2], *xi[2], *uh[2];
+        BOTH(be) {
+            nd_err e = {0};
+            void *dX = dev_put(be, X, T * nd * 4), *dfn = dev_put(be, fn, mix * nd * 4), *db = dev_put(be, base, mix * 4);
+            void *du = dev_poisoned(be, T * dm * 4), *dp = dev_poisoned(be, T * n * 4), *dc = dev_poisoned(be, T * n * n * 4);
+            void *dy = dev_put(be, y, T * dm * 4), *dxo = dev_poisoned(be, T * nd * 4), *duh = dev_poisoned(be, T * dm * 4);
+            op_rc(be, "hc_pre", g_be[be]->hc_pre(g_be[be], dX, dfn, db, scale, T, n, dm, 20, 1e-6f, 1e-6f, du, dp, dc, &e), &e);
+            u[be] = dev_get(be, du, T * dm * 4);
+            post[be] = dev_get(be, dp, T * n * 4);
+            comb[be] = dev_get(be, dc, T * n * n * 4);
+            /* hc_post on the CPU's gates for both, so the check isolates hc_post itself */
+            void *dp0 = dev_put(be, post[0], T * n * 4), *dc0 = dev_put(be, comb[0], T * n * n * 4);
+            op_rc(be, "hc_post", g_be[be]->hc_post(g_be[be], dX, dy, dp0, dc0, T, n, dm, dxo, &e), &e);
+            xo[be] = dev_get(be, dxo, T * nd * 4);
+            op_rc(be, "hc_post (in place)", g_be[be]->hc_post(g_be[be], dX, dy, dp0, dc0, T, n, dm, dX, &e), &e);
+            xi[be] = dev_get(be, dX, T * nd * 4);
+            void *dX2 = dev_put(be, X, T * nd * 4);
+            op_rc(be, "hc_head", g_be[be]->hc_head(g_be[be], dX2, dfn, db, scale, T, n, dm, 1e-6f, 1e-6f, duh, &e), &e);
+            uh[be] = dev_get(be, duh, T * dm * 4);
+            dev_free(be, dX); dev_free(be, dX2); dev_free(be, dfn); dev_free(be, db); dev_free(be, du);
+            dev_free(be, dp); dev_free(be, dc); dev_free(be, dy); dev_free(be, dxo); dev_free(be, duh);
+            dev_free(be, dp0); dev_free(be, dc0);
+        }
+        char wh[128];
+        snprintf(wh, sizeof wh, "hc_pre t=%lld n=%lld dm=%lld u", (long long)T, (long long)n, (long long)dm);
+        close_l2(wh, u[0], u[1], T * dm, TOL_MIX);
+        snprintf(wh, sizeof wh, "hc_pre t=%lld n=%lld dm=%lld post", (long long)T, (long long)n, (long long)dm);
+        close_l2(wh, post[0], post[1], T * n, TOL_MIX);
+        snprintf(wh, sizeof wh, "hc_pre t=%lld n=%lld dm=%lld comb", (long long)T, (long long)n, (long long)dm);
+        close_l2(wh, comb[0], comb[1], T * n * n, TOL_MIX);
+        snprintf(wh, sizeof wh, "hc_post t=%lld n=%lld dm=%lld", (long long)T, (long long)n, (long long)dm);
+        same_floats(wh, xo[0], xo[1], T * nd);
+        snprintf(wh, sizeof wh, "hc_post in place t=%lld n=%lld dm=%lld", (long long)T, (long long)n, (long long)dm);
+        same_floats(wh, xo[0], xi[1], T * nd);
+        snprintf(wh, sizeof wh, "hc_head t=%lld n=%lld dm=%lld", (long long)T, (long long)n, (long long)dm);
+        close_l2(wh, uh[0], uh[1], T * dm, TOL_MIX);
+        BOTH(be) { free(u[be]); free(post[be]); free(comb[be]); free(xo[be]); free(xi[be]); free(uh[be]); }
+        free(X); free(fn); free(base); free(y);
+    }
+}
+
+/* Exact (double) selection score, to tell a near tie from a wrong pick. */
+static double sel_exact(const float *lg, const float *bias, int E, int x, int func) {
+    double s;
+    if (func == ND_SCORE_SOFTMAX) {
+        double mx = -INFINITY, sum = 0;
+        for (int i = 0; i < E; i++) if (lg[i] > mx) mx = lg[i];
+        for (int i = 0; i < E; i++) sum += exp(lg[i] - mx);
+        s = exp(lg[x] - mx) / sum;
+    } else if (func == ND_SCORE_SIGMOID) s = 1.0 / (1.0 + exp(-(double)lg[x]));
+    else s = sqrt(lg[x] > 20.0f ? (double)lg[x] : log1p(exp((double)lg[x])));
+    return s + (bias ? bias[x] : 0.0);
+}
+
+static void case_router(void) {
+    /* E, K, func, groups, topk_group, bias, norm */
+    static const int cases[][7] = {{16, 1, ND_SCORE_SOFTMAX, 0, 0, 0, 0}, {64, 6, ND_SCORE_SOFTMAX, 0, 0, 0, 1},
+                                   {256, 8, ND_SCORE_SIGMOID, 8, 4, 1, 1}, {256, 8, ND_SCORE_SQRTSOFTPLUS, 0, 0, 1, 1},
+                                   {384, 6, ND_SCORE_SQRTSOFTPLUS, 0, 0, 0, 1}, {37, 3, ND_SCORE_SIGMOID, 0, 0, 1, 0}};
+    const int64_t T = 67;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        nd_router_cfg cfg = {cases[c][0], cases[c][1], cases[c][2], cases[c][3], cases[c][4], cases[c][6], 2.5f};
+        const int E = cfg.n_experts, K = cfg.top_k;
+        float *lg = rnd_floats(T * E, 2.0f), *bias = rnd_floats(E, 0.1f);
+        for (int x = 0; x < E; x++) lg[x] = 25.0f + 0.5f * (float)(x % 5); /* softplus's x > 20 branch */
+        int32_t *idx[2];
+        float *w[2];
+        BOTH(be) {
+            nd_err e = {0};
+            void *dl = dev_put(be, lg, T * E * 4), *db = dev_put(be, bias, E * 4);
+            void *di = dev_poisoned(be, T * K * 4), *dw = dev_poisoned(be, T * K * 4);
+            op_rc(be, "router_topk", g_be[be]->router_topk(g_be[be], dl, cases[c][5] ? db : NULL, T, &cfg, di, dw, &e), &e);
+            idx[be] = dev_get(be, di, T * K * 4);
+            w[be] = dev_get(be, dw, T * K * 4);
+            dev_free(be, dl); dev_free(be, db); dev_free(be, di); dev_free(be, dw);
+        }
+        int64_t wrong = 0, ties = 0;
+        for (int64_t r = 0; r < T; r++) {
+            const float *l = lg + r * E;
+            const float *bi = cases[c][5] ? bias : NULL;
+            int differs = 0, explained = 1;
+            for (int p = 0; p < K; p++) {
+                const int a = idx[0][r * K + p], b = idx[1][r * K + p];
+                if (a == b) continue;
+                differs = 1;
+                if (b < 0 || b >= E) { explained = 0; break; }
+                const double sa = sel_exact(l, bi, E, a, cfg.score_func), sb = sel_exact(l, bi, E, b, cfg.score_func);
+                /* with groups a near tie between group scores can swap whole groups: accept when the
+                 * CUDA pick is within the tie band of the CPU pick or of the CPU's K-th score */
+                const double sk = sel_exact(l, bi, E, idx[0][r * K + K - 1], cfg.score_func);
+                const double band = TOL_ROUTER_TIE * fmax(1.0, fabs(sa));
+                if (!(fabs(sa - sb) <= band || (cfg.n_group > 0 && fabs(sb - sk) <= band))) explained = 0;
+            }
+            if (!differs) {
+                char wh[96];
+                snprintf(wh, sizeof wh, "router_topk E=%d K=%d func=%d groups=%d token %lld weights", E, K,
+                         cfg.score_func, cfg.n_group, (long long)r);
+                close_elem(wh, w[0] + r * K, w[1] + r * K, K, TOL_NORM, 1e-30);
+            } else if (explained) ties++;
+            else wrong++;
+        }
+        CHECK(wrong == 0, "router_topk E=%d K=%d func=%d groups=%d: %lld of %lld tokens pick other experts (not a near tie)",
+              E, K, cfg.score_func, cfg.n_group, (long long)wrong, (long long)T);
+        if (ties) printf("  router_topk E=%d K=%d: %lld near-tie tokens (indices allowed to differ)\n", E, K, (long long)ties);
+        BOTH(be) { free(idx[be]); free(w[be]); }
+        free(lg); free(bias);
+    }
+}
+
+static void case_moe_rows(void) {
+    const int64_t nx = 37, d = 7168 / 7 + 3, nr = 101;
+    float *x = rnd_floats(nx * d, 1.0f), *y0 = rnd_floats(nx * d, 1.0f), *xr = rnd_floats(nr * d, 1.0f);
+    int32_t *rows = malloc((size_t)nr * 4);
+    float *wr = malloc((size_t)nr * 4);
+    for (int64_t r = 0; r < nr; r++) { rows[r] = rnd_int((int)nx); wr[r] = (float)rnd_uni(); }
+    float *g[2], *s[2];
+    BOTH(be) {
+        nd_err e = {0};
+        void *dx = dev_put(be, x, nx * d * 4), *dout = dev_poisoned(be, nr * d * 4);
+        op_rc(be, "gather_rows", g_be[be]->gather_rows(g_be[be], dx, rows, nr, d, dout, &e), &e);
+        g[be] = dev_get(be, dout, nr * d * 4);
+        void *dy = dev_put(be, y0, nx * d * 4), *dxr = dev_put(be, xr, nr * d * 4);
+        op_rc(be, "scatter_add_rows", g_be[be]->scatter_add_rows(g_be[be], dy, dxr, rows, wr, nr, d, &e), &e);
+        s[be] = dev_get(be, dy, nx * d * 4);
+        dev_free(be, dx); dev_free(be, dout); dev_free(be, dy); dev_free(be, dxr);
+    }
+    same_floats("gather_rows", g[0], g[1], nr * d);
+    same_floats("scatter_add_rows (repeated rows, order of r)", s[0], s[1], nx * d);
+    BOTH(be) { free(g[be]); free(s[be]); }
+    free(x); free(y0); free(xr); free(rows); free(wr);
+}
+
+static void cmp_fields(const char *wh, const nd_cmp *a, const nd_cmp *b) {
+    CHECK(a->n == b->n && a->ref_nan == b->ref_nan && a->prod_nan == b->prod_nan && a->ref_inf == b->ref_inf &&
+              a->prod_inf == b->prod_inf,
+          "%s: counts differ (nan %lld/%lld vs %lld/%lld, inf %lld/%lld vs %lld/%lld)", wh, (long long)a->ref_nan,
+          (long long)a->prod_nan, (long long)b->ref_nan, (long long)b->prod_nan, (long long)a->ref_inf,
+          (long long)a->prod_inf, (long long)b->ref_inf, (long long)b->prod_inf);
+    CHECK(a->ref_amax == b->ref_amax && a->prod_amax == b->prod_amax && a->max_abs_err == b->max_abs_err,
+          "%s: maxima differ (amax %.17g/%.17g vs %.17g/%.17g, max err %.17g vs %.17g)", wh, a->ref_amax, a->prod_amax,
+          b->ref_amax, b->prod_amax, a->max_abs_err, b->max_abs_err);
+    const double sa[6] = {a->sum_rr, a->sum_pp, a->sum_rp, a->sum_ee, a->worst_block_ee, a->worst_block_rr};
+    const double sb[6] = {b->sum_rr, b->sum_pp, b->sum_rp, b->sum_ee, b->worst_block_ee, b->worst_block_rr};
+    static const char *nm[6] = {"sum_rr", "sum_pp", "sum_rp", "sum_ee", "worst_block_ee", "worst_block_rr"};
+    for (int i = 0; i < 6; i++)
+        CHECK(fabs(sa[i] - sb[i]) <= TOL_CMP_SUM * fabs(sa[i]) || (sa[i] == 0 && sb[i] == 0),
+              "%s: %s cpu %.17g cuda %.17g", wh, nm[i], sa[i], sb[i]);
+    CHECK(a->worst_block == b->worst_block, "%s: worst block cpu %lld cuda %lld", wh, (long long)a->worst_block,
+          (long long)b->worst_block);
+}
+
+static void case_compare(void) {
+    static const int64_t cases[][2] = {{1, 1}, {1000, 16}, {100003, 16}, {100003, 7}, {65536, 4096}, {7168 * 5, 7168},
+                                       {4099, 2}, {33, 64}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+        for (int with_prod = 0; with_prod < 2; with_prod++) {
+            const int64_t n = cases[c][0], B = cases[c][1];
+            float *r = rnd_floats(n, 2.0f), *p = malloc((size_t)n * 4);
+            for (int64_t i = 0; i < n; i++) p[i] = r[i] + rnd_normal() * 0.01f * (float)(1 + (i / 977) % 5);
+            if (n > 100) {
+                r[17] = NAN; p[18] = NAN; r[40] = INFINITY; p[41] = -INFINITY; p[42] = NAN; r[42] = -INFINITY;
+            }
+            nd_cmp out[2];
+            BOTH(be) {
+                nd_err e = {0};
+                void *dr = dev_put(be, r, n * 4), *dp = dev_put(be, p, n * 4);
+                memset(&out[be], g_poison[be], sizeof out[be]);
+                op_rc(be, "compare", g_be[be]->compare(g_be[be], dr, with_prod ? dp : NULL, n, B, &out[be], &e), &e);
+                dev_free(be, dr); dev_free(be, dp);
+            }
+            char wh[96];
+            snprintf(wh, sizeof wh, "compare n=%lld block=%lld prod=%d", (long long)n, (long long)B, with_prod);
+            cmp_fields(wh, &out[0], &out[1]);
+            free(r); free(p);
+        }
+}
+
+typedef struct test_case { const char *name; void (*fn)(void); } test_case;
+static const test_case g_cases[] = {
+    {"dequant_nvfp4", case_dequant_nvfp4}, {"dequant_mxfp4", case_dequant_mxfp4}, {"dequant_fp8", case_dequant_fp8},
+    {"to_f32", case_to_f32}, {"quant_nvfp4", case_quant_nvfp4}, {"fake_quant_fp8", case_fake_quant_fp8},
+    {"swizzle_sf+unswizzle_sf", case_swizzle}, {"gemm+gemm_grouped", case_gemm},
+    {"round_bf16+add+swiglu+rmsnorm", case_elementwise}, {"rope", case_rope}, {"attention", case_attention},
+    {"hc_pre+hc_post+hc_head", case_hc}, {"router_topk", case_router}, {"gather_rows+scatter_add_rows", case_moe_rows},
+    {"compare", case_compare},
+};
+
+int main(void) {
+    const char *env = getenv("ND_TEST_SEED");
+    const uint64_t seed = env ? strtoull(env, NULL, 10) : ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid();
+    g_rng = seed ? seed : 1;
+    printf("test_backend_ops: seed %llu (ND_TEST_SEED=%llu replays it)\n", (unsigned long long)seed,
+           (unsigned long long)seed);
+    const size_t ncases = sizeof g_cases / sizeof *g_cases;
+    nd_err e = {0};
+    if (nd_backend_cpu_create(&g_be[0], &e)) {
+        fprintf(stderr, "cpu backend: %s\n", e.msg);
+        return 1;
+    }
+    if (!nd_backend_cuda_available() || nd_backend_cuda_create(&g_be[1], 0, &e)) {
+        for (size_t i = 0; i < ncases; i++) printf("  SKIP cuda %-32s (%s)\n", g_cases[i].name,
+                                                    e.msg[0] ? e.msg : "no CUDA device");
+        g_be[0]->destroy(g_be[0]);
+        return 77;
+    }
+    printf("cuda device: %s\n", g_be[1]->device);
+    for (size_t i = 0; i < ncases; i++) {
+        const int f0 = nd_t_fail, p0 = nd_t_pass;
+        g_op_fail = 0;
+        g_cases[i].fn();
+        printf("  %s cuda %-32s %d checks\n", nd_t_fail > f0 ? "FAIL" : "ok  ", g_cases[i].name,
+               nd_t_pass + nd_t_fail - p0 - f0);
+    }
+    g_be[1]->destroy(g_be[1]);
+    g_be[0]->destroy(g_be[0]);
+    return nd_test_report("test_backend_ops");
+}
