@@ -7,7 +7,8 @@
  *   (c) its error is larger than NVFP4 quantization of its own operands explains: SQNR below the
  *       measured floor (floor_sqnr_db, the same stage quantized the healthy way) minus
  *       floor_margin_db; without a floor, the recipe's documented fixed thresholds (min_cosine,
- *       min_sqnr_db for quantized stages; chained_min_cosine for chained rows).
+ *       min_sqnr_db for quantized stages; chained_min_cosine for chained rows and for composite
+ *       stages whose projections have rows of their own).
  *
  * The cause, in this order:
  *   nan_input            the row's input already had NaN/Inf on that path
@@ -35,9 +36,11 @@ static int nonfinite(double v) { return !isfinite(v); }
 
 static const char *scale_cause(const nd_row *r) {
     if (r->finding[0] && (!strcmp(r->finding, "nonfinite_scale") || !strcmp(r->finding, "nan_weight_scale"))) return r->finding;
-    if (r->quantized && isfinite(r->scale_ratio) == 0 && !isnan(r->scale_mult) && (nonfinite(r->scale_mult) || r->scale_mult == 0)) return "nonfinite_scale";
-    if (!isnan(r->alpha) && (nonfinite(r->alpha) || r->alpha == 0)) return "nonfinite_scale";
-    if (!isnan(r->scale_mult) && r->scale_mult == 0) return "nonfinite_scale";
+    /* scale_mult/alpha are NaN by convention on rows without a quantizer; on a quantized row with a
+     * ratio slot (scale_ratio computed or NaN from a NaN multiplier) a NaN multiplier is a fault */
+    int has_q = r->quantized && (!isnan(r->sat_frac));
+    if (has_q && (nonfinite(r->scale_mult) || r->scale_mult == 0)) return "nonfinite_scale";
+    if (has_q && (nonfinite(r->alpha) || r->alpha == 0)) return "nonfinite_scale";
     return NULL;
 }
 
@@ -79,8 +82,11 @@ void nd_diagnose_row(nd_row *r, const nd_thresholds *th) {
         set(r, chained && r->topk_agree < 0.75 ? "routing_divergence" : "ok");
         return;
     }
+    /* composite stages (an MLP block, the combined routed experts) compound projections that have
+     * rows and verdicts of their own: they are judged like chained rows */
+    int composite = !strcmp(r->op, "mlp") || !strcmp(r->op, "moe_experts");
     int diverged;
-    if (chained) diverged = r->cosine < th->chained_min_cosine;
+    if (chained || composite) diverged = r->cosine < th->chained_min_cosine;
     else if (isfinite(r->floor_sqnr_db)) diverged = r->sqnr_db < r->floor_sqnr_db - th->floor_margin_db;
     else if (r->quantized) diverged = r->cosine < th->min_cosine || r->sqnr_db < th->min_sqnr_db;
     else diverged = r->cosine < th->min_cosine;

@@ -24,6 +24,7 @@ typedef struct nd_lin {
     int prod_kind;         /* LIN_* below */
     nd_prod_params pp;
     double weight_rel_l2, weight_rel_l2_swap;
+    int logits;            /* head: also compute KL / top-1 agreement */
     char finding[32];      /* static finding on the module (a cause code) or "" */
 } nd_lin;
 

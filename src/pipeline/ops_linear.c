@@ -264,6 +264,7 @@ int nd_lin_stage(nd_run *r, const nd_stage *st, nd_lin *l, const nd_buf *x_ref, 
         fig.weight_rel_l2_swap = l->weight_rel_l2_swap;
         fig.in_nonfinite = xs.ref_nan + xs.ref_inf;
         snprintf(fig.finding, sizeof fig.finding, "%s", l->finding);
+        if (l->logits) ND_TRY(nd_head_logits(r, y_ref, *y_iso, &fig, e));
         ND_TRY(nd_emit_row(r, st, l->stage, "linear", ND_MODE_ISOLATED, y_ref, *y_iso, &fig, quantized, e));
     }
     if (want_chain) {
@@ -273,6 +274,7 @@ int nd_lin_stage(nd_run *r, const nd_stage *st, nd_lin *l, const nd_buf *x_ref, 
         ND_TRY(r->be->compare(r->be, x_chain->p, NULL, x_chain->n, 16, &cs, e));
         fig.in_nonfinite = cs.ref_nan + cs.ref_inf;
         snprintf(fig.finding, sizeof fig.finding, "%s", l->finding);
+        if (l->logits) ND_TRY(nd_head_logits(r, y_ref, *y_chain, &fig, e));
         ND_TRY(nd_emit_row(r, st, l->stage, "linear", ND_MODE_CHAINED, y_ref, *y_chain, &fig, quantized, e));
     }
     return 0;
@@ -288,6 +290,8 @@ static int lin_op(nd_opctx *c, int grouped, nd_err *e) {
     const char *fz = nd_attr_str(c->st, "fused", fused, sizeof fused);
     nd_lin l;
     ND_TRY(nd_lin_open(r, c->st, c->st->module, c->st->name, fz, (int)groups, (int)fp8g, &l, e));
+    char lg[8];
+    l.logits = nd_attr_str(c->st, "logits", lg, sizeof lg) && lg[0] == '1';
     int rc = nd_lin_ref(r, &l, c->in_ref[0], &c->out_ref[0], e);
     if (!rc) rc = nd_lin_stage(r, c->st, &l, c->in_ref[0], c->out_ref[0], c->want_chain ? c->in_chain[0] : NULL,
                                c->want_iso, c->want_chain, &c->out_iso[0], &c->out_chain[0], e);

@@ -71,7 +71,7 @@ int nd_emit_row(nd_run *r, const nd_stage *st, const char *name, const char *op,
     return 0;
 }
 
-static int head_logits(nd_run *r, const nd_buf *ref, const nd_buf *prod, nd_row *f, nd_err *e) {
+int nd_head_logits(nd_run *r, const nd_buf *ref, const nd_buf *prod, nd_row *f, nd_err *e) {
     float *a = malloc(sizeof(float) * (size_t)ref->n), *b = malloc(sizeof(float) * (size_t)ref->n);
     int rc = (!a || !b) ? nd_fail(e, ND_EXIT_INTERNAL, "out of memory") : 0;
     if (!rc) rc = r->be->download(r->be, a, ref->p, sizeof(float) * (size_t)ref->n, e);
@@ -123,12 +123,12 @@ static int run_stage(nd_run *r, const nd_stage_def *def, int layer, int modes, n
         int logits = nd_attr_str(&st, "logits", lg, sizeof lg) && lg[0] == '1';
         if (c.want_iso && c.out_iso[0]) {
             c.extra_iso.in_nonfinite = c.n_in ? nonfinite_of(r, c.in_ref[0], e) : 0;
-            if (logits) rc = head_logits(r, c.out_ref[0], c.out_iso[0], &c.extra_iso, e);
+            if (logits) rc = nd_head_logits(r, c.out_ref[0], c.out_iso[0], &c.extra_iso, e);
             if (!rc) rc = nd_emit_row(r, &st, st.name, def->op, ND_MODE_ISOLATED, c.out_ref[0], c.out_iso[0], &c.extra_iso, c.quantized, e);
         }
         if (!rc && c.want_chain && c.out_chain[0]) {
             c.extra_chain.in_nonfinite = c.n_in ? nonfinite_of(r, c.in_chain[0], e) : 0;
-            if (logits) rc = head_logits(r, c.out_ref[0], c.out_chain[0], &c.extra_chain, e);
+            if (logits) rc = nd_head_logits(r, c.out_ref[0], c.out_chain[0], &c.extra_chain, e);
             if (!rc) rc = nd_emit_row(r, &st, st.name, def->op, ND_MODE_CHAINED, c.out_ref[0], c.out_chain[0], &c.extra_chain, c.quantized, e);
         }
     }

@@ -120,6 +120,9 @@ int nd_tensor_host_f32(const nd_tview *t, float *out, int64_t n, nd_err *e);
 int nd_emit_row(nd_run *r, const nd_stage *st, const char *name, const char *op, int mode,
                 const nd_buf *ref, const nd_buf *prod, const nd_row *extra, int quantized, nd_err *e);
 
+/* KL and top-1 agreement of two logits buffers into f (head stages). */
+int nd_head_logits(nd_run *r, const nd_buf *ref, const nd_buf *prod, nd_row *f, nd_err *e);
+
 /* ---- ops ---- */
 nd_op_fn nd_op_lookup(const char *name);
 
