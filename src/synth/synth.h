@@ -54,8 +54,12 @@ int nd_synth_pipeline_calibrate(void *calib_user, const char *ckpt_dir, const ch
                                 const int64_t *tokens, int64_t ntok, nd_synth_amax_cb cb, void *user,
                                 nd_err *e);
 
-/* The calibration token ids synth uses for a seed and vocabulary (n ids, n <= 4096). */
+/* The calibration token ids synth uses for a seed and vocabulary (n ids). */
 void nd_synth_calib_tokens(uint64_t seed, int64_t vocab, int64_t *out, int n);
-#define ND_SYNTH_CALIB_TOKENS 64
+/* How many calibration tokens a size uses: 256 for tiny and small (the tails of SwiGLU products
+ * need that many for a 16-token prompt to stay inside the calibrated range), 64 for full (the
+ * reference path runs on the CPU). */
+int nd_synth_calib_count(nd_synth_size size);
+#define ND_SYNTH_CALIB_MAX 256
 
 #endif

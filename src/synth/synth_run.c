@@ -54,6 +54,8 @@ void nd_synth_calib_tokens(uint64_t seed, int64_t vocab, int64_t *out, int n) {
     for (int i = 0; i < n; i++) out[i] = (int64_t)sy_below(&r, (uint64_t)(vocab > 0 ? vocab : 1));
 }
 
+int nd_synth_calib_count(nd_synth_size size) { return size == ND_SYNTH_FULL ? 64 : ND_SYNTH_CALIB_MAX; }
+
 static int mkdir_p(const char *dir, nd_err *e) {
     char tmp[4096];
     size_t n = strlen(dir);
@@ -184,9 +186,10 @@ int nd_synth_run(const nd_synth_opts *o, nd_err *e) {
                      .shard_bytes = o->shard_bytes};
         rc = write_one(&w, orig, e);
         if (!rc) {
-            int64_t tok[ND_SYNTH_CALIB_TOKENS];
-            nd_synth_calib_tokens(o->seed, pl.vocab, tok, ND_SYNTH_CALIB_TOKENS);
-            rc = o->calibrate(o->calib_user, orig, pl.recipe, tok, ND_SYNTH_CALIB_TOKENS, on_amax, &pl, e);
+            int64_t tok[ND_SYNTH_CALIB_MAX];
+            const int ntok = nd_synth_calib_count(o->size);
+            nd_synth_calib_tokens(o->seed, pl.vocab, tok, ntok);
+            rc = o->calibrate(o->calib_user, orig, pl.recipe, tok, ntok, on_amax, &pl, e);
             if (rc) nd_wrap(e, "synth: calibrating %s", orig);
         }
         if (!rc) rc = resolve_amax(&pl, e);

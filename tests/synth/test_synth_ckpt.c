@@ -43,11 +43,12 @@ static int is_linear_weight(const nd_tview *t) {
            !strstr(t->name, "embed_tokens") && !strstr(t->name, "mlp.gate.weight");
 }
 
+static nd_synth_size g_size = ND_SYNTH_TINY;
 static int n_calls;
 static int fake_calibrate(void *cu, const char *dir, const char *recipe, const int64_t *tok, int64_t ntok,
                           nd_synth_amax_cb cb, void *user, nd_err *e) {
     (void)cu; (void)recipe; (void)tok;
-    if (ntok != ND_SYNTH_CALIB_TOKENS) return nd_fail(e, ND_EXIT_INTERNAL, "unexpected token count");
+    if (ntok != nd_synth_calib_count(g_size)) return nd_fail(e, ND_EXIT_INTERNAL, "unexpected token count %lld", (long long)ntok);
     nd_ckpt *c;
     ND_TRY(nd_ckpt_open(dir, &c, e));
     for (size_t i = 0; i < nd_ckpt_count(c); i++) {
@@ -145,7 +146,6 @@ static double rel_l2_fp8(const nd_module *m, const nd_tview *orig) {
     return sqrt(ee / rr);
 }
 
-static nd_synth_size g_size = ND_SYNTH_TINY;
 static int run(const char *sub, const char *recipe, nd_synth_format fmt, uint64_t seed, const char *const *inj,
                int ninj, unsigned long long shard, char *dir, nd_err *e) {
     snprintf(dir, 1024, "%s/%s", g_root, sub);
