@@ -1,0 +1,227 @@
+/* `inspect` on checkpoints with planted problems: the finding, its severity, and the exit code. */
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <jansson.h>
+#include "cli/cli.h"
+#include "ckpt/ckpt.h"
+#include "ckpt/findings.h"
+#include "ckpt_fixture.h"
+#include "nd_test.h"
+
+enum fault {
+    F_NONE, F_IG_NAN, F_WG_ZERO, F_WG_INF, F_CT_SMALL, F_FUSED, F_GATEUP_INPUT, F_NAN_BLOCK, F_MISFIT,
+    F_MISSING_IG, F_BF16_GLOBAL, F_MISSING_WG, F_SATURATED, F_IGNORED_BUT_QUANTIZED,
+};
+
+static const char *CT_W4A4 =
+    "{\"quant_method\": \"compressed-tensors\", \"format\": \"nvfp4-pack-quantized\", \"config_groups\": {"
+    " \"g\": {\"targets\": [\"Linear\"],"
+    "   \"weights\": {\"num_bits\": 4, \"type\": \"float\", \"strategy\": \"tensor_group\", \"group_size\": 16},"
+    "   \"input_activations\": {\"num_bits\": 4, \"type\": \"float\", \"strategy\": \"tensor_group\", \"group_size\": 16}}},"
+    " \"ignore\": [\"lm_head\", \"re:.*shared_experts.*\"]}";
+
+#define L0 "model.layers.0."
+
+static int make_ct(const char *dir, enum fault f) {
+    fx_config(dir, CT_W4A4);
+    fx x;
+    if (fx_begin(&x, dir, "model.safetensors")) return -1;
+    float ig = 1000.0f, ig_nan = NAN, ig_up = 1200.0f;
+    fx_nvfp4_ct(&x, L0 "self_attn.q_a_proj", 32, 64, 3000.0f, f == F_IG_NAN ? &ig_nan : &ig, 0x7e);
+    fx_nvfp4_ct(&x, L0 "self_attn.kv_proj", 32, 64, f == F_FUSED ? 2000.0f : 3000.0f, &ig, 0x7e);
+    fx_nvfp4_ct(&x, L0 "mlp.experts.0.gate_proj", 32, 64, f == F_CT_SMALL ? 0.0003f : 3584.0f, &ig, 0x7e);
+    fx_nvfp4_ct(&x, L0 "mlp.experts.0.up_proj", 32, 64, 3584.0f, f == F_GATEUP_INPUT ? &ig_up : &ig, 0x7e);
+    const char *dp = L0 "mlp.experts.0.down_proj";
+    float wg = f == F_WG_ZERO ? 0.0f : f == F_WG_INF ? INFINITY : 2500.0f;
+    uint8_t top = f == F_NAN_BLOCK ? 0x7f : f == F_MISFIT ? 0x38 : 0x7e;
+    if (f == F_BF16_GLOBAL || f == F_MISSING_WG || f == F_SATURATED) {
+        int64_t sh[2] = {64, 16}, ss[2] = {64, 2}, one = 1;
+        uint8_t *s = fx_alloc(&x, 128);
+        for (int i = 0; i < 128; i++) s[i] = f == F_SATURATED && i % 2 ? 0x7e : 0x30 + i % 8;
+        s[0] = 0x7e;
+        fx_add(&x, L0 "mlp.experts.0.down_proj.weight_packed", ND_DT_U8, 2, sh, fx_alloc(&x, 1024));
+        fx_add(&x, L0 "mlp.experts.0.down_proj.weight_scale", ND_DT_F8_E4M3, 2, ss, s);
+        if (f == F_BF16_GLOBAL) {
+            uint16_t *g = fx_alloc(&x, 2);
+            *g = 0x451c; /* bf16 2496 */
+            fx_add(&x, L0 "mlp.experts.0.down_proj.weight_global_scale", ND_DT_BF16, 1, &one, g);
+        } else if (f == F_SATURATED) {
+            fx_f32(&x, L0 "mlp.experts.0.down_proj.weight_global_scale", 1, &wg);
+        }
+        fx_f32(&x, L0 "mlp.experts.0.down_proj.input_global_scale", 1, &ig);
+    } else {
+        fx_nvfp4_ct(&x, dp, 64, 32, wg, f == F_MISSING_IG ? NULL : &ig, top);
+    }
+    if (f == F_IGNORED_BUT_QUANTIZED) fx_nvfp4_ct(&x, L0 "mlp.shared_experts.gate_proj", 32, 64, 3584.0f, &ig, 0x7e);
+    fx_dense(&x, L0 "mlp.gate", 2, 64);
+    fx_dense(&x, "lm_head", 64, 64);
+    return fx_end(&x);
+}
+
+static int make_mo(const char *dir, float is) {
+    fx_config(dir, NULL);
+    fx_write_text(dir, "hf_quant_config.json",
+                  "{\"producer\": {\"name\": \"modelopt\"}, \"quantization\": {\"quant_algo\": \"NVFP4\","
+                  " \"group_size\": 16, \"exclude_modules\": [\"lm_head\"]}}");
+    fx x;
+    if (fx_begin(&x, dir, "model.safetensors")) return -1;
+    float ok = 1.0f / 1000.0f;
+    fx_nvfp4_mo(&x, L0 "mlp.experts.0.gate_proj", 32, 64, 1.0f / 3584.0f, &ok, 0x7e);
+    fx_nvfp4_mo(&x, L0 "mlp.experts.0.up_proj", 32, 64, 1.0f / 3584.0f, &is, 0x7e);
+    fx_dense(&x, "lm_head", 64, 64);
+    return fx_end(&x);
+}
+
+/* Run inspect with stdout sent to a file; returns the exit code. */
+static int inspect(const char *dir, int as_json, const char *out) {
+    fflush(stdout);
+    int saved = dup(1), fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    close(fd);
+    char a0[] = "inspect", a2[] = "--json", *argv[4] = {a0, (char *)dir, as_json ? a2 : NULL, NULL};
+    int rc = nd_cmd_inspect(as_json ? 3 : 2, argv);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    return rc;
+}
+
+/* The findings list of a JSON report has a finding with this code, severity and module. */
+static int has(json_t *root, const char *code, const char *sev, const char *module) {
+    json_t *fs = json_object_get(root, "findings"), *v;
+    size_t i;
+    json_array_foreach(fs, i, v) {
+        if (!strcmp(json_string_value(json_object_get(v, "code")), code) &&
+            !strcmp(json_string_value(json_object_get(v, "severity")), sev) &&
+            !strcmp(json_string_value(json_object_get(v, "module")), module))
+            return 1;
+    }
+    return 0;
+}
+
+static json_t *run_json(const char *dir, int *rc) {
+    char out[512];
+    snprintf(out, sizeof out, "%s.json", dir);
+    *rc = inspect(dir, 1, out);
+    json_error_t je;
+    json_t *r = json_load_file(out, 0, &je);
+    CHECK(r != NULL, "inspect --json output is not JSON: %s", je.text);
+    remove(out);
+    return r;
+}
+
+static void planted(const char *base, enum fault f, int want_rc, const char *code, const char *sev, const char *module) {
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/f%d", base, (int)f);
+    if (mkdir(dir, 0755) && access(dir, F_OK)) return;
+    CHECK(make_ct(dir, f) == 0, "fixture %d", (int)f);
+    int rc;
+    json_t *r = run_json(dir, &rc);
+    CHECK(rc == want_rc, "fault %d: exit %d, want %d", (int)f, rc, want_rc);
+    if (!r) return;
+    if (code) CHECK(has(r, code, sev, module), "fault %d: no %s %s on %s", (int)f, sev, code, module);
+    else CHECK(json_array_size(json_object_get(r, "findings")) == 0, "fault %d: unexpected findings", (int)f);
+    json_decref(r);
+}
+
+static void healthy_json(const char *base) {
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/healthy", base);
+    mkdir(dir, 0755);
+    if (make_ct(dir, F_NONE)) return;
+    int rc;
+    json_t *r = run_json(dir, &rc);
+    CHECK_EQ_INT(rc, 0);
+    if (!r) return;
+    CHECK(!strcmp(json_string_value(json_object_get(r, "format")), "compressed-tensors"), "format");
+    CHECK(!strcmp(json_string_value(json_object_get(r, "model_type")), "deepseek_v4"), "model_type");
+    json_t *ms = json_object_get(r, "modules"), *m, *q = NULL;
+    size_t i;
+    CHECK_EQ_INT(json_array_size(ms), 7);
+    json_array_foreach(ms, i, m) if (!strcmp(json_string_value(json_object_get(m, "path")), L0 "self_attn.q_a_proj")) q = m;
+    CHECK(q != NULL, "q_a_proj not listed");
+    if (q) {
+        CHECK(!strcmp(json_string_value(json_object_get(q, "format")), "nvfp4"), "q format");
+        CHECK(json_real_value(json_object_get(q, "weight_global_div")) == 3000.0, "div");
+        CHECK(json_real_value(json_object_get(q, "input_global_mult")) == 1000.0, "mult");
+        CHECK(json_is_true(json_object_get(q, "act_quant")), "act_quant");
+        json_t *bs = json_object_get(q, "block_scales");
+        CHECK(json_real_value(json_object_get(bs, "max")) == 448.0, "bs max");
+        CHECK(json_real_value(json_object_get(bs, "min")) == 0.5, "bs min");
+        CHECK_EQ_INT(json_integer_value(json_object_get(bs, "count")), 128);
+        CHECK_NEAR(json_real_value(json_object_get(bs, "share_at_448")), 1.0 / 128, 1e-12);
+        CHECK_EQ_INT(json_integer_value(json_object_get(bs, "nan")), 0);
+    }
+    json_decref(r);
+    /* the table names every module and the finding count */
+    char out[600];
+    snprintf(out, sizeof out, "%s.txt", dir);
+    CHECK_EQ_INT(inspect(dir, 0, out), 0);
+    FILE *fp = fopen(out, "r");
+    char buf[16384] = {0};
+    size_t n = fp ? fread(buf, 1, sizeof buf - 1, fp) : 0;
+    if (fp) fclose(fp);
+    buf[n] = 0;
+    CHECK(strstr(buf, L0 "mlp.experts.0.down_proj") && strstr(buf, "findings: 0 errors, 0 warnings"), "table:\n%s", buf);
+    remove(out);
+}
+
+static void modelopt(const char *base) {
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/mo-ok", base);
+    mkdir(dir, 0755);
+    int rc;
+    if (make_mo(dir, 1.0f / 1000.0f) == 0) {
+        json_t *r = run_json(dir, &rc);
+        CHECK_EQ_INT(rc, 0);
+        CHECK(r && json_array_size(json_object_get(r, "findings")) == 0, "healthy ModelOpt has findings");
+        json_decref(r);
+    }
+    snprintf(dir, sizeof dir, "%s/mo-inv", base);
+    mkdir(dir, 0755);
+    if (make_mo(dir, 5.0f) == 0) {
+        json_t *r = run_json(dir, &rc);
+        CHECK_EQ_INT(rc, 1);
+        CHECK(r && has(r, "scale_convention", "error", L0 "mlp.experts.0.up_proj"), "ModelOpt input_scale 5 not flagged");
+        CHECK(r && has(r, "fused_input_mismatch", "warning", L0 "mlp.experts.0.gate_proj"), "gate/up input mismatch not flagged");
+        json_decref(r);
+    }
+}
+
+static void usage(void) {
+    char a0[] = "inspect", bad[] = "--frobnicate", none[] = "no-such-checkpoint";
+    char *v1[] = {a0, NULL}, *v2[] = {a0, bad, NULL}, *v3[] = {a0, none, NULL};
+    CHECK_EQ_INT(nd_cmd_inspect(1, v1), 2);
+    CHECK_EQ_INT(nd_cmd_inspect(2, v2), 2);
+    CHECK_EQ_INT(nd_cmd_inspect(2, v3), 2);
+}
+
+int main(void) {
+    char base[256];
+    if (fx_tmpdir(base, sizeof base, "insp")) return 1;
+    healthy_json(base);
+    planted(base, F_NONE, 0, NULL, NULL, NULL);
+    planted(base, F_IG_NAN, 1, "nonfinite_scale", "error", L0 "self_attn.q_a_proj");
+    planted(base, F_WG_ZERO, 1, "nonfinite_scale", "error", L0 "mlp.experts.0.down_proj");
+    planted(base, F_WG_INF, 1, "nonfinite_scale", "error", L0 "mlp.experts.0.down_proj");
+    planted(base, F_CT_SMALL, 1, "scale_convention", "error", L0 "mlp.experts.0.gate_proj");
+    planted(base, F_CT_SMALL, 1, "fused_scale_mismatch", "error", L0 "mlp.experts.0.gate_proj");
+    planted(base, F_FUSED, 1, "fused_scale_mismatch", "error", L0 "self_attn.q_a_proj");
+    planted(base, F_GATEUP_INPUT, 0, "fused_input_mismatch", "warning", L0 "mlp.experts.0.gate_proj");
+    planted(base, F_NAN_BLOCK, 1, "nan_weight_scale", "error", L0 "mlp.experts.0.down_proj");
+    planted(base, F_MISFIT, 0, "global_misfit", "warning", L0 "mlp.experts.0.down_proj");
+    planted(base, F_MISSING_IG, 1, "missing_scale", "error", L0 "mlp.experts.0.down_proj");
+    planted(base, F_BF16_GLOBAL, 1, "scale_dtype", "error", L0 "mlp.experts.0.down_proj");
+    planted(base, F_MISSING_WG, 1, "missing_scale", "error", L0 "mlp.experts.0.down_proj");
+    planted(base, F_SATURATED, 0, "block_saturation", "warning", L0 "mlp.experts.0.down_proj");
+    planted(base, F_IGNORED_BUT_QUANTIZED, 0, "config_mismatch", "warning", L0 "mlp.shared_experts.gate_proj");
+    modelopt(base);
+    usage();
+    fx_rmrf(base);
+    return nd_test_report("test_inspect");
+}
