@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <jansson.h>
 #include "cli.h"
 #include "synth/synth.h"
 
@@ -96,15 +97,29 @@ int nd_cmd_synth(int argc, char **argv) {
     static const char *const size_name[] = {"tiny", "small", "full"};
     size_t n = strlen(o.outdir);
     while (n > 1 && o.outdir[n - 1] == '/') n--;
-    if (json)
-        printf("{\"checkpoint\": \"%.*s\", \"original\": \"%.*s/original\", \"faults_file\": \"%.*s.faults.json\", "
-               "\"recipe\": \"%s\", \"size\": \"%s\", \"format\": \"%s\", \"seed\": %llu, \"faults\": %d}\n",
-               (int)n, o.outdir, (int)n, o.outdir, (int)n, o.outdir, o.recipe, size_name[o.size],
-               fmt_name[o.format], (unsigned long long)o.seed, o.n_injects);
-    else
-        printf("wrote %.*s (%s %s NVFP4, %s, seed %llu), original in %.*s/original, %d fault(s) listed in %.*s.faults.json\n",
-               (int)n, o.outdir, o.recipe, size_name[o.size], fmt_name[o.format] , (unsigned long long)o.seed,
-               (int)n, o.outdir, o.n_injects, (int)n, o.outdir);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%.*s", (int)n, o.outdir);
+    if (json) {
+        json_t *j = json_object();
+        char buf[4200];
+        json_object_set_new(j, "checkpoint", json_string(dir));
+        snprintf(buf, sizeof buf, "%s/original", dir);
+        json_object_set_new(j, "original", json_string(buf));
+        snprintf(buf, sizeof buf, "%s.faults.json", dir);
+        json_object_set_new(j, "faults_file", json_string(buf));
+        json_object_set_new(j, "recipe", json_string(o.recipe));
+        json_object_set_new(j, "size", json_string(size_name[o.size]));
+        json_object_set_new(j, "format", json_string(fmt_name[o.format]));
+        json_object_set_new(j, "seed", json_integer((json_int_t)o.seed));
+        json_object_set_new(j, "faults", json_integer(o.n_injects));
+        char *txt = json_dumps(j, JSON_PRESERVE_ORDER);
+        if (txt) printf("%s\n", txt);
+        free(txt);
+        json_decref(j);
+    } else {
+        printf("wrote %s (%s %s, %s NVFP4, seed %llu), original in %s/original, %d fault(s) listed in %s.faults.json\n",
+               dir, o.recipe, size_name[o.size], fmt_name[o.format], (unsigned long long)o.seed, dir, o.n_injects, dir);
+    }
     free(inj);
     return 0;
 }
