@@ -92,8 +92,9 @@ static int pat_list(json_t *a, int glob, const char *file, const char *where, nd
     for (size_t i = 0; i < cnt; i++) {
         json_t *s = json_array_get(a, i);
         if (!json_is_string(s)) return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s[%zu]' is not a string", file, where, i);
-        ND_TRY(pat_init(&(*out)[i], json_string_value(s), glob, file, where, e));
-        (*n)++;
+        int rc = pat_init(&(*out)[i], json_string_value(s), glob, file, where, e);
+        (*n)++; /* a failed pattern holds nothing but its text, which pat_free releases */
+        if (rc) return rc;
     }
     return 0;
 }
