@@ -1,0 +1,67 @@
+/* test_synth_plan.c — the full-size plans carry the real dimensions and names (no weights are
+ * generated): DeepSeek-V4-Pro shapes from the project's V4 layout, Llama-3.1-8B, DeepSeek-V3. */
+#include <string.h>
+#include <jansson.h>
+#include "nd_test.h"
+#include "synth/synth_plan.h"
+
+static const sy_param *find(const sy_plan *pl, const char *name) {
+    for (size_t i = 0; i < pl->n; i++) if (!strcmp(pl->p[i].name, name)) return &pl->p[i];
+    return NULL;
+}
+
+static void shape(const sy_plan *pl, const char *name, int64_t d0, int64_t d1, sy_qkind q) {
+    const sy_param *p = find(pl, name);
+    CHECK(p != NULL, "%s present", name);
+    if (!p) return;
+    CHECK(p->shape[0] == d0 && (p->ndim < 2 || p->shape[1] == d1), "%s: [%lld, %lld], expected [%lld, %lld]", name,
+          (long long)p->shape[0], (long long)p->shape[1], (long long)d0, (long long)d1);
+    CHECK(p->quant == q, "%s: quant kind %d", name, p->quant);
+}
+
+int main(void) {
+    sy_plan pl;
+    nd_err e = {0};
+    CHECK(sy_build(&pl, ND_SYNTH_DEEPSEEK_V4, ND_SYNTH_FULL, 0, &e) == 0, "%s", e.msg);
+    CHECK(pl.n_layers == 1, "full V4 defaults to one layer");
+    shape(&pl, "model.embed_tokens.weight", 129280, 7168, SY_Q_NONE);
+    shape(&pl, "model.layers.0.attn_hc.fn", 24, 28672, SY_Q_NONE);
+    shape(&pl, "model.layers.0.attn_hc.base", 24, 1, SY_Q_NONE);
+    shape(&pl, "model.layers.0.self_attn.q_a_proj.weight", 1536, 7168, SY_Q_NVFP4);
+    shape(&pl, "model.layers.0.self_attn.q_b_proj.weight", 65536, 1536, SY_Q_NVFP4);
+    shape(&pl, "model.layers.0.self_attn.kv_proj.weight", 512, 7168, SY_Q_NVFP4);
+    shape(&pl, "model.layers.0.self_attn.o_a_proj.weight", 16384, 4096, SY_Q_FP8_BLOCK);
+    shape(&pl, "model.layers.0.self_attn.o_b_proj.weight", 7168, 16384, SY_Q_NVFP4);
+    shape(&pl, "model.layers.0.self_attn.sinks", 128, 1, SY_Q_NONE);
+    shape(&pl, "model.layers.0.mlp.gate.weight", 384, 7168, SY_Q_NONE);
+    shape(&pl, "model.layers.0.mlp.gate.tid2eid", 129280, 6, SY_Q_NONE);
+    shape(&pl, "model.layers.0.mlp.experts.383.gate_proj.weight", 3072, 7168, SY_Q_NVFP4);
+    shape(&pl, "model.layers.0.mlp.experts.383.down_proj.weight", 7168, 3072, SY_Q_NVFP4);
+    shape(&pl, "model.layers.0.mlp.shared_experts.up_proj.weight", 3072, 7168, SY_Q_NVFP4);
+    shape(&pl, "model.hc_head.hc_fn", 4, 28672, SY_Q_NONE);
+    shape(&pl, "lm_head.weight", 129280, 7168, SY_Q_NONE);
+    CHECK(find(&pl, "model.layers.0.mlp.experts.384.gate_proj.weight") == NULL, "384 experts, not more");
+    const sy_param *qa = find(&pl, "model.layers.0.self_attn.q_a_proj.weight"), *kv = find(&pl, "model.layers.0.self_attn.kv_proj.weight");
+    CHECK(qa && kv && qa->fuse >= 0 && qa->fuse == kv->fuse, "q_a_proj and kv_proj are one fused group");
+    json_t *c = pl.config;
+    CHECK(json_integer_value(json_object_get(c, "head_dim")) == 512 && json_integer_value(json_object_get(c, "o_groups")) == 16 &&
+          json_integer_value(json_object_get(c, "n_routed_experts")) == 384 &&
+          !strcmp(json_string_value(json_object_get(c, "model_type")), "deepseek_v4"), "V4 config keys");
+    sy_plan_free(&pl);
+
+    CHECK(sy_build(&pl, ND_SYNTH_LLAMA, ND_SYNTH_FULL, 2, &e) == 0, "%s", e.msg);
+    shape(&pl, "model.layers.1.self_attn.k_proj.weight", 1024, 4096, SY_Q_NVFP4);
+    shape(&pl, "model.layers.1.mlp.down_proj.weight", 4096, 14336, SY_Q_NVFP4);
+    sy_plan_free(&pl);
+
+    CHECK(sy_build(&pl, ND_SYNTH_DEEPSEEK_V3, ND_SYNTH_FULL, 0, &e) == 0, "%s", e.msg);
+    shape(&pl, "model.layers.0.mlp.gate_proj.weight", 18432, 7168, SY_Q_NVFP4);
+    shape(&pl, "model.layers.1.self_attn.kv_a_proj_with_mqa.weight", 576, 7168, SY_Q_NVFP4);
+    shape(&pl, "model.layers.1.self_attn.kv_b_proj.weight", 32768, 512, SY_Q_NVFP4);
+    shape(&pl, "model.layers.1.self_attn.o_proj.weight", 7168, 16384, SY_Q_NVFP4);
+    shape(&pl, "model.layers.1.mlp.experts.255.up_proj.weight", 2048, 7168, SY_Q_NVFP4);
+    shape(&pl, "model.layers.1.mlp.gate.e_score_correction_bias", 256, 1, SY_Q_NONE);
+    CHECK(json_integer_value(json_object_get(pl.config, "first_k_dense_replace")) == 1, "one dense layer kept of two");
+    sy_plan_free(&pl);
+    return nd_test_report("test_synth_plan");
+}
