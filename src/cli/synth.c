@@ -26,7 +26,7 @@ static void usage(FILE *f) {
             "             weight-global-scale-zero, weight-scale-nan, nibble-swap,\n"
             "             fused-scale-mismatch=F, missing-input-scale\n"
             "  --json     print a JSON summary on stdout\n\n"
-            "example: nvfp4dbg synth /tmp/v4 --recipe deepseek_v4 --inject input-scale-inverted@layers.0.self_attn.q_a_proj\n");
+            "example: nvfp4dbg synth v4-seed-bug --recipe deepseek_v4 --inject input-scale-inverted@layers.0.self_attn.q_a_proj\n");
 }
 
 /* "--name VALUE" or "--name=VALUE"; returns the value or NULL when argv[*i] is not this option. */
