@@ -100,14 +100,16 @@ static int check_global(const nd_module *m, const nd_tview *t, const char *what,
     return 0;
 }
 
+static double rel_diff(float a, float b);
+
 /* Shards of one fused global tensor [s] that differ. */
-static int check_shards(const nd_module *m, const nd_tview *t, const char *code, nd_severity sev, nd_findings *f) {
+static int check_shards(const nd_module *m, const nd_tview *t, const char *code, nd_findings *f) {
     if (!t || t->numel < 2) return 0;
     float a = nd_tview_get_f32(t, 0);
     for (int64_t i = 1; i < t->numel; i++) {
         float b = nd_tview_get_f32(t, i);
-        if (a == b || (isnan(a) && isnan(b))) continue;
-        return nd_findings_add(f, sev, code, m->path, t->name,
+        if (rel_diff(a, b) <= 1e-6) continue;
+        return nd_findings_add(f, ND_SEV_ERROR, code, m->path, t->name,
                                "fused shards have different values (shard 0 %.6g, shard %lld %.6g): one shared value "
                                "mis-scales the other shard unless its block scales are rescaled",
                                a, (long long)i, b);
@@ -129,11 +131,11 @@ int nd_check_module(const nd_ckpt *c, const nd_module *m, const nd_scale_stats *
                                "NVFP4 weight without its global scale %s: the weight cannot be dequantized", tn));
     } else {
         ND_TRY(check_global(m, m->weight_global, wg_name(m), f));
-        ND_TRY(check_shards(m, m->weight_global, "fused_scale_mismatch", ND_SEV_ERROR, f));
+        ND_TRY(check_shards(m, m->weight_global, "fused_scale_mismatch", f));
     }
     if (m->input_global) {
         ND_TRY(check_global(m, m->input_global, ig_name(m), f));
-        ND_TRY(check_shards(m, m->input_global, "fused_input_mismatch", ND_SEV_WARNING, f));
+        ND_TRY(check_shards(m, m->input_global, "fused_input_mismatch", f));
     } else if (m->act_quant) {
         snprintf(tn, sizeof tn, "%s.%s", P, ig_name(m));
         ND_TRY(nd_findings_add(f, ND_SEV_ERROR, "missing_scale", P, tn,
@@ -160,23 +162,30 @@ int nd_check_module(const nd_ckpt *c, const nd_module *m, const nd_scale_stats *
     return 0;
 }
 
-static int differ(float a, float b) {
-    if (isnan(a) || isnan(b)) return !(isnan(a) && isnan(b));
-    return fabsf(a - b) > 1e-6f * fmaxf(fabsf(a), fabsf(b));
+/* Relative difference of two usable scales; 0 when either is NaN, Inf or zero (those are
+ * reported as nonfinite_scale on the module itself). */
+static double rel_diff(float a, float b) {
+    if (!isfinite(a) || !isfinite(b) || a == 0.0f || b == 0.0f) return 0.0;
+    return fabs((double)a - (double)b) / fmax(fabs((double)a), fabs((double)b));
 }
 
 int nd_check_fused(const nd_module *a, const nd_module *b, nd_findings *f) {
     if (a->wfmt != ND_WF_NVFP4 || b->wfmt != ND_WF_NVFP4) return 0;
-    if (a->weight_global && b->weight_global && differ(a->weight_global_div, b->weight_global_div))
+    double dw = a->weight_global && b->weight_global ? rel_diff(a->weight_global_div, b->weight_global_div) : 0.0;
+    if (dw > 1e-6)
         ND_TRY(nd_findings_add(f, ND_SEV_ERROR, "fused_scale_mismatch", a->path, b->path,
                                "fused with %s but their weight global scales differ (divisors %.6g vs %.6g, ratio "
                                "%.4g): a stack that fuses them with one global mis-scales one shard",
                                b->path, a->weight_global_div, b->weight_global_div,
                                a->weight_global_div / b->weight_global_div));
-    if (a->input_global && b->input_global && differ(a->input_global_mult, b->input_global_mult))
-        ND_TRY(nd_findings_add(f, ND_SEV_WARNING, "fused_input_mismatch", a->path, b->path,
-                               "fused with %s (one input) but their input global scales differ (%.6g vs %.6g): the "
-                               "fused quantizer uses one of them", b->path, a->input_global_mult, b->input_global_mult));
+    /* both shards see the same input, so calibration gives them the same value */
+    double di = a->input_global && b->input_global ? rel_diff(a->input_global_mult, b->input_global_mult) : 0.0;
+    if (di > 1e-6)
+        ND_TRY(nd_findings_add(f, di > 1e-3 ? ND_SEV_ERROR : ND_SEV_WARNING, "fused_input_mismatch", a->path, b->path,
+                               "fused with %s (one input) but their input scales differ (quantizer multipliers %.6g vs "
+                               "%.6g, ratio %.4g): one was not calibrated on this input, and the fused quantizer uses "
+                               "only one of them", b->path, a->input_global_mult, b->input_global_mult,
+                               a->input_global_mult / b->input_global_mult));
     return 0;
 }
 

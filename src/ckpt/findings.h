@@ -1,14 +1,16 @@
 /* findings.h — static checks of a checkpoint's scales (what `nvfp4dbg inspect` reports; the trace
  * command reuses them to explain a divergence).
  *
- * Codes (stable strings):
+ * Codes (stable strings). A NaN, Inf or zero scale is reported once, as nonfinite_scale, and left
+ * out of the comparisons of fused shards.
  *   nonfinite_scale       error    a weight or input global scale that is NaN, Inf or zero
  *   nan_weight_scale      error    NaN (or Inf) block scales in the weight
  *   scale_convention      error    a compressed-tensors global below 1 (a ModelOpt-style value under a
  *                                  compressed-tensors name) or a ModelOpt global above 1 (the reverse)
  *   fused_scale_mismatch  error    fused shards (q_a_proj/kv_proj, gate/up, or the shards of one
  *                                  fused tensor) with different weight global scales
- *   fused_input_mismatch  warning  fused shards with different input global scales (one input feeds both)
+ *   fused_input_mismatch  error    fused shards with different input global scales: one input feeds both,
+ *                                  so calibration gives them one value (warning when they differ by < 0.1%)
  *   missing_scale         error    a quantized weight without its global scale, or a W4A4 module
  *                                  without its input scale
  *   scale_dtype           error    a global or input scale stored in a dtype other than F32

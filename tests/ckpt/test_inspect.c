@@ -15,7 +15,7 @@
 
 enum fault {
     F_NONE, F_IG_NAN, F_WG_ZERO, F_WG_INF, F_CT_SMALL, F_FUSED, F_GATEUP_INPUT, F_NAN_BLOCK, F_MISFIT,
-    F_MISSING_IG, F_BF16_GLOBAL, F_MISSING_WG, F_SATURATED, F_IGNORED_BUT_QUANTIZED,
+    F_MISSING_IG, F_BF16_GLOBAL, F_MISSING_WG, F_SATURATED, F_IGNORED_BUT_QUANTIZED, F_SHARDS,
 };
 
 static const char *CT_W4A4 =
@@ -39,7 +39,7 @@ static int make_ct(const char *dir, enum fault f) {
     const char *dp = L0 "mlp.experts.0.down_proj";
     float wg = f == F_WG_ZERO ? 0.0f : f == F_WG_INF ? INFINITY : 2500.0f;
     uint8_t top = f == F_NAN_BLOCK ? 0x7f : f == F_MISFIT ? 0x38 : 0x7e;
-    if (f == F_BF16_GLOBAL || f == F_MISSING_WG || f == F_SATURATED) {
+    if (f == F_BF16_GLOBAL || f == F_MISSING_WG || f == F_SATURATED || f == F_SHARDS) {
         int64_t sh[2] = {64, 16}, ss[2] = {64, 2}, one = 1;
         uint8_t *s = fx_alloc(&x, 128);
         for (int i = 0; i < 128; i++) s[i] = f == F_SATURATED && i % 2 ? 0x7e : 0x30 + i % 8;
@@ -52,6 +52,9 @@ static int make_ct(const char *dir, enum fault f) {
             fx_add(&x, L0 "mlp.experts.0.down_proj.weight_global_scale", ND_DT_BF16, 1, &one, g);
         } else if (f == F_SATURATED) {
             fx_f32(&x, L0 "mlp.experts.0.down_proj.weight_global_scale", 1, &wg);
+        } else if (f == F_SHARDS) {
+            float two[2] = {2500.0f, 2000.0f};
+            fx_f32(&x, L0 "mlp.experts.0.down_proj.weight_global_scale", 2, two);
         }
         fx_f32(&x, L0 "mlp.experts.0.down_proj.input_global_scale", 1, &ig);
     } else {
@@ -188,7 +191,7 @@ static void modelopt(const char *base) {
         json_t *r = run_json(dir, &rc);
         CHECK_EQ_INT(rc, 1);
         CHECK(r && has(r, "scale_convention", "error", L0 "mlp.experts.0.up_proj"), "ModelOpt input_scale 5 not flagged");
-        CHECK(r && has(r, "fused_input_mismatch", "warning", L0 "mlp.experts.0.gate_proj"), "gate/up input mismatch not flagged");
+        CHECK(r && has(r, "fused_input_mismatch", "error", L0 "mlp.experts.0.gate_proj"), "gate/up input mismatch not flagged");
         json_decref(r);
     }
 }
@@ -212,13 +215,14 @@ int main(void) {
     planted(base, F_CT_SMALL, 1, "scale_convention", "error", L0 "mlp.experts.0.gate_proj");
     planted(base, F_CT_SMALL, 1, "fused_scale_mismatch", "error", L0 "mlp.experts.0.gate_proj");
     planted(base, F_FUSED, 1, "fused_scale_mismatch", "error", L0 "self_attn.q_a_proj");
-    planted(base, F_GATEUP_INPUT, 0, "fused_input_mismatch", "warning", L0 "mlp.experts.0.gate_proj");
+    planted(base, F_GATEUP_INPUT, 1, "fused_input_mismatch", "error", L0 "mlp.experts.0.gate_proj");
     planted(base, F_NAN_BLOCK, 1, "nan_weight_scale", "error", L0 "mlp.experts.0.down_proj");
     planted(base, F_MISFIT, 0, "global_misfit", "warning", L0 "mlp.experts.0.down_proj");
     planted(base, F_MISSING_IG, 1, "missing_scale", "error", L0 "mlp.experts.0.down_proj");
     planted(base, F_BF16_GLOBAL, 1, "scale_dtype", "error", L0 "mlp.experts.0.down_proj");
     planted(base, F_MISSING_WG, 1, "missing_scale", "error", L0 "mlp.experts.0.down_proj");
     planted(base, F_SATURATED, 0, "block_saturation", "warning", L0 "mlp.experts.0.down_proj");
+    planted(base, F_SHARDS, 1, "fused_scale_mismatch", "error", L0 "mlp.experts.0.down_proj");
     planted(base, F_IGNORED_BUT_QUANTIZED, 0, "config_mismatch", "warning", L0 "mlp.shared_experts.gate_proj");
     modelopt(base);
     usage();
