@@ -39,7 +39,7 @@ int nd_lin_ref(nd_run *r, nd_lin *l, const nd_buf *x, nd_buf **y, nd_err *e);
 /* Production output for input x (a reference input in isolated mode). x_ref_amax is the amax of
  * the reference input (for scale_ratio). Fills the row figures the probe cannot know. */
 int nd_lin_prod(nd_run *r, nd_lin *l, const nd_buf *x, double x_ref_amax, nd_buf **y, nd_row *fig, nd_err *e);
-/* The floor: the same stage quantized the healthy way (ideal multiplier 2688/amax of the input,
+/* The floor: the same stage quantized the healthy way (multiplier within 2x of 2688/amax of the input,
  * and, with --reference-checkpoint, the original weights quantized as compressed-tensors does). */
 int nd_lin_floor(nd_run *r, nd_lin *l, const nd_buf *x_ref, double x_ref_amax, nd_buf **y, nd_err *e);
 /* Row emission for a linear applied to (x_ref -> y_ref) and, per mode, production inputs. */

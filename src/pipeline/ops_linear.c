@@ -209,7 +209,11 @@ int nd_lin_floor(nd_run *r, nd_lin *l, const nd_buf *x, double amax, nd_buf **y,
     *y = NULL;
     if (l->prod_kind != LIN_NVFP4_W4A4 || !(amax > 0) || !isfinite(amax)) return 0;
     int64_t n = l->m.out_features, k = l->m.in_features, nk = n * k;
-    float g = ND_NVFP4_GLOBAL_NUM / (float)amax, w_div = l->pp.ideal_w_div;
+    /* The healthy multiplier band: a static input scale calibrated on other data is normally
+     * within 2x of this prompt's 2688/amax, and the quantization error such a scale gives is what
+     * NVFP4 explains. The floor uses the stack's multiplier clamped into that band. */
+    float g_ideal = ND_NVFP4_GLOBAL_NUM / (float)amax, g = g_ideal, w_div = l->pp.ideal_w_div;
+    if (isfinite(l->pp.mult) && l->pp.mult > 0) g = fminf(fmaxf(l->pp.mult, 0.5f * g_ideal), 2.0f * g_ideal);
     const float *wf = l->w_prod;
     float *wq = NULL;
     int rc = 0;

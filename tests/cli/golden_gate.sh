@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The CI gate on the shipped checkpoints (issue 7): every shipped checkpoint is traced and compared
+# with its golden trace (any drift fails); a trace compared with itself is clean; and the gate
+# bites: perturbing one production parameter (the activation quantizer multiplier of one stage)
+# fails the comparison, naming that stage.
+#   usage: golden_gate.sh NVFP4DBG SOURCE_ROOT
+set -u
+bin="$1"; root="$2"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+pass=0; fail=0
+ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+for ck in seed-bug-v4 clean-v4; do
+  "$bin" trace "$root/golden/$ck" --backend cpu --out "$tmp/$ck.h5" >/dev/null 2>&1
+  "$bin" compare "$tmp/$ck.h5" "$root/golden/traces/$ck.h5" >"$tmp/cmp" 2>&1
+  rc=$?
+  ok "$ck matches its golden trace (exit $rc: $(tail -1 "$tmp/cmp"))" '[ $rc -eq 0 ]'
+  "$bin" compare "$tmp/$ck.h5" "$tmp/$ck.h5" >/dev/null 2>&1
+  rc=$?
+  ok "$ck compared with itself is clean (exit $rc)" '[ $rc -eq 0 ]'
+done
+# the gate bites: a 1.5x quantizer multiplier on one stage (a plausible kernel-side slip)
+"$bin" trace "$root/golden/clean-v4" --backend cpu --out "$tmp/perturbed.h5" \
+  --override layers.1.self_attn.q_b_proj.quant_mult=500 >/dev/null 2>&1
+"$bin" compare "$tmp/perturbed.h5" "$root/golden/traces/clean-v4.h5" >"$tmp/cmp" 2>&1
+rc=$?
+ok "a perturbed multiplier fails the gate (exit $rc)" '[ $rc -eq 1 ]'
+ok "and the report names the stage" 'grep -q "layers.1.self_attn.q_b_proj" "$tmp/cmp"'
+echo "golden gate: $pass passed, $fail failed"
+[ $fail -eq 0 ]
