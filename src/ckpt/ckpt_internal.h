@@ -14,7 +14,7 @@ struct nd_st_file {
     size_t n;
     char **meta_k, **meta_v;    /* __metadata__ */
     size_t n_meta;
-    size_t *by_name;            /* indices of t sorted by name, for nd_st_find */
+    const nd_tview **by_name;   /* t sorted by name, for nd_st_find */
 };
 
 /* One name pattern of a quantization config: exact text, POSIX regex ("re:..."), or glob. */

@@ -45,9 +45,8 @@ static int span_cmp(const void *a, const void *b) {
     return 0;
 }
 
-static const nd_tview *sort_base;
 static int name_cmp(const void *a, const void *b) {
-    return strcmp(sort_base[*(const size_t *)a].name, sort_base[*(const size_t *)b].name);
+    return strcmp((*(const nd_tview *const *)a)->name, (*(const nd_tview *const *)b)->name);
 }
 
 void nd_st_close(nd_st_file *f) {
@@ -214,8 +213,7 @@ static int parse_header(nd_st_file *f, nd_err *e) {
         }
     f->by_name = malloc((f->n ? f->n : 1) * sizeof *f->by_name);
     if (!f->by_name) { rc = nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", P); goto out; }
-    for (size_t i = 0; i < f->n; i++) f->by_name[i] = i;
-    sort_base = f->t;
+    for (size_t i = 0; i < f->n; i++) f->by_name[i] = &f->t[i];
     qsort(f->by_name, f->n, sizeof *f->by_name, name_cmp);
 out:
     free(sp);
@@ -269,8 +267,8 @@ const nd_tview *nd_st_find(const nd_st_file *f, const char *name) {
     size_t lo = 0, hi = f->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(f->t[f->by_name[mid]].name, name);
-        if (c == 0) return &f->t[f->by_name[mid]];
+        int c = strcmp(f->by_name[mid]->name, name);
+        if (c == 0) return f->by_name[mid];
         if (c < 0) lo = mid + 1; else hi = mid;
     }
     return NULL;

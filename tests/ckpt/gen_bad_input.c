@@ -110,9 +110,9 @@ int main(int argc, char **argv) {
     cfg();
     st("model.safetensors", "{'w': 5}", 0);
 
-    begin("unknown_dtype", "model.safetensors|'w'|unknown dtype \"F4\"");
+    begin("unknown_dtype", "model.safetensors|'w'|unknown dtype \"Q4_K\"");
     cfg();
-    st("model.safetensors", "{'w': {'dtype': 'F4', 'shape': [2], 'data_offsets': [0, 1]}}", 1);
+    st("model.safetensors", "{'w': {'dtype': 'Q4_K', 'shape': [2], 'data_offsets': [0, 1]}}", 1);
 
     begin("dtype_not_string", "model.safetensors|'w'|non-string \"dtype\"");
     cfg();
