@@ -86,6 +86,9 @@ struct nd_backend {
     int (*download)(nd_backend *b, void *dst_host, const void *src, size_t bytes, nd_err *e);
     int (*copy)(nd_backend *b, void *dst, const void *src, size_t bytes, nd_err *e);
     int (*sync)(nd_backend *b, nd_err *e);
+    /* 2-D float copy: rows of `width` floats from src (row pitch spitch floats) to dst (dpitch). */
+    int (*copy2d)(nd_backend *b, float *dst, int64_t dpitch, const float *src, int64_t spitch, int64_t width,
+                  int64_t rows, nd_err *e);
 
     /* ---- weight decoding (inputs are checkpoint bytes uploaded unchanged) ---- */
     /* out[r,k] = e2m1(code[r,k]) * e4m3(sf[r,k/16]) / global_div. Used for weights and for

@@ -20,6 +20,7 @@ int nd_backend_cpu_create(nd_backend **out, nd_err *e) {
     b->upload = nd_cpu_upload;
     b->download = nd_cpu_download;
     b->copy = nd_cpu_copy;
+    b->copy2d = nd_cpu_copy2d;
     b->sync = nd_cpu_sync;
     b->dequant_nvfp4 = nd_cpu_dequant_nvfp4;
     b->dequant_mxfp4 = nd_cpu_dequant_mxfp4;

@@ -34,6 +34,8 @@ void nd_cpu_release(nd_backend *b, void *p);
 int nd_cpu_upload(nd_backend *b, void *dst, const void *src_host, size_t bytes, nd_err *e);
 int nd_cpu_download(nd_backend *b, void *dst_host, const void *src, size_t bytes, nd_err *e);
 int nd_cpu_copy(nd_backend *b, void *dst, const void *src, size_t bytes, nd_err *e);
+int nd_cpu_copy2d(nd_backend *b, float *dst, int64_t dpitch, const float *src, int64_t spitch, int64_t width,
+                  int64_t rows, nd_err *e);
 int nd_cpu_sync(nd_backend *b, nd_err *e);
 
 /* weight decoding: cpu_decode.c */

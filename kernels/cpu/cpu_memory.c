@@ -32,3 +32,13 @@ int nd_cpu_copy(nd_backend *b, void *dst, const void *src, size_t bytes, nd_err 
     return cpu_memcpy("copy", dst, src, bytes, e);
 }
 int nd_cpu_sync(nd_backend *b, nd_err *e) { (void)b; (void)e; return 0; }
+
+int nd_cpu_copy2d(nd_backend *b, float *dst, int64_t dpitch, const float *src, int64_t spitch, int64_t width,
+                  int64_t rows, nd_err *e) {
+    (void)b;
+    if (width < 0 || rows < 0 || dpitch < width || spitch < width)
+        return nd_fail(e, ND_EXIT_INTERNAL, "cpu: copy2d: bad shape (width %lld, rows %lld, pitches %lld/%lld)",
+                       (long long)width, (long long)rows, (long long)dpitch, (long long)spitch);
+    for (int64_t r = 0; r < rows; r++) memmove(dst + r * dpitch, src + r * spitch, sizeof(float) * (size_t)width);
+    return 0;
+}

@@ -21,20 +21,37 @@ const char *nd_attr_str(const nd_stage *st, const char *key, char *buf, size_t c
     return buf;
 }
 
+/* A number, a config key ("$head_dim"), or a sum of those ("$qk_nope_head_dim+$qk_rope_head_dim"). */
 int nd_attr_num(nd_run *r, const nd_stage *st, const char *key, double dflt, double *out, nd_err *e) {
     const char *v = nd_stage_attr(st->def, key);
     if (!v) { *out = dflt; return 0; }
-    if (v[0] == '$') {
-        if (nd_cfg_number(r->cfg, v + 1, out))
-            return nd_fail(e, ND_EXIT_BADINPUT, "%s: stage %s needs config.json key '%s' (attribute %s)",
-                           nd_ckpt_dir(r->ck), st->name, v + 1, key);
-        return 0;
+    double sum = 0;
+    const char *p = v;
+    for (;;) {
+        char term[160];
+        size_t n = strcspn(p, "+");
+        if (n == 0 || n >= sizeof term)
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: attribute %s of stage %s is not a number: '%s'", r->rc->path,
+                           st->def->line, key, st->def->name, v);
+        memcpy(term, p, n);
+        term[n] = 0;
+        double x;
+        if (term[0] == '$') {
+            if (nd_cfg_number(r->cfg, term + 1, &x))
+                return nd_fail(e, ND_EXIT_BADINPUT, "%s: stage %s needs config.json key '%s' (attribute %s)",
+                               nd_ckpt_dir(r->ck), st->name, term + 1, key);
+        } else {
+            char *end;
+            x = strtod(term, &end);
+            if (end == term || *end)
+                return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: attribute %s of stage %s is not a number: '%s'", r->rc->path,
+                               st->def->line, key, st->def->name, v);
+        }
+        sum += x;
+        if (!p[n]) break;
+        p += n + 1;
     }
-    char *end;
-    *out = strtod(v, &end);
-    if (end == v || *end)
-        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: attribute %s of stage %s is not a number: '%s'", r->rc->path,
-                       st->def->line, key, st->def->name, v);
+    *out = sum;
     return 0;
 }
 

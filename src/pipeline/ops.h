@@ -8,6 +8,13 @@ int nd_op_grouped_linear(nd_opctx *c, nd_err *e);
 int nd_op_router(nd_opctx *c, nd_err *e);
 int nd_op_moe_experts(nd_opctx *c, nd_err *e);
 int nd_op_mlp(nd_opctx *c, nd_err *e);
+int nd_op_split(nd_opctx *c, nd_err *e);
+int nd_op_concat(nd_opctx *c, nd_err *e);
+
+/* Run a function of the stage inputs whose production math equals the reference: reference from
+ * reference inputs, chained from chained inputs, isolated = the reference output. */
+typedef int (*nd_pure_fn)(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e);
+int nd_run_pure(nd_opctx *c, nd_pure_fn f, nd_err *e);
 
 /* A linear module applied on both paths, the building block of the ops above.
  * groups > 1: grouped projection (x [t, groups*k], w [groups*n, k]). */

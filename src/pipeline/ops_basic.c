@@ -10,9 +10,7 @@
 #include "ops.h"
 #include "numerics/nd_numerics.h"
 
-typedef int (*pure_fn)(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e);
-
-static int run_pure(nd_opctx *c, pure_fn f, nd_err *e) {
+int nd_run_pure(nd_opctx *c, nd_pure_fn f, nd_err *e) {
     ND_TRY(f(c, c->in_ref, c->out_ref, e));
     for (int i = 0; i < c->n_out; i++) c->out_iso[i] = nd_buf_ref(c->out_ref[i]);
     if (c->want_chain) ND_TRY(f(c, c->in_chain, c->out_chain, e));
@@ -57,7 +55,7 @@ static int embed_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     free(host);
     return rc;
 }
-static int op_embedding(nd_opctx *c, nd_err *e) { return run_pure(c, embed_fn, e); }
+static int op_embedding(nd_opctx *c, nd_err *e) { return nd_run_pure(c, embed_fn, e); }
 
 /* ---- hc_expand: n identical copies of the embedding ---- */
 static int hc_expand_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
@@ -72,7 +70,7 @@ static int hc_expand_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
                                   (size_t)x->cols * sizeof(float), e));
     return 0;
 }
-static int op_hc_expand(nd_opctx *c, nd_err *e) { return run_pure(c, hc_expand_fn, e); }
+static int op_hc_expand(nd_opctx *c, nd_err *e) { return nd_run_pure(c, hc_expand_fn, e); }
 
 /* ---- RMSNorm, optional weight, optionally per group of `group` columns (per-head q norm) ---- */
 static int rmsnorm_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
@@ -98,7 +96,7 @@ static int rmsnorm_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     if (!rc) rc = round_out(c, out[0], e);
     return rc;
 }
-static int op_rmsnorm(nd_opctx *c, nd_err *e) { return run_pure(c, rmsnorm_fn, e); }
+static int op_rmsnorm(nd_opctx *c, nd_err *e) { return nd_run_pure(c, rmsnorm_fn, e); }
 
 /* ---- rotary embedding on the last rot_dim dims of each head ---- */
 int nd_rope_freqs(nd_run *r, const nd_stage *st, int64_t rot_dim, float *inv_freq, nd_err *e);
@@ -124,7 +122,7 @@ static int rope_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     if (!rc) rc = round_out(c, out[0], e);
     return rc;
 }
-static int op_rope(nd_opctx *c, nd_err *e) { return run_pure(c, rope_fn, e); }
+static int op_rope(nd_opctx *c, nd_err *e) { return nd_run_pure(c, rope_fn, e); }
 
 /* ---- attention: q [t, H*d]; k = v = in[1] (one shared latent head) or k = in[1], v = in[2] ---- */
 static int attention_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
@@ -135,6 +133,13 @@ static int attention_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     ND_TRY(nd_attr_req(r, c->st, "head_dim", &head_dim, e));
     ND_TRY(nd_attr_num(r, c->st, "window", 0, &window, e));
     ND_TRY(nd_attr_num(r, c->st, "scale", 1.0 / sqrt(head_dim), &scale, e));
+    double yarn_mscale;
+    ND_TRY(nd_attr_num(r, c->st, "yarn_mscale", 0, &yarn_mscale, e));
+    if (yarn_mscale > 0 && r->cfg->rope_factor > 1) {
+        /* DeepSeek-V3 (research/model-arch.md §6): softmax scale *= mscale², mscale = 0.1·mscale_all_dim·ln(factor) + 1 */
+        double m = 0.1 * r->cfg->rope_mscale_all_dim * log(r->cfg->rope_factor) + 1.0;
+        scale *= m * m;
+    }
     nd_buf *q = in[0], *k = in[1], *v = c->n_in > 2 ? in[2] : in[1];
     int64_t t = q->rows, hq = (int64_t)heads, hkv = (int64_t)kv_heads, d = (int64_t)head_dim;
     if (q->cols != hq * d || k->cols != hkv * d || v->cols % hkv)
@@ -159,7 +164,7 @@ static int attention_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     if (!rc) rc = round_out(c, out[0], e);
     return rc;
 }
-static int op_attention(nd_opctx *c, nd_err *e) { return run_pure(c, attention_fn, e); }
+static int op_attention(nd_opctx *c, nd_err *e) { return nd_run_pure(c, attention_fn, e); }
 
 /* ---- hyper-connections ---- */
 static int hc_params(nd_opctx *c, const char *prefix_attr, const char *fn_s, const char *base_s, const char *scale_s,
@@ -206,7 +211,7 @@ static int hc_pre_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     if (!rc) rc = round_out(c, out[0], e);
     return rc;
 }
-static int op_hc_pre(nd_opctx *c, nd_err *e) { return run_pure(c, hc_pre_fn, e); }
+static int op_hc_pre(nd_opctx *c, nd_err *e) { return nd_run_pure(c, hc_pre_fn, e); }
 
 static int hc_post_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     nd_buf *X = in[0], *y = in[1], *post = in[2], *comb = in[3];
@@ -217,7 +222,7 @@ static int hc_post_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     ND_TRY(c->r->be->hc_post(c->r->be, X->p, y->p, post->p, comb->p, X->rows, n, dm, out[0]->p, e));
     return round_out(c, out[0], e);
 }
-static int op_hc_post(nd_opctx *c, nd_err *e) { return run_pure(c, hc_post_fn, e); }
+static int op_hc_post(nd_opctx *c, nd_err *e) { return nd_run_pure(c, hc_post_fn, e); }
 
 static int hc_head_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     nd_run *r = c->r;
@@ -236,7 +241,7 @@ static int hc_head_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     if (!rc) rc = round_out(c, out[0], e);
     return rc;
 }
-static int op_hc_head(nd_opctx *c, nd_err *e) { return run_pure(c, hc_head_fn, e); }
+static int op_hc_head(nd_opctx *c, nd_err *e) { return nd_run_pure(c, hc_head_fn, e); }
 
 /* ---- residual add and identity (a probe point such as `layers.L`) ---- */
 static int add_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
@@ -247,21 +252,21 @@ static int add_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     ND_TRY(c->r->be->add(c->r->be, out[0]->p, in[1]->p, in[0]->n, e));
     return round_out(c, out[0], e);
 }
-static int op_add(nd_opctx *c, nd_err *e) { return run_pure(c, add_fn, e); }
+static int op_add(nd_opctx *c, nd_err *e) { return nd_run_pure(c, add_fn, e); }
 
 static int identity_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     (void)c; (void)e;
     out[0] = nd_buf_ref(in[0]);
     return 0;
 }
-static int op_identity(nd_opctx *c, nd_err *e) { return run_pure(c, identity_fn, e); }
+static int op_identity(nd_opctx *c, nd_err *e) { return nd_run_pure(c, identity_fn, e); }
 
 static const struct { const char *name; nd_op_fn fn; } ops[] = {
     {"embedding", op_embedding}, {"hc_expand", op_hc_expand}, {"rmsnorm", op_rmsnorm}, {"rope", op_rope},
     {"attention", op_attention}, {"hc_pre", op_hc_pre}, {"hc_post", op_hc_post}, {"hc_head", op_hc_head},
     {"add", op_add}, {"identity", op_identity},
     {"linear", nd_op_linear}, {"grouped_linear", nd_op_grouped_linear}, {"router", nd_op_router},
-    {"moe_experts", nd_op_moe_experts}, {"mlp", nd_op_mlp},
+    {"moe_experts", nd_op_moe_experts}, {"mlp", nd_op_mlp}, {"split", nd_op_split}, {"concat", nd_op_concat},
 };
 
 nd_op_fn nd_op_lookup(const char *name) {

@@ -8,7 +8,7 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 pass=0; fail=0
 prompts=("" "--tokens 5,6,7,8,9,10,11,12,200,201,202,203" "--tokens 1,1,1,1,2,2,2,2,3,3,3,3,4,4,4,4,250,251,252,253,254,255,0,0")
-for recipe in deepseek_v4; do
+for recipe in deepseek_v4 llama deepseek_v3; do
   for size in tiny small; do
     for seed in 0 1 2 3 4; do
       [ "$size" = small ] && [ "$seed" -gt 1 ] && continue # small: 2 seeds keep the suite quick
