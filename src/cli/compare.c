@@ -26,7 +26,7 @@ static const char usage[] =
 static void fmt_num(char *buf, size_t n, double v) {
     if (isnan(v)) snprintf(buf, n, "nan");
     else if (isinf(v)) snprintf(buf, n, v > 0 ? "inf" : "-inf");
-    else snprintf(buf, n, "%.6g", v);
+    else snprintf(buf, n, "%.8g", v);
 }
 
 static int is_numeric(const nd_cmp_item *it) {

@@ -21,7 +21,10 @@ static int read_array(const char *path, const char *grp, const char *stage, cons
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: bad stage name", path);
     char name[512];
     snprintf(name, sizeof name, "/%s/%s/%s", grp, stage, which);
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl >= 0) H5Pset_metadata_read_attempts(fapl, 3);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl >= 0 ? fapl : H5P_DEFAULT);
+    nd_h5_close(fapl);
     if (f < 0) f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) return ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot open");
     hid_t d = -1, s = -1, ty = -1;
