@@ -8,6 +8,8 @@ For each tiny model (deepseek_v4, deepseek_v3, llama) this writes golden/conform
   fakequant.safetensors   transformers' forward with compressed-tensors' NVFP4 activation fake-quant on
   dequant.safetensors     compressed-tensors' own decompression of a few modules
   actquant.safetensors    compressed-tensors' NVFP4 quantization of recorded module inputs
+  modelopt/               the same model exported by NVIDIA ModelOpt as NVFP4 (if modelopt is installed)
+  modelopt_fakequant.safetensors  ModelOpt's fake-quant forward of it
   manifest.json           what each tensor is (also described in golden/conformance/README.md)
 
 Only for making fixtures: nothing in the build or the tests runs this.
@@ -324,10 +326,52 @@ def self_checks(kind, stock, wq, dec_w, tmp_dir):
             "weight_fakequant_equals_decompressed": fq_equal}
 
 
+@torch.no_grad()
+def modelopt_export(kind, bf16_dir, out_dir, notes):
+    """NVFP4 export with NVIDIA ModelOpt (mtq.NVFP4_DEFAULT_CFG, max calibration on the same token ids),
+    where it installs and runs on the CPU. Returns ModelOpt's fake-quant forward record, or None."""
+    import copy
+    try:
+        import modelopt.torch.quantization as mtq
+        from modelopt.torch.export import export_hf_checkpoint
+    except ImportError as e:
+        notes["modelopt"] = f"not made: {e}"
+        return None
+    model = model_class(kind).from_pretrained(bf16_dir, dtype=torch.bfloat16, attn_implementation="eager").eval()
+    cfg = copy.deepcopy(mtq.NVFP4_DEFAULT_CFG)
+    if kind == "deepseek_v4":  # same choice as for llmcompressor: compressor / indexer stay BF16
+        cfg["quant_cfg"].append({"quantizer_name": "*compressor*", "enable": False})
+    rows = calib_dataset()["input_ids"]
+
+    def loop(m):
+        for r in rows:
+            m(torch.tensor([r]), use_cache=False)
+    model = mtq.quantize(model, cfg, loop)
+    try:
+        fq, fq_note = forward_record(model), "made"
+    except AssertionError as e:  # ModelOpt 0.47 fake-quantizes NVFP4 only with CUDA kernels
+        fq, fq_note = None, f"not made on the CPU: {e}"
+    export_hf_checkpoint(model, export_dir=out_dir)
+    saved = {}
+    for fn in os.listdir(out_dir):
+        if fn.endswith(".safetensors"):
+            saved.update(read_all(os.path.join(out_dir, fn)))
+    notes["modelopt"] = {
+        "made_by": "modelopt.torch.quantization.quantize(model, NVFP4_DEFAULT_CFG"
+                   + (" + {'*compressor*': disabled}" if kind == "deepseek_v4" else "")
+                   + ", forward_loop over the calibration ids); modelopt.torch.export.export_hf_checkpoint",
+        "nvfp4_modules": sorted(k[: -len(".weight_scale_2")] for k in saved if k.endswith(".weight_scale_2")),
+        "bf16_matrices": sorted(k for k, v in saved.items() if v.dtype == torch.bfloat16 and v.dim() == 2),
+        "fakequant_forward": fq_note,
+    }
+    return fq
+
+
 def versions():
     import importlib.metadata as md
     v = {}
-    for p in ("torch", "transformers", "compressed-tensors", "llmcompressor", "safetensors", "datasets"):
+    for p in ("torch", "transformers", "compressed-tensors", "llmcompressor", "nvidia-modelopt", "safetensors",
+              "datasets"):
         try:
             v[p] = md.version(p)
         except md.PackageNotFoundError:
@@ -399,6 +443,7 @@ def make(kind, out_root):
         if os.path.exists(os.path.join(nvfp4_dir, f)):
             notes["recipe_yaml"] = open(os.path.join(nvfp4_dir, f)).read()
     ref = forward_record(stock)
+    mo_fq = modelopt_export(kind, bf16_dir, os.path.join(out, "modelopt"), notes)
     dequant = dequant_dump(kind, tensors, dec_w)
 
     def cos(a, b):
@@ -412,8 +457,13 @@ def make(kind, out_root):
     save_file(fq, os.path.join(out, "fakequant.safetensors"))
     save_file(dequant, os.path.join(out, "dequant.safetensors"))
     save_file(actq, os.path.join(out, "actquant.safetensors"))
+    if mo_fq is not None:
+        save_file(mo_fq, os.path.join(out, "modelopt_fakequant.safetensors"))
+        notes["cosine_logits_modelopt_fakequant_vs_dequantized"] = cos(mo_fq["logits"], ref["logits"])
     notes["files"] = {"reference.safetensors": describe(ref), "fakequant.safetensors": describe(fq),
                       "dequant.safetensors": describe(dequant), "actquant.safetensors": describe(actq)}
+    if mo_fq is not None:
+        notes["files"]["modelopt_fakequant.safetensors"] = describe(mo_fq)
     notes["versions"] = versions()
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump(notes, f, indent=1)
