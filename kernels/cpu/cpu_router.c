@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cpu_internal.h"
+#include "numerics/nd_numerics.h"
 
 /* 1 if (a, ia) ranks before (b, ib). */
 static int ranks_before(float a, int64_t ia, float bv, int64_t ib) {
@@ -20,12 +21,6 @@ static int ranks_before(float a, int64_t ia, float bv, int64_t ib) {
     return a > bv || (a == bv && ia < ib);
 }
 
-static float score_of(float x, int func) {
-    switch (func) {
-    case ND_SCORE_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    default: /* ND_SCORE_SQRTSOFTPLUS */ return sqrtf(x > 20.0f ? x : log1pf(expf(x)));
-    }
-}
 
 int nd_cpu_router_topk(nd_backend *b, const float *logits, const float *bias, int64_t t,
                        const nd_router_cfg *cfg, int32_t *idx, float *w, nd_err *e) {
@@ -60,7 +55,7 @@ int nd_cpu_router_topk(nd_backend *b, const float *logits, const float *bias, in
             for (int x = 0; x < E; x++) { sc[x] = expf(lg[x] - mx); sum += sc[x]; }
             for (int x = 0; x < E; x++) sc[x] /= sum;
         } else {
-            for (int x = 0; x < E; x++) sc[x] = score_of(lg[x], cfg->score_func);
+            for (int x = 0; x < E; x++) sc[x] = nd_router_score(lg[x], cfg->score_func, 0.0f); /* one definition: nd_numerics.h */
         }
         for (int x = 0; x < E; x++) { sel[x] = sc[x] + (bias ? bias[x] : 0.0f); ok[x] = 1; }
         if (G > 0) {
@@ -78,7 +73,7 @@ int nd_cpu_router_topk(nd_backend *b, const float *logits, const float *bias, in
                 int best = -1;
                 for (int g = 0; g < G; g++)
                     if (!gok[g] && (best < 0 || ranks_before(gs[g], g, gs[best], best))) best = g;
-                gok[best] = 1;
+                if (best >= 0) gok[best] = 1; /* TG <= G is checked above; keeps the compiler sure */
             }
             for (int x = 0; x < E; x++) ok[x] = gok[x / gsz];
         }
