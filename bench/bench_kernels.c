@@ -307,12 +307,21 @@ int main(int argc, char **argv) {
                 free(hx); free(hw); free(bx); free(bw);
             }
             const double flops = 2.0 * (double)M * (double)N * (double)K;
-            double t[4];
+            double t[6];
             for (int mode = 0; mode < 4; mode++) { g.mode = mode; t[mode] = time_ms(run_gemm, &g); }
+            /* the backend's two production variants, forced (t[1] is its own choice by M) */
+            g.mode = 1;
+            setenv("ND_CUDA_GEMM_EXPLICIT_BF16", "1", 1);
+            t[4] = time_ms(run_gemm, &g);
+            setenv("ND_CUDA_GEMM_EXPLICIT_BF16", "0", 1);
+            t[5] = time_ms(run_gemm, &g);
+            unsetenv("ND_CUDA_GEMM_EXPLICIT_BF16");
             char shape[48];
             snprintf(shape, sizeof shape, "%s M=%lld", gname[s], (long long)M);
             row("cuBLAS BF16 (ceiling)", shape, t[2], 0, flops, "itself", t[2]);
             row("gemm prod (bf16_exact)", shape, t[1], 0, flops, "cuBLAS BF16", t[2]);
+            row("  prod, explicit bf16 pass", shape, t[4], 0, flops, "cuBLAS BF16", t[2]);
+            row("  prod, FAST_16BF", shape, t[5], 0, flops, "cuBLAS BF16", t[2]);
             row("cuBLAS SGEMM (ceiling)", shape, t[3], 0, flops, "itself", t[3]);
             row("gemm ref (FP32 pedantic)", shape, t[0], 0, flops, "cuBLAS SGEMM", t[3]);
             for (int i = 0; i < nc; i++) {

@@ -100,6 +100,18 @@ static int cu_copy(nd_backend *b, void *dst, const void *src, size_t bytes, nd_e
     return 0;
 }
 
+/* Rows of `width` floats between pitched layouts; same checks as the CPU backend. */
+static int cu_copy2d(nd_backend *b, float *dst, int64_t dpitch, const float *src, int64_t spitch, int64_t width,
+                     int64_t rows, nd_err *e) {
+    if (width < 0 || rows < 0 || dpitch < width || spitch < width)
+        return nd_fail(e, ND_EXIT_INTERNAL, "cuda: copy2d: bad shape (width %lld, rows %lld, pitches %lld/%lld)",
+                       (long long)width, (long long)rows, (long long)dpitch, (long long)spitch);
+    if (width == 0 || rows == 0) return 0;
+    ND_CU(cudaMemcpy2DAsync(dst, (size_t)dpitch * 4, src, (size_t)spitch * 4, (size_t)width * 4, (size_t)rows,
+                            cudaMemcpyDeviceToDevice, nd_cu(b)->stream));
+    return 0;
+}
+
 static int cu_sync(nd_backend *b, nd_err *e) {
     ND_CU(cudaStreamSynchronize(nd_cu(b)->stream));
     ND_CU(cudaGetLastError());
@@ -185,6 +197,7 @@ extern "C" int nd_backend_cuda_create(nd_backend **out, int device, nd_err *e) {
     b->download = cu_download;
     b->copy = cu_copy;
     b->sync = cu_sync;
+    b->copy2d = cu_copy2d;
     b->dequant_nvfp4 = nd_cuda_dequant_nvfp4;
     b->dequant_mxfp4 = nd_cuda_dequant_mxfp4;
     b->dequant_fp8 = nd_cuda_dequant_fp8;

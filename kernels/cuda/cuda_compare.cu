@@ -103,33 +103,80 @@ __device__ __forceinline__ void unit(cmp_part &a, const float *__restrict__ ref,
         if (i + q < lim) elem(a, ref[i + q], prod, prod ? prod[i + q] : 0.0f, bee, brr);
 }
 
+/* CMP_UNROLL units per lane per step, loads issued before the double-precision work. */
+enum { CMP_UNROLL = 4 };
+
 template <int VEC>
-__global__ void compare_kernel(const float *__restrict__ ref, const float *__restrict__ prod, int64_t n,
-                               int64_t B, int64_t nb, int seg_units, cmp_part *__restrict__ parts) {
+__device__ __forceinline__ void load_unit(const float *__restrict__ ref, const float *__restrict__ prod, int64_t i,
+                                          int64_t lim, bool ok, float4 &r, float4 &p, bool &full) {
+    full = VEC == 4 && ok && i + 4 <= lim;
+    if (full) {
+        r = *(const float4 *)(ref + i);
+        p = prod ? *(const float4 *)(prod + i) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+}
+
+template <int VEC>
+__device__ __forceinline__ void use_unit(cmp_part &a, const float *__restrict__ ref, const float *__restrict__ prod,
+                                         int64_t i, int64_t lim, bool ok, bool full, const float4 &r, const float4 &p,
+                                         double &bee, double &brr) {
+    if (full) {
+        elem(a, r.x, prod, p.x, bee, brr); elem(a, r.y, prod, p.y, bee, brr);
+        elem(a, r.z, prod, p.z, bee, brr); elem(a, r.w, prod, p.w, bee, brr);
+    } else if (ok) {
+        unit<VEC>(a, ref, prod, i, lim, bee, brr);
+    }
+}
+
+template <int VEC>
+__global__ void __launch_bounds__(256) compare_kernel(const float *__restrict__ ref, const float *__restrict__ prod,
+                                                      int64_t n, int64_t B, int64_t nb, int seg_units,
+                                                      cmp_part *__restrict__ parts) {
     cmp_part a;
     part_init(a);
     const int lane = threadIdx.x & 31;
     const int64_t gw = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     const int64_t tw = (int64_t)gridDim.x * (blockDim.x / 32);
+    float4 r[CMP_UNROLL], p[CMP_UNROLL];
+    bool full[CMP_UNROLL];
     if (seg_units > 0) {
+        /* a warp step covers CMP_UNROLL groups of P = 32/U blocks */
         const int U = seg_units, P = 32 / U;
-        for (int64_t it = gw; it * P < nb; it += tw) {
-            const int64_t pb = it * P + lane / U;
-            const int64_t start = pb * B, lim = start + B < n ? start + B : n;
-            double bee = 0.0, brr = 0.0;
-            if (pb < nb) unit<VEC>(a, ref, prod, start + (int64_t)(lane % U) * VEC, lim, bee, brr);
-            for (int o = U / 2; o; o >>= 1) {
-                bee += __shfl_xor_sync(0xffffffffu, bee, o);
-                brr += __shfl_xor_sync(0xffffffffu, brr, o);
+        for (int64_t it = gw; it * P * CMP_UNROLL < nb; it += tw) {
+#pragma unroll
+            for (int u = 0; u < CMP_UNROLL; u++) {
+                const int64_t pb = (it * CMP_UNROLL + u) * P + lane / U, start = pb * B;
+                const int64_t lim = start + B < n ? start + B : n;
+                load_unit<VEC>(ref, prod, start + (int64_t)(lane % U) * VEC, lim, pb < nb, r[u], p[u], full[u]);
             }
-            if (prod && pb < nb && lane % U == 0) best_take(a, pb, bee, brr);
+#pragma unroll
+            for (int u = 0; u < CMP_UNROLL; u++) {
+                const int64_t pb = (it * CMP_UNROLL + u) * P + lane / U, start = pb * B;
+                const int64_t lim = start + B < n ? start + B : n;
+                double bee = 0.0, brr = 0.0;
+                use_unit<VEC>(a, ref, prod, start + (int64_t)(lane % U) * VEC, lim, pb < nb, full[u], r[u], p[u], bee,
+                              brr);
+                for (int o = U / 2; o; o >>= 1) {
+                    bee += __shfl_xor_sync(0xffffffffu, bee, o);
+                    brr += __shfl_xor_sync(0xffffffffu, brr, o);
+                }
+                if (prod && pb < nb && lane % U == 0) best_take(a, pb, bee, brr);
+            }
         }
     } else {
         const int64_t U = (B + VEC - 1) / VEC;
         for (int64_t pb = gw; pb < nb; pb += tw) {
             const int64_t start = pb * B, lim = start + B < n ? start + B : n;
             double bee = 0.0, brr = 0.0;
-            for (int64_t u = lane; u < U; u += 32) unit<VEC>(a, ref, prod, start + u * VEC, lim, bee, brr);
+            for (int64_t u0 = lane; u0 < U; u0 += 32 * CMP_UNROLL) {
+#pragma unroll
+                for (int u = 0; u < CMP_UNROLL; u++)
+                    load_unit<VEC>(ref, prod, start + (u0 + 32 * u) * VEC, lim, u0 + 32 * u < U, r[u], p[u], full[u]);
+#pragma unroll
+                for (int u = 0; u < CMP_UNROLL; u++)
+                    use_unit<VEC>(a, ref, prod, start + (u0 + 32 * u) * VEC, lim, u0 + 32 * u < U, full[u], r[u], p[u],
+                                  bee, brr);
+            }
 #pragma unroll
             for (int o = 16; o; o >>= 1) {
                 bee += __shfl_xor_sync(0xffffffffu, bee, o);
@@ -162,7 +209,7 @@ int nd_cuda_compare(nd_backend *b, const float *ref, const float *prod, int64_t 
     const int64_t units = (block + vec - 1) / vec;
     const int seg = (units <= 32 && (units & (units - 1)) == 0) ? (int)units : 0;
     const int64_t nb = (n + block - 1) / block;
-    const int64_t warp_items = seg ? (nb + 32 / seg - 1) / (32 / seg) : nb;
+    const int64_t warp_items = seg ? (nb + 32 / seg * CMP_UNROLL - 1) / (32 / seg * CMP_UNROLL) : nb;
     const int threads = 256;
     const unsigned grid = nd_cuda_grid(b, warp_items, threads / 32);
     void *s;

@@ -2,38 +2,52 @@
  * Every value comes from nd_numerics.h, so the result is bit-identical to the CPU backend. */
 #include "cuda_common.cuh"
 
-/* One thread per 16-element NVFP4 block: 8 code bytes and one scale in, 64 bytes out (four
- * 16-byte stores). Blocks are consecutive in memory because K % 16 == 0. */
-__global__ void dequant_nvfp4_kernel(const uint2 *__restrict__ packed, const uint8_t *__restrict__ sf,
-                                     float global_div, int64_t n_blocks, float4 *__restrict__ out) {
-    for (int64_t blk = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; blk < n_blocks;
-         blk += (int64_t)gridDim.x * blockDim.x) {
-        const uint2 c = packed[blk];
-        const float s = nd_nvfp4_block_dequant_scale(sf[blk], global_div);
-        float v[16];
+/* One float4 of output per thread step (2 code bytes in, 16 bytes out), so a warp's stores are
+ * one contiguous 512-byte run; four steps' loads are issued before any store. Both decodes go
+ * through shared tables filled from nd_numerics.h by each CUDA block: the 16 E2M1 values
+ * (conflict-free: 16 entries, 16 banks) and the 256 block scales e4m3(b) / global_div, the same
+ * function the CPU calls per block, so every value is bit-identical. */
+enum { DQ_UNROLL = 4, DQ_THREADS = 256 };
+
+__global__ void __launch_bounds__(DQ_THREADS) dequant_nvfp4_kernel(const uint16_t *__restrict__ packed,
+                                                                   const uint8_t *__restrict__ sf, float global_div,
+                                                                   int64_t n4, float4 *__restrict__ out) {
+    __shared__ float e2m1[16], scale[256];
+    scale[threadIdx.x] = nd_nvfp4_block_dequant_scale((uint8_t)threadIdx.x, global_div);
+    if (threadIdx.x < 16) e2m1[threadIdx.x] = nd_e2m1_to_f32((uint8_t)threadIdx.x);
+    __syncthreads();
+    const int64_t stride = (int64_t)gridDim.x * DQ_THREADS;
+    for (int64_t base = (int64_t)blockIdx.x * DQ_THREADS * DQ_UNROLL + threadIdx.x; base < n4;
+         base += stride * DQ_UNROLL) {
+        uint32_t c[DQ_UNROLL], s[DQ_UNROLL];
 #pragma unroll
-        for (int j = 0; j < 8; j++) {
-            const uint32_t word = j < 4 ? c.x : c.y;
-            const uint8_t byte = (uint8_t)(word >> (8 * (j & 3)));
-            v[2 * j] = nd_e2m1_to_f32(byte & 15u) * s;
-            v[2 * j + 1] = nd_e2m1_to_f32(byte >> 4) * s;
+        for (int u = 0; u < DQ_UNROLL; u++) {
+            const int64_t q = base + (int64_t)u * DQ_THREADS;
+            c[u] = q < n4 ? packed[q] : 0u;
+            s[u] = q < n4 ? sf[q >> 2] : 0u; /* 4 float4 per 16-element block */
         }
-        float4 *o = out + blk * 4;
 #pragma unroll
-        for (int q = 0; q < 4; q++) o[q] = make_float4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
+        for (int u = 0; u < DQ_UNROLL; u++) {
+            const int64_t q = base + (int64_t)u * DQ_THREADS;
+            if (q >= n4) break;
+            const float sc = scale[s[u]];
+            /* low byte holds elements 4q, 4q+1 (low nibble first), high byte 4q+2, 4q+3 */
+            out[q] = make_float4(e2m1[c[u] & 15u] * sc, e2m1[(c[u] >> 4) & 15u] * sc, e2m1[(c[u] >> 8) & 15u] * sc,
+                                 e2m1[(c[u] >> 12) & 15u] * sc);
+        }
     }
 }
 
 int nd_cuda_dequant_nvfp4(nd_backend *b, const uint8_t *packed, const uint8_t *sf, float global_div,
                           int64_t rows, int64_t k, float *out, nd_err *e) {
     if (k % 16 != 0 || rows < 0)
-        return nd_fail(e, ND_EXIT_BADINPUT, "cuda: dequant_nvfp4: K = %lld is not a multiple of 16", (long long)k);
-    if (((uintptr_t)packed & 7) || ((uintptr_t)out & 15))
-        return nd_fail(e, ND_EXIT_INTERNAL, "cuda: dequant_nvfp4: packed/out buffers are not 8/16-byte aligned");
-    const int64_t nb = rows * (k / 16);
-    if (nb == 0) return 0;
-    dequant_nvfp4_kernel<<<nd_cuda_grid(b, nb, 256), 256, 0, nd_cu(b)->stream>>>(
-        (const uint2 *)packed, sf, global_div, nb, (float4 *)out);
+        return nd_fail(e, ND_EXIT_INTERNAL, "cuda: dequant_nvfp4: k = %lld is not a multiple of 16", (long long)k);
+    if (((uintptr_t)packed & 1) || ((uintptr_t)out & 15))
+        return nd_fail(e, ND_EXIT_INTERNAL, "cuda: dequant_nvfp4: packed/out buffers are not 2/16-byte aligned");
+    const int64_t n4 = rows * k / 4;
+    if (n4 == 0) return 0;
+    dequant_nvfp4_kernel<<<nd_cuda_grid(b, n4, DQ_THREADS * DQ_UNROLL), DQ_THREADS, 0, nd_cu(b)->stream>>>(
+        (const uint16_t *)packed, sf, global_div, n4, (float4 *)out);
     ND_LAUNCHED("dequant_nvfp4_kernel");
     return 0;
 }
@@ -53,7 +67,7 @@ __global__ void dequant_mxfp4_kernel(const uint8_t *__restrict__ packed, const u
 int nd_cuda_dequant_mxfp4(nd_backend *b, const uint8_t *packed, const uint8_t *sf, int64_t rows, int64_t k,
                           float *out, nd_err *e) {
     if (k % 32 != 0)
-        return nd_fail(e, ND_EXIT_BADINPUT, "cuda: dequant_mxfp4: K = %lld is not a multiple of 32", (long long)k);
+        return nd_fail(e, ND_EXIT_INTERNAL, "cuda: dequant_mxfp4: K = %lld is not a multiple of 32", (long long)k);
     if ((uintptr_t)out & 7) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: dequant_mxfp4: out is not 8-byte aligned");
     const int64_t total = rows * (k / 2);
     if (total == 0) return 0;
@@ -84,9 +98,9 @@ __global__ void dequant_fp8_kernel(const uint8_t *__restrict__ w, const void *__
 int nd_cuda_dequant_fp8(nd_backend *b, const uint8_t *w, const void *scale, int scale_kind, int bn, int bk,
                         int64_t rows, int64_t k, float *out, nd_err *e) {
     if (scale_kind < ND_FP8_SCALE_TENSOR || scale_kind > ND_FP8_SCALE_BLOCK_E8M0)
-        return nd_fail(e, ND_EXIT_BADINPUT, "cuda: dequant_fp8: unknown scale kind %d", scale_kind);
+        return nd_fail(e, ND_EXIT_INTERNAL, "cuda: dequant_fp8: unknown scale kind %d", scale_kind);
     if ((scale_kind == ND_FP8_SCALE_BLOCK_F32 || scale_kind == ND_FP8_SCALE_BLOCK_E8M0) && (bn <= 0 || bk <= 0))
-        return nd_fail(e, ND_EXIT_BADINPUT, "cuda: dequant_fp8: block sizes %d x %d are not positive", bn, bk);
+        return nd_fail(e, ND_EXIT_INTERNAL, "cuda: dequant_fp8: block sizes %d x %d are not positive", bn, bk);
     const int64_t total = rows * k;
     if (total == 0) return 0;
     dequant_fp8_kernel<<<nd_cuda_grid(b, total, 256), 256, 0, nd_cu(b)->stream>>>(w, scale, scale_kind, bn, bk,

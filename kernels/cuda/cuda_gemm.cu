@@ -5,10 +5,12 @@
  *  - bf16_exact = 0 (reference path): FP32 SGEMM with the pedantic FP32 compute type, so neither
  *    TF32 nor any reduced-precision shortcut is used.
  *  - bf16_exact = 1 (production path, dequantized FP4 x e4m3 operands that are exact in BF16):
- *    operands converted to BF16 (exactly), BF16 tensor cores with FP32 accumulation
- *    (CUBLAS_COMPUTE_32F) and an FP32 output. */
+ *    BF16 tensor cores with FP32 accumulation and FP32 output, either through
+ *    CUBLAS_COMPUTE_32F_FAST_16BF on the FP32 operands (small M) or an explicit conversion pass and
+ *    a BF16 x BF16 CUBLAS_COMPUTE_32F GEMM (large M); see gemm_any. */
 #include "cuda_common.cuh"
 #include <cuda_bf16.h>
+#include <stdlib.h>
 
 /* f32 -> bf16 with the shared RNE conversion: exact for the values bf16_exact promises. */
 __global__ void f32_to_bf16_kernel(const float *__restrict__ src, int64_t n, __nv_bfloat16 *__restrict__ dst) {
@@ -58,6 +60,15 @@ static int gemm_any(nd_backend *b, const char *op, const float *x, const float *
     }
     if (!bf16_exact)
         return strided_gemm(b, x, w, CUDA_R_32F, y, m, groups, n, k, alpha, CUBLAS_COMPUTE_32F_PEDANTIC, e);
+    /* Two ways to the same products: FAST_16BF lets cuBLAS round the FP32 operands to BF16 as it
+     * loads its tiles (exact here: the caller promises BF16-exact values), accumulating in FP32;
+     * or an explicit conversion pass and a BF16 x BF16 GEMM. On the H200 (bench/RESULTS.md) the
+     * first wins below ~512 rows (no extra pass over the weights), the second above (cuBLAS's
+     * FAST_16BF kernels reach only ~55% of the BF16 GEMM). ND_CUDA_GEMM_EXPLICIT_BF16=0/1 forces one. */
+    const char *force = getenv("ND_CUDA_GEMM_EXPLICIT_BF16");
+    const int explicit_pass = force ? force[0] == '1' : m * groups >= 512;
+    if (!explicit_pass)
+        return strided_gemm(b, x, w, CUDA_R_32F, y, m, groups, n, k, alpha, CUBLAS_COMPUTE_32F_FAST_16BF, e);
     const int64_t nx = m * groups * k, nw = groups * n * k;
     const size_t xbytes = ((size_t)nx * 2 + 255) & ~(size_t)255;
     void *s;

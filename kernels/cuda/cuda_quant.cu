@@ -13,32 +13,44 @@ __device__ __forceinline__ float amax_nan(float a, float v) {
 enum { QS_SAT, QS_NONZERO, QS_ZERO_SCALE, QS_448, QS_NAN, QS_N };
 
 /* Four threads per 16-element block, one float4 each: coalesced 16-byte loads, the block's amax
- * through two shuffles, 2 code bytes per thread, the scale from the block's first thread. */
-__global__ void quant_nvfp4_kernel(const float4 *__restrict__ x, float g, int sem, int64_t n4,
-                                   uint16_t *__restrict__ codes, uint8_t *__restrict__ sf,
-                                   unsigned long long *__restrict__ stats) {
+ * through two shuffles, 2 code bytes per thread, the scale from the block's first thread. Each
+ * thread loads QT_UNROLL float4s (a CUDA block covers QT_UNROLL * 256 consecutive ones) before
+ * computing, so several loads are in flight. */
+enum { QT_UNROLL = 4, QT_THREADS = 256 };
+
+__global__ void __launch_bounds__(QT_THREADS) quant_nvfp4_kernel(const float4 *__restrict__ x, float g, int sem,
+                                                                 int64_t n4, uint16_t *__restrict__ codes,
+                                                                 uint8_t *__restrict__ sf,
+                                                                 unsigned long long *__restrict__ stats) {
     unsigned sat = 0, nonzero = 0, zscale = 0, s448 = 0, snan = 0;
-    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-    for (int64_t i0 = (int64_t)blockIdx.x * blockDim.x; i0 < n4; i0 += stride) {
-        const int64_t i = i0 + threadIdx.x;
-        const bool ok = i < n4;
-        const float4 v = ok ? x[i] : make_float4(0.f, 0.f, 0.f, 0.f);
-        float a = amax_nan(amax_nan(amax_nan(amax_nan(0.0f, v.x), v.y), v.z), v.w);
-        a = amax_nan(a, __shfl_xor_sync(0xffffffffu, a, 1));
-        a = amax_nan(a, __shfl_xor_sync(0xffffffffu, a, 2));
-        if (!ok) continue;
-        const nd_block_q p = nd_nvfp4_block_params(a, g, sem);
-        const uint8_t c0 = nd_nvfp4_quant_elem(v.x, p, g, sem), c1 = nd_nvfp4_quant_elem(v.y, p, g, sem);
-        const uint8_t c2 = nd_nvfp4_quant_elem(v.z, p, g, sem), c3 = nd_nvfp4_quant_elem(v.w, p, g, sem);
-        codes[i] = (uint16_t)(c0 | (c1 << 4) | (c2 << 8) | (c3 << 12)); /* element 2j in the low nibble */
-        sat += nd_nvfp4_elem_saturates(v.x, p, g, sem) + nd_nvfp4_elem_saturates(v.y, p, g, sem) +
-               nd_nvfp4_elem_saturates(v.z, p, g, sem) + nd_nvfp4_elem_saturates(v.w, p, g, sem);
-        if ((i & 3) == 0) {
-            sf[i >> 2] = p.sf;
-            nonzero += a > 0.0f;
-            zscale += p.zero_scale;
-            s448 += p.sf == 0x7eu;
-            snan += (p.sf & 0x7fu) == 0x7fu;
+    const int64_t stride = (int64_t)gridDim.x * QT_THREADS * QT_UNROLL;
+    for (int64_t i0 = (int64_t)blockIdx.x * QT_THREADS * QT_UNROLL; i0 < n4; i0 += stride) {
+        float4 v[QT_UNROLL];
+#pragma unroll
+        for (int u = 0; u < QT_UNROLL; u++) {
+            const int64_t i = i0 + (int64_t)u * QT_THREADS + threadIdx.x;
+            v[u] = i < n4 ? x[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+        for (int u = 0; u < QT_UNROLL; u++) {
+            const int64_t i = i0 + (int64_t)u * QT_THREADS + threadIdx.x;
+            float a = amax_nan(amax_nan(amax_nan(amax_nan(0.0f, v[u].x), v[u].y), v[u].z), v[u].w);
+            a = amax_nan(a, __shfl_xor_sync(0xffffffffu, a, 1));
+            a = amax_nan(a, __shfl_xor_sync(0xffffffffu, a, 2));
+            if (i >= n4) continue;
+            const nd_block_q p = nd_nvfp4_block_params(a, g, sem);
+            const uint8_t c0 = nd_nvfp4_quant_elem(v[u].x, p, g, sem), c1 = nd_nvfp4_quant_elem(v[u].y, p, g, sem);
+            const uint8_t c2 = nd_nvfp4_quant_elem(v[u].z, p, g, sem), c3 = nd_nvfp4_quant_elem(v[u].w, p, g, sem);
+            codes[i] = (uint16_t)(c0 | (c1 << 4) | (c2 << 8) | (c3 << 12)); /* element 2j in the low nibble */
+            sat += nd_nvfp4_elem_saturates(v[u].x, p, g, sem) + nd_nvfp4_elem_saturates(v[u].y, p, g, sem) +
+                   nd_nvfp4_elem_saturates(v[u].z, p, g, sem) + nd_nvfp4_elem_saturates(v[u].w, p, g, sem);
+            if ((i & 3) == 0) {
+                sf[i >> 2] = p.sf;
+                nonzero += a > 0.0f;
+                zscale += p.zero_scale;
+                s448 += p.sf == 0x7eu;
+                snan += (p.sf & 0x7fu) == 0x7fu;
+            }
         }
     }
     if (!stats) return;
@@ -74,7 +86,7 @@ int nd_cuda_quant_nvfp4(nd_backend *b, const float *x, float g, int sem, int64_t
         ND_CU(cudaMemsetAsync(dstats, 0, QS_N * sizeof(unsigned long long), c->stream));
     }
     if (n4 > 0) {
-        quant_nvfp4_kernel<<<nd_cuda_grid(b, n4, 256), 256, 0, c->stream>>>((const float4 *)x, g, sem, n4,
+        quant_nvfp4_kernel<<<nd_cuda_grid(b, n4, QT_THREADS * QT_UNROLL), QT_THREADS, 0, c->stream>>>((const float4 *)x, g, sem, n4,
                                                                               (uint16_t *)codes, sf, dstats);
         ND_LAUNCHED("quant_nvfp4_kernel");
     }

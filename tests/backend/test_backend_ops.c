@@ -720,9 +720,33 @@ static void case_compare(void) {
         }
 }
 
+/* copy2d: a column slice of a pitched matrix into another pitched matrix (exact). */
+static void case_copy2d(void) {
+    static const int64_t cases[][4] = {{7, 13, 5, 9}, {33, 7168, 1536, 2048}, {1, 4, 4, 4}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const int64_t R = cases[c][0], sp = cases[c][1], W = cases[c][2], dp = cases[c][3];
+        float *src = rnd_floats(R * sp, 1.0f), *o[2];
+        BOTH(be) {
+            nd_err e = {0};
+            void *ds = dev_put(be, src, R * sp * 4), *dd = dev_poisoned(be, R * dp * 4);
+            op_rc(be, "copy2d", g_be[be]->copy2d(g_be[be], (float *)dd, dp, (const float *)ds + (sp > W ? 1 : 0), sp, W,
+                                                 R, &e), &e);
+            o[be] = dev_get(be, dd, R * dp * 4);
+            dev_free(be, ds); dev_free(be, dd);
+        }
+        /* the padding columns stay at each backend's poison, so compare the written columns only */
+        int64_t bad = 0;
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t x = 0; x < W; x++) bad += nd_f32_bits(o[0][r * dp + x]) != nd_f32_bits(o[1][r * dp + x]);
+        CHECK(bad == 0, "copy2d rows=%lld spitch=%lld width=%lld dpitch=%lld: %lld values differ", (long long)R,
+              (long long)sp, (long long)W, (long long)dp, (long long)bad);
+        free(o[0]); free(o[1]); free(src);
+    }
+}
+
 typedef struct test_case { const char *name; void (*fn)(void); } test_case;
 static const test_case g_cases[] = {
-    {"dequant_nvfp4", case_dequant_nvfp4}, {"dequant_mxfp4", case_dequant_mxfp4}, {"dequant_fp8", case_dequant_fp8},
+    {"copy2d", case_copy2d}, {"dequant_nvfp4", case_dequant_nvfp4}, {"dequant_mxfp4", case_dequant_mxfp4}, {"dequant_fp8", case_dequant_fp8},
     {"to_f32", case_to_f32}, {"quant_nvfp4", case_quant_nvfp4}, {"fake_quant_fp8", case_fake_quant_fp8},
     {"swizzle_sf+unswizzle_sf", case_swizzle}, {"gemm+gemm_grouped", case_gemm},
     {"round_bf16+add+swiglu+rmsnorm", case_elementwise}, {"rope", case_rope}, {"attention", case_attention},
