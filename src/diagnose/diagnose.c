@@ -125,7 +125,9 @@ int64_t nd_diagnose_summary(const nd_row *rows, int64_t n, nd_trace_summary *s) 
     int64_t hit = -1;
     for (int pass = 0; pass < 2 && hit < 0; pass++)
         for (int64_t i = 0; i < n; i++) {
-            if (strcmp(rows[i].mode, pass ? "chained" : "isolated") || !strcmp(rows[i].verdict, "ok")) continue;
+            /* pass 0: isolated rows and rows judging captured activations; pass 1: chained */
+            int is_chained = !strcmp(rows[i].mode, "chained");
+            if (is_chained != pass || !strcmp(rows[i].verdict, "ok")) continue;
             /* chained rows only count when NaN/Inf appears there first: their drift is expected to
              * grow with depth, and their verdicts (routing_divergence, nan_input) are shown in the
              * table for the reader but do not name a first divergence */

@@ -173,7 +173,10 @@ int nd_lin_prod(nd_run *r, nd_lin *l, const nd_buf *x, double x_ref_amax, nd_buf
     *y = nd_buf_new(r, x->rows, n, e);
     if (!*y) return e->code;
     int rc = 0;
-    if (l->prod_kind == LIN_NVFP4_W4A4) {
+    if (nd_run_ref_only(r, l->stage)) {
+        /* bisect: this stage runs the reference math on the production path */
+        rc = gemm(r, l, x->p, l->w_ref, (*y)->p, x->rows, 1.0f, 0, e);
+    } else if (l->prod_kind == LIN_NVFP4_W4A4) {
         float *xq = r->be->alloc(r->be, (size_t)x->n * sizeof(float), e);
         nd_qstats qs;
         memset(&qs, 0, sizeof qs);
@@ -242,11 +245,44 @@ int nd_lin_floor(nd_run *r, nd_lin *l, const nd_buf *x, double amax, nd_buf **y,
     return rc;
 }
 
+
 static double sqnr_of(nd_run *r, const nd_buf *ref, const nd_buf *x, nd_err *e) {
     nd_cmp c;
     if (r->be->compare(r->be, ref->p, x->p, ref->n, 16, &c, e)) return NAN;
     if (c.sum_ee <= 0) return INFINITY;
     return 10.0 * log10(c.sum_rr / c.sum_ee);
+}
+
+/* A real stack's output of this linear (and, when captured too, its input): with the input, the
+ * reference math and the floor are computed from it, so the row judges the real kernel alone. */
+static int lin_captured(nd_run *r, const nd_stage *st, nd_lin *l, const nd_buf *y_ref, nd_err *e) {
+    nd_buf *out = nd_run_captured(r, l->stage, l->canonical, "", l->m.out_features * (l->groups > 1 ? l->groups : 1), e);
+    if (!out) return e->code;
+    nd_buf *in = nd_run_captured(r, l->stage, l->canonical, ".input", in_width(l), e);
+    if (!in && e->code) { nd_buf_put(r, out); return e->code; }
+    nd_row fig;
+    clear_fig(&fig);
+    int rc = 0;
+    nd_buf *ref = NULL, *yf = NULL;
+    if (in) {
+        nd_cmp xs;
+        rc = r->be->compare(r->be, in->p, NULL, in->n, 16, &xs, e);
+        double amax = (xs.ref_nan || xs.ref_inf) ? NAN : xs.ref_amax;
+        fig.in_nonfinite = xs.ref_nan + xs.ref_inf;
+        if (!rc) rc = nd_lin_ref(r, l, in, &ref, e);
+        if (!rc) rc = nd_lin_floor(r, l, in, amax, &yf, e);
+        if (!rc && yf) fig.floor_sqnr_db = sqnr_of(r, ref, yf, e);
+        if (!rc && amax > 0) fig.scale_ratio = l->pp.mult / (ND_NVFP4_GLOBAL_NUM / amax);
+        fig.scale_mult = l->pp.mult;
+    }
+    snprintf(fig.finding, sizeof fig.finding, "%s", l->finding);
+    fig.weight_rel_l2 = l->weight_rel_l2;
+    if (!rc) rc = nd_emit_row(r, st, l->stage, "linear", ND_MODE_CAPTURED, ref ? ref : y_ref, out, &fig, l->prod_kind != LIN_SAME, e);
+    nd_buf_put(r, ref);
+    nd_buf_put(r, yf);
+    nd_buf_put(r, in);
+    nd_buf_put(r, out);
+    return rc;
 }
 
 int nd_lin_stage(nd_run *r, const nd_stage *st, nd_lin *l, const nd_buf *x_ref, const nd_buf *y_ref, const nd_buf *x_chain,
@@ -271,6 +307,7 @@ int nd_lin_stage(nd_run *r, const nd_stage *st, nd_lin *l, const nd_buf *x_ref, 
         if (l->logits) ND_TRY(nd_head_logits(r, y_ref, *y_iso, &fig, e));
         ND_TRY(nd_emit_row(r, st, l->stage, "linear", ND_MODE_ISOLATED, y_ref, *y_iso, &fig, quantized, e));
     }
+    if (r->dump && !r->silent) ND_TRY(lin_captured(r, st, l, y_ref, e));
     if (want_chain) {
         ND_TRY(nd_lin_prod(r, l, x_chain, amax, y_chain, &fig, e));
         fig.weight_rel_l2_swap = l->weight_rel_l2_swap;

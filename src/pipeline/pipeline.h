@@ -15,8 +15,25 @@ int nd_pipeline_calibrate(const char *ckpt_dir, const char *recipe, const int64_
                           nd_amax_cb cb, void *user, nd_err *e);
 
 #include "trace/trace.h"
+#include "ckpt/ckpt.h"
 
 enum { ND_MODES_ISOLATED = 1, ND_MODES_CHAINED = 2, ND_MODES_BOTH = 3 };
+
+/* What `repro` needs of one stage: its definition, its reference inputs and the checkpoint
+ * tensors it reads (canonical names; fused shards included). Host memory, valid during the call. */
+typedef struct nd_capture_info {
+    const char *stage_name, *op;
+    int layer;
+    char stage_yaml[2048];         /* the stage definition, {L} resolved, as one YAML flow mapping */
+    int n_in;
+    const char *in_names[8];
+    const float *in_host[8];
+    int64_t in_rows[8], in_cols[8];
+    int n_tensors;
+    const char *tensor_names[64];  /* canonical names */
+    const nd_tview *tensors[64];
+} nd_capture_info;
+typedef int (*nd_capture_fn)(void *user, const nd_capture_info *ci, nd_err *e);
 
 typedef struct nd_trace_opts {
     const char *ckpt_dir;
@@ -34,6 +51,18 @@ typedef struct nd_trace_opts {
     const char *const *overrides;
     int n_overrides;
     int progress;               /* progress bar on stderr */
+    /* repro: stop after capturing this stage (its reference inputs and tensors) */
+    const char *capture_stage;
+    nd_capture_fn capture;
+    void *capture_user;
+    /* bisect: stages whose production path runs the reference math instead */
+    const char *const *ref_only;
+    int n_ref_only;
+    /* captured activations from a real serving stack (safetensors, tensors named after stages or
+     * modules; `<name>.input` optional): compared with the reference path as rows of mode
+     * "captured" */
+    const char *prod_dump;
+    int quiet_rows;             /* do not keep rows in memory beyond the trace file (not used yet) */
 } nd_trace_opts;
 
 typedef struct nd_trace_result {

@@ -41,7 +41,7 @@ int nd_emit_row(nd_run *r, const nd_stage *st, const char *name, const char *op,
     row.layer = st->layer;
     snprintf(row.name, sizeof row.name, "%s", name);
     snprintf(row.op, sizeof row.op, "%s", op);
-    snprintf(row.mode, sizeof row.mode, "%s", mode == ND_MODE_ISOLATED ? "isolated" : "chained");
+    snprintf(row.mode, sizeof row.mode, "%s", mode == ND_MODE_ISOLATED ? "isolated" : mode == ND_MODE_CHAINED ? "chained" : "captured");
     row.quantized = (uint8_t)(quantized > 0);
     nd_diagnose_row(&row, &r->rc->th);
     if (r->nrows == r->cap_rows) {
@@ -117,6 +117,8 @@ static int run_stage(nd_run *r, const nd_stage_def *def, int layer, int modes, n
         if (!c.in_ref[i] || (c.want_chain && !c.in_chain[i]))
             return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s reads '%s', which no earlier stage wrote", r->rc->path, def->line, def->name, def->in[i]);
     }
+    if (r->opts && r->opts->capture_stage && !strcmp(r->opts->capture_stage, st.name) && !r->silent)
+        return nd_run_capture(r, &st, c.in_ref, e);
     int rc = fn(&c, e);
     if (!rc && c.quantized != -1 && !r->calib_cb && c.out_ref[0]) {
         char lg[8];
@@ -125,6 +127,17 @@ static int run_stage(nd_run *r, const nd_stage_def *def, int layer, int modes, n
             c.extra_iso.in_nonfinite = c.n_in ? nonfinite_of(r, c.in_ref[0], e) : 0;
             if (logits) rc = nd_head_logits(r, c.out_ref[0], c.out_iso[0], &c.extra_iso, e);
             if (!rc) rc = nd_emit_row(r, &st, st.name, def->op, ND_MODE_ISOLATED, c.out_ref[0], c.out_iso[0], &c.extra_iso, c.quantized, e);
+        }
+        if (!rc && r->dump && !r->silent) {
+            /* a real stack's activation of this stage, judged like a chained row */
+            nd_buf *cap = nd_run_captured(r, st.name, st.module, "", c.out_ref[0]->cols, e);
+            if (!cap && e->code) rc = e->code;
+            if (cap) {
+                nd_row fig = c.extra_chain;
+                fig.in_nonfinite = 0;
+                rc = nd_emit_row(r, &st, st.name, def->op, ND_MODE_CAPTURED, c.out_ref[0], cap, &fig, c.quantized, e);
+                nd_buf_put(r, cap);
+            }
         }
         if (!rc && c.want_chain && c.out_chain[0]) {
             c.extra_chain.in_nonfinite = c.n_in ? nonfinite_of(r, c.in_chain[0], e) : 0;
@@ -160,21 +173,23 @@ static void progress(nd_run *r, const char *what, int i, int n) {
 static int run_all(nd_run *r, nd_err *e) {
     int nl = (int)r->cfg->num_hidden_layers;
     int hi = r->layer_hi < 0 || r->layer_hi >= nl ? nl - 1 : r->layer_hi;
-    for (int i = 0; i < r->rc->n_prologue; i++) ND_TRY(run_stage(r, &r->rc->prologue[i], -1, r->modes, e));
+    for (int i = 0; i < r->rc->n_prologue && !r->captured; i++) ND_TRY(run_stage(r, &r->rc->prologue[i], -1, r->modes, e));
+    if (r->captured) return 0;
     for (int L = 0; L <= hi; L++) {
         /* layers before the first replayed one run on the reference path only, unreported, so
          * that the replayed layers get their true inputs */
         int before = L < r->layer_lo;
         if (before) r->silent++;
-        for (int i = 0; i < r->rc->n_layer; i++) {
+        for (int i = 0; i < r->rc->n_layer && !r->captured; i++) {
             int rc = run_stage(r, &r->rc->layer[i], L, before ? 0 : r->modes, e);
             if (rc) { if (before) r->silent--; return rc; }
         }
+        if (r->captured) { if (before) r->silent--; return 0; }
         if (before) r->silent--;
         progress(r, "layers", L + 1, hi + 1);
     }
     if (hi == nl - 1)
-        for (int i = 0; i < r->rc->n_epilogue; i++) ND_TRY(run_stage(r, &r->rc->epilogue[i], -1, r->modes, e));
+        for (int i = 0; i < r->rc->n_epilogue && !r->captured; i++) ND_TRY(run_stage(r, &r->rc->epilogue[i], -1, r->modes, e));
     return 0;
 }
 
@@ -200,6 +215,7 @@ static void run_close(nd_run *r) {
     if (r->rc) nd_recipe_free(r->rc);
     if (r->ck) nd_ckpt_close(r->ck);
     if (r->ref_ck) nd_ckpt_close(r->ref_ck);
+    if (r->dump) nd_st_close(r->dump);
     if (r->be) r->be->destroy(r->be);
     free(r->pos);
     free(r->rows);
@@ -260,6 +276,8 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
         rc = nd_ckpt_open(o->ref_ckpt, &r.ref_ck, e);
         if (!rc) r.ref_naming = pick_naming(r.rc, r.ref_ck);
     }
+    r.opts = o;
+    if (!rc && o->prod_dump) rc = nd_st_open(o->prod_dump, &r.dump, e);
     r.modes = o->modes ? o->modes : ND_MODES_BOTH;
     r.layer_lo = o->layer_lo;
     r.layer_hi = o->layer_hi;

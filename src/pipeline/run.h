@@ -28,7 +28,8 @@ typedef struct nd_env {
     int n;
 } nd_env;
 
-enum { ND_MODE_ISOLATED = 1, ND_MODE_CHAINED = 2 };
+enum { ND_MODE_ISOLATED = 1, ND_MODE_CHAINED = 2, ND_MODE_CAPTURED = 4 };
+
 
 /* One stage instance: the definition with {L} resolved. */
 typedef struct nd_stage {
@@ -85,6 +86,9 @@ struct nd_run {
     int layer_lo, layer_hi;    /* replayed layers [lo, hi] */
     int progress;              /* print progress on stderr */
     int silent;                /* >0: nd_emit_row records nothing (internal recomputation) */
+    const struct nd_trace_opts *opts;
+    int captured;              /* repro: the capture stage ran */
+    nd_st_file *dump;          /* --prod-dump file or NULL */
 };
 
 /* ---- environment ---- */
@@ -131,4 +135,11 @@ nd_op_fn nd_op_lookup(const char *name);
 int nd_weight_codes_f32(nd_run *r, const nd_module *m, float **out, nd_err *e);
 /* reference meaning of the same bytes read with the nibbles of every byte swapped */
 int nd_weight_swapped_f32(nd_run *r, const nd_module *m, float **out, nd_err *e);
+/* repro: hand the stage's definition, reference inputs and tensors to the capture callback. */
+int nd_run_capture(nd_run *r, const nd_stage *st, nd_buf **in_ref, nd_err *e);
+/* 1 if bisect put this stage on the reference path for production too. */
+int nd_run_ref_only(const nd_run *r, const char *stage);
+/* The captured activation of a stage (output, or `suffix` ".input"), as an nd_buf; NULL if absent. */
+nd_buf *nd_run_captured(nd_run *r, const char *stage, const char *module, const char *suffix, int64_t cols, nd_err *e);
+
 #endif

@@ -1,0 +1,141 @@
+/* hooks.c — what repro, bisect and captured activations need from a run:
+ *  - the capture of one stage (definition, reference inputs, the tensors it reads),
+ *  - stages forced onto the reference math on the production path (bisect),
+ *  - activations captured from a real serving stack, looked up by stage or module name. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "run.h"
+#include "pipeline.h"
+
+int nd_run_ref_only(const nd_run *r, const char *stage) {
+    if (!r->opts) return 0;
+    for (int i = 0; i < r->opts->n_ref_only; i++)
+        if (!strcmp(r->opts->ref_only[i], stage)) return 1;
+    return 0;
+}
+
+nd_buf *nd_run_captured(nd_run *r, const char *stage, const char *module, const char *suffix, int64_t cols, nd_err *e) {
+    if (!r->dump) return NULL;
+    char name[320];
+    const nd_tview *t = NULL;
+    snprintf(name, sizeof name, "%s%s", stage, suffix);
+    t = nd_st_find(r->dump, name);
+    if (!t && module && *module) {
+        snprintf(name, sizeof name, "%s%s", module, suffix);
+        t = nd_st_find(r->dump, name);
+    }
+    if (!t) return NULL;
+    if (cols <= 0 || t->numel % cols || t->numel / cols != r->t) {
+        nd_fail(e, ND_EXIT_BADINPUT, "%s: captured %s has %lld values, expected %lld tokens x %lld", t->file, t->name,
+                (long long)t->numel, (long long)r->t, (long long)cols);
+        return NULL;
+    }
+    nd_buf *b = calloc(1, sizeof *b);
+    if (!b) { nd_fail(e, ND_EXIT_INTERNAL, "out of memory"); return NULL; }
+    b->refs = 1;
+    b->rows = r->t;
+    b->cols = cols;
+    b->n = t->numel;
+    if (nd_tensor_f32(r, t, &b->p, e)) { free(b); return NULL; }
+    return b;
+}
+
+/* ---- capture ---- */
+static const char *const suffixes[] = {"", ".weight", ".weight_packed", ".weight_scale", ".weight_global_scale",
+                                       ".input_global_scale", ".weight_scale_2", ".input_scale", ".weight_scale_inv",
+                                       ".scale", ".bias", ".fn", ".base", ".hc_fn", ".hc_base", ".hc_scale"};
+
+static void add_tensors(nd_run *r, nd_capture_info *ci, char (*names)[200], const char *prefix) {
+    for (size_t s = 0; s < sizeof suffixes / sizeof suffixes[0] && ci->n_tensors < 64; s++) {
+        char nm[200];
+        snprintf(nm, sizeof nm, "%s%s", prefix, suffixes[s]);
+        const nd_tview *t = nd_run_tensor(r, 0, nm);
+        if (!t) continue;
+        int dup = 0;
+        for (int i = 0; i < ci->n_tensors; i++) if (ci->tensors[i] == t) dup = 1;
+        if (dup) continue;
+        snprintf(names[ci->n_tensors], 200, "%s", nm);
+        ci->tensor_names[ci->n_tensors] = names[ci->n_tensors];
+        ci->tensors[ci->n_tensors++] = t;
+    }
+}
+
+static void yaml_str(char *out, size_t cap, size_t *o, const char *k, const char *v) {
+    *o += (size_t)snprintf(out + *o, *o < cap ? cap - *o : 0, "%s%s: \"%s\"", *o > 1 ? ", " : "", k, v);
+}
+
+int nd_run_capture(nd_run *r, const nd_stage *st, nd_buf **in_ref, nd_err *e) {
+    nd_capture_info *ci = calloc(1, sizeof *ci);
+    char (*names)[200] = calloc(64, 200);
+    float *host[8] = {0};
+    int rc = (!ci || !names) ? nd_fail(e, ND_EXIT_INTERNAL, "out of memory") : 0;
+    if (rc) goto out;
+    const nd_stage_def *d = st->def;
+    ci->stage_name = st->name;
+    ci->op = d->op;
+    ci->layer = st->layer;
+    /* the stage with {L} resolved ({E} kept for expert templates) */
+    size_t o = 0;
+    char tmp[400];
+    ci->stage_yaml[o++] = '{';
+    yaml_str(ci->stage_yaml, sizeof ci->stage_yaml, &o, "stage", st->name);
+    yaml_str(ci->stage_yaml, sizeof ci->stage_yaml, &o, "op", d->op);
+    if (st->module[0]) yaml_str(ci->stage_yaml, sizeof ci->stage_yaml, &o, "module", st->module);
+    for (int k = 0; k < 2; k++) {
+        int n = k ? d->n_out : d->n_in;
+        if (!n) continue;
+        o += (size_t)snprintf(ci->stage_yaml + o, sizeof ci->stage_yaml - o, ", %s: [", k ? "out" : "in");
+        for (int i = 0; i < n; i++) o += (size_t)snprintf(ci->stage_yaml + o, sizeof ci->stage_yaml - o, "%s%s", i ? ", " : "", k ? d->out[i] : d->in[i]);
+        o += (size_t)snprintf(ci->stage_yaml + o, sizeof ci->stage_yaml - o, "]");
+    }
+    for (int i = 0; i < d->n_attrs; i++) {
+        nd_expand(d->attrs[i].value, st->layer, 0, tmp, sizeof tmp);
+        if (strstr(d->attrs[i].value, "{E}")) snprintf(tmp, sizeof tmp, "%s", d->attrs[i].value);
+        yaml_str(ci->stage_yaml, sizeof ci->stage_yaml, &o, d->attrs[i].key, tmp);
+    }
+    if (o + 2 < sizeof ci->stage_yaml) { ci->stage_yaml[o++] = '}'; ci->stage_yaml[o] = 0; }
+    /* inputs */
+    ci->n_in = d->n_in < 8 ? d->n_in : 8;
+    for (int i = 0; i < ci->n_in && !rc; i++) {
+        nd_buf *b = in_ref[i];
+        host[i] = malloc(sizeof(float) * (size_t)(b->n ? b->n : 1));
+        if (!host[i]) { rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory"); break; }
+        rc = r->be->download(r->be, host[i], b->p, sizeof(float) * (size_t)b->n, e);
+        ci->in_names[i] = d->in[i];
+        ci->in_host[i] = host[i];
+        ci->in_rows[i] = b->rows;
+        ci->in_cols[i] = b->cols;
+    }
+    /* tensors: the module (and its projections), every attribute naming a tensor or a prefix */
+    if (!rc && st->module[0]) {
+        if (strstr(st->module, "{E}")) {
+            /* routed experts: only those the reference routing picked */
+            nd_buf *rt = d->n_in > 1 ? in_ref[1] : NULL;
+            for (int64_t i = 0; rt && rt->idx && i < rt->rows * rt->k; i++) {
+                char pre[200], full[260];
+                nd_expand(st->module, st->layer, rt->idx[i], pre, sizeof pre);
+                const char *proj[3] = {"gate_proj", "up_proj", "down_proj"};
+                for (int p = 0; p < 3; p++) { snprintf(full, sizeof full, "%s.%s", pre, proj[p]); add_tensors(r, ci, names, full); }
+            }
+        } else {
+            add_tensors(r, ci, names, st->module);
+            const char *proj[3] = {"gate_proj", "up_proj", "down_proj"};
+            char full[260];
+            for (int p = 0; p < 3; p++) { snprintf(full, sizeof full, "%s.%s", st->module, proj[p]); add_tensors(r, ci, names, full); }
+        }
+    }
+    for (int i = 0; !rc && i < d->n_attrs; i++) {
+        char list[400];
+        nd_expand(d->attrs[i].value, st->layer, 0, list, sizeof list);
+        for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) add_tensors(r, ci, names, tok);
+    }
+    if (!rc) rc = r->opts->capture(r->opts->capture_user, ci, e);
+    r->captured = 1;
+out:
+    for (int i = 0; i < 8; i++) free(host[i]);
+    free(names);
+    free(ci);
+    return rc;
+}
