@@ -1,6 +1,8 @@
 /* run_bad_input.c — `run_bad_input NVFP4DBG CORPUS`: runs `NVFP4DBG inspect CORPUS/<case>` for
  * every case folder and checks exit 2 (not a crash, not a sanitizer report), an error line
- * "nvfp4dbg: ...", and every substring listed in CORPUS/<case>/expect. */
+ * "nvfp4dbg: ...", and every substring listed in CORPUS/<case>/expect.
+ * `run_bad_input --same GENERATOR CORPUS` runs the generator into a fresh folder and checks that
+ * it reproduces the committed corpus byte for byte. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +39,72 @@ static int run(const char *bin, const char *dir, char *err, size_t cap) {
     return st;
 }
 
+static unsigned char *slurp(const char *p, size_t *n) {
+    FILE *f = fopen(p, "rb");
+    if (!f) return NULL;
+    unsigned char *b = NULL;
+    size_t cap = 0;
+    *n = 0;
+    for (;;) {
+        if (*n == cap) { cap = cap ? 2 * cap : 4096; b = realloc(b, cap); if (!b) break; }
+        size_t k = fread(b + *n, 1, cap - *n, f);
+        if (!k) break;
+        *n += k;
+    }
+    fclose(f);
+    return b;
+}
+
+/* Every file of every case in a is in b with the same bytes (called both ways). */
+static int same_tree(const char *a, const char *b) {
+    int bad = 0;
+    DIR *d = opendir(a);
+    if (!d) { perror(a); return 1; }
+    struct dirent *c;
+    while ((c = readdir(d))) {
+        if (c->d_name[0] == '.') continue;
+        char ca[2048];
+        snprintf(ca, sizeof ca, "%s/%s", a, c->d_name);
+        DIR *dc = opendir(ca);
+        if (!dc) { fprintf(stderr, "%s: not a case folder\n", ca); bad++; continue; }
+        struct dirent *fe;
+        while ((fe = readdir(dc))) {
+            if (fe->d_name[0] == '.') continue;
+            char pa[4096], pb[4096];
+            snprintf(pa, sizeof pa, "%s/%s", ca, fe->d_name);
+            snprintf(pb, sizeof pb, "%s/%s/%s", b, c->d_name, fe->d_name);
+            size_t na, nb;
+            unsigned char *x = slurp(pa, &na), *y = slurp(pb, &nb);
+            if (!x || !y || na != nb || memcmp(x, y, na)) { fprintf(stderr, "differs: %s vs %s\n", pa, pb); bad++; }
+            free(x);
+            free(y);
+        }
+        closedir(dc);
+    }
+    closedir(d);
+    return bad;
+}
+
+static int same(const char *gen, const char *corpus) {
+    char out[] = "bad-input-regenerated-XXXXXX";
+    if (!mkdtemp(out)) { perror("mkdtemp"); return 1; }
+    pid_t pid = fork();
+    if (pid == 0) { execl(gen, gen, out, (char *)NULL); _exit(127); }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st)) { fprintf(stderr, "%s failed\n", gen); return 1; }
+    int bad = same_tree(out, corpus) + same_tree(corpus, out);
+    printf("regenerated corpus %s the committed one\n", bad ? "differs from" : "matches");
+    if (!bad) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", out); /* our own temp folder, fixed pattern */
+        if (system(cmd)) {}
+    }
+    return bad ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 4 && !strcmp(argv[1], "--same")) return same(argv[2], argv[3]);
     if (argc != 3) { fprintf(stderr, "usage: run_bad_input NVFP4DBG CORPUS\n"); return 2; }
     DIR *d = opendir(argv[2]);
     if (!d) { perror(argv[2]); return 1; }
