@@ -188,7 +188,7 @@ int nd_trace_compare(const nd_trace *run, const nd_trace *golden, const nd_toler
         if (bad) { rc = nd_fail(e, ND_EXIT_INTERNAL, "compare: out of memory"); goto done; }
     }
     if (compare_summary(&l, run, golden)) { rc = nd_fail(e, ND_EXIT_INTERNAL, "compare: out of memory"); goto done; }
-    qsort(l.v, (size_t)l.n, sizeof *l.v, by_badness);
+    if (l.n > 1) qsort(l.v, (size_t)l.n, sizeof *l.v, by_badness); /* qsort(NULL, 0) is undefined */
     out->items = l.v;
     out->nitems = l.n;
     out->nstages = golden->nrows;
