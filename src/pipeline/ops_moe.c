@@ -43,7 +43,8 @@ static int route(nd_opctx *c, router_ctx *rx, const nd_buf *b, nd_buf **out, nd_
     for (int64_t i = 0; i < t; i++) {
         int64_t id = r->tokens[i];
         if (id < 0 || id >= rx->hash->shape[0]) return nd_fail(e, ND_EXIT_BADINPUT, "token %lld outside tid2eid", (long long)id);
-        const int32_t *row = (const int32_t *)rx->hash->data + id * rx->hash->shape[1];
+        /* tid2eid is I32 in DeepSeek's checkpoints and I64 in transformers'; read unaligned-safe */
+        const char *row = (const char *)rx->hash->data + (size_t)(id * rx->hash->shape[1]) * nd_dtype_size(rx->hash->dtype);
         const float *lg = o->logits_host + i * E;
         float mx = -INFINITY, sum = 0;
         for (int64_t j = 0; j < E; j++) mx = fmaxf(mx, lg[j]);
@@ -51,11 +52,13 @@ static int route(nd_opctx *c, router_ctx *rx, const nd_buf *b, nd_buf **out, nd_
         if (rx->cfg.score_func == ND_SCORE_SOFTMAX)
             for (int64_t j = 0; j < E; j++) denom += nd_router_score(lg[j], 0, mx);
         for (int64_t s = 0; s < k; s++) {
-            int32_t ex = row[s];
-            if (ex < 0 || ex >= E) return nd_fail(e, ND_EXIT_BADINPUT, "%s: tid2eid names expert %d of %lld", rx->hash->file, ex, (long long)E);
+            int64_t ex;
+            if (rx->hash->dtype == ND_DT_I64) memcpy(&ex, row + 8 * s, 8);
+            else { int32_t v; memcpy(&v, row + 4 * s, 4); ex = v; }
+            if (ex < 0 || ex >= E) return nd_fail(e, ND_EXIT_BADINPUT, "%s: tid2eid names expert %lld of %lld", rx->hash->file, (long long)ex, (long long)E);
             float sc = nd_router_score(lg[ex], rx->cfg.score_func, mx);
             if (rx->cfg.score_func == ND_SCORE_SOFTMAX) sc /= denom;
-            o->idx[i * k + s] = ex;
+            o->idx[i * k + s] = (int32_t)ex;
             o->w[i * k + s] = sc;
             sum += sc;
         }
@@ -99,8 +102,8 @@ int nd_op_router(nd_opctx *c, nd_err *e) {
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: router weight %s must be [%lld, %lld]", wt->file, wt->name, (long long)E, (long long)c->in_ref[0]->cols);
     const char *hn = nd_attr_str(c->st, "hash", buf, sizeof buf);
     rx.hash = hn ? nd_run_tensor(r, 0, hn) : NULL;
-    if (rx.hash && (rx.hash->dtype != ND_DT_I32 || rx.hash->ndim != 2 || rx.hash->shape[1] != (int64_t)k))
-        return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s must be I32 [vocab, %d]", rx.hash->file, rx.hash->name, (int)k);
+    if (rx.hash && ((rx.hash->dtype != ND_DT_I32 && rx.hash->dtype != ND_DT_I64) || rx.hash->ndim != 2 || rx.hash->shape[1] != (int64_t)k))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s must be I32 or I64 [vocab, %d]", rx.hash->file, rx.hash->name, (int)k);
     ND_TRY(nd_tensor_f32(r, wt, &rx.w_gate, e));
     int rc = 0;
     const char *bn = nd_attr_str(c->st, "bias", buf, sizeof buf);

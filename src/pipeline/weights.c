@@ -20,11 +20,14 @@ int nd_tensor_host_f32(const nd_tview *t, float *out, int64_t n, nd_err *e) {
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: tensor %s has %lld elements, expected %lld", t->file, t->name,
                        (long long)t->numel, (long long)n);
     for (int64_t i = 0; i < n; i++) {
+        /* safetensors packs tensors back to back: data may be unaligned, so read through memcpy */
+        const char *src = (const char *)t->data + (size_t)i * nd_dtype_size(t->dtype);
+        float f; uint16_t h; double d;
         switch (t->dtype) {
-        case ND_DT_F32: out[i] = ((const float *)t->data)[i]; break;
-        case ND_DT_BF16: out[i] = nd_bf16_to_f32(((const uint16_t *)t->data)[i]); break;
-        case ND_DT_F16: out[i] = nd_f16_to_f32(((const uint16_t *)t->data)[i]); break;
-        case ND_DT_F64: out[i] = (float)((const double *)t->data)[i]; break;
+        case ND_DT_F32: memcpy(&f, src, 4); out[i] = f; break;
+        case ND_DT_BF16: memcpy(&h, src, 2); out[i] = nd_bf16_to_f32(h); break;
+        case ND_DT_F16: memcpy(&h, src, 2); out[i] = nd_f16_to_f32(h); break;
+        case ND_DT_F64: memcpy(&d, src, 8); out[i] = (float)d; break;
         default:
             return nd_fail(e, ND_EXIT_BADINPUT, "%s: tensor %s has dtype %s, expected a float type", t->file, t->name,
                            nd_dtype_str(t->dtype));
