@@ -78,6 +78,8 @@ static int parse_stage(yctx *y, yaml_node_t *n, nd_stage_def *s) {
 
 static int parse_stages(yctx *y, yaml_node_t *n, nd_stage_def **out, int *count) {
     if (n->type != YAML_SEQUENCE_NODE) return bad(y, n, "a stage section must be a list");
+    /* YAML allows a repeated key; a second section would leak the first and hide its stages */
+    if (*out) return bad(y, n, "stage section given twice");
     int cap = (int)(n->data.sequence.items.top - n->data.sequence.items.start);
     *out = calloc(cap ? (size_t)cap : 1, sizeof **out);
     if (!*out) return nd_fail(y->e, ND_EXIT_INTERNAL, "%s: out of memory", y->path);
