@@ -38,7 +38,17 @@ static int route(nd_opctx *c, router_ctx *rx, const nd_buf *b, nd_buf **out, nd_
     if (!o->idx || !o->w || !o->logits_host) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
     ND_TRY(r->be->gemm(r->be, b->p, rx->w_gate, o->p, t, E, b->cols, 1.0f, 0, e));
     ND_TRY(r->be->download(r->be, o->logits_host, o->p, sizeof(float) * (size_t)(t * E), e));
-    if (!rx->hash) return r->be->router_topk(r->be, o->p, rx->bias, t, &rx->cfg, o->idx, o->w, e);
+    if (!rx->hash) {
+        /* the op writes backend memory; the routing decision lives on the host */
+        int32_t *di = r->be->alloc(r->be, sizeof(int32_t) * (size_t)(t * k), e);
+        float *dw = di ? r->be->alloc(r->be, sizeof(float) * (size_t)(t * k), e) : NULL;
+        int rc = dw ? r->be->router_topk(r->be, o->p, rx->bias, t, &rx->cfg, di, dw, e) : e->code;
+        if (!rc) rc = r->be->download(r->be, o->idx, di, sizeof(int32_t) * (size_t)(t * k), e);
+        if (!rc) rc = r->be->download(r->be, o->w, dw, sizeof(float) * (size_t)(t * k), e);
+        if (di) r->be->release(r->be, di);
+        if (dw) r->be->release(r->be, dw);
+        return rc;
+    }
     /* hash routing: experts from the token id, weights from the scores of those experts */
     for (int64_t i = 0; i < t; i++) {
         int64_t id = r->tokens[i];
