@@ -483,6 +483,8 @@ static void test_fake_quant_fp8(void) {
                 worst = fmax(worst, fabs(o[r * k + c] - x[r * k + c]) / fmax(fabs(x[r * k + c]), amax / 448 * 0.015625));
         }
     CHECK(worst <= 0.0625 * 1.0001, "fake_quant_fp8 relative error %g", worst);
+    free(x);
+    free(o);
 }
 
 static void test_gather_scatter(void) {
