@@ -32,6 +32,7 @@ static const char *usage_text =
     "  --dump stats|tensors      also store every stage's tensors\n"
     "  --json                    one JSON document on stdout instead of the table\n"
     "  --no-color                no colours (also NO_COLOR=1)\n"
+    "  --no-probes               benchmark baseline: run both paths and modes, measure nothing\n"
     "\n"
     "example: nvfp4dbg trace golden/seed-bug-v4\n";
 
@@ -146,6 +147,7 @@ int nd_cmd_trace(int argc, char **argv) {
             else if (strcmp(v, "stats")) { rc = nd_cli_usage_error("trace", "--dump %s: expected stats or tensors", v); goto out; }
         }
         else if (!strcmp(a, "--json")) json = 1;
+        else if (!strcmp(a, "--no-probes")) o.no_probes = 1;
         else if (!strcmp(a, "--no-color")) no_color = 1;
         else if (a[0] == '-') { rc = nd_cli_usage_error("trace", "unknown option %s", a); goto out; }
         else if (!o.ckpt_dir) o.ckpt_dir = a;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include "ops.h"
 #include "numerics/nd_numerics.h"
+#include "pipeline.h"
 
 double nd_buf_amax(nd_run *r, const nd_buf *b, nd_err *e) {
     nd_cmp c;
@@ -211,6 +212,7 @@ int nd_lin_prod(nd_run *r, nd_lin *l, const nd_buf *x, double x_ref_amax, nd_buf
 int nd_lin_floor(nd_run *r, nd_lin *l, const nd_buf *x, double amax, nd_buf **y, nd_err *e) {
     *y = NULL;
     if (l->prod_kind != LIN_NVFP4_W4A4 || !(amax > 0) || !isfinite(amax)) return 0;
+    if (r->opts && r->opts->no_probes) return 0; /* the floor is a measurement */
     int64_t n = l->m.out_features, k = l->m.in_features, nk = n * k;
     /* The healthy multiplier band: a static input scale calibrated on other data is normally
      * within 2x of this prompt's 2688/amax, and the quantization error such a scale gives is what

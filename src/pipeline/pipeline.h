@@ -62,7 +62,7 @@ typedef struct nd_trace_opts {
      * modules; `<name>.input` optional): compared with the reference path as rows of mode
      * "captured" */
     const char *prod_dump;
-    int quiet_rows;             /* do not keep rows in memory beyond the trace file (not used yet) */
+    int no_probes;              /* benchmark baseline: run both paths and modes, measure nothing */
 } nd_trace_opts;
 
 typedef struct nd_trace_result {

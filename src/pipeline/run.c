@@ -28,7 +28,7 @@ static int64_t nonfinite_of(nd_run *r, const nd_buf *b, nd_err *e) {
 
 int nd_emit_row(nd_run *r, const nd_stage *st, const char *name, const char *op, int mode, const nd_buf *ref,
                 const nd_buf *prod, const nd_row *extra, int quantized, nd_err *e) {
-    if (r->silent || r->calib_cb) return 0;
+    if (r->silent || r->calib_cb || (r->opts && r->opts->no_probes)) return 0;
     nd_row row;
     if (extra) row = *extra; else row_init(&row);
     nd_cmp c;
