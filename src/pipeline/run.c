@@ -292,7 +292,12 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     }
     if (!rc && o->out_path) {
         nd_trace_meta meta = {ND_VERSION, o->ckpt_dir, nd_ckpt_format_str(r.ck), r.rc->name, r.stack.name,
-                              r.be->name, r.be->device, modes_str(r.modes)};
+                              r.be->name, r.be->device, modes_str(r.modes), NULL};
+        char ovr[2048] = "";
+        size_t len = 0;
+        for (int i = 0; i < o->n_overrides; i++)
+            len += (size_t)snprintf(ovr + len, len < sizeof ovr ? sizeof ovr - len : 0, "%s%s", i ? ";" : "", o->overrides[i]);
+        meta.overrides = ovr;
         rc = nd_trace_create(o->out_path, &meta, r.tokens, r.t, &r.tw, e);
     }
     if (!rc) rc = run_all(&r, e);

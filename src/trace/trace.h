@@ -43,6 +43,7 @@ typedef struct nd_row {
 typedef struct nd_trace_meta {
     const char *tool_version, *checkpoint, *checkpoint_format, *recipe, *stack, *backend,
         *device, *modes;
+    const char *overrides;   /* the run's --override arguments, ';'-separated ("" when none) */
 } nd_trace_meta;
 
 typedef struct nd_trace_summary {
@@ -73,6 +74,7 @@ int nd_trace_finish(nd_trace_w *w, const nd_trace_summary *summary, nd_err *e);
 typedef struct nd_trace {
     char schema[64], tool_version[32], checkpoint[512], checkpoint_format[32], recipe[64], stack[64],
         backend[32], device[128], modes[32], created_utc[32];
+    char overrides[2048];    /* optional attribute (older traces: empty) */
     int64_t ntokens;
     int64_t *tokens;
     int64_t nrows;

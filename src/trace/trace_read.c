@@ -96,7 +96,10 @@ static int read_root(hid_t f, nd_trace *t, const char *path, nd_err *e) {
         if (rc == 1) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not an nvfp4dbg trace (no %s attribute)", path, a[i].name);
         if (rc) return rc;
     }
-    return 0;
+    /* optional: traces written before the attribute existed have none */
+    rc = nd_h5_get_str_attr(f, "overrides", t->overrides, sizeof t->overrides, path, e);
+    if (rc == 1) { t->overrides[0] = 0; rc = 0; }
+    return rc;
 }
 
 /* Open a 1-D dataset and return its length (bounded by max). */
@@ -132,6 +135,9 @@ static int read_tokens(hid_t f, nd_trace *t, const char *path, nd_err *e) {
     int rc = 0;
     if ((ty = H5Dget_type(d)) < 0 || H5Tget_class(ty) != H5T_INTEGER) {
         rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: /tokens is not an integer dataset", path);
+    } else if (!nd_h5_backed(d, n, H5Tget_size(ty))) {
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: /tokens declares %llu tokens that the file does not hold", path,
+                     (unsigned long long)n);
     } else if (n > 0) {
         if (!(t->tokens = malloc(n * sizeof *t->tokens)))
             rc = nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", path);
@@ -189,6 +195,11 @@ static int read_stages(hid_t f, nd_trace *t, const char *path, nd_err *e) {
             rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: /stages field '%s' has the wrong type", path, fd->name);
             goto done;
         }
+    }
+    if (!nd_h5_backed(d, n, H5Tget_size(ft))) {
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: /stages declares %llu rows that the file does not hold", path,
+                     (unsigned long long)n);
+        goto done;
     }
     if (!(t->rows = calloc(n ? n : 1, sizeof *t->rows))) {
         rc = nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory for %llu rows", path, (unsigned long long)n);

@@ -56,6 +56,7 @@ static int write_root_attrs(hid_t f, const nd_trace_meta *m, const char *path, n
                           m->recipe, m->stack, m->backend, m->device, m->modes};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         ND_TRY(nd_h5_put_str_attr(f, names[i], vals[i], 0, path, e));
+    ND_TRY(nd_h5_put_str_attr(f, "overrides", m->overrides ? m->overrides : "", 0, path, e));
     return 0;
 }
 
