@@ -2,6 +2,7 @@
  * isolated production path (reference inputs) and the chained production path (production
  * inputs), one probe row per stage and mode, flushed to the trace as it is produced. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +117,17 @@ static int run_stage(nd_run *r, const nd_stage_def *def, int layer, int modes, n
         c.in_chain[i] = nd_env_get(&r->env_chain, def->in[i]);
         if (!c.in_ref[i] || (c.want_chain && !c.in_chain[i]))
             return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s reads '%s', which no earlier stage wrote", r->rc->path, def->line, def->name, def->in[i]);
+    }
+    /* test-only: a device fault at a named stage (NVFP4DBG_TEST_FAULT_STAGE), to prove that a
+     * failure mid-run ends with exit 3 and a readable partial trace */
+    const char *fault = getenv("NVFP4DBG_TEST_FAULT_STAGE");
+    if (fault && !strcmp(fault, st.name) && !r->silent) {
+        if (!strcmp(r->be->name, "cuda")) {
+            /* a real device error: a copy from an address no allocation owns */
+            float probe;
+            ND_TRY(r->be->download(r->be, &probe, (const void *)(uintptr_t)0x10, sizeof probe, e));
+        }
+        return nd_fail(e, ND_EXIT_INTERNAL, "%s: injected device fault at stage %s (test only)", r->be->name, st.name);
     }
     if (r->opts && r->opts->capture_stage && !strcmp(r->opts->capture_stage, st.name) && !r->silent)
         return nd_run_capture(r, &st, c.in_ref, e);
