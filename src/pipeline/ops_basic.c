@@ -8,6 +8,7 @@
 #include <string.h>
 #include "run.h"
 #include "ops.h"
+#include "ops_compress.h"
 #include "numerics/nd_numerics.h"
 
 int nd_run_pure(nd_opctx *c, nd_pure_fn f, nd_err *e) {
@@ -267,6 +268,7 @@ static const struct { const char *name; nd_op_fn fn; } ops[] = {
     {"add", op_add}, {"identity", op_identity},
     {"linear", nd_op_linear}, {"grouped_linear", nd_op_grouped_linear}, {"router", nd_op_router},
     {"moe_experts", nd_op_moe_experts}, {"mlp", nd_op_mlp}, {"split", nd_op_split}, {"concat", nd_op_concat},
+    {"compress", nd_op_compress}, {"indexer", nd_op_indexer}, {"attention_compressed", nd_op_attention_compressed},
 };
 
 nd_op_fn nd_op_lookup(const char *name) {

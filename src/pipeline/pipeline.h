@@ -71,6 +71,8 @@ typedef struct nd_trace_result {
     nd_trace_summary summary;
     char recipe[64], stack[32], backend[16], device[128], format[32];
     char warning[256];          /* e.g. an override that matched nothing */
+    int64_t weight_bytes;       /* checkpoint bytes the run uploaded (each touched tensor, per use) */
+    double elapsed_s;           /* wall time of the replay (after opening the checkpoint) */
 } nd_trace_result;
 
 /* Replay the recipe over the checkpoint and diagnose. Returns 0 when the run completed (a

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "run.h"
 #include "pipeline.h"
@@ -312,7 +313,13 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
         meta.overrides = ovr;
         rc = nd_trace_create(o->out_path, &meta, r.tokens, r.t, &r.tw, e);
     }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     if (!rc) rc = run_all(&r, e);
+    if (!rc) rc = r.be->sync(r.be, e);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    res->elapsed_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    res->weight_bytes = r.weight_bytes;
     if (!rc) {
         nd_diagnose_summary(r.rows, r.nrows, &res->summary);
         const char *unused;

@@ -89,6 +89,7 @@ struct nd_run {
     const struct nd_trace_opts *opts;
     int captured;              /* repro: the capture stage ran */
     nd_st_file *dump;          /* --prod-dump file or NULL */
+    int64_t weight_bytes;      /* checkpoint bytes uploaded to the backend (the touched weights) */
 };
 
 /* ---- environment ---- */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
+#include "recipe/yaml_depth.h"
 #include "numerics/nd_numerics.h"
 #include "recipe/recipe.h"
 
@@ -25,6 +26,11 @@ int nd_stack_load(const char *name, nd_stack *s, nd_err *e) {
     memset(s, 0, sizeof *s);
     FILE *f = fopen(path, "rb");
     if (!f) return nd_fail(e, ND_EXIT_BADINPUT, "%s: no serving-stack profile named '%s'", path, name);
+    int deep_line = 0;
+    if (!nd_yaml_depth_ok(f, ND_YAML_MAX_DEPTH, &deep_line)) {
+        fclose(f);
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: nested deeper than %d levels", path, deep_line, ND_YAML_MAX_DEPTH);
+    }
     yaml_parser_t p;
     yaml_document_t doc;
     yaml_parser_initialize(&p);

@@ -12,6 +12,7 @@ static int upload_raw(nd_run *r, const nd_tview *t, void **out, nd_err *e) {
     if (!*out) return e->code;
     int rc = r->be->upload(r->be, *out, t->data, t->nbytes, e);
     if (rc) { r->be->release(r->be, *out); *out = NULL; }
+    else r->weight_bytes += (int64_t)t->nbytes;
     return rc;
 }
 
