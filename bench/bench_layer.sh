@@ -1,0 +1,26 @@
+#!/bin/sh
+# bench_layer.sh — whole-trace timing on one checkpoint, in one run, with its ceilings:
+#   * the trace (both paths, both modes, every probe) against the same replay without probes
+#     (--no-probes): the probes' overhead (issue 6: target <= 1.5x);
+#   * the touched weight bytes (reported by the trace) against the read bandwidth of the same
+#     safetensors files measured here (issue 11's I/O floor).
+# usage: bench/bench_layer.sh NVFP4DBG CHECKPOINT BACKEND "16 256 4096"
+set -eu
+bin=$1; ck=$2; be=${3:-cuda}; sizes=${4:-"16 256"}
+vocab=$(grep -o '"vocab_size": *[0-9]*' "$ck/config.json" | grep -o '[0-9]*$')
+t0=$(date +%s.%N)
+cat "$ck"/*.safetensors > /dev/null
+t1=$(date +%s.%N)
+bytes=$(cat "$ck"/*.safetensors | wc -c)
+bw=$(echo "$bytes $t0 $t1" | awk '{ printf "%.3f", $1 / ($3 - $2) / 1e9 }')
+echo "checkpoint $ck: $bytes bytes, read at $bw GB/s (first read; page cache may help later runs)"
+printf "%8s %12s %12s %8s %14s %10s %12s\n" tokens trace_s noprobe_s ratio weight_GB io_floor_s trace/io
+for T in $sizes; do
+  awk -v n="$T" -v v="$vocab" 'BEGIN { for (i = 0; i < n; i++) print (i * 7919 + 13) % v }' > /tmp/bench-tokens.txt
+  "$bin" trace "$ck" --backend "$be" --tokens-file /tmp/bench-tokens.txt --json --out /tmp/bench.h5 > /tmp/bench-a.json || [ $? -eq 1 ]
+  "$bin" trace "$ck" --backend "$be" --tokens-file /tmp/bench-tokens.txt --json --no-probes --out /tmp/bench-np.h5 > /tmp/bench-b.json || [ $? -eq 1 ]
+  a=$(grep -o '"elapsed_s": [0-9.e+-]*' /tmp/bench-a.json | awk '{ print $2 }')
+  b=$(grep -o '"elapsed_s": [0-9.e+-]*' /tmp/bench-b.json | awk '{ print $2 }')
+  w=$(grep -o '"weight_bytes": [0-9]*' /tmp/bench-a.json | awk '{ print $2 }')
+  echo "$T $a $b $w $bw" | awk '{ io = $4 / ($5 * 1e9); printf "%8d %12.4f %12.4f %8.2f %14.3f %10.4f %12.2f\n", $1, $2, $3, $2 / $3, $4 / 1e9, io, $2 / io }'
+done
