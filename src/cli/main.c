@@ -16,6 +16,7 @@ static const nd_command commands[] = {
     {"inspect", nd_cmd_inspect, "formats, scales and static findings of a checkpoint"},
     {"compare", nd_cmd_compare, "compare a trace with a golden trace (the CI gate)"},
     {"synth", nd_cmd_synth, "write a synthetic checkpoint in the real format, with faults"},
+    {"report", nd_cmd_report, "one self-contained HTML page of a trace (charts, routing, table)"},
 };
 
 static void usage(FILE *f) {

@@ -1,0 +1,56 @@
+/* report_routing_load.c — the expert picks of every router stage, from /routing in the trace. */
+#include <stdlib.h>
+#include <string.h>
+#include "report.h"
+
+int nd_report_routing_load(const char *trace_path, const nd_trace *t, nd_report_routing *out, nd_err *e) {
+    memset(out, 0, sizeof *out);
+    int cap = 0;
+    for (int64_t i = 0; i < t->nrows; i++) {
+        const nd_row *r = &t->rows[i];
+        if (strcmp(r->op, "router")) continue;
+        int seen = 0;   /* one entry per stage, not per mode */
+        for (int j = 0; j < out->n && !seen; j++) seen = !strcmp(out->picks[j].stage, r->name);
+        if (seen) continue;
+        if (out->n == cap) {
+            int nc = cap ? cap * 2 : 16;
+            void *np = realloc(out->picks, (size_t)nc * sizeof *out->picks);
+            if (!np) { nd_report_routing_free(out); return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", trace_path); }
+            out->picks = np;
+            cap = nc;
+        }
+        nd_report_pick *p = &out->picks[out->n];
+        memset(p, 0, sizeof *p);
+        snprintf(p->stage, sizeof p->stage, "%s", r->name);
+        p->layer = r->layer;
+        int64_t tr = 0, kr = 0, tp = 0, kp = 0;
+        nd_err ignore = {0};
+        /* a missing path is not an error: traces written before /routing existed have none */
+        if (nd_trace_read_routing(trace_path, r->name, "ref", &p->ref, &tr, &kr, &ignore)) p->ref = NULL;
+        if (nd_trace_read_routing(trace_path, r->name, "prod", &p->prod, &tp, &kp, &ignore)) p->prod = NULL;
+        if (p->ref && p->prod && (tr != tp || kr != kp)) {
+            nd_fail(e, ND_EXIT_BADINPUT, "%s: /routing/%s: ref is [%lld, %lld] but prod is [%lld, %lld]", trace_path, r->name,
+                    (long long)tr, (long long)kr, (long long)tp, (long long)kp);
+            free(p->ref);
+            free(p->prod);
+            nd_report_routing_free(out);
+            return ND_EXIT_BADINPUT;
+        }
+        p->t = p->ref ? tr : tp;
+        p->k = p->ref ? kr : kp;
+        out->n++;   /* kept while loading, so a stage's second mode is seen; dropped below */
+    }
+    int kept = 0;
+    for (int j = 0; j < out->n; j++) {
+        if (!out->picks[j].ref && !out->picks[j].prod) { out->nmissing++; continue; }
+        out->picks[kept++] = out->picks[j];
+    }
+    out->n = kept;
+    return 0;
+}
+
+void nd_report_routing_free(nd_report_routing *r) {
+    for (int i = 0; i < r->n; i++) { free(r->picks[i].ref); free(r->picks[i].prod); }
+    free(r->picks);
+    memset(r, 0, sizeof *r);
+}

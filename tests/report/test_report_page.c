@@ -1,0 +1,341 @@
+/* test_report_page.c — HTML escaping, and the page's structure on a synthetic trace of 60
+ * layers x 30 stages x 2 modes with routing in every layer: size bound, element counts, every
+ * untrusted string escaped, the first divergence marked; OUT.tmp + rename; the routing loader on
+ * a real (written, then read) trace file. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "nd_test.h"
+#include "report/report.h"
+
+enum { NLAYERS = 60, PER_LAYER = 30, NTOK = 16, TOPK = 8, NEXPERTS = 256 };
+#define EVIL "<script>alert(1)</script>"
+
+static size_t count(const char *hay, const char *needle) {
+    size_t n = 0, len = strlen(needle);
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + len, needle)) n++;
+    return n;
+}
+
+static void test_escape(void) {
+    char b[128];
+    size_t need = nd_html_escape_buf(b, sizeof b, "<a href=\"x\">&'\x01\tz");
+    CHECK(!strcmp(b, "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&#xFFFD;\tz"), "escaped: %s", b);
+    CHECK_EQ_INT(need, strlen(b));
+    /* a cut never leaves half an entity, and the return says how much was needed */
+    char s[5];
+    need = nd_html_escape_buf(s, sizeof s, "ab<cd");
+    CHECK(!strcmp(s, "ab"), "cut: '%s'", s);
+    CHECK_EQ_INT(need, strlen("ab&lt;cd"));
+    CHECK_EQ_INT(nd_html_escape_buf(s, sizeof s, ""), 0);
+    CHECK(s[0] == 0, "empty");
+    /* UTF-8 passes through unchanged */
+    nd_html_escape_buf(b, sizeof b, "\xc3\xa9t\xc3\xa9");
+    CHECK(!strcmp(b, "\xc3\xa9t\xc3\xa9"), "utf-8: %s", b);
+    /* the FILE* variant gives the same bytes */
+    char *mem = NULL;
+    size_t ml = 0;
+    FILE *f = open_memstream(&mem, &ml);
+    nd_html_escape(f, "<a href=\"x\">&'\x01\tz");
+    fclose(f);
+    CHECK(mem && !strcmp(mem, "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&#xFFFD;\tz"), "stream: %s", mem ? mem : "(null)");
+    free(mem);
+}
+
+static const char *kinds[PER_LAYER] = {
+    "input_layernorm", "self_attn.q_a_proj", "self_attn.kv_proj", "self_attn.q_a_norm", "self_attn.q_b_proj",
+    "self_attn.q_rope", "self_attn.attention", "self_attn.o_a_proj", "self_attn.o_b_proj", "attn_hc.post",
+    "post_attention_layernorm", "mlp.gate", "mlp.experts.0.gate_proj", "mlp.experts.0.up_proj", "mlp.experts.0.down_proj",
+    "mlp.experts.1.gate_proj", "mlp.experts.1.up_proj", "mlp.experts.1.down_proj", "mlp.experts.2.gate_proj",
+    "mlp.experts.2.up_proj", "mlp.experts.2.down_proj", "mlp.experts", "mlp.shared_experts.gate_proj",
+    "mlp.shared_experts.up_proj", "mlp.shared_experts.down_proj", "mlp.shared_experts", "mlp", "ffn_hc.pre",
+    "ffn_hc.post", EVIL};
+
+static int is_linear(int k) { return strstr(kinds[k], "_proj") != NULL; }
+
+/* 60 x 30 stages, two rows each; layer 37's q_a_proj is the first divergence. */
+static nd_trace *synthetic(void) {
+    nd_trace *t = calloc(1, sizeof *t);
+    t->nrows = (int64_t)NLAYERS * PER_LAYER * 2;
+    t->rows = calloc((size_t)t->nrows, sizeof *t->rows);
+    snprintf(t->schema, sizeof t->schema, "nvfp4dbg-trace/1");
+    snprintf(t->checkpoint, sizeof t->checkpoint, "ckpt\"><img src=x onerror=alert(2)>");
+    snprintf(t->recipe, sizeof t->recipe, "deepseek_v4");
+    snprintf(t->modes, sizeof t->modes, "isolated,chained");
+    snprintf(t->device, sizeof t->device, "<b>dev</b>");
+    t->ntokens = NTOK;
+    int64_t i = 0;
+    for (int L = 0; L < NLAYERS; L++)
+        for (int k = 0; k < PER_LAYER; k++)
+            for (int md = 0; md < 2; md++, i++) {
+                nd_row *r = &t->rows[i];
+                r->index = (int32_t)i;
+                r->layer = L;
+                snprintf(r->name, sizeof r->name, "layers.%d.%s", L, kinds[k]);
+                snprintf(r->op, sizeof r->op, "%s", is_linear(k) ? "linear" : k == 11 ? "router" : "rmsnorm");
+                snprintf(r->mode, sizeof r->mode, "%s", md ? "chained" : "isolated");
+                r->quantized = (uint8_t)is_linear(k);
+                r->numel = 4096;
+                r->ref_amax = 1.0 + 0.01 * k;
+                r->prod_amax = r->ref_amax * (md ? 1.02 : 1.0);
+                r->cosine = is_linear(k) ? 0.995 - md * 0.001 * L : 1.0;
+                r->sqnr_db = is_linear(k) ? 20.0 - md * 0.2 * L : 200.0;
+                r->floor_sqnr_db = is_linear(k) ? 20.5 : NAN;
+                r->scale_ratio = is_linear(k) ? 0.8 + 0.01 * k : NAN;
+                r->sat_frac = NAN;
+                r->topk_agree = k == 11 ? 1.0 : NAN;
+                snprintf(r->verdict, sizeof r->verdict, "ok");
+                if (L == 37 && k == 1 && md == 0) {
+                    r->prod_amax = 0;
+                    r->cosine = 0;
+                    r->sqnr_db = 0;
+                    r->scale_ratio = 1.45e-6;
+                    snprintf(r->verdict, sizeof r->verdict, "scale_inverted");
+                }
+                if (L >= 50 && md == 1) r->prod_nan = 100 * (L - 49);
+            }
+    t->has_summary = 1;
+    snprintf(t->summary.status, sizeof t->summary.status, "diverged");
+    snprintf(t->summary.first_divergence, sizeof t->summary.first_divergence, "layers.37.self_attn.q_a_proj");
+    snprintf(t->summary.first_divergence_mode, sizeof t->summary.first_divergence_mode, "isolated");
+    snprintf(t->summary.cause, sizeof t->summary.cause, "scale_inverted");
+    snprintf(t->summary.message, sizeof t->summary.message, "multiplier 1.45e-06 x healthy & <inverted> " EVIL);
+    return t;
+}
+
+static nd_report_routing synthetic_routing(void) {
+    nd_report_routing rt = {0};
+    rt.n = NLAYERS;
+    rt.picks = calloc(NLAYERS, sizeof *rt.picks);
+    uint32_t s = 12345;
+    for (int L = 0; L < NLAYERS; L++) {
+        nd_report_pick *p = &rt.picks[L];
+        snprintf(p->stage, sizeof p->stage, "layers.%d.mlp.gate", L);
+        p->layer = L;
+        p->t = NTOK;
+        p->k = TOPK;
+        p->ref = malloc(NTOK * TOPK * sizeof(int32_t));
+        p->prod = malloc(NTOK * TOPK * sizeof(int32_t));
+        for (int j = 0; j < NTOK * TOPK; j++) {
+            /* distinct experts within a token, as a router picks them */
+            if (j % TOPK == 0) s = s * 1664525u + 1013904223u;
+            p->ref[j] = (int32_t)(((s >> 8) + 17u * (uint32_t)(j % TOPK)) % NEXPERTS);
+            /* layer 40: token 3's last slot picks another expert on the production path */
+            p->prod[j] = (L == 40 && j == 3 * TOPK + TOPK - 1) ? (p->ref[j] + 1) % NEXPERTS : p->ref[j];
+        }
+    }
+    return rt;
+}
+
+/* The part of the page between the first occurrence of open and the next close. */
+static char *slice(const char *page, const char *open, const char *close) {
+    const char *a = strstr(page, open);
+    const char *b = a ? strstr(a, close) : NULL;
+    if (!a || !b) return NULL;
+    return strndup(a, (size_t)(b - a));
+}
+
+static void test_page(void) {
+    nd_trace *t = synthetic();
+    nd_report_routing rt = synthetic_routing();
+    char *page = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&page, &len);
+    nd_err e = {0};
+    CHECK_EQ_INT(nd_report_html(f, t, &rt, "synthetic <60x30>.h5", &e), 0);
+    fclose(f);
+    printf("page: %zu bytes for %lld rows\n", len, (long long)t->nrows);
+    CHECK(len > 200000 && len < 3u * 1024 * 1024, "page size %zu outside (200 kB, 3 MB)", len);
+    CHECK(!strncmp(page, "<!DOCTYPE html>", 15), "doctype");
+    CHECK(len > 8 && !strcmp(page + len - 8, "</html>\n"), "ends with </html>");
+    /* untrusted strings never reach the page raw */
+    CHECK_EQ_INT(count(page, "<script"), 1);
+    CHECK_EQ_INT(count(page, "<img"), 0);
+    CHECK_EQ_INT(count(page, "<b>dev"), 0);
+    CHECK(count(page, "&lt;script&gt;alert(1)&lt;/script&gt;") >= (size_t)NLAYERS * 2, "escaped stage names: %zu",
+          count(page, "&lt;script&gt;alert(1)&lt;/script&gt;"));
+    CHECK(count(page, "&quot;&gt;&lt;img src=x onerror=alert(2)&gt;") >= 2, "escaped checkpoint");
+    CHECK(count(page, "healthy &amp; &lt;inverted&gt;") == 1, "escaped message shown once");
+    CHECK(count(page, "&lt;60x30&gt;.h5") == 1, "escaped source name");
+    /* structure: 4 charts + one routing strip per MoE layer */
+    CHECK_EQ_INT(count(page, "<svg class=\"chart "), 4);
+    CHECK_EQ_INT(count(page, "<svg class=\"rstrip\""), NLAYERS);
+    CHECK_EQ_INT(count(page, "<svg"), 4 + NLAYERS);
+    CHECK_EQ_INT(count(page, "</svg>"), 4 + NLAYERS);
+    CHECK_EQ_INT(count(page, "<section"), count(page, "</section>"));
+    /* one line per mode on cosine and SQNR, reference + two modes on amax and NaN/Inf */
+    CHECK_EQ_INT(count(page, "<path class=\"iso\""), 4);
+    CHECK_EQ_INT(count(page, "<path class=\"chain\""), 4);
+    CHECK_EQ_INT(count(page, "<path class=\"thr\""), 2);
+    /* the first divergence: marked on every chart, its row outlined, named in the banner */
+    CHECK_EQ_INT(count(page, "<g class=\"mark\">"), 4);
+    CHECK_EQ_INT(count(page, "first divergence: layers.37.self_attn.q_a_proj (isolated)"), 4);
+    CHECK_EQ_INT(count(page, "id=\"first-row\""), 1);
+    CHECK_EQ_INT(count(page, "href=\"#first-row\""), 1);
+    CHECK(strstr(page, "<div class=\"banner diverged\"") != NULL, "diverged banner");
+    /* the table of all stages: one row per trace row, plus the header */
+    char *table = slice(page, "id=\"stage-table\"", "</table>");
+    CHECK(table != NULL, "stage table");
+    if (table) {
+        CHECK_EQ_INT(count(table, "<tr"), t->nrows + 1);
+        CHECK_EQ_INT(count(table, "<tr class=\"bad\">"), 0); /* the only bad row is the first divergence */
+        CHECK_EQ_INT(count(table, "class=\"first bad\""), 1);
+    }
+    free(table);
+    /* flagged list: exactly the one non-ok row */
+    char *flag = slice(page, "id=\"flagged-table\"", "</table>");
+    CHECK(flag && count(flag, "<tr") == 2, "flagged rows: %zu", flag ? count(flag, "<tr") : 0);
+    free(flag);
+    /* scale ratio map: one row per layer, 11 columns (the expert columns aggregate 3 experts) */
+    char *heat = slice(page, "<table class=\"heat\">", "</table>");
+    CHECK(heat != NULL, "heat map");
+    if (heat) {
+        CHECK_EQ_INT(count(heat, "<tr>"), NLAYERS + 1);
+        CHECK_EQ_INT(count(heat, "<th>"), 1 + 11 + NLAYERS);
+        CHECK_EQ_INT(count(heat, "mlp.experts.*.gate_proj</th>"), 1);
+        CHECK_EQ_INT(count(heat, "(worst of 3;"), NLAYERS * 3);
+        CHECK_EQ_INT(count(heat, "<td class=\"bad\""), 1);
+        CHECK_EQ_INT(count(heat, ">1.45e-06</td>"), 1);
+    }
+    free(heat);
+    /* routing: layer 40 disagrees on 1 of 128 picks, one token; every other layer agrees */
+    CHECK_EQ_INT(count(page, "100.0% of picks agree"), NLAYERS - 1);
+    CHECK_EQ_INT(count(page, "99.2% of picks agree"), 1);
+    CHECK_EQ_INT(count(page, "1 token with different experts"), 1);
+    CHECK_EQ_INT(count(page, "token 3: reference {"), 1);
+    /* NaN in the chained rows of layers 50..59: the no-NaN note must not appear */
+    CHECK_EQ_INT(count(page, "No NaN or Inf in any stage"), 0);
+    free(page);
+    nd_report_routing_free(&rt);
+    nd_trace_free(t);
+}
+
+/* A clean trace with one mode: no mark, ok banner, no-NaN note, the chained line absent. */
+static void test_clean_single_mode(void) {
+    nd_trace *t = synthetic();
+    int64_t n = 0;
+    for (int64_t i = 0; i < t->nrows; i++) {
+        if (strcmp(t->rows[i].mode, "isolated")) continue;
+        t->rows[n] = t->rows[i];
+        snprintf(t->rows[n].verdict, sizeof t->rows[n].verdict, "ok");
+        t->rows[n].prod_nan = 0;
+        n++;
+    }
+    t->nrows = n;
+    memset(&t->summary, 0, sizeof t->summary);
+    snprintf(t->summary.status, sizeof t->summary.status, "ok");
+    char *page = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&page, &len);
+    nd_err e = {0};
+    CHECK_EQ_INT(nd_report_html(f, t, NULL, NULL, &e), 0);
+    fclose(f);
+    CHECK_EQ_INT(count(page, "<g class=\"mark\">"), 0);
+    CHECK_EQ_INT(count(page, "<path class=\"chain\""), 0);
+    CHECK_EQ_INT(count(page, "<path class=\"iso\""), 4);
+    CHECK(strstr(page, "<div class=\"banner ok\"") != NULL, "ok banner");
+    CHECK_EQ_INT(count(page, "No NaN or Inf in any stage"), 1);
+    CHECK_EQ_INT(count(page, "Every stage's verdict is ok"), 1);
+    CHECK_EQ_INT(count(page, "No routing recorded"), 1);
+    free(page);
+    /* an unfinished run: the banner says so */
+    t->has_summary = 0;
+    page = NULL;
+    f = open_memstream(&page, &len);
+    CHECK_EQ_INT(nd_report_html(f, t, NULL, NULL, &e), 0);
+    fclose(f);
+    CHECK(strstr(page, "<div class=\"banner incomplete\"") && strstr(page, "did not finish"), "incomplete banner");
+    free(page);
+    nd_trace_free(t);
+}
+
+static void test_write_and_routing_load(const char *dir) {
+    char path[512], tmp[600], bad[600];
+    snprintf(path, sizeof path, "%s/t.h5", dir);
+    nd_trace_meta meta;
+    memset(&meta, 0, sizeof meta);
+    meta.tool_version = "0.1.0";
+    meta.checkpoint = "ckpt";
+    meta.checkpoint_format = "compressed-tensors";
+    meta.recipe = "deepseek_v4";
+    meta.stack = "exact";
+    meta.backend = "cpu";
+    meta.device = "host";
+    meta.modes = "isolated,chained";
+    nd_trace_w *w = NULL;
+    nd_err e = {0};
+    CHECK_EQ_INT(nd_trace_create(path, &meta, NULL, 0, &w, &e), 0);
+    if (!w) { fprintf(stderr, "%s\n", e.msg); return; }
+    const char *names[3] = {"layers.0.mlp.gate", "layers.0.mlp.experts.0.up_proj", "layers.1.mlp.gate"};
+    const char *ops[3] = {"router", "linear", "router"};
+    for (int i = 0; i < 6; i++) {
+        nd_row r;
+        memset(&r, 0, sizeof r);
+        r.index = i;
+        r.layer = i / 4;
+        snprintf(r.name, sizeof r.name, "%s", names[i / 2]);
+        snprintf(r.op, sizeof r.op, "%s", ops[i / 2]);
+        snprintf(r.mode, sizeof r.mode, "%s", i % 2 ? "chained" : "isolated");
+        snprintf(r.verdict, sizeof r.verdict, "ok");
+        r.cosine = 1;
+        r.sqnr_db = 200;
+        r.floor_sqnr_db = r.scale_ratio = r.sat_frac = r.topk_agree = r.weight_rel_l2 = NAN;
+        CHECK_EQ_INT(nd_trace_append(w, &r, &e), 0);
+    }
+    int32_t ref[3 * 2] = {0, 5, 2, 3, 7, 1}, prod[3 * 2] = {0, 5, 3, 2, 7, 4};
+    CHECK_EQ_INT(nd_trace_put_routing(w, "layers.0.mlp.gate", "ref", ref, 3, 2, &e), 0);
+    CHECK_EQ_INT(nd_trace_put_routing(w, "layers.0.mlp.gate", "prod", prod, 3, 2, &e), 0);
+    nd_trace_summary s;
+    memset(&s, 0, sizeof s);
+    snprintf(s.status, sizeof s.status, "ok");
+    CHECK_EQ_INT(nd_trace_finish(w, &s, &e), 0);
+    nd_trace *t = NULL;
+    CHECK_EQ_INT(nd_trace_read(path, &t, &e), 0);
+    if (!t) { fprintf(stderr, "%s\n", e.msg); return; }
+    nd_report_routing rt;
+    CHECK_EQ_INT(nd_report_routing_load(path, t, &rt, &e), 0);
+    CHECK_EQ_INT(rt.n, 1);           /* one entry per stage, not per mode */
+    CHECK_EQ_INT(rt.nmissing, 1);    /* layers.1.mlp.gate has no /routing entry */
+    if (rt.n == 1) {
+        CHECK(!strcmp(rt.picks[0].stage, "layers.0.mlp.gate"), "stage %s", rt.picks[0].stage);
+        CHECK_EQ_INT(rt.picks[0].t, 3);
+        CHECK_EQ_INT(rt.picks[0].k, 2);
+        CHECK(rt.picks[0].ref && rt.picks[0].prod && !memcmp(rt.picks[0].ref, ref, sizeof ref) &&
+                  !memcmp(rt.picks[0].prod, prod, sizeof prod), "picks read back");
+    }
+    /* token 1 ({2,3} vs {3,2}) agrees as a set; token 2 differs in one slot: 5 of 6 picks agree */
+    snprintf(path, sizeof path, "%s/page.html", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    CHECK_EQ_INT(nd_report_write(path, t, &rt, "t.h5", &e), 0);
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && st.st_size > 1000, "page written");
+    CHECK(stat(tmp, &st) != 0, "no .tmp left behind");
+    FILE *f = fopen(path, "r");
+    char *buf = calloc(1, 1 << 20);
+    size_t got = f ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+    if (f) fclose(f);
+    CHECK(got > 0 && strstr(buf, "83.3% of picks agree") && strstr(buf, "1 token with different experts") &&
+              strstr(buf, "token 2: reference {7, 1}, production {7, 4}"), "routing figures in the page");
+    CHECK(strstr(buf, "1 router stage without a /routing entry") != NULL, "missing routing noted");
+    free(buf);
+    /* an output folder that does not exist: exit 2, nothing created */
+    snprintf(bad, sizeof bad, "%s/no/such/dir/page.html", dir);
+    CHECK_EQ_INT(nd_report_write(bad, t, &rt, "t.h5", &e), ND_EXIT_BADINPUT);
+    CHECK(strstr(e.msg, "page.html.tmp") != NULL, "message names the file: %s", e.msg);
+    nd_report_routing_free(&rt);
+    nd_trace_free(t);
+}
+
+int main(void) {
+    char dir[] = "test-report-XXXXXX";
+    if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
+    test_escape();
+    test_page();
+    test_clean_single_mode();
+    test_write_and_routing_load(dir);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
+    return nd_test_report("report_page");
+}
