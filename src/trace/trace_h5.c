@@ -21,6 +21,24 @@ void nd_h5_close(hid_t id) {
     }
 }
 
+int nd_h5_backed(hid_t d, unsigned long long nelem, size_t esize) {
+    hid_t p = H5Dget_create_plist(d);
+    if (p < 0) return 0;
+    int nf = H5Pget_nfilters(p);
+    double chunk = 0;
+    if (H5Pget_layout(p) == H5D_CHUNKED) {
+        hsize_t cd[H5S_MAX_RANK];
+        int r = H5Pget_chunk(p, H5S_MAX_RANK, cd);
+        chunk = r > 0 ? (double)esize : 0;
+        for (int i = 0; i < r; i++) chunk *= (double)cd[i];
+        if (chunk > (double)(16u << 20)) chunk = (double)(16u << 20); /* a declared chunk is no storage */
+    }
+    H5Pclose(p);
+    if (nf < 0) return 0;
+    double stored = (double)H5Dget_storage_size(d);
+    return (double)nelem * (double)esize <= stored * (nf > 0 ? 1032.0 : 1.0) + chunk;
+}
+
 /* Keep the innermost (deepest) message of the error stack: that is the one that says why
  * (e.g. "No space left on device"), the outer ones only name the API call. */
 static herr_t keep_innermost(unsigned n, const H5E_error2_t *err, void *data) {

@@ -17,6 +17,13 @@ int nd_h5_fail(nd_err *e, int code, const char *path, const char *src, int line,
 /* Close any kind of HDF5 identifier (ignores invalid or negative ids). */
 void nd_h5_close(hid_t id);
 
+/* 1 when dataset d, read as nelem elements of esize bytes each (its file type size), is backed by
+ * what the file stores. HDF5 reads unwritten chunks as fill values, so a tiny file can declare a
+ * dataset of any extent: readers check this before allocating. Unfiltered data must be on disk
+ * but for one chunk (a killed writer may leave the last one unallocated); filtered data may
+ * expand 1032:1 at most (deflate's limit). */
+int nd_h5_backed(hid_t d, unsigned long long nelem, size_t esize);
+
 /* Write a scalar fixed-length string attribute sized to hold `cap` bytes (cap 0: strlen + 1). */
 int nd_h5_put_str_attr(hid_t obj, const char *name, const char *value, size_t cap, const char *path,
                        nd_err *e);

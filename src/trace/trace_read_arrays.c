@@ -54,6 +54,10 @@ static int read_array(const char *path, const char *grp, const char *stage, cons
             goto done;
         }
     }
+    if (!nd_h5_backed(d, (unsigned long long)total, H5Tget_size(ty))) {
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: %s declares more data than the file holds", path, name);
+        goto done;
+    }
     if (!(*data = malloc((size_t)(total ? total : 1) * esize))) {
         rc = nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory for %s", path, name);
         goto done;
