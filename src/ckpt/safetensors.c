@@ -17,6 +17,7 @@
 #include "ckpt/ckpt_internal.h"
 
 #define ND_ST_MAX_HEADER (100u * 1000u * 1000u)
+#define ND_ST_MAX_EXTENT (1ull << 48)
 
 static const char *const dtype_names[ND_DT_COUNT] = {
     [ND_DT_F64] = "F64", [ND_DT_F32] = "F32", [ND_DT_F16] = "F16", [ND_DT_BF16] = "BF16",
@@ -87,7 +88,10 @@ static int parse_entry(nd_st_file *f, const char *name, json_t *v, uint64_t data
     if (nd > ND_MAX_DIMS)
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: tensor '%s': %zu dimensions (at most %d)", P, name,
                        nd, ND_MAX_DIMS);
-    uint64_t numel = 1;
+    /* extent: the product with zeros left out. An empty tensor such as [0, 2^62] has numel 0 and
+     * passes the byte checks, but its other dimensions reach the binding (2 * K for packed FP4,
+     * N * K) and overflow there: bound them. */
+    uint64_t numel = 1, extent = 1;
     int overflow = 0;
     memset(t, 0, sizeof *t);
     for (size_t i = 0; i < nd; i++) {
@@ -100,11 +104,15 @@ static int parse_entry(nd_st_file *f, const char *name, json_t *v, uint64_t data
                            name, i, (long long)d);
         t->shape[i] = d;
         if (__builtin_mul_overflow(numel, (uint64_t)d, &numel)) overflow = 1;
+        if (d && __builtin_mul_overflow(extent, (uint64_t)d, &extent)) overflow = 1;
     }
     uint64_t nbytes = 0;
     if (overflow || numel > (uint64_t)INT64_MAX ||
         __builtin_mul_overflow(numel, (uint64_t)nd_dtype_size(dt), &nbytes))
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: tensor '%s': shape product overflows 64 bits", P, name);
+    if (extent > ND_ST_MAX_EXTENT)
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: tensor '%s': its non-zero dimensions multiply to %llu "
+                       "(more than 2^48 elements)", P, name, (unsigned long long)extent);
     if (!json_is_array(jo) || json_array_size(jo) != 2)
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: tensor '%s': \"data_offsets\" must be [begin, end]", P,
                        name);
