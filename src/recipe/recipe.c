@@ -1,6 +1,7 @@
 /* recipe.c — recipes/<name>.yaml -> nd_recipe (libyaml document API). */
 #include "recipe.h"
 #include <yaml.h>
+#include "recipe/yaml_depth.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,6 +179,11 @@ static int parse_root(yctx *y, nd_recipe *r) {
 static int load_file(const char *path, nd_recipe **out, nd_err *e) {
     FILE *f = fopen(path, "rb");
     if (!f) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open recipe", path);
+    int deep_line = 0;
+    if (!nd_yaml_depth_ok(f, ND_YAML_MAX_DEPTH, &deep_line)) {
+        fclose(f);
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: nested deeper than %d levels", path, deep_line, ND_YAML_MAX_DEPTH);
+    }
     yaml_parser_t parser;
     yaml_document_t doc;
     if (!yaml_parser_initialize(&parser)) { fclose(f); return nd_fail(e, ND_EXIT_INTERNAL, "%s: libyaml init failed", path); }

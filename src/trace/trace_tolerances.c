@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
+#include "recipe/yaml_depth.h"
 
 #include "trace/trace.h"
 
@@ -181,6 +182,11 @@ int nd_tolerances_load(const char *path, nd_tolerances *t, nd_err *e) {
     nd_tolerances_default(t);
     FILE *fp = fopen(path, "rb");
     if (!fp) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open: %s", path, strerror(errno));
+    int deep_line = 0;
+    if (!nd_yaml_depth_ok(fp, ND_YAML_MAX_DEPTH, &deep_line)) {
+        fclose(fp);
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: nested deeper than %d levels", path, deep_line, ND_YAML_MAX_DEPTH);
+    }
     yaml_parser_t parser;
     yaml_document_t doc;
     if (!yaml_parser_initialize(&parser)) {

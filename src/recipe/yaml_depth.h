@@ -1,0 +1,38 @@
+/* yaml_depth.h — a nesting bound for the YAML loaders (recipe, stack profile, tolerances).
+ *
+ * libyaml 0.2.5 has no nesting limit, and inside flow collections its scanner walks the whole
+ * stack of open levels for every token, so a 200 KB file of "[[[[..." keeps yaml_parser_load busy
+ * for minutes. nd_yaml_depth_ok() runs the event parser first and stops at the first collection
+ * nested deeper than `max`; syntax errors are left to the real load that follows, which reports
+ * them with its own message. The file is rewound either way. */
+#ifndef ND_YAML_DEPTH_H
+#define ND_YAML_DEPTH_H
+
+#include <stdio.h>
+#include <yaml.h>
+
+#define ND_YAML_MAX_DEPTH 64
+
+/* 1 when no collection is nested deeper than max; 0 and *line (1-based) otherwise. */
+static inline int nd_yaml_depth_ok(FILE *f, int max, int *line) {
+    yaml_parser_t p;
+    yaml_event_t ev;
+    int depth = 0, ok = 1;
+    if (!yaml_parser_initialize(&p)) return 1; /* the real load reports the failure */
+    yaml_parser_set_input_file(&p, f);
+    while (yaml_parser_parse(&p, &ev)) {
+        int done = ev.type == YAML_STREAM_END_EVENT;
+        if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) {
+            if (++depth > max) { ok = 0; *line = (int)ev.start_mark.line + 1; done = 1; }
+        } else if (ev.type == YAML_SEQUENCE_END_EVENT || ev.type == YAML_MAPPING_END_EVENT) {
+            depth--;
+        }
+        yaml_event_delete(&ev);
+        if (done) break;
+    }
+    yaml_parser_delete(&p);
+    rewind(f);
+    return ok;
+}
+
+#endif
