@@ -16,6 +16,8 @@ static const nd_command commands[] = {
     {"inspect", nd_cmd_inspect, "formats, scales and static findings of a checkpoint"},
     {"compare", nd_cmd_compare, "compare a trace with a golden trace (the CI gate)"},
     {"synth", nd_cmd_synth, "write a synthetic checkpoint in the real format, with faults"},
+    {"repro", nd_cmd_repro, "write one stage of a trace as a self-contained bundle"},
+    {"replay", nd_cmd_replay, "rerun a bundled stage without the checkpoint"},
     {"report", nd_cmd_report, "one self-contained HTML page of a trace (charts, routing, table)"},
 };
 

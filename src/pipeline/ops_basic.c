@@ -262,12 +262,15 @@ static int identity_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
 }
 static int op_identity(nd_opctx *c, nd_err *e) { return nd_run_pure(c, identity_fn, e); }
 
+int nd_op_tensor(nd_opctx *c, nd_err *e); /* ops_tensor.c */
+
 static const struct { const char *name; nd_op_fn fn; } ops[] = {
     {"embedding", op_embedding}, {"hc_expand", op_hc_expand}, {"rmsnorm", op_rmsnorm}, {"rope", op_rope},
     {"attention", op_attention}, {"hc_pre", op_hc_pre}, {"hc_post", op_hc_post}, {"hc_head", op_hc_head},
     {"add", op_add}, {"identity", op_identity},
     {"linear", nd_op_linear}, {"grouped_linear", nd_op_grouped_linear}, {"router", nd_op_router},
     {"moe_experts", nd_op_moe_experts}, {"mlp", nd_op_mlp}, {"split", nd_op_split}, {"concat", nd_op_concat},
+    {"tensor", nd_op_tensor},
     {"compress", nd_op_compress}, {"indexer", nd_op_indexer}, {"attention_compressed", nd_op_attention_compressed},
 };
 

@@ -1,0 +1,108 @@
+/* bundle_ckpt.c — what `replay` runs on: a temporary checkpoint folder and a one-stage recipe
+ * made from a bundle.
+ *
+ *   config.json, hf_quant_config.json  the original texts (the stage's $config keys, the format)
+ *   model.safetensors                  the bundled tensors under their canonical names, the inputs
+ *                                      as F32 `nvfp4dbg.input.<name>` [rows, cols], and for a layer
+ *                                      stage a marker `nvfp4dbg.layer<L>`
+ *   recipe.yaml                        the original thresholds; `op: tensor` stages loading the
+ *                                      inputs, then the captured stage
+ *   stack.yaml                         the serving-stack profile of the original run
+ *
+ * A layer stage stays a layer stage (ops may depend on the layer index: layer types, compress
+ * ratios), so the recipe's `layer` section holds it, gated with `when_has: nvfp4dbg.layer{L}`
+ * so that only layer L runs it; replay asks for --layers L-L. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "bundle.h"
+
+static int write_text(const char *dir, const char *name, const char *text, nd_err *e) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f) return nd_fail(e, ND_EXIT_INTERNAL, "%s: cannot create", path);
+    size_t n = strlen(text);
+    int bad = fwrite(text, 1, n, f) != n;
+    bad |= fclose(f) != 0;
+    return bad ? nd_fail(e, ND_EXIT_INTERNAL, "%s: write error", path) : 0;
+}
+
+static int write_weights(const nd_bundle *b, const char *dir, nd_err *e) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    nd_st_writer *w;
+    ND_TRY(nd_st_writer_open(path, &w, e));
+    int rc = 0;
+    static const float one = 1.0f;
+    for (int i = 0; i < b->n_tensors && !rc; i++) {
+        const nd_bundle_tensor *t = &b->tensors[i];
+        rc = nd_st_writer_add(w, t->name, nd_dtype_from_str(t->dtype), t->ndim, t->shape, t->data, e);
+    }
+    char nm[ND_BUNDLE_MAX_IN][64];
+    for (int i = 0; i < b->n_in && !rc; i++) {
+        int64_t shape[2] = {b->in[i].rows, b->in[i].cols};
+        snprintf(nm[i], sizeof nm[i], "nvfp4dbg.input.%s", b->in[i].name);
+        rc = nd_st_writer_add(w, nm[i], ND_DT_F32, 2, shape, b->in[i].data, e);
+    }
+    char marker[48];
+    snprintf(marker, sizeof marker, "nvfp4dbg.layer%d", b->layer);
+    int64_t one_shape[1] = {1};
+    if (!rc && b->layer >= 0) rc = nd_st_writer_add(w, marker, ND_DT_F32, 1, one_shape, &one, e);
+    if (rc) { nd_st_writer_abort(w); return rc; }
+    return nd_st_writer_close(w, e);
+}
+
+static int write_recipe(const nd_bundle *b, const char *dir, nd_err *e) {
+    const char *y = b->stage_yaml;
+    while (*y == ' ') y++;
+    if (*y != '{') return nd_fail(e, ND_EXIT_BADINPUT, "bundle: stage_yaml is not a YAML flow mapping");
+    size_t cap = strlen(b->stage_yaml) + 4096;
+    char *r = malloc(cap);
+    if (!r) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    size_t o = 0;
+    o += (size_t)snprintf(r + o, cap - o,
+                          "# made by nvfp4dbg replay from a bundle of stage %s\n"
+                          "recipe: %s-replay\nmatch: [nvfp4dbg-replay]\n"
+                          "thresholds: {floor_margin_db: %.17g, min_cosine: %.17g, min_sqnr_db: %.17g, chained_min_cosine: %.17g}\n",
+                          b->stage, b->recipe[0] ? b->recipe : "bundle", b->th_floor_margin_db, b->th_min_cosine,
+                          b->th_min_sqnr_db, b->th_chained_min_cosine);
+    const char *gate = b->layer >= 0 ? "when_has: \"nvfp4dbg.layer{L}\", " : "";
+    o += (size_t)snprintf(r + o, cap - o, "%s:\n", b->layer >= 0 ? "layer" : "prologue");
+    for (int i = 0; i < b->n_in; i++)
+        o += (size_t)snprintf(r + o, cap - o, "  - {stage: \"nvfp4dbg.input.%s\", op: tensor, %sweight: \"nvfp4dbg.input.%s\", out: \"%s\"}\n",
+                              b->in[i].name, gate, b->in[i].name, b->in[i].name);
+    o += (size_t)snprintf(r + o, cap - o, "  - {%s%s\n", gate, y + 1);
+    /* a recipe needs a layer section; for a prologue stage it never runs */
+    if (b->layer < 0) o += (size_t)snprintf(r + o, cap - o, "layer:\n  - {stage: nvfp4dbg.none, op: identity, when_has: nvfp4dbg.never, in: x, out: x}\n");
+    int rc = o >= cap ? nd_fail(e, ND_EXIT_INTERNAL, "bundle: recipe text too long") : write_text(dir, "recipe.yaml", r, e);
+    free(r);
+    return rc;
+}
+
+int nd_bundle_materialise(const nd_bundle *b, char *dir, size_t cap, nd_err *e) {
+    const char *base = getenv("TMPDIR");
+    if (!base || !*base) base = P_tmpdir;
+    snprintf(dir, cap, "%s/nvfp4dbg-replay-XXXXXX", base);
+    if (!mkdtemp(dir)) return nd_fail(e, ND_EXIT_INTERNAL, "%s: cannot create a temporary folder", dir);
+    int rc = write_text(dir, "config.json", b->config_json, e);
+    if (!rc && b->hf_quant_config_json) rc = write_text(dir, "hf_quant_config.json", b->hf_quant_config_json, e);
+    if (!rc) rc = write_text(dir, "stack.yaml", b->stack_yaml, e);
+    if (!rc) rc = write_recipe(b, dir, e);
+    if (!rc) rc = write_weights(b, dir, e);
+    if (rc) nd_bundle_cleanup(dir);
+    return rc;
+}
+
+void nd_bundle_cleanup(const char *dir) {
+    static const char *const files[] = {"config.json", "hf_quant_config.json", "stack.yaml", "recipe.yaml",
+                                        "model.safetensors", "model.safetensors.tmp"};
+    char path[1200];
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}

@@ -1,0 +1,167 @@
+/* repro.c — `nvfp4dbg repro TRACE.h5 [--stage NAME] --out BUNDLE.h5`: rerun the trace's
+ * checkpoint up to one stage and write that stage, self-contained, as a bundle (docs/repro.md). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+#include "bundle/bundle.h"
+#include "pipeline/pipeline.h"
+#include "recipe/recipe.h"
+#include "nd_config.h"
+
+static const char *usage_text =
+    "usage: nvfp4dbg repro TRACE.h5 --out BUNDLE.h5 [options]\n"
+    "\n"
+    "Writes one stage of a trace as a self-contained HDF5 bundle: its reference inputs, the\n"
+    "checkpoint tensors it reads (in their checkpoint form), config.json, the stage definition,\n"
+    "the serving-stack profile, the overrides of the run and the stage's rows of the trace.\n"
+    "`nvfp4dbg replay BUNDLE.h5` reruns it without the checkpoint.\n"
+    "\n"
+    "  --stage NAME          the stage (default: the trace's first divergence)\n"
+    "  --out FILE.h5         the bundle (required)\n"
+    "  --checkpoint DIR      the checkpoint, when it moved since the trace was written\n"
+    "  --recipe NAME|FILE    the recipe, when it is not the installed one the trace names\n"
+    "  --override NAME=VALUE an override the trace does not record (repeatable; traces written\n"
+    "                        by this version record theirs)\n"
+    "\n"
+    "Exit 0: bundle written, 2: bad input (no such stage, unreadable trace), 3: internal.\n"
+    "example: nvfp4dbg trace golden/seed-bug-v4 --out t.h5; nvfp4dbg repro t.h5 --out q_a.h5\n";
+
+/* "a;b;c" -> pointers into buf (modified). */
+static int split_overrides(char *buf, const char **out, int max) {
+    int n = 0;
+    for (char *tok = strtok(buf, ";"); tok && n < max; tok = strtok(NULL, ";"))
+        if (*tok) out[n++] = tok;
+    return n;
+}
+
+static void stack_path(const char *stack, char *out, size_t cap) {
+    if (strchr(stack, '/')) snprintf(out, cap, "%s", stack);
+    else snprintf(out, cap, "%s/stack-%s.yaml", nd_recipe_dir(), stack);
+}
+
+int nd_cmd_repro(int argc, char **argv) {
+    const char *trace_path = NULL, *stage = NULL, *out = NULL, *ckpt = NULL, *recipe = NULL;
+    const char **extra = calloc((size_t)argc + 1, sizeof *extra);
+    int n_extra = 0, rc = 0;
+    nd_err e = {0};
+    nd_trace *t = NULL;
+    nd_bundle *b = NULL;
+    nd_recipe *rcp = NULL;
+    if (!extra) return ND_EXIT_INTERNAL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED() do { if (!v) { rc = nd_cli_usage_error("repro", "%s needs a value", a); goto out; } i++; } while (0)
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage_text, stdout); goto out; }
+        else if (!strcmp(a, "--stage")) { NEED(); stage = v; }
+        else if (!strcmp(a, "--out")) { NEED(); out = v; }
+        else if (!strcmp(a, "--checkpoint")) { NEED(); ckpt = v; }
+        else if (!strcmp(a, "--recipe")) { NEED(); recipe = v; }
+        else if (!strcmp(a, "--override")) { NEED(); extra[n_extra++] = v; }
+        else if (a[0] == '-') { rc = nd_cli_usage_error("repro", "unknown option %s", a); goto out; }
+        else if (!trace_path) trace_path = a;
+        else { rc = nd_cli_usage_error("repro", "unexpected argument %s", a); goto out; }
+#undef NEED
+    }
+    if (!trace_path || !out) {
+        fputs(usage_text, stderr);
+        rc = nd_cli_usage_error("repro", "%s", !trace_path ? "no trace given" : "--out BUNDLE.h5 is required");
+        goto out;
+    }
+    if ((rc = nd_trace_read(trace_path, &t, &e))) { nd_cli_error(&e); goto out; }
+    if (!stage) {
+        if (!t->has_summary || !t->summary.first_divergence[0]) {
+            rc = nd_cli_usage_error("repro", "%s: the trace has no divergence; name a stage with --stage", trace_path);
+            goto out;
+        }
+        stage = t->summary.first_divergence;
+    }
+    if (!ckpt) ckpt = t->checkpoint;
+    if (!recipe) recipe = t->recipe;
+    if (!(b = calloc(1, sizeof *b))) { rc = ND_EXIT_INTERNAL; goto out; }
+    for (int64_t i = 0; i < t->nrows && b->n_rows < ND_BUNDLE_MAX_ROWS; i++)
+        if (!strcmp(t->rows[i].name, stage)) b->rows[b->n_rows++] = t->rows[i];
+    if (!b->n_rows) { rc = nd_cli_usage_error("repro", "%s: no stage named '%s' in the trace", trace_path, stage); goto out; }
+
+    /* what the run used: overrides recorded in the trace, then the ones given here */
+    char ovbuf[2048];
+    snprintf(ovbuf, sizeof ovbuf, "%s", t->overrides);
+    const char *ovr[64];
+    int n_ovr = split_overrides(ovbuf, ovr, 32);
+    for (int i = 0; i < n_extra && n_ovr < 64; i++) ovr[n_ovr++] = extra[i];
+    size_t o = 0;
+    for (int i = 0; i < n_ovr; i++) o += (size_t)snprintf(b->overrides + o, o < sizeof b->overrides ? sizeof b->overrides - o : 0, "%s%s", i ? ";" : "", ovr[i]);
+
+    /* texts: recipe (thresholds), stack profile, config */
+    if ((rc = nd_recipe_load(recipe, &rcp, &e))) { nd_cli_error(&e); goto out; }
+    b->th_min_cosine = rcp->th.min_cosine;
+    b->th_min_sqnr_db = rcp->th.min_sqnr_db;
+    b->th_floor_margin_db = rcp->th.floor_margin_db;
+    b->th_chained_min_cosine = rcp->th.chained_min_cosine;
+    char path[1200];
+    if ((rc = nd_bundle_slurp(rcp->path, &b->recipe_yaml, &e)) > 1) { nd_cli_error(&e); goto out; }
+    stack_path(t->stack, path, sizeof path);
+    if ((rc = nd_bundle_slurp(path, &b->stack_yaml, &e))) {
+        if (rc == 1) rc = nd_cli_usage_error("repro", "%s: the trace's stack profile '%s' is not installed", path, t->stack);
+        else nd_cli_error(&e);
+        goto out;
+    }
+    snprintf(path, sizeof path, "%s/config.json", ckpt);
+    if ((rc = nd_bundle_slurp(path, &b->config_json, &e))) {
+        if (rc == 1) rc = nd_cli_usage_error("repro", "%s: no config.json (the checkpoint moved? give --checkpoint DIR)", path);
+        else nd_cli_error(&e);
+        goto out;
+    }
+    snprintf(path, sizeof path, "%s/hf_quant_config.json", ckpt);
+    if ((rc = nd_bundle_slurp(path, &b->hf_quant_config_json, &e)) > 1) { nd_cli_error(&e); goto out; }
+    rc = 0;
+    snprintf(b->tool_version, sizeof b->tool_version, "%s", ND_VERSION);
+    snprintf(b->checkpoint, sizeof b->checkpoint, "%s", ckpt);
+    snprintf(b->checkpoint_format, sizeof b->checkpoint_format, "%s", t->checkpoint_format);
+    snprintf(b->recipe, sizeof b->recipe, "%s", rcp->name);
+    snprintf(b->stack, sizeof b->stack, "%s", t->stack);
+    snprintf(b->backend, sizeof b->backend, "%s", t->backend);
+    b->ntok = t->ntokens;
+    if (!(b->tokens = malloc(sizeof(int64_t) * (size_t)(t->ntokens ? t->ntokens : 1)))) { rc = ND_EXIT_INTERNAL; goto out; }
+    if (t->ntokens) memcpy(b->tokens, t->tokens, sizeof(int64_t) * (size_t)t->ntokens);
+
+    /* rerun up to the stage on the CPU (reference inputs do not depend on the backend's
+     * production kernels) and capture it */
+    nd_trace_opts opt;
+    memset(&opt, 0, sizeof opt);
+    opt.ckpt_dir = ckpt;
+    opt.recipe = recipe;
+    opt.stack = t->stack;
+    opt.backend = "cpu";
+    opt.tokens = t->tokens;
+    opt.ntok = t->ntokens;
+    opt.layer_hi = -1;
+    opt.modes = ND_MODES_ISOLATED;
+    opt.overrides = ovr;
+    opt.n_overrides = n_ovr;
+    opt.capture_stage = stage;
+    opt.capture = nd_bundle_capture_cb;
+    opt.capture_user = b;
+    nd_trace_result res;
+    rc = nd_pipeline_trace(&opt, &res, &e);
+    nd_trace_result_free(&res);
+    if (rc) { nd_cli_error(&e); goto out; }
+    if (!b->stage_yaml) {
+        rc = nd_cli_usage_error("repro", "%s: stage '%s' did not run when the checkpoint was replayed", ckpt, stage);
+        goto out;
+    }
+    if ((rc = nd_bundle_write(out, b, &e))) { nd_cli_error(&e); goto out; }
+    size_t bytes = 0;
+    for (int i = 0; i < b->n_tensors; i++) bytes += b->tensors[i].nbytes;
+    for (int i = 0; i < b->n_in; i++) bytes += sizeof(float) * (size_t)(b->in[i].rows * b->in[i].cols);
+    printf("nvfp4dbg repro: stage %s (op %s, layer %d): %d input(s), %d checkpoint tensor(s), %zu bytes of data\n",
+           b->stage, b->op, b->layer, b->n_in, b->n_tensors, bytes);
+    if (b->overrides[0]) printf("overrides: %s\n", b->overrides);
+    printf("bundle written to %s (replay: nvfp4dbg replay %s)\n", out, out);
+out:
+    if (rcp) nd_recipe_free(rcp);
+    nd_bundle_free(b);
+    nd_trace_free(t);
+    free(extra);
+    return rc;
+}
