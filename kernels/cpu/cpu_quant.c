@@ -22,7 +22,7 @@ int nd_cpu_quant_nvfp4(nd_backend *b, const float *x, float g, int sem, int64_t 
     const char *op = "quant_nvfp4";
     ND_CPU_SIZES(e, op, rows, k);
     ND_CPU_REQUIRE(k % ND_NVFP4_BLOCK == 0, e, op, "k = %lld is not a multiple of 16", (long long)k);
-    ND_CPU_REQUIRE(sem == ND_QSEM_KERNEL || sem == ND_QSEM_CT, e, op, "unknown semantics %d", sem);
+    ND_CPU_REQUIRE(sem == ND_QSEM_KERNEL || nd_qsem_is_ct(sem), e, op, "unknown semantics %d", sem);
     ND_CPU_REQUIRE(rows * k == 0 || (x && codes && sf), e, op, "NULL buffer");
     nd_qstats st;
     memset(&st, 0, sizeof st);

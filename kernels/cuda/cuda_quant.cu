@@ -72,7 +72,7 @@ int nd_cuda_quant_nvfp4(nd_backend *b, const float *x, float g, int sem, int64_t
                         uint8_t *codes, uint8_t *sf, nd_qstats *stats_host, nd_err *e) {
     if (rows < 0 || k < 0 || k % 16 != 0)
         return nd_fail(e, ND_EXIT_INTERNAL, "cuda: quant_nvfp4: k = %lld is not a multiple of 16", (long long)k);
-    if (sem != ND_QSEM_KERNEL && sem != ND_QSEM_CT)
+    if (sem != ND_QSEM_KERNEL && !nd_qsem_is_ct(sem))
         return nd_fail(e, ND_EXIT_INTERNAL, "cuda: quant_nvfp4: unknown semantics %d", sem);
     if (((uintptr_t)x & 15) || ((uintptr_t)codes & 1))
         return nd_fail(e, ND_EXIT_INTERNAL, "cuda: quant_nvfp4: x is not 16-byte or codes not 2-byte aligned");

@@ -191,8 +191,17 @@ ND_HD float nd_nvfp4_global_scale_ct(float amax) {
  *           (documented difference: an exact-midpoint element can move to the neighbouring code).
  *  CT     : compressed-tensors fake quantization: s = fp8(clamp(g * amax / 6, 448));
  *           code = e2m1(clamp(x / (s / g), ±6)); a zero scale is replaced by eps 0.125 (FP8 eps).
+ *  CT_BF16: CT as compressed-tensors runs it on a BF16 tensor (every checkpoint llmcompressor
+ *           calibrates in BF16): calculate_qparams divides the BF16 amax by bit_range/2 = 6 as a
+ *           BF16 tensor op, so s = fp8(clamp(g * bf16(amax / 6), 448)) (torch: f32 divide, RNE
+ *           to BF16; then × g in F32). Codes as CT. docs/reference-notes.md (e): the F32 division
+ *           of CT gives another e4m3 scale for 29 of the 1144 blocks of golden/conformance.
+ *           Meant for inputs that hold BF16 values (amax is then exactly the BF16 amax).
  */
-enum nd_qsem { ND_QSEM_KERNEL = 0, ND_QSEM_CT = 1 };
+enum nd_qsem { ND_QSEM_KERNEL = 0, ND_QSEM_CT = 1, ND_QSEM_CT_BF16 = 2 };
+
+/* 1 for the compressed-tensors semantics (division by s/g, eps for zero scales). */
+ND_HD int nd_qsem_is_ct(int sem) { return sem == ND_QSEM_CT || sem == ND_QSEM_CT_BF16; }
 
 typedef struct nd_block_q {
     uint8_t sf;        /* stored e4m3 block scale byte */
@@ -203,11 +212,12 @@ typedef struct nd_block_q {
 ND_HD nd_block_q nd_nvfp4_block_params(float amax, float g, int sem) {
     nd_block_q r;
     float sfv;
-    if (sem == ND_QSEM_CT) {
+    if (nd_qsem_is_ct(sem)) {
         /* calculate_qparams: scales = amax / 6, then global_scale * scales (this order: the
          * other one, (g*amax)/6, rounds to a different e4m3 scale for ~1 block in 10^6;
          * golden/vectors/nvfp4_ct.bin holds such blocks) */
-        float t = g * (amax / ND_E2M1_MAX);
+        const float local = amax / ND_E2M1_MAX;
+        float t = g * (sem == ND_QSEM_CT_BF16 ? nd_bf16_round(local) : local);
         if (t > ND_E4M3_MAX) t = ND_E4M3_MAX;
         r.sf = nd_e4m3_from_f32_satfinite(t);
         sfv = nd_e4m3_to_f32(r.sf);
@@ -227,7 +237,7 @@ ND_HD nd_block_q nd_nvfp4_block_params(float amax, float g, int sem) {
  * A block whose scale clipped at 448 saturates its largest elements this way. */
 ND_HD int nd_nvfp4_elem_saturates(float x, nd_block_q p, float g, int sem) {
     float y;
-    if (sem == ND_QSEM_CT) {
+    if (nd_qsem_is_ct(sem)) {
         float sfv = nd_e4m3_to_f32(p.sf);
         if (sfv == 0.0f) sfv = 0.125f;
         y = x / (sfv / g);
@@ -239,7 +249,7 @@ ND_HD int nd_nvfp4_elem_saturates(float x, nd_block_q p, float g, int sem) {
 
 /* Quantize one element given its block parameters. CT divides, the kernel multiplies. */
 ND_HD uint8_t nd_nvfp4_quant_elem(float x, nd_block_q p, float g, int sem) {
-    if (sem == ND_QSEM_CT) {
+    if (nd_qsem_is_ct(sem)) {
         float sfv = nd_e4m3_to_f32(p.sf);
         if (sfv == 0.0f) sfv = 0.125f;
         float y = x / (sfv / g);
