@@ -44,7 +44,7 @@ static void run_path(const char *path) {
         snprintf(names[n++], len, "%s/%s", path, de->d_name);
     }
     closedir(d);
-    qsort(names, n, sizeof *names, name_cmp);
+    if (n > 1) qsort(names, n, sizeof *names, name_cmp);
     for (size_t i = 0; i < n; i++) { run_path(names[i]); free(names[i]); }
     free(names);
 }
