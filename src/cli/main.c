@@ -18,6 +18,7 @@ static const nd_command commands[] = {
     {"synth", nd_cmd_synth, "write a synthetic checkpoint in the real format, with faults"},
     {"repro", nd_cmd_repro, "write one stage of a trace as a self-contained bundle"},
     {"replay", nd_cmd_replay, "rerun a bundled stage without the checkpoint"},
+    {"bisect", nd_cmd_bisect, "the smallest set of stages whose NVFP4 execution the divergence needs"},
     {"report", nd_cmd_report, "one self-contained HTML page of a trace (charts, routing, table)"},
 };
 

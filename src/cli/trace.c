@@ -30,6 +30,9 @@ static const char *usage_text =
     "  --mode isolated|chained|both  (default both)\n"
     "  --out FILE.h5             trace file (default nvfp4dbg-trace.h5)\n"
     "  --dump stats|tensors      also store every stage's tensors\n"
+    "  --prod-dump FILE.safetensors  activations captured from a real serving stack (tensors named\n"
+    "                            after stages or modules, `<name>.input` optional; tools/capture_hook.py)\n"
+    "                            judged against the reference path as rows of mode \"captured\"\n"
     "  --json                    one JSON document on stdout instead of the table\n"
     "  --no-color                no colours (also NO_COLOR=1)\n"
     "  --no-probes               benchmark baseline: run both paths and modes, measure nothing\n"
@@ -149,6 +152,7 @@ int nd_cmd_trace(int argc, char **argv) {
             if (!strcmp(v, "tensors")) o.dump_tensors = 1;
             else if (strcmp(v, "stats")) { rc = nd_cli_usage_error("trace", "--dump %s: expected stats or tensors", v); goto out; }
         }
+        else if (!strcmp(a, "--prod-dump")) { NEED(); o.prod_dump = v; }
         else if (!strcmp(a, "--json")) json = 1;
         else if (!strcmp(a, "--no-probes")) o.no_probes = 1;
         else if (!strcmp(a, "--no-color")) no_color = 1;

@@ -1,0 +1,255 @@
+/* bisect.c — `nvfp4dbg bisect CKPT [trace options]`: which stages' NVFP4 execution the divergence
+ * needs (docs/repro.md), as Polygraphy's `debug precision` does for TensorRT layers.
+ *
+ * A first full trace (both modes) must show a divergence or a NaN; then each probe is a chained trace in which the stages outside a set S run the reference math on
+ * the production path (nd_trace_opts.ref_only). The symptom is judged at the end of the chain:
+ * a NaN/Inf in any chained row when the full NVFP4 run has one, else the final row's cosine
+ * below a threshold (default: halfway between the full NVFP4 run and 1). Search over the
+ * quantized stages in execution order Q:
+ *   forward  — the shortest prefix Q[0:k] that shows the symptom (bisection on k),
+ *   reverse  — the shortest suffix Q[j:k] of that prefix that still shows it (bisection on j),
+ *   prune    — drop each inner stage of Q[j:k] whose removal keeps the symptom.
+ * Bisection assumes that adding NVFP4 stages does not remove the symptom; every set reported
+ * was itself traced and showed the symptom. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+#include "tokens.h"
+#include "pipeline/pipeline.h"
+
+static const char *usage_text =
+    "usage: nvfp4dbg bisect CHECKPOINT [options]\n"
+    "\n"
+    "Finds the smallest set of quantized stages whose NVFP4 execution is needed for the\n"
+    "divergence at the end of the chained production path (a NaN, or the final output's cosine\n"
+    "below a threshold) to appear; the other stages run the reference math.\n"
+    "Exit 0: no symptom to bisect, 1: a set was found, 2: bad input, 3: internal.\n"
+    "\n"
+    "  --recipe NAME|FILE, --tokens 1,2,3, --tokens-file FILE, --layers A-B|N|all,\n"
+    "  --backend auto|cpu|cuda, --device N, --stack NAME, --override NAME=VALUE (repeatable),\n"
+    "  --reference-checkpoint DIR    as for trace\n"
+    "  --min-cosine X    the symptom: final chained cosine below X (default: halfway between the\n"
+    "                    full NVFP4 run's and 1)\n"
+    "  --json            one JSON document on stdout\n"
+    "\n"
+    "example: nvfp4dbg bisect golden/seed-bug-v4 --stack vllm\n";
+
+typedef struct bis {
+    nd_trace_opts o;
+    char (*names)[ND_NAME_LEN];     /* quantized stages in execution order */
+    int n;
+    const char **off;               /* scratch: the ref_only list of one probe */
+    int use_nan;
+    double min_cos;
+    int traces;
+    nd_err *e;
+} bis;
+
+typedef struct outcome { double cos; int64_t nonfinite; } outcome;
+
+static int run(bis *b, const unsigned char *on, outcome *out) {
+    int n_off = 0;
+    for (int i = 0; on && i < b->n; i++)
+        if (!on[i]) b->off[n_off++] = b->names[i];
+    b->o.ref_only = b->off;
+    b->o.n_ref_only = n_off;
+    nd_trace_result res;
+    b->traces++;
+    int rc = nd_pipeline_trace(&b->o, &res, b->e);
+    if (!rc) {
+        out->nonfinite = 0;
+        out->cos = NAN;
+        for (int64_t i = 0; i < res.nrows; i++) {
+            const nd_row *r = &res.rows[i];
+            if (strcmp(r->mode, "chained")) continue;
+            out->nonfinite += r->prod_nan + r->prod_inf;
+            out->cos = r->cosine;
+        }
+        if (!res.nrows) rc = nd_fail(b->e, ND_EXIT_BADINPUT, "%s: the trace produced no rows", b->o.ckpt_dir);
+    }
+    nd_trace_result_free(&res);
+    return rc;
+}
+
+static int symptom(const bis *b, const outcome *o) {
+    if (b->use_nan) return o->nonfinite > 0;
+    return !(o->cos >= b->min_cos); /* NaN cosine counts */
+}
+
+/* fails(S) for S = the stages i with lo <= i < hi and keep[i] */
+static int probe(bis *b, int lo, int hi, const unsigned char *keep, int *fails) {
+    unsigned char *on = calloc((size_t)b->n + 1, 1);
+    if (!on) return nd_fail(b->e, ND_EXIT_INTERNAL, "out of memory");
+    for (int i = lo; i < hi; i++) on[i] = keep ? keep[i] : 1;
+    outcome oc;
+    int rc = run(b, on, &oc);
+    free(on);
+    if (!rc) *fails = symptom(b, &oc);
+    return rc;
+}
+
+static int parse_layers(const char *s, int *lo, int *hi) {
+    if (!strcmp(s, "all")) { *lo = 0; *hi = -1; return 0; }
+    char *end;
+    long a = strtol(s, &end, 10);
+    if (end == s || a < 0) return -1;
+    if (!*end) { *lo = *hi = (int)a; return 0; }
+    if (*end != '-') return -1;
+    const char *t = end + 1;
+    long c = strtol(t, &end, 10);
+    if (end == t || *end || c < a) return -1;
+    *lo = (int)a;
+    *hi = (int)c;
+    return 0;
+}
+
+int nd_cmd_bisect(int argc, char **argv) {
+    bis b;
+    memset(&b, 0, sizeof b);
+    nd_err e = {0};
+    b.e = &e;
+    b.o.backend = "auto";
+    b.o.layer_hi = -1;
+    b.o.modes = ND_MODES_CHAINED;
+    b.min_cos = NAN;
+    const char **ovr = calloc((size_t)argc + 1, sizeof *ovr);
+    int64_t *tokens = NULL, ntok = 0;
+    int json = 0, rc = 0;
+    unsigned char *keep = NULL;
+    if (!ovr) return ND_EXIT_INTERNAL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED() do { if (!v) { rc = nd_cli_usage_error("bisect", "%s needs a value", a); goto out; } i++; } while (0)
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage_text, stdout); goto out; }
+        else if (!strcmp(a, "--recipe")) { NEED(); b.o.recipe = v; }
+        else if (!strcmp(a, "--tokens")) { NEED(); free(tokens); tokens = NULL; if (nd_tokens_parse(v, "--tokens", &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
+        else if (!strcmp(a, "--tokens-file")) { NEED(); free(tokens); tokens = NULL; if (nd_tokens_file(v, &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
+        else if (!strcmp(a, "--layers")) { NEED(); if (parse_layers(v, &b.o.layer_lo, &b.o.layer_hi)) { rc = nd_cli_usage_error("bisect", "--layers %s: expected N, A-B or all", v); goto out; } }
+        else if (!strcmp(a, "--backend")) { NEED(); b.o.backend = v; }
+        else if (!strcmp(a, "--device")) { NEED(); b.o.device = atoi(v); }
+        else if (!strcmp(a, "--stack")) { NEED(); b.o.stack = v; }
+        else if (!strcmp(a, "--override")) { NEED(); ovr[b.o.n_overrides++] = v; }
+        else if (!strcmp(a, "--reference-checkpoint")) { NEED(); b.o.ref_ckpt = v; }
+        else if (!strcmp(a, "--min-cosine")) {
+            NEED();
+            char *end;
+            b.min_cos = strtod(v, &end);
+            if (*end || !isfinite(b.min_cos)) { rc = nd_cli_usage_error("bisect", "--min-cosine %s: expected a number", v); goto out; }
+        }
+        else if (!strcmp(a, "--json")) json = 1;
+        else if (a[0] == '-') { rc = nd_cli_usage_error("bisect", "unknown option %s", a); goto out; }
+        else if (!b.o.ckpt_dir) b.o.ckpt_dir = a;
+        else { rc = nd_cli_usage_error("bisect", "unexpected argument %s", a); goto out; }
+#undef NEED
+    }
+    if (!b.o.ckpt_dir) { fputs(usage_text, stderr); rc = nd_cli_usage_error("bisect", "no checkpoint given"); goto out; }
+    b.o.tokens = tokens;
+    b.o.ntok = ntok;
+    b.o.overrides = ovr;
+
+    /* the full NVFP4 run: the quantized stages and the symptom */
+    nd_trace_result res;
+    b.traces++;
+    b.o.modes = ND_MODES_BOTH; /* the diagnosis (isolated rows) decides whether there is a divergence */
+    rc = nd_pipeline_trace(&b.o, &res, &e);
+    b.o.modes = ND_MODES_CHAINED;
+    if (rc) { nd_cli_error(&e); nd_trace_result_free(&res); goto out; }
+    if (res.warning[0]) fprintf(stderr, "nvfp4dbg: warning: %s\n", res.warning);
+    outcome full = {NAN, 0};
+    b.names = calloc((size_t)(res.nrows + 1), sizeof *b.names);
+    b.off = calloc((size_t)(res.nrows + 1), sizeof *b.off);
+    if (!b.names || !b.off) { nd_trace_result_free(&res); rc = ND_EXIT_INTERNAL; goto out; }
+    for (int64_t i = 0; i < res.nrows; i++) {
+        const nd_row *r = &res.rows[i];
+        if (!r->quantized && strcmp(r->mode, "chained")) continue;
+        if (!strcmp(r->mode, "chained")) {
+            full.nonfinite += r->prod_nan + r->prod_inf;
+            full.cos = r->cosine;
+        }
+        if (!r->quantized) continue;
+        int dup = 0;
+        for (int j = 0; j < b.n && !dup; j++) dup = !strcmp(b.names[j], r->name);
+        if (!dup) snprintf(b.names[b.n++], ND_NAME_LEN, "%s", r->name);
+    }
+    int diverged = !strcmp(res.summary.status, "diverged");
+    nd_trace_result_free(&res);
+    b.use_nan = full.nonfinite > 0;
+    if (isnan(b.min_cos)) b.min_cos = isfinite(full.cos) ? (full.cos + 1.0) / 2.0 : 0.5;
+    const char *crit = b.use_nan ? "a NaN/Inf on the chained path" : "final chained cosine below the threshold";
+    if ((!diverged && !b.use_nan) || !symptom(&b, &full) || b.n == 0) {
+        if (json) printf("{\"status\": \"no_symptom\", \"diverged\": %s, \"traces\": %d, \"stages\": []}\n", diverged ? "true" : "false", b.traces);
+        else printf("nvfp4dbg bisect: %s: nothing to bisect (%s; final chained cosine %.5f, %lld NaN/Inf, threshold %.5f; %d quantized stages)\n",
+                    b.o.ckpt_dir, diverged ? "diverged" : "the trace shows no divergence", full.cos, (long long)full.nonfinite, b.min_cos, b.n);
+        rc = ND_EXIT_OK;
+        goto out;
+    }
+    /* forward: shortest failing prefix [0, k) */
+    int lo = 1, hi = b.n, f = 0;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if ((rc = probe(&b, 0, mid, NULL, &f))) { nd_cli_error(&e); goto out; }
+        if (f) hi = mid; else lo = mid + 1;
+    }
+    int k = hi;
+    /* reverse: shortest failing suffix [j, k) of that prefix */
+    lo = 0;
+    hi = k - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if ((rc = probe(&b, mid, k, NULL, &f))) { nd_cli_error(&e); goto out; }
+        if (f) lo = mid; else hi = mid - 1;
+    }
+    int j = lo;
+    /* prune the inside of [j, k) one stage at a time */
+    if (!(keep = calloc((size_t)b.n + 1, 1))) { rc = ND_EXIT_INTERNAL; goto out; }
+    for (int i = j; i < k; i++) keep[i] = 1;
+    for (int i = j + 1; i < k - 1; i++) {
+        keep[i] = 0;
+        if ((rc = probe(&b, j, k, keep, &f))) { nd_cli_error(&e); goto out; }
+        if (!f) keep[i] = 1;
+    }
+    /* the figures of the set found (one more trace, so that they are reported as measured) */
+    outcome found;
+    unsigned char *on = calloc((size_t)b.n + 1, 1);
+    if (!on) { rc = ND_EXIT_INTERNAL; goto out; }
+    for (int i = j; i < k; i++) on[i] = keep[i];
+    rc = run(&b, on, &found);
+    free(on);
+    if (rc) { nd_cli_error(&e); goto out; }
+    if (json) {
+        json_t *root = json_object(), *st = json_array();
+        for (int i = j; i < k; i++)
+            if (keep[i]) json_array_append_new(st, json_string(b.names[i]));
+        json_object_set_new(root, "status", json_string("found"));
+        json_object_set_new(root, "checkpoint", json_string(b.o.ckpt_dir));
+        json_object_set_new(root, "criterion", json_string(b.use_nan ? "nonfinite" : "final_cosine"));
+        json_object_set_new(root, "min_cosine", json_real(b.min_cos));
+        json_object_set_new(root, "full_final_cosine", isfinite(full.cos) ? json_real(full.cos) : json_null());
+        json_object_set_new(root, "set_final_cosine", isfinite(found.cos) ? json_real(found.cos) : json_null());
+        json_object_set_new(root, "quantized_stages", json_integer(b.n));
+        json_object_set_new(root, "traces", json_integer(b.traces));
+        json_object_set_new(root, "stages", st);
+        char *s = json_dumps(root, JSON_INDENT(1));
+        if (s) { puts(s); free(s); }
+        json_decref(root);
+    } else {
+        printf("nvfp4dbg bisect: %s: %d quantized stages; symptom: %s (threshold %.5f; all NVFP4: cosine %.5f, %lld NaN/Inf)\n",
+               b.o.ckpt_dir, b.n, crit, b.min_cos, full.cos, (long long)full.nonfinite);
+        printf("smallest set of stages whose NVFP4 execution shows the symptom (cosine %.5f, %lld NaN/Inf with only these):\n",
+               found.cos, (long long)found.nonfinite);
+        for (int i = j; i < k; i++)
+            if (keep[i]) printf("  %s\n", b.names[i]);
+        printf("%d traces run\n", b.traces);
+    }
+    rc = ND_EXIT_FINDING;
+out:
+    free(keep);
+    free(b.names);
+    free(b.off);
+    free(tokens);
+    free(ovr);
+    return rc;
+}
