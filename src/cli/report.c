@@ -25,7 +25,8 @@ static const char usage[] =
     "Exit: 0 page written (also for a trace that diverged), 2 bad usage or unreadable trace,\n"
     "3 the page could not be written.\n"
     "\n"
-    "example: nvfp4dbg trace golden/seed-bug-v4 --out t.h5; nvfp4dbg report t.h5 --html t.html\n";
+    "example: nvfp4dbg report t.h5 --html t.html\n"
+    "         (t.h5 from: nvfp4dbg trace golden/seed-bug-v4 --out t.h5)\n";
 
 int nd_cmd_report(int argc, char **argv) {
     const char *in = NULL, *out = NULL;

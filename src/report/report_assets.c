@@ -21,7 +21,7 @@ const char nd_report_css[] =
     "svg.chart path.iso{stroke:#1f6feb}svg.chart path.chain{stroke:#e8590c;stroke-opacity:.85}svg.chart path.ref{stroke:#555}\n"
     "svg.chart path.thr{stroke:#777;stroke-dasharray:4 3;stroke-width:1.2}svg.chart path.exact{stroke:#b5b5b5;stroke-width:1}\n"
     "svg.chart path.zero{stroke:#c62828;stroke-width:2}svg .mark line{stroke:#c62828;stroke-width:1.5;stroke-dasharray:5 3}\n"
-    "svg .mark text{fill:#c62828;font-weight:600}\n"
+    "svg .mark text{fill:#c62828;font-weight:600}svg.dense path.iso,svg.dense path.chain,svg.dense path.ref{stroke-width:.9}\n"
     ".route{margin:4px 0 8px}.rhead{font-size:12px}.rhead .bad{color:#c62828;font-weight:600}.rdiff{font-size:12px;color:#8a1c1c}\n"
     "svg.rstrip path.ref{fill:#555}svg.rstrip path.prod{fill:#e8590c}svg.rstrip path.diff{stroke:#c62828;stroke-width:3;fill:none}\n"
     "svg.rstrip .rmid{stroke:#bbb}svg.rstrip .rax.end{text-anchor:end}\n"
@@ -32,7 +32,7 @@ const char nd_report_css[] =
     ".stages td{text-align:right}.stages td:nth-child(2),.stages td:nth-child(4),.stages td:nth-child(5),.stages td:nth-child(6),.stages td:nth-child(17){text-align:left}\n"
     ".stages tr.bad td{background:#fdecec;color:#8a1c1c}.stages tr.first td{border-top:2px solid #c62828;border-bottom:2px solid #c62828;font-weight:600}\n"
     ".heat td{text-align:center;min-width:52px}.heat td.none{background:#fafafa}.heat td.bad{outline:2px solid #c62828;outline-offset:-2px;font-weight:600}\n"
-    ".heat thead th{white-space:normal;overflow-wrap:anywhere;min-width:64px;max-width:96px;font-size:11px;vertical-align:bottom}.heat tbody th{text-align:right;background:#f6f8fa;position:sticky;left:0}\n"
+    ".heat thead th{white-space:normal;min-width:64px;max-width:110px;font-size:11px;vertical-align:bottom}.heat tbody th{text-align:right;background:#f6f8fa;position:sticky;left:0}\n"
     "footer{margin-top:30px;font-size:11px;color:#888}\n";
 
 /* Sorts a table.sortable by the clicked column; th.num columns numerically, NaN last both ways,

@@ -24,6 +24,8 @@ static const nd_row *any_row(const nd_rmodel *m, int64_t p) {
     const nd_row *r = row_of(m, p, ND_RM_ISO);
     return r ? r : row_of(m, p, ND_RM_CHAIN);
 }
+/* More than one stage per two pixels: thinner lines. */
+static int dense(const nd_rmodel *m) { return m->n > CW / 2; }
 static int exact(const nd_row *r) { return r->sqnr_db >= ND_SQNR_CAP_DB; }
 
 /* Divergence threshold per stage (NaN where the stage has no measured floor). */
@@ -111,7 +113,7 @@ static void chart_cosine(FILE *f, const nd_rmodel *m, series *s, double *thr) {
     pl.xmin = 0; pl.xmax = (double)m->n; pl.ymin = lo; pl.ymax = 1;
     fprintf(f, "<h3 id=\"chart-cosine\">Cosine similarity per stage</h3>\n");
     legend(f, m->has_mode[ND_RM_ISO], m->has_mode[ND_RM_CHAIN], "thr", "threshold (orthogonal-error equivalent of floor &minus; 6 dB)");
-    nd_plot_begin(&pl, f, CW, CH, "chart cosine", "cosine similarity of production vs reference per stage");
+    nd_plot_begin(&pl, f, CW, CH, dense(m) ? "chart cosine dense" : "chart cosine", "cosine similarity of production vs reference per stage");
     nd_plot_layers(&pl, m);
     nd_plot_yaxis(&pl, "cosine", lo > 0.9 ? 3 : 1);
     threshold_path(&pl, thr, m->n);
@@ -137,7 +139,7 @@ static void chart_sqnr(FILE *f, const nd_rmodel *m, series *s, double *thr) {
     pl.xmin = 0; pl.xmax = (double)m->n; pl.ymin = lo; pl.ymax = hi;
     fprintf(f, "<h3 id=\"chart-sqnr\">SQNR per stage (dB)</h3>\n");
     legend(f, m->has_mode[ND_RM_ISO], m->has_mode[ND_RM_CHAIN], "thr", "threshold: floor_sqnr_db &minus; 6 dB");
-    nd_plot_begin(&pl, f, CW, CH, "chart sqnr", "SQNR per stage in dB with the divergence threshold");
+    nd_plot_begin(&pl, f, CW, CH, dense(m) ? "chart sqnr dense" : "chart sqnr", "SQNR per stage in dB with the divergence threshold");
     nd_plot_layers(&pl, m);
     nd_plot_yaxis(&pl, "SQNR (dB)", 0);
     /* bit-exact stages: short ticks along the top edge */
@@ -195,7 +197,7 @@ static void chart_amax(FILE *f, const nd_rmodel *m, series *s, double *ref) {
     for (int md = 0; md < ND_RM_NMODES; md++)
         if (m->has_mode[md]) fprintf(f, "<span><i class=\"sw %s\"></i>production, %s</span>", mode_cls[md], mode_name[md]);
     fprintf(f, "<span><i class=\"sw zero\"></i>amax 0 (bottom edge)</span><span><i class=\"sw mark\"></i>first divergence</span></div>\n");
-    nd_plot_begin(&pl, f, CW, CH, "chart amax", "reference and production amax per stage, log axis");
+    nd_plot_begin(&pl, f, CW, CH, dense(m) ? "chart amax dense" : "chart amax", "reference and production amax per stage, log axis");
     nd_plot_layers(&pl, m);
     nd_plot_yaxis(&pl, "amax", 0);
     double *nz = malloc((size_t)(m->n ? m->n : 1) * sizeof *nz);
@@ -232,7 +234,7 @@ static void chart_nonfinite(FILE *f, const nd_rmodel *m, series *s, double *ref)
     for (int md = 0; md < ND_RM_NMODES; md++)
         if (m->has_mode[md]) fprintf(f, "<span><i class=\"sw %s\"></i>production, %s</span>", mode_cls[md], mode_name[md]);
     fprintf(f, "<span><i class=\"sw mark\"></i>first divergence</span></div>\n");
-    nd_plot_begin(&pl, f, CW, CH, "chart nonfinite", "NaN plus Inf count per stage, log axis");
+    nd_plot_begin(&pl, f, CW, CH, dense(m) ? "chart nonfinite dense" : "chart nonfinite", "NaN plus Inf count per stage, log axis");
     nd_plot_layers(&pl, m);
     nd_plot_yaxis(&pl, "NaN + Inf elements", 0);
     fprintf(f, "<text class=\"ytick0\" x=\"%.1f\" y=\"%.1f\">0</text>\n", pl.x0 - 6, pl.y0 + pl.h + 4);

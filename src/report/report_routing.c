@@ -7,7 +7,7 @@
 #include <string.h>
 #include "report_internal.h"
 
-enum { RW = 1320, RH = 64, RML = 64, RMR = 16, MAX_EXPERTS = 1 << 20, NEXAMPLES = 3 };
+enum { RW = 1320, RH = 76, RML = 64, RMR = 16, MAX_EXPERTS = 1 << 20, NEXAMPLES = 3 };
 
 static void bars(FILE *f, const int64_t *cnt, int64_t E, int64_t mx, double mid, int up, const char *cls) {
     double w = (double)(RW - RML - RMR) / (double)E, bw = w > 3 ? w - 1 : w;
@@ -90,7 +90,7 @@ static void one_pick(FILE *f, const nd_rmodel *m, const nd_report_pick *p) {
         fprintf(f, "<path class=\"diff\" d=\"");
         double w = (double)(RW - RML - RMR) / (double)E;
         for (int64_t x = 0; x < E; x++)
-            if (cnt[x] != cnt[E + x]) fprintf(f, "M%.1f %.1fh%.1f", RML + x * w, mid + 29, w > 2 ? w : 2);
+            if (cnt[x] != cnt[E + x]) fprintf(f, "M%.1f %.1fh%.1f", RML + x * w, mid + 31, w > 2 ? w : 2);
         fprintf(f, "\"/>\n");
     }
     fprintf(f, "<line class=\"rmid\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>", RML, RW - RMR, mid, mid);

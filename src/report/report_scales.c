@@ -134,8 +134,17 @@ void nd_report_scales(FILE *f, const nd_rmodel *m) {
                "<span><i class=\"sw\" style=\"background:#c9c9c9\"></i>no ratio (not quantized by a calibrated multiplier)</span></div>\n");
     fprintf(f, "<div class=\"scroll\"><table class=\"heat\"><thead><tr><th>layer</th>");
     for (int k = 0; k < nkeys; k++) {
+        /* break long module names only after a dot */
         fprintf(f, "<th>");
-        nd_html_escape(f, keys[k]);
+        for (const char *a = keys[k]; *a;) {
+            const char *d = strchr(a, '.');
+            size_t len = d ? (size_t)(d - a) + 1 : strlen(a);
+            char piece[KEY_LEN];
+            snprintf(piece, sizeof piece, "%.*s", (int)len, a);
+            nd_html_escape(f, piece);
+            if (d && d[1]) fprintf(f, "<wbr>");
+            a += len;
+        }
         fprintf(f, "</th>");
     }
     fprintf(f, "</tr></thead><tbody>\n");

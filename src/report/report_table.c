@@ -73,14 +73,16 @@ void nd_report_flagged(FILE *f, const nd_rmodel *m) {
         return;
     }
     fprintf(f, "<div class=\"scroll\"><table class=\"sortable stages\" id=\"flagged-table\">%s<tbody>\n", head);
+    /* the first divergence on top, then the others in execution order */
     int64_t shown = 0;
-    for (int64_t i = 0; i < t->nrows && shown < MAX_FLAGGED; i++) {
-        const nd_row *r = &t->rows[i];
-        if (!strcmp(r->verdict, "ok")) continue;
-        fprintf(f, is_first(t, r) ? "<tr class=\"first bad\">" : "<tr class=\"bad\">");
-        row_cells(f, r);
-        shown++;
-    }
+    for (int pass = 0; pass < 2; pass++)
+        for (int64_t i = 0; i < t->nrows && shown < MAX_FLAGGED; i++) {
+            const nd_row *r = &t->rows[i];
+            if (!strcmp(r->verdict, "ok") || is_first(t, r) != !pass) continue;
+            fprintf(f, pass ? "<tr class=\"bad\">" : "<tr class=\"first bad\">");
+            row_cells(f, r);
+            shown++;
+        }
     fprintf(f, "</tbody></table></div>\n");
     if (n > shown) fprintf(f, "<p class=\"note\">First %lld of %lld shown; all are in the table of all stages.</p>\n", (long long)shown, (long long)n);
     fprintf(f, "</section>\n");
