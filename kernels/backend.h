@@ -193,6 +193,40 @@ struct nd_backend {
      * consecutive elements. Result on the host. */
     int (*compare)(nd_backend *b, const float *ref, const float *prod, int64_t n, int64_t block,
                    nd_cmp *out_host, nd_err *e);
+
+    /* ---- DeepSeek-V4 compressed attention (docs/reference-notes.md (d)); fields added last ----
+     * A backend that lacks them leaves them NULL; the pipeline then fails the stage with
+     * "<backend>: op <name> unsupported". */
+    /* KV compressor pooling over windows of `rate` source rows. kv, gate [s, w*d] with w = 2 when
+     * overlap (columns [0,d) = the Ca series, [d,2d) = Cb) and w = 1 otherwise; pbias_host [rate, w*d]
+     * FP32. n_win = s / rate entries (the tail s % rate rows are ignored). Entry e, channel c pools
+     * the slots j < rate of window e: value kv[e*rate+j, (w-1)*d+c], logit gate[same] + pbias[j, (w-1)*d+c];
+     * with overlap also the slots j < rate of window e-1 (none for e = 0): value kv[(e-1)*rate+j, c],
+     * logit gate[same] + pbias[j, c]. p = softmax of the logits over the slots (FP32);
+     * out[e, c] = Σ_slots value·p summed in FP32. bf16_steps: p and every product value·p are rounded
+     * to BF16 before the sum (transformers' BF16 model); the sum itself is not rounded. out [n_win, d]. */
+    int (*compress_pool)(nd_backend *b, const float *kv, const float *gate, const float *pbias_host,
+                         int64_t s, int64_t d, int64_t rate, int overlap, int bf16_steps, float *out, nd_err *e);
+    /* Lightning indexer. q [t, h, c], k [nc, c], wts [t, h]. Entry w is visible to query i iff
+     * w < (qpos_host[i] + 1) / rate (integer division). For visible w:
+     * score[i, w] = Σ_h max(q[i,h]·k[w], 0) · scale · wts[i,h] · wscale (dots, products and the sum in
+     * FP32); invisible entries get score 0. idx [t, topk] (int32, backend memory, topk <= nc): the set
+     * torch.topk picks on the CPU from the scores with invisible entries at -inf (ties included: see
+     * kernels/cpu/cpu_indexer.c), in no promised order, each invisible pick replaced by -1.
+     * scores [t, nc]. */
+    int (*indexer_topk)(nd_backend *b, const float *q, const float *k, const float *wts, int64_t t,
+                        int64_t nc, int64_t h, int64_t c, float scale, float wscale, const int32_t *qpos_host,
+                        int64_t rate, int64_t topk, float *scores, int32_t *idx, nd_err *e);
+    /* Attention of DeepSeek-V4 CSA/HCA layers: one shared KV head read as key and value. q [t, hq, d];
+     * kv [s, d] window rows at kpos_host[s]; ckv [nc, d] compressed entries. Window row j is visible
+     * to query i as in `attention` (kpos <= qpos, qpos - kpos < window when window > 0); compressed
+     * entry w iff w < (qpos_host[i] + 1) / rate and, when sel != NULL, w is one of sel[i, 0..nsel)
+     * (int32, backend memory, -1 = no entry). One softmax in FP32 over both sets with sinks_host [hq]
+     * (may be NULL) in the denominator only, exactly as `attention`; out [t, hq, d]. */
+    int (*attention_compressed)(nd_backend *b, const float *q, const float *kv, const float *ckv, int64_t t,
+                                int64_t s, int64_t nc, int64_t hq, int64_t d, const int32_t *qpos_host,
+                                const int32_t *kpos_host, int64_t window, float scale, const float *sinks_host,
+                                int64_t rate, const int32_t *sel, int64_t nsel, float *out, nd_err *e);
 };
 
 /* Constructors. nd_backend_cuda_create returns ND_EXIT_INTERNAL with "no CUDA device" (and a

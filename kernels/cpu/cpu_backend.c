@@ -3,6 +3,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cpu_internal.h"
+#include "cpu_compressed.h"
 
 static void cpu_destroy(nd_backend *b) { free(b); }
 
@@ -45,6 +46,9 @@ int nd_backend_cpu_create(nd_backend **out, nd_err *e) {
     b->gather_rows = nd_cpu_gather_rows;
     b->scatter_add_rows = nd_cpu_scatter_add_rows;
     b->compare = nd_cpu_compare;
+    b->compress_pool = nd_cpu_compress_pool;
+    b->indexer_topk = nd_cpu_indexer_topk;
+    b->attention_compressed = nd_cpu_attention_compressed;
     *out = b;
     return 0;
 }

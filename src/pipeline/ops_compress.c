@@ -9,13 +9,14 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ops.h"
 #include "ops_compress.h"
 #include "numerics/nd_numerics.h"
 
 int nd_rope_freqs(nd_run *r, const nd_stage *st, int64_t rot_dim, float *inv_freq, nd_err *e);
 
-static int need_op(nd_run *r, const void *fn, const char *name, nd_err *e) {
-    if (fn) return 0;
+static int need_op(nd_run *r, int present, const char *name, nd_err *e) {
+    if (present) return 0;
     return nd_fail(e, ND_EXIT_INTERNAL, "%s: op %s unsupported", r->be->name, name);
 }
 
@@ -53,7 +54,7 @@ static int compress_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     nd_backend *be = r->be;
     double hd, overlap, eps, rot;
     int64_t rate;
-    ND_TRY(need_op(r, (const void *)be->compress_pool, "compress_pool", e));
+    ND_TRY(need_op(r, be->compress_pool != NULL, "compress_pool", e));
     ND_TRY(nd_attr_req(r, c->st, "head_dim", &hd, e));
     ND_TRY(nd_attr_num(r, c->st, "overlap", 0, &overlap, e));
     ND_TRY(nd_attr_req(r, c->st, "eps", &eps, e));
@@ -104,7 +105,7 @@ static int indexer_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     nd_backend *be = r->be;
     double heads, hd, topk, scale, wscale;
     int64_t rate;
-    ND_TRY(need_op(r, (const void *)be->indexer_topk, "indexer_topk", e));
+    ND_TRY(need_op(r, be->indexer_topk != NULL, "indexer_topk", e));
     ND_TRY(nd_attr_req(r, c->st, "heads", &heads, e));
     ND_TRY(nd_attr_req(r, c->st, "head_dim", &hd, e));
     ND_TRY(nd_attr_req(r, c->st, "topk", &topk, e));
@@ -165,7 +166,7 @@ static int attention_compressed_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_er
     nd_backend *be = r->be;
     double heads, hd, window, scale;
     int64_t rate;
-    ND_TRY(need_op(r, (const void *)be->attention_compressed, "attention_compressed", e));
+    ND_TRY(need_op(r, be->attention_compressed != NULL, "attention_compressed", e));
     ND_TRY(nd_attr_req(r, c->st, "heads", &heads, e));
     ND_TRY(nd_attr_req(r, c->st, "head_dim", &hd, e));
     ND_TRY(nd_attr_num(r, c->st, "window", 0, &window, e));
