@@ -36,6 +36,8 @@ static const char *usage_text =
     "  --json                    one JSON document on stdout instead of the table\n"
     "  --no-color                no colours (also NO_COLOR=1)\n"
     "  --no-probes               benchmark baseline: run both paths and modes, measure nothing\n"
+    "  --ep N                    expert parallelism over N ranks, simulated in one process\n"
+    "                            (contiguous E/N split, per-rank combine); names a diverging expert's rank\n"
     "\n"
     "example: nvfp4dbg trace golden/seed-bug-v4\n";
 
@@ -155,6 +157,13 @@ int nd_cmd_trace(int argc, char **argv) {
         else if (!strcmp(a, "--prod-dump")) { NEED(); o.prod_dump = v; }
         else if (!strcmp(a, "--json")) json = 1;
         else if (!strcmp(a, "--no-probes")) o.no_probes = 1;
+        else if (!strcmp(a, "--ep")) {
+            NEED();
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*end || n < 1 || n > 1024) { rc = nd_cli_usage_error("trace", "--ep %s: expected a rank count 1..1024", v); goto out; }
+            o.ep = (int)n;
+        }
         else if (!strcmp(a, "--no-color")) no_color = 1;
         else if (a[0] == '-') { rc = nd_cli_usage_error("trace", "unknown option %s", a); goto out; }
         else if (!o.ckpt_dir) o.ckpt_dir = a;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include "ops.h"
 #include "numerics/nd_numerics.h"
+#include "pipeline.h"
 
 static int score_func_of(const char *s) {
     if (!s || !strcmp(s, "softmax")) return ND_SCORE_SOFTMAX;
@@ -237,8 +238,35 @@ int nd_op_moe_experts(nd_opctx *c, nd_err *e) {
             rc = zero ? r->be->upload(r->be, y[i]->p, zero, sizeof(float) * (size_t)(t * d), e) : nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
             free(zero);
         }
+    /* Expert parallelism, simulated in one process (--ep N): experts are split contiguously into
+     * N ranks of E/N as vLLM does; each rank sums its local experts' outputs, and the combine adds
+     * the ranks' partial outputs in rank order, as the all-to-all combine does. */
+    int ep = r->opts && r->opts->ep > 1 ? r->opts->ep : 1;
+    if (!rc && ep > 1 && (int64_t)E % ep)
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "--ep %d does not divide the %d experts of %s", ep, (int)E, c->st->name);
+    nd_buf *part[3] = {0};
+    for (int i = 0; i < 3 && !rc && ep > 1; i++)
+        if (y[i]) {
+            part[i] = nd_buf_new(r, t, d, e);
+            rc = part[i] ? r->be->copy(r->be, part[i]->p, y[i]->p, sizeof(float) * (size_t)(t * d), e) : e->code; /* zeros */
+        }
+    nd_buf *acc[3] = {ep > 1 ? part[0] : y[0], ep > 1 ? part[1] : y[1], ep > 1 ? part[2] : y[2]};
+    const int per_rank = (int)E / ep;
     char prefix[192], stage_prefix[ND_NAME_LEN];
     for (int ex = 0; ex < (int)E && !rc; ex++) {
+        if (ep > 1 && ex > 0 && ex % per_rank == 0) {
+            /* the previous rank's partial output joins the combine, then the next rank starts */
+            for (int i = 0; i < 3 && !rc; i++)
+                if (y[i]) {
+                    rc = r->be->add(r->be, y[i]->p, part[i]->p, t * d, e);
+                }
+            for (int i = 0; i < 3 && !rc; i++)
+                if (part[i]) {
+                    float *zero = calloc((size_t)(t * d), sizeof(float));
+                    rc = zero ? r->be->upload(r->be, part[i]->p, zero, sizeof(float) * (size_t)(t * d), e) : nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+                    free(zero);
+                }
+        }
         int64_t nr = tokens_of(rt_ref, ex, rows, w);
         int64_t nc = rt_ch ? tokens_of(rt_ch, ex, rows + t, w + t) : 0;
         if (!nr && !nc) continue; /* never loaded */
@@ -251,13 +279,13 @@ int nd_op_moe_experts(nd_opctx *c, nd_err *e) {
             if (!rc && x_ch) rc = gather(r, x_ch, rows, nr, &xc_same, e);
             io.x_chain = xc_same;
             if (!rc) rc = mlp_run(c, prefix, stage_prefix, (float)limit, &io, e);
-            if (!rc) rc = r->be->scatter_add_rows(r->be, y[0]->p, io.o_ref->p, rows, w, nr, d, e);
-            if (!rc && y[1]) rc = r->be->scatter_add_rows(r->be, y[1]->p, io.o_iso->p, rows, w, nr, d, e);
+            if (!rc) rc = r->be->scatter_add_rows(r->be, acc[0]->p, io.o_ref->p, rows, w, nr, d, e);
+            if (!rc && y[1]) rc = r->be->scatter_add_rows(r->be, acc[1]->p, io.o_iso->p, rows, w, nr, d, e);
         }
         /* the chained block output follows the production routing */
         int same = nr == nc && !memcmp(rows, rows + t, sizeof(int32_t) * (size_t)nr);
         if (!rc && y[2] && nc) {
-            if (same && io.o_chain) rc = r->be->scatter_add_rows(r->be, y[2]->p, io.o_chain->p, rows + t, w + t, nc, d, e);
+            if (same && io.o_chain) rc = r->be->scatter_add_rows(r->be, acc[2]->p, io.o_chain->p, rows + t, w + t, nc, d, e);
             else {
                 /* production-only token set: run the expert without emitting rows */
                 nd_buf *xg = NULL;
@@ -270,7 +298,7 @@ int nd_op_moe_experts(nd_opctx *c, nd_err *e) {
                 if (!rc) rc = mlp_run(c, prefix, stage_prefix, (float)limit, &pio, e);
                 r->silent--;
                 c->want_iso = saved_iso; c->want_chain = saved_chain;
-                if (!rc) rc = r->be->scatter_add_rows(r->be, y[2]->p, pio.o_iso->p, rows + t, w + t, nc, d, e);
+                if (!rc) rc = r->be->scatter_add_rows(r->be, acc[2]->p, pio.o_iso->p, rows + t, w + t, nc, d, e);
                 nd_buf_put(r, xg);
                 nd_buf_put(r, pio.o_ref); nd_buf_put(r, pio.o_iso); nd_buf_put(r, pio.o_chain);
             }
@@ -278,6 +306,8 @@ int nd_op_moe_experts(nd_opctx *c, nd_err *e) {
         nd_buf_put(r, io.x_ref); nd_buf_put(r, xc_same);
         nd_buf_put(r, io.o_ref); nd_buf_put(r, io.o_iso); nd_buf_put(r, io.o_chain);
     }
+    for (int i = 0; i < 3 && !rc && ep > 1; i++) if (y[i]) rc = r->be->add(r->be, y[i]->p, part[i]->p, t * d, e); /* last rank */
+    put_all(r, part, 3);
     free(rows);
     free(w);
     for (int i = 0; i < 3 && !rc; i++) if (y[i]) rc = r->be->round_bf16(r->be, y[i]->p, y[i]->n, e);

@@ -63,6 +63,7 @@ typedef struct nd_trace_opts {
      * "captured" */
     const char *prod_dump;
     int no_probes;              /* benchmark baseline: run both paths and modes, measure nothing */
+    int ep;                     /* expert parallelism simulated in one process (contiguous E/N split) */
 } nd_trace_opts;
 
 typedef struct nd_trace_result {

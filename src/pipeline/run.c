@@ -322,6 +322,14 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     res->weight_bytes = r.weight_bytes;
     if (!rc) {
         nd_diagnose_summary(r.rows, r.nrows, &res->summary);
+        /* with expert parallelism, say which rank holds a diverging expert */
+        const char *ex = strstr(res->summary.first_divergence, ".experts.");
+        if (o->ep > 1 && ex && ex[9] >= '0' && ex[9] <= '9' && r.cfg->n_routed_experts % o->ep == 0) {
+            long id = strtol(ex + 9, NULL, 10), per = (long)(r.cfg->n_routed_experts / o->ep);
+            size_t len = strlen(res->summary.message);
+            snprintf(res->summary.message + len, sizeof res->summary.message - len,
+                     " (expert %ld is local expert %ld of EP rank %ld of %d)", id, id % per, id / per, o->ep);
+        }
         const char *unused;
         if (nd_stack_unused(&r.stack, &unused))
             snprintf(res->warning, sizeof res->warning, "--override %s matched no checkpoint scale or stage parameter", unused);
