@@ -1,0 +1,119 @@
+/* test_prod_dump.c — captured activations (trace --prod-dump): a capture file made from a
+ * `--dump tensors` trace of golden/clean-v4 (the isolated production outputs, as a serving
+ * stack's forward hook would save them, some under the stage name and some under the module
+ * name), with one stage corrupted, must be judged stage by stage: the corrupted stage flagged in
+ * mode "captured", the others ok, the first divergence the corrupted one. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "nd_test.h"
+#include "pipeline/pipeline.h"
+
+typedef struct cap { const char *stage, *save_as; int corrupt; } cap;
+
+int main(void) {
+    const char *root = getenv("ND_SOURCE_ROOT");
+    if (!root) root = ".";
+    char ckpt[1024], trace[512], dump[512];
+    snprintf(ckpt, sizeof ckpt, "%s/golden/clean-v4", root);
+    snprintf(trace, sizeof trace, "%s/nd-prod-dump-%d.h5", P_tmpdir, (int)getpid());
+    snprintf(dump, sizeof dump, "%s/nd-prod-dump-%d.safetensors", P_tmpdir, (int)getpid());
+    nd_err e = {0};
+    nd_trace_opts o;
+    memset(&o, 0, sizeof o);
+    o.ckpt_dir = ckpt;
+    o.backend = "cpu";
+    o.layer_hi = -1;
+    o.modes = ND_MODES_ISOLATED;
+    o.out_path = trace;
+    o.dump_tensors = 1;
+    nd_trace_result res;
+    int rc = nd_pipeline_trace(&o, &res, &e);
+    CHECK(rc == 0, "dump trace: %s", e.msg);
+    CHECK(!strcmp(res.summary.status, "ok"), "clean-v4 is %s", res.summary.status);
+    nd_trace_result_free(&res);
+    if (rc) return nd_test_report("test_prod_dump");
+
+    /* the isolated production outputs of four quantized linears of layer 0 */
+    const cap caps[] = {
+        {"layers.0.self_attn.q_a_proj", "layers.0.self_attn.q_a_proj", 0},
+        {"layers.0.self_attn.kv_proj", "model.layers.0.self_attn.kv_proj", 1},   /* module name; corrupted */
+        {"layers.0.self_attn.q_b_proj", "model.layers.0.self_attn.q_b_proj", 0}, /* module name */
+        {"layers.0.mlp.shared_experts.down_proj", "layers.0.mlp.shared_experts.down_proj", 0},
+    };
+    const int nc = (int)(sizeof caps / sizeof caps[0]);
+    float *data[4] = {0};
+    nd_st_writer *w = NULL;
+    rc = nd_st_writer_open(dump, &w, &e);
+    CHECK(rc == 0, "writer: %s", e.msg);
+    for (int i = 0; i < nc && !rc; i++) {
+        char st[160];
+        snprintf(st, sizeof st, "%s@isolated", caps[i].stage);
+        int nd;
+        int64_t shape[ND_TRACE_MAXDIM];
+        rc = nd_trace_read_tensor(trace, st, "prod", &data[i], &nd, shape, &e);
+        CHECK(rc == 0 && nd == 2, "read %s: %s", st, e.msg);
+        if (rc) break;
+        if (caps[i].corrupt) /* a serving stack whose activation quantizer flushed most of the rows */
+            for (int64_t j = 0; j < shape[0] * shape[1]; j++)
+                if ((j / shape[1]) % 4 != 0) data[i][j] = 0.0f;
+        rc = nd_st_writer_add(w, caps[i].save_as, ND_DT_F32, 2, shape, data[i], &e);
+        CHECK(rc == 0, "add: %s", e.msg);
+    }
+    if (!rc) rc = nd_st_writer_close(w, &e);
+    else nd_st_writer_abort(w);
+    CHECK(rc == 0, "close: %s", e.msg);
+
+    memset(&o, 0, sizeof o);
+    o.ckpt_dir = ckpt;
+    o.backend = "cpu";
+    o.layer_hi = -1;
+    o.modes = ND_MODES_BOTH;
+    o.prod_dump = dump;
+    if (!rc) rc = nd_pipeline_trace(&o, &res, &e);
+    CHECK(rc == 0, "prod-dump trace: %s", e.msg);
+    if (!rc) {
+        int n_captured = 0;
+        for (int64_t i = 0; i < res.nrows; i++) {
+            const nd_row *r = &res.rows[i];
+            if (strcmp(r->mode, "captured")) continue;
+            n_captured++;
+            int found = 0;
+            for (int c = 0; c < nc; c++) {
+                if (strcmp(r->name, caps[c].stage)) continue;
+                found = 1;
+                if (caps[c].corrupt) CHECK(strcmp(r->verdict, "ok") != 0, "%s (corrupted): verdict %s, cosine %g", r->name, r->verdict, r->cosine);
+                else {
+                    CHECK(!strcmp(r->verdict, "ok"), "%s: verdict %s, cosine %g", r->name, r->verdict, r->cosine);
+                    /* the capture is the isolated production output itself */
+                    CHECK(r->cosine > 0.98, "%s: cosine %g", r->name, r->cosine);
+                }
+            }
+            CHECK(found, "captured row for %s, which the file does not hold", r->name);
+        }
+        CHECK_EQ_INT(n_captured, nc);
+        CHECK(!strcmp(res.summary.status, "diverged"), "status %s", res.summary.status);
+        CHECK(!strcmp(res.summary.first_divergence, "layers.0.self_attn.kv_proj"), "first divergence %s", res.summary.first_divergence);
+        CHECK(!strcmp(res.summary.first_divergence_mode, "captured"), "mode %s", res.summary.first_divergence_mode);
+    }
+    nd_trace_result_free(&res);
+
+    /* a capture of the wrong width is bad input, not a crash */
+    float small[3] = {1, 2, 3};
+    int64_t sh[2] = {1, 3};
+    rc = nd_st_writer_open(dump, &w, &e);
+    if (!rc) rc = nd_st_writer_add(w, "layers.0.self_attn.q_a_proj", ND_DT_F32, 2, sh, small, &e);
+    if (!rc) rc = nd_st_writer_close(w, &e);
+    CHECK(rc == 0, "writer: %s", e.msg);
+    memset(&e, 0, sizeof e);
+    rc = nd_pipeline_trace(&o, &res, &e);
+    CHECK_EQ_INT(rc, ND_EXIT_BADINPUT);
+    CHECK(strstr(e.msg, dump) != NULL, "message names the file: %s", e.msg);
+    nd_trace_result_free(&res);
+
+    for (int i = 0; i < nc; i++) free(data[i]);
+    unlink(trace);
+    unlink(dump);
+    return nd_test_report("test_prod_dump");
+}
