@@ -12,8 +12,8 @@
 
 enum { CW = 1320, CH = 280 };
 
-static const char *mode_cls[ND_RM_NMODES] = {"iso", "chain"};
-static const char *mode_name[ND_RM_NMODES] = {"isolated", "chained"};
+#define mode_cls nd_rmode_cls
+#define mode_name nd_rmode_name
 
 static const nd_row *row_of(const nd_rmodel *m, int64_t p, int md) {
     int64_t i = m->st[p].row[md];
@@ -21,8 +21,9 @@ static const nd_row *row_of(const nd_rmodel *m, int64_t p, int md) {
 }
 /* The row that carries mode-independent figures (reference amax, floor): isolated first. */
 static const nd_row *any_row(const nd_rmodel *m, int64_t p) {
-    const nd_row *r = row_of(m, p, ND_RM_ISO);
-    return r ? r : row_of(m, p, ND_RM_CHAIN);
+    for (int md = 0; md < ND_RM_NMODES; md++)
+        if (row_of(m, p, md)) return row_of(m, p, md);
+    return NULL;
 }
 /* More than one stage per two pixels: thinner lines. */
 static int dense(const nd_rmodel *m) { return m->n > CW / 2; }
@@ -52,12 +53,13 @@ static void first_mark(const nd_plot *p, const nd_rmodel *m) {
     nd_plot_vmark(p, (double)m->first_pos + 0.5, label);
 }
 
-static void legend(FILE *f, int iso, int chain, const char *extra_cls, const char *extra) {
+static void legend(FILE *f, const nd_rmodel *m, const char *extra_cls, const char *extra) {
     fprintf(f, "<div class=\"legend\">");
-    if (iso) fprintf(f, "<span><i class=\"sw iso\"></i>isolated</span>");
-    if (chain) fprintf(f, "<span><i class=\"sw chain\"></i>chained</span>");
+    for (int md = 0; md < ND_RM_NMODES; md++)
+        if (m->has_mode[md]) fprintf(f, "<span><i class=\"sw %s\"></i>%s</span>", mode_cls[md], mode_name[md]);
     if (extra) fprintf(f, "<span><i class=\"sw %s\"></i>%s</span>", extra_cls, extra);
-    fprintf(f, "<span><i class=\"sw mark\"></i>first divergence</span></div>\n");
+    if (m->first_pos >= 0) fprintf(f, "<span><i class=\"sw mark\"></i>first divergence</span>");
+    fprintf(f, "</div>\n");
 }
 
 /* Per mode: y values and skip flags for one figure. */
@@ -112,10 +114,10 @@ static void chart_cosine(FILE *f, const nd_rmodel *m, series *s, double *thr) {
     nd_plot pl = {0};
     pl.xmin = 0; pl.xmax = (double)m->n; pl.ymin = lo; pl.ymax = 1;
     fprintf(f, "<h3 id=\"chart-cosine\">Cosine similarity per stage</h3>\n");
-    legend(f, m->has_mode[ND_RM_ISO], m->has_mode[ND_RM_CHAIN], "thr", "threshold (orthogonal-error equivalent of floor &minus; 6 dB)");
+    legend(f, m, "thr", "threshold (orthogonal-error equivalent of floor &minus; 6 dB)");
     nd_plot_begin(&pl, f, CW, CH, dense(m) ? "chart cosine dense" : "chart cosine", "cosine similarity of production vs reference per stage");
     nd_plot_layers(&pl, m);
-    nd_plot_yaxis(&pl, "cosine", lo > 0.9 ? 3 : 1);
+    nd_plot_yaxis(&pl, "cosine", -1);
     threshold_path(&pl, thr, m->n);
     for (int md = 0; md < ND_RM_NMODES; md++)
         if (m->has_mode[md]) nd_plot_series(&pl, s->y[md], s->skip[md], m->n, mode_cls[md]);
@@ -138,7 +140,7 @@ static void chart_sqnr(FILE *f, const nd_rmodel *m, series *s, double *thr) {
     nd_plot pl = {0};
     pl.xmin = 0; pl.xmax = (double)m->n; pl.ymin = lo; pl.ymax = hi;
     fprintf(f, "<h3 id=\"chart-sqnr\">SQNR per stage (dB)</h3>\n");
-    legend(f, m->has_mode[ND_RM_ISO], m->has_mode[ND_RM_CHAIN], "thr", "threshold: floor_sqnr_db &minus; 6 dB");
+    legend(f, m, "thr", "threshold: floor_sqnr_db &minus; 6 dB");
     nd_plot_begin(&pl, f, CW, CH, dense(m) ? "chart sqnr dense" : "chart sqnr", "SQNR per stage in dB with the divergence threshold");
     nd_plot_layers(&pl, m);
     nd_plot_yaxis(&pl, "SQNR (dB)", 0);
@@ -188,20 +190,22 @@ static void chart_amax(FILE *f, const nd_rmodel *m, series *s, double *ref) {
         const nd_row *r = any_row(m, p);
         ref[p] = r ? r->ref_amax : NAN;
     }
-    const double *ys[3] = {ref, m->has_mode[0] ? s->y[0] : NULL, m->has_mode[1] ? s->y[1] : NULL};
+    const double *ys[1 + ND_RM_NMODES] = {ref};
+    for (int md = 0; md < ND_RM_NMODES; md++) ys[1 + md] = m->has_mode[md] ? s->y[md] : NULL;
     nd_plot pl = {0};
     pl.xmin = 0; pl.xmax = (double)m->n; pl.ylog = 1;
-    log_range(ys, 3, m->n, &pl.ymin, &pl.ymax);
+    log_range(ys, 1 + ND_RM_NMODES, m->n, &pl.ymin, &pl.ymax);
     fprintf(f, "<h3 id=\"chart-amax\">Reference vs production amax per stage (log axis)</h3>\n");
     fprintf(f, "<div class=\"legend\"><span><i class=\"sw ref\"></i>reference</span>");
     for (int md = 0; md < ND_RM_NMODES; md++)
         if (m->has_mode[md]) fprintf(f, "<span><i class=\"sw %s\"></i>production, %s</span>", mode_cls[md], mode_name[md]);
-    fprintf(f, "<span><i class=\"sw zero\"></i>amax 0 (bottom edge)</span><span><i class=\"sw mark\"></i>first divergence</span></div>\n");
+    fprintf(f, "<span><i class=\"sw zero\"></i>amax 0 (bottom edge)</span>%s</div>\n",
+            m->first_pos >= 0 ? "<span><i class=\"sw mark\"></i>first divergence</span>" : "");
     nd_plot_begin(&pl, f, CW, CH, dense(m) ? "chart amax dense" : "chart amax", "reference and production amax per stage, log axis");
     nd_plot_layers(&pl, m);
     nd_plot_yaxis(&pl, "amax", 0);
     double *nz = malloc((size_t)(m->n ? m->n : 1) * sizeof *nz);
-    for (int k = 0; k < 3 && nz; k++) {
+    for (int k = 0; k < 1 + ND_RM_NMODES && nz; k++) {
         if (!ys[k]) continue;
         /* zeros cannot sit on a log axis: they break the line and are marked as red ticks */
         for (int64_t p = 0; p < m->n; p++) nz[p] = ys[k][p] == 0 ? NAN : ys[k][p];
@@ -220,7 +224,7 @@ static void chart_nonfinite(FILE *f, const nd_rmodel *m, series *s, double *ref)
     for (int64_t p = 0; p < m->n; p++) {
         const nd_row *r = any_row(m, p);
         ref[p] = r ? (double)(r->ref_nan + r->ref_inf) : NAN;
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 1 + ND_RM_NMODES; k++) {
             double v = k == 0 ? ref[p] : (m->has_mode[k - 1] ? s->y[k - 1][p] : 0);
             if (isfinite(v)) { total += v; if (v > mx) mx = v; }
         }
@@ -233,10 +237,12 @@ static void chart_nonfinite(FILE *f, const nd_rmodel *m, series *s, double *ref)
     fprintf(f, "<div class=\"legend\"><span><i class=\"sw ref\"></i>reference</span>");
     for (int md = 0; md < ND_RM_NMODES; md++)
         if (m->has_mode[md]) fprintf(f, "<span><i class=\"sw %s\"></i>production, %s</span>", mode_cls[md], mode_name[md]);
-    fprintf(f, "<span><i class=\"sw mark\"></i>first divergence</span></div>\n");
-    nd_plot_begin(&pl, f, CW, CH, dense(m) ? "chart nonfinite dense" : "chart nonfinite", "NaN plus Inf count per stage, log axis");
+    fprintf(f, "%s</div>\n", m->first_pos >= 0 ? "<span><i class=\"sw mark\"></i>first divergence</span>" : "");
+    /* nothing to show: a flat strip instead of a full-height empty chart */
+    nd_plot_begin(&pl, f, CW, total == 0 ? 120 : CH, dense(m) ? "chart nonfinite dense" : "chart nonfinite",
+                  "NaN plus Inf count per stage, log axis");
     nd_plot_layers(&pl, m);
-    nd_plot_yaxis(&pl, "NaN + Inf elements", 0);
+    nd_plot_yaxis(&pl, "NaN+Inf", 0);
     fprintf(f, "<text class=\"ytick0\" x=\"%.1f\" y=\"%.1f\">0</text>\n", pl.x0 - 6, pl.y0 + pl.h + 4);
     nd_plot_series(&pl, ref, NULL, m->n, "ref");
     for (int md = 0; md < ND_RM_NMODES; md++)

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include "report.h"
 
-enum { ND_RM_ISO = 0, ND_RM_CHAIN = 1, ND_RM_NMODES = 2 };
+/* Modes drawn on the charts: the two replay modes and activations captured from a real serving
+ * stack (trace --prod-dump). Rows of any other mode are only in the tables. */
+enum { ND_RM_ISO = 0, ND_RM_CHAIN = 1, ND_RM_CAPT = 2, ND_RM_NMODES = 3 };
 
 /* Margin below floor_sqnr_db at which a quantized stage is flagged: every shipped recipe uses
  * floor_margin_db 6.0; the trace does not store it, so the report draws this value. */
@@ -16,7 +18,7 @@ enum { ND_RM_ISO = 0, ND_RM_CHAIN = 1, ND_RM_NMODES = 2 };
 typedef struct nd_rstage {
     const char *name;            /* points into the trace's rows */
     int32_t layer;
-    int64_t row[ND_RM_NMODES];   /* index in t->rows of this stage's isolated/chained row, -1 none */
+    int64_t row[ND_RM_NMODES];   /* index in t->rows of this stage's row per mode, -1 none */
 } nd_rstage;
 
 typedef struct nd_rmodel {
@@ -32,8 +34,9 @@ typedef struct nd_rmodel {
 
 int nd_rmodel_build(const nd_trace *t, nd_rmodel *m, nd_err *e);
 void nd_rmodel_free(nd_rmodel *m);
-/* Mode index of a row's mode string, -1 for another mode. */
+/* Mode index of a row's mode string, -1 for another mode; its CSS class and its name. */
 int nd_rmode(const char *mode);
+extern const char *const nd_rmode_cls[ND_RM_NMODES], *const nd_rmode_name[ND_RM_NMODES];
 
 /* One chart: a plot area inside an SVG of width x height pixels. */
 typedef struct nd_plot {
@@ -50,7 +53,7 @@ void nd_plot_begin(nd_plot *p, FILE *f, int width, int height, const char *cls, 
 void nd_plot_end(nd_plot *p);
 /* Shaded bands for alternate layers and layer labels on the x axis. */
 void nd_plot_layers(const nd_plot *p, const nd_rmodel *m);
-/* y ticks, grid lines and the axis label (decades when ylog). */
+/* y ticks, grid lines and the axis label (decades when ylog); decimals < 0: as the step needs. */
 void nd_plot_yaxis(const nd_plot *p, const char *label, int decimals);
 /* A line through (i, y[i]): NaN breaks the line; skip[i] != 0 leaves i out without breaking. */
 void nd_plot_series(const nd_plot *p, const double *y, const unsigned char *skip, int64_t n, const char *cls);

@@ -4,9 +4,12 @@
 #include <string.h>
 #include "report_internal.h"
 
+const char *const nd_rmode_cls[ND_RM_NMODES] = {"iso", "chain", "capt"};
+const char *const nd_rmode_name[ND_RM_NMODES] = {"isolated", "chained", "captured"};
+
 int nd_rmode(const char *mode) {
-    if (!strcmp(mode, "isolated")) return ND_RM_ISO;
-    if (!strcmp(mode, "chained")) return ND_RM_CHAIN;
+    for (int md = 0; md < ND_RM_NMODES; md++)
+        if (!strcmp(mode, nd_rmode_name[md])) return md;
     return -1;
 }
 
@@ -43,7 +46,7 @@ int nd_rmodel_build(const nd_trace *t, nd_rmodel *m, nd_err *e) {
             nd_rstage *s = &m->st[m->n++];
             s->name = r->name;
             s->layer = r->layer;
-            s->row[0] = s->row[1] = -1;
+            for (int md = 0; md < ND_RM_NMODES; md++) s->row[md] = -1;
         }
         nd_rstage *s = &m->st[slot[h]];
         int md = nd_rmode(r->mode);

@@ -75,7 +75,7 @@ static void one_pick(FILE *f, const nd_rmodel *m, const nd_report_pick *p) {
             const nd_row *r = &m->t->rows[m->st[s].row[md]];
             char v[32];
             nd_fmt_num(v, sizeof v, r->topk_agree, 4);
-            fprintf(f, " &middot; topk_agree (%s) %s", md == ND_RM_ISO ? "isolated" : "chained", v);
+            fprintf(f, " &middot; topk_agree (%s) %s", nd_rmode_name[md], v);
         }
         break;
     }

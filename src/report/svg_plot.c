@@ -80,6 +80,10 @@ void nd_plot_yaxis(const nd_plot *p, const char *label, int decimals) {
         }
     } else {
         double step = nice_step(p->ymax - p->ymin);
+        if (decimals < 0) {   /* enough decimals to tell the ticks apart (steps are 1, 2 or 5 x 10^k) */
+            decimals = (int)-floor(log10(step) + 1e-9);
+            if (decimals < 0) decimals = 0;
+        }
         for (double v = ceil(p->ymin / step - 1e-9) * step; v <= p->ymax + step * 1e-6; v += step) {
             double y = nd_plot_y(p, v);
             fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\">%.*f</text>", p->x0,

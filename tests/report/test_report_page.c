@@ -250,6 +250,26 @@ static void test_clean_single_mode(void) {
     nd_trace_free(t);
 }
 
+/* Rows of mode "captured" (trace --prod-dump) get their own line on every chart. */
+static void test_captured_mode(void) {
+    nd_trace *t = synthetic();
+    for (int64_t i = 0; i < t->nrows; i++)
+        if (!strcmp(t->rows[i].mode, "chained")) snprintf(t->rows[i].mode, sizeof t->rows[i].mode, "captured");
+    char *page = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&page, &len);
+    nd_err e = {0};
+    CHECK_EQ_INT(nd_report_html(f, t, NULL, NULL, &e), 0);
+    fclose(f);
+    CHECK_EQ_INT(count(page, "<path class=\"capt\" d=\"M"), 4);
+    CHECK_EQ_INT(count(page, "<path class=\"chain\""), 0);
+    CHECK_EQ_INT(count(page, "<path class=\"iso\" d=\"M"), 4);
+    CHECK_EQ_INT(count(page, "<i class=\"sw capt\"></i>captured</span>"), 2);
+    CHECK_EQ_INT(count(page, "<i class=\"sw capt\"></i>production, captured</span>"), 2);
+    free(page);
+    nd_trace_free(t);
+}
+
 static void test_write_and_routing_load(const char *dir) {
     char path[512], tmp[600], bad[600];
     snprintf(path, sizeof path, "%s/t.h5", dir);
@@ -333,6 +353,7 @@ int main(void) {
     test_escape();
     test_page();
     test_clean_single_mode();
+    test_captured_mode();
     test_write_and_routing_load(dir);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
