@@ -9,9 +9,11 @@
 #include <stdio.h>
 #include "trace/trace.h"
 
-/* Which experts each path picked at one router stage: /routing/<stage>/{ref,prod}, int32 [t, k]. */
+/* Which experts (or, for a sparse-attention indexer, which positions) each path picked at one
+ * top-k stage: /routing/<stage>/{ref,prod}, int32 [t, k]. */
 typedef struct nd_report_pick {
     char stage[ND_NAME_LEN];
+    char op[ND_OP_LEN];    /* "router" for MoE gates; another op for other top-k stages */
     int32_t layer;
     int64_t t, k;
     int32_t *ref, *prod;   /* t*k ids each (malloc'd); NULL when that path was not recorded */
@@ -23,8 +25,9 @@ typedef struct nd_report_routing {
     int nmissing;          /* router stages of the trace without a /routing entry */
 } nd_report_routing;
 
-/* Read /routing/<stage>/{ref,prod} for every router stage of t (rows with op "router"). A router
- * stage without routing data is counted in nmissing, not an error (older traces). */
+/* Read /routing/<stage>/{ref,prod} for every top-k stage of t (op "router", or a finite
+ * topk_agree). Such a stage without routing data is counted in nmissing, not an error (older
+ * traces). */
 int nd_report_routing_load(const char *trace_path, const nd_trace *t, nd_report_routing *out, nd_err *e);
 void nd_report_routing_free(nd_report_routing *r);
 

@@ -41,7 +41,13 @@ static void one_pick(FILE *f, const nd_rmodel *m, const nd_report_pick *p) {
                 if (paths[a][i] >= E) E = (int64_t)paths[a][i] + 1;
     fprintf(f, "<div class=\"route\"><div class=\"rhead\"><b>");
     nd_html_escape(f, p->stage);
-    fprintf(f, "</b> &middot; %lld tokens &times; top-%lld", (long long)p->t, (long long)p->k);
+    fprintf(f, "</b>");
+    if (strcmp(p->op, "router")) {
+        fprintf(f, " (");
+        nd_html_escape(f, p->op);
+        fprintf(f, ": top-k positions, not experts)");
+    }
+    fprintf(f, " &middot; %lld tokens &times; top-%lld", (long long)p->t, (long long)p->k);
     if (E == 0 || E > MAX_EXPERTS) {
         fprintf(f, " &middot; <span class=\"warn\">no usable expert ids (largest %lld)</span></div></div>\n", (long long)E - 1);
         return;
@@ -94,8 +100,9 @@ static void one_pick(FILE *f, const nd_rmodel *m, const nd_report_pick *p) {
         fprintf(f, "\"/>\n");
     }
     fprintf(f, "<line class=\"rmid\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>", RML, RW - RMR, mid, mid);
-    fprintf(f, "<text class=\"rax\" x=\"%d\" y=\"%d\">expert 0</text><text class=\"rax end\" x=\"%d\" y=\"%d\">expert %lld</text>\n",
-            RML, RH - 1, RW - RMR, RH - 1, (long long)E - 1);
+    const char *unit = strcmp(p->op, "router") ? "index" : "expert";
+    fprintf(f, "<text class=\"rax\" x=\"%d\" y=\"%d\">%s 0</text><text class=\"rax end\" x=\"%d\" y=\"%d\">%s %lld</text>\n",
+            RML, RH - 1, unit, RW - RMR, RH - 1, unit, (long long)E - 1);
     fprintf(f, "</svg>\n");
     if (differ) {
         fprintf(f, "<div class=\"rdiff\">");

@@ -1,4 +1,5 @@
 /* report_routing_load.c — the expert picks of every router stage, from /routing in the trace. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "report.h"
@@ -8,7 +9,7 @@ int nd_report_routing_load(const char *trace_path, const nd_trace *t, nd_report_
     int cap = 0;
     for (int64_t i = 0; i < t->nrows; i++) {
         const nd_row *r = &t->rows[i];
-        if (strcmp(r->op, "router")) continue;
+        if (strcmp(r->op, "router") && !isfinite(r->topk_agree)) continue;
         int seen = 0;   /* one entry per stage, not per mode */
         for (int j = 0; j < out->n && !seen; j++) seen = !strcmp(out->picks[j].stage, r->name);
         if (seen) continue;
@@ -22,6 +23,7 @@ int nd_report_routing_load(const char *trace_path, const nd_trace *t, nd_report_
         nd_report_pick *p = &out->picks[out->n];
         memset(p, 0, sizeof *p);
         snprintf(p->stage, sizeof p->stage, "%s", r->name);
+        snprintf(p->op, sizeof p->op, "%s", r->op);
         p->layer = r->layer;
         int64_t tr = 0, kr = 0, tp = 0, kp = 0;
         nd_err ignore = {0};
