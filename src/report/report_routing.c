@@ -68,8 +68,9 @@ static void one_pick(FILE *f, const nd_rmodel *m, const nd_report_pick *p) {
             differ += same < p->k;
         }
         double share = p->t > 0 && p->k > 0 ? (double)agree / (double)(p->t * p->k) : NAN;
-        fprintf(f, " &middot; %s%.1f%% of picks agree</span> &middot; %lld token%s with different experts",
-                share < 1 ? "<span class=\"bad\">" : "<span>", 100 * share, (long long)differ, differ == 1 ? "" : "s");
+        fprintf(f, " &middot; %s%.1f%% of picks agree</span> &middot; %lld token%s with different %s",
+                share < 1 ? "<span class=\"bad\">" : "<span>", 100 * share, (long long)differ, differ == 1 ? "" : "s",
+                strcmp(p->op, "router") ? "picks" : "experts");
     } else {
         fprintf(f, " &middot; only the %s path was recorded", p->ref ? "reference" : "production");
     }
