@@ -112,6 +112,7 @@ static nd_report_routing synthetic_routing(void) {
     for (int L = 0; L < NLAYERS; L++) {
         nd_report_pick *p = &rt.picks[L];
         snprintf(p->stage, sizeof p->stage, "layers.%d.mlp.gate", L);
+        snprintf(p->op, sizeof p->op, "router");
         p->layer = L;
         p->t = NTOK;
         p->k = TOPK;
