@@ -5,7 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-void nd_h5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
+/* H5dont_atexit: when a write fails with the disk full, H5Fclose fails too and leaves the file
+ * half closed; HDF5 1.10's own exit handler then crashes closing it again (SIGSEGV in
+ * H5F__close_cb after the exit-2 message). Every trace is closed explicitly and flushed per row,
+ * so the handler has nothing to do. It only works as the first HDF5 call, which this is. */
+void nd_h5_quiet(void) {
+    static int once;
+    if (!once) { once = 1; H5dont_atexit(); }
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
 
 void nd_h5_close(hid_t id) {
     if (id < 0 || H5Iis_valid(id) <= 0) return;
