@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# trace_disk_full.sh NVFP4DBG — `nvfp4dbg trace` onto a full disk and onto an unwritable path.
+# Each must exit 2 with "PATH: ..." on stderr, leave no stray temporary file, and leave either no
+# trace or one that opens with status "incomplete" (so compare refuses it). The full disks are
+# small tmpfs mounts (4 KB: full before the first row; 48 KB: full mid-run); the unwritable
+# paths are a read-only mount and a path under a regular file. Skips (77) where mount is not
+# permitted (not root, or no CAP_SYS_ADMIN).
+set -u
+N="$1"
+W=$(mktemp -d "${TMPDIR:-/tmp}/nd_disk_full.XXXXXX")
+mnt="$W/mnt"
+mkdir -p "$mnt"
+cleanup() { mountpoint -q "$mnt" && umount "$mnt"; rm -rf "$W"; }
+trap cleanup EXIT
+if ! mount -t tmpfs -o size=4k tmpfs "$mnt" 2>/dev/null; then echo "skip: cannot mount a tmpfs"; exit 77; fi
+umount "$mnt"
+"$N" synth "$W/ck" --recipe deepseek_v4 --size tiny >/dev/null || { echo "FAIL: synth"; exit 1; }
+"$N" trace "$W/ck" --backend cpu --out "$W/full.h5" >/dev/null 2>&1
+[ $? -le 1 ] || { echo "FAIL: trace on a roomy disk"; exit 1; }
+fail=0
+check() { # what out rc errfile
+  local what="$1" out="$2" rc="$3" err="$4"
+  if [ "$rc" -ne 2 ]; then echo "FAIL $what: exit $rc (want 2): $(cat "$err")"; fail=1; fi
+  if ! grep -q "$out: " "$err"; then echo "FAIL $what: message does not name $out: $(cat "$err")"; fail=1; fi
+  if ls "$out".partial.* >/dev/null 2>&1; then echo "FAIL $what: stray temporary file"; fail=1; fi
+  if [ -f "$out" ]; then
+    "$N" compare "$out" "$W/full.h5" >/dev/null 2>"$W/cmp.err"
+    local crc=$?
+    if [ $crc -ne 2 ] || ! grep -q "incomplete" "$W/cmp.err"; then
+      echo "FAIL $what: the left trace is not a readable incomplete trace (compare exit $crc: $(cat "$W/cmp.err"))"; fail=1
+    fi
+  fi
+  echo "$what: exit $rc: $(head -1 "$err")"
+}
+for size in 4k 48k; do
+  mount -t tmpfs -o size=$size tmpfs "$mnt"
+  "$N" trace "$W/ck" --backend cpu --out "$mnt/x.h5" >/dev/null 2>"$W/err"
+  check "disk full ($size)" "$mnt/x.h5" $? "$W/err"
+  umount "$mnt"
+done
+mount -t tmpfs -o ro,size=64k tmpfs "$mnt"
+"$N" trace "$W/ck" --backend cpu --out "$mnt/x.h5" >/dev/null 2>"$W/err"
+check "read-only mount" "$mnt/x.h5" $? "$W/err"
+umount "$mnt"
+touch "$W/afile"
+"$N" trace "$W/ck" --backend cpu --out "$W/afile/x.h5" >/dev/null 2>"$W/err"
+check "path under a file" "$W/afile/x.h5" $? "$W/err"
+[ $fail -eq 0 ] && echo "trace_disk_full: ok"
+exit $fail
