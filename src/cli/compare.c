@@ -21,7 +21,9 @@ static const char usage[] =
     "  --tolerances FILE  override the default tolerances (per figure, per op kind, per stage glob)\n"
     "  --json             print one JSON document instead of the table\n"
     "\n"
-    "Exit: 0 no regression, 1 regression, 2 bad usage or input (also an unfinished trace).\n";
+    "Exit: 0 no regression, 1 regression, 2 bad usage or input (also an unfinished trace).\n"
+    "\n"
+    "example: nvfp4dbg compare run.h5 golden/traces/seed-bug-v4.h5\n";
 
 static void fmt_num(char *buf, size_t n, double v) {
     if (isnan(v)) snprintf(buf, n, "nan");

@@ -136,7 +136,8 @@ static void usage(FILE *o) {
     fprintf(o, "usage: nvfp4dbg inspect CKPT [--json]\n\n"
                "Format, architecture, per-module quantization (format, shapes, global scales, block-scale\n"
                "statistics) and static scale findings of a checkpoint folder.\n"
-               "Exit 0: no error finding; 1: an error finding; 2: bad usage or unreadable checkpoint.\n");
+               "Exit 0: no error finding; 1: an error finding; 2: bad usage or unreadable checkpoint.\n"
+               "\nexample: nvfp4dbg inspect golden/seed-bug-v4\n");
 }
 
 int nd_cmd_inspect(int argc, char **argv) {

@@ -209,9 +209,10 @@ static hid_t field_type(const nd_field *f) {
     case ND_F_U8: return H5Tcopy(H5T_NATIVE_UINT8);
     case ND_F_F64: return H5Tcopy(H5T_NATIVE_DOUBLE);
     case ND_F_STR: {
-        /* fixed-length, null-padded: numpy reads these as 'S<n>' columns */
+        /* fixed-length, null-terminated: numpy reads these as 'S<n>' columns and h5dump prints
+         * them without trailing NULs */
         hid_t t = H5Tcopy(H5T_C_S1);
-        if (t >= 0 && (H5Tset_size(t, f->size) < 0 || H5Tset_strpad(t, H5T_STR_NULLPAD) < 0)) {
+        if (t >= 0 && (H5Tset_size(t, f->size) < 0 || H5Tset_strpad(t, H5T_STR_NULLTERM) < 0)) {
             H5Tclose(t);
             return -1;
         }
