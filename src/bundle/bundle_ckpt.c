@@ -12,7 +12,6 @@
  * A layer stage stays a layer stage (ops may depend on the layer index: layer types, compress
  * ratios), so the recipe's `layer` section holds it, gated with `when_has: nvfp4dbg.layer{L}`
  * so that only layer L runs it; replay asks for --layers L-L. */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -107,7 +107,14 @@ int nd_cmd_replay(int argc, char **argv) {
     o.n_overrides = n_ovr;
     nd_trace_result res;
     rc = nd_pipeline_trace(&o, &res, &e);
-    if (rc) { nd_cli_error(&e); nd_trace_result_free(&res); goto out; }
+    if (rc) {
+        nd_cli_error(&e);
+        if (rc == ND_EXIT_BADINPUT)
+            fprintf(stderr, "nvfp4dbg: replay: a stage that reads a router or indexer decision (moe_experts, compressed "
+                            "attention) cannot be replayed from a bundle yet (docs/repro.md)\n");
+        nd_trace_result_free(&res);
+        goto out;
+    }
     const nd_row *row = NULL;
     for (int64_t i = 0; i < res.nrows; i++)
         if (!strcmp(res.rows[i].name, b->stage)) row = &res.rows[i];

@@ -157,6 +157,9 @@ int nd_cmd_repro(int argc, char **argv) {
     printf("nvfp4dbg repro: stage %s (op %s, layer %d): %d input(s), %d checkpoint tensor(s), %zu bytes of data\n",
            b->stage, b->op, b->layer, b->n_in, b->n_tensors, bytes);
     if (b->overrides[0]) printf("overrides: %s\n", b->overrides);
+    if (b->n_tensors == ND_BUNDLE_MAX_TENSORS)
+        fprintf(stderr, "nvfp4dbg: warning: the stage reads %d tensors or more; the capture keeps %d, the bundle may be incomplete\n",
+                ND_BUNDLE_MAX_TENSORS, ND_BUNDLE_MAX_TENSORS);
     printf("bundle written to %s (replay: nvfp4dbg replay %s)\n", out, out);
 out:
     if (rcp) nd_recipe_free(rcp);
