@@ -43,11 +43,35 @@ static char *py_to_ere(const char *s) {
     return o;
 }
 
+/* glibc's regcomp expands counted repetitions: "((((a{100}){100}){100}){100})" in an untrusted
+ * config takes minutes and gigabytes. Module-name patterns need no such counts: the product of
+ * every {m} / {m,n} / {m,} count (the larger bound) must stay <= 1024, the text <= 1024 bytes. */
+static int regex_too_big(const char *s) {
+    if (strlen(s) > 1024) return 1;
+    double prod = 1;
+    for (const char *c = s; *c; c++) {
+        if (*c == '\\' && c[1]) { c++; continue; }
+        if (*c != '{') continue;
+        char *end;
+        double m = strtod(c + 1, &end), n = m;
+        if (end == c + 1) continue; /* a literal brace */
+        if (*end == ',' && end[1] != '}') n = strtod(end + 1, &end);
+        prod *= (m > n ? m : n) > 1 ? (m > n ? m : n) : 1;
+        if (prod > 1024) return 1;
+    }
+    return 0;
+}
+
 static int pat_init(nd_pat *p, const char *text, int glob, const char *file, const char *where, nd_err *e) {
     memset(p, 0, sizeof *p);
     if (!(p->text = strdup(text))) return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", file);
     if (glob) { p->kind = ND_PAT_GLOB; return 0; }
     if (strncmp(text, "re:", 3) == 0) {
+        if (regex_too_big(text + 3)) {
+            p->kind = ND_PAT_EXACT; /* nothing compiled: nothing to free */
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s: regular expression \"%.80s\" is too large (at most 1024 "
+                           "bytes, repetition counts multiplying to at most 1024)", file, where, text);
+        }
         char *ere = py_to_ere(text + 3);
         if (!ere) return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", file);
         int rc = regcomp(&p->re, ere, REG_EXTENDED | REG_NOSUB);
