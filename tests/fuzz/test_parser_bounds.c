@@ -108,6 +108,32 @@ static void test_config_depth(void) {
     nd_ckpt_close(c);
 }
 
+/* A quantization-config regex with nested counts (glibc regcomp would take minutes and GBs) is
+ * refused; a pattern with small counts still compiles (the folder then lacks its safetensors). */
+static void test_regex_size(void) {
+    mkdir(fz_path("rx"), 0700);
+    char p[1024];
+    snprintf(p, sizeof p, "%s", fz_path("rx/config.json"));
+    FILE *f = fopen(p, "w");
+    fputs("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":1,"
+          "\"num_attention_heads\":2,\"quantization_config\":{\"quant_method\":\"compressed-tensors\","
+          "\"ignore\":[\"re:((((a{100}){100}){100}){100})\"]}}", f);
+    fclose(f);
+    nd_ckpt *c = NULL;
+    nd_err e = {0};
+    int rc = nd_ckpt_open(fz_path("rx"), &c, &e);
+    expect_bad(rc, &e, p, "is too large");
+    nd_ckpt_close(c);
+    f = fopen(p, "w");
+    fputs("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":1,"
+          "\"num_attention_heads\":2,\"quantization_config\":{\"quant_method\":\"compressed-tensors\","
+          "\"ignore\":[\"re:.*layers\\\\.\\\\d{1,3}\\\\.mlp\\\\.gate\"]}}", f);
+    fclose(f);
+    rc = nd_ckpt_open(fz_path("rx"), &c, &e);
+    CHECK(rc == ND_EXIT_BADINPUT && strstr(e.msg, "no model.safetensors"), "small counts refused: %s", e.msg);
+    nd_ckpt_close(c);
+}
+
 /* YAML 100000 levels deep (flow sequences, then block mappings): each loader refuses it. */
 static void test_yaml_depth(void) {
     size_t depth = 100000;
@@ -228,6 +254,7 @@ static void test_tokens_file(void) {
 int main(void) {
     test_safetensors();
     test_config_depth();
+    test_regex_size();
     test_yaml_depth();
     test_trace_allocations();
     test_tokens_file();
