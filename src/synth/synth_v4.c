@@ -10,14 +10,42 @@ typedef struct v4_dims {
     int64_t vocab, hidden, layers, heads, head_dim, rope_dim, q_lora, o_groups, o_lora, hc_mult;
     int64_t experts, top_k, moe_inter, shared, hash_layers, window;
     double routed_scale;
+    int64_t csa_rate, hca_rate, index_heads, index_dim, index_topk;
 } v4_dims;
 
-/*                          vocab  hidden L  H   d    r   Lq    G   Lo    n  E    k  I     sh hash win  scale */
+/*                          vocab  hidden L  H   d    r   Lq    G   Lo    n  E    k  I     sh hash win  scale
+ *                          CSA m  HCA m  nI  c    topk */
 static const v4_dims V4[] = {
-    [ND_SYNTH_TINY]  = {256,     64,   2, 4,  32,  16, 32,   2,  16,   4, 8,   2, 32,   1, 1,   8,  2.5},
-    [ND_SYNTH_SMALL] = {1024,   256,   4, 8,  64,  32, 128,  4,  64,   4, 16,  4, 128,  1, 1,   16, 2.5},
-    [ND_SYNTH_FULL]  = {129280, 7168,  1, 128, 512, 64, 1536, 16, 1024, 4, 384, 6, 3072, 1, 3,   128, 2.5},
+    [ND_SYNTH_TINY]  = {256,     64,   2, 4,  32,  16, 32,   2,  16,   4, 8,   2, 32,   1, 1,   8,  2.5,
+                        4, 8, 2, 32, 2},
+    [ND_SYNTH_SMALL] = {1024,   256,   4, 8,  64,  32, 128,  4,  64,   4, 16,  4, 128,  1, 1,   16, 2.5,
+                        4, 16, 4, 64, 4},
+    [ND_SYNTH_FULL]  = {129280, 7168,  1, 128, 512, 64, 1536, 16, 1024, 4, 384, 6, 3072, 1, 3,   128, 2.5,
+                        4, 128, 64, 128, 512},
 };
+
+/* Layer types: 0 sliding, odd CSA, other even HCA (tiny: sliding, CSA; small: sliding, CSA, HCA, CSA;
+ * full: one sliding layer). */
+enum { V4_SLIDING = 0, V4_CSA = 1, V4_HCA = 2 };
+static int v4_layer_type(int64_t l) { return l == 0 ? V4_SLIDING : l % 2 ? V4_CSA : V4_HCA; }
+static const char *const V4_TYPE_NAME[] = {"sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"};
+
+/* A KV compressor (transformers' DeepseekV4{CSA,HCA}Compressor / the indexer's own): kv and gate
+ * projections [w*dim, D], position bias F32 [m, w*dim] and kv_norm [dim]; w = 2 for CSA's
+ * overlapping windows. The real releases keep compressor and indexer projections BF16; synth
+ * quantizes them like every other linear (NVFP4 W4A4), which exercises the quantized path on them
+ * and keeps synth's rule "every linear but lm_head and the router is quantized". */
+static void compressor(sy_plan *pl, const char *prefix, int64_t w, int64_t dim, int64_t m, int64_t D, int layer) {
+    char nm[SY_NAME];
+    snprintf(nm, sizeof nm, "%s.kv_proj", prefix);
+    sy_add_linear(pl, nm, w * dim, D, 1.0, SY_Q_NVFP4, -1, layer, -1);
+    snprintf(nm, sizeof nm, "%s.gate_proj", prefix);
+    sy_add_linear(pl, nm, w * dim, D, 1.0, SY_Q_NVFP4, -1, layer, -1);
+    snprintf(nm, sizeof nm, "%s.position_bias", prefix);
+    sy_add(pl, nm, ND_DT_F32, 2, m, w * dim, SY_INIT_NORMAL, 0.0, 0.5);
+    snprintf(nm, sizeof nm, "%s.kv_norm.weight", prefix);
+    sy_add_norm(pl, nm, dim);
+}
 
 static void hc_block(sy_plan *pl, const char *prefix, int64_t n, int64_t D) {
     char nm[SY_NAME];
@@ -43,11 +71,18 @@ static void mlp_expert(sy_plan *pl, const char *prefix, int64_t I, int64_t D, in
 }
 
 static json_t *v4_config(const v4_dims *d, int64_t layers) {
-    json_t *c = json_object(), *lt = json_array(), *cr = json_array(), *rs = json_object();
+    json_t *c = json_object(), *lt = json_array(), *cr = json_array(), *rs = json_object(), *rates = json_object();
     for (int64_t l = 0; l < layers; l++) {
-        json_array_append_new(lt, json_string("sliding_attention"));
-        json_array_append_new(cr, json_integer(0));
+        const int ty = v4_layer_type(l);
+        json_array_append_new(lt, json_string(V4_TYPE_NAME[ty]));
+        json_array_append_new(cr, json_integer(ty == V4_CSA ? d->csa_rate : ty == V4_HCA ? d->hca_rate : 0));
     }
+    sy_ji(rates, "compressed_sparse_attention", d->csa_rate);
+    sy_ji(rates, "heavily_compressed_attention", d->hca_rate);
+    json_object_set_new(c, "compress_rates", rates);
+    sy_ji(c, "index_n_heads", d->index_heads);
+    sy_ji(c, "index_head_dim", d->index_dim);
+    sy_ji(c, "index_topk", d->index_topk);
     json_t *arch = json_array();
     json_array_append_new(arch, json_string("DeepseekV4ForCausalLM"));
     json_object_set_new(c, "architectures", arch);
@@ -125,6 +160,19 @@ int sy_build_v4(sy_plan *pl, nd_synth_size size, int layers, nd_err *e) {
         sy_add_norm(pl, nm, d->head_dim);
         snprintf(nm, sizeof nm, "%s.self_attn.sinks", pre);
         sy_add(pl, nm, ND_DT_F32, 1, H, 1, SY_INIT_NORMAL, 0.0, 0.1);
+        const int ty = v4_layer_type(l);
+        if (ty != V4_SLIDING) {
+            snprintf(nm, sizeof nm, "%s.self_attn.compressor", pre);
+            compressor(pl, nm, ty == V4_CSA ? 2 : 1, d->head_dim, ty == V4_CSA ? d->csa_rate : d->hca_rate, D, l);
+        }
+        if (ty == V4_CSA) {
+            snprintf(nm, sizeof nm, "%s.self_attn.compressor.indexer", pre);
+            compressor(pl, nm, 2, d->index_dim, d->csa_rate, D, l);
+            snprintf(nm, sizeof nm, "%s.self_attn.compressor.indexer.q_b_proj", pre);
+            sy_add_linear(pl, nm, d->index_heads * d->index_dim, d->q_lora, 1.0, SY_Q_NVFP4, -1, l, -1);
+            snprintf(nm, sizeof nm, "%s.self_attn.compressor.indexer.scorer.weights_proj", pre);
+            sy_add_linear(pl, nm, d->index_heads, D, 1.0, SY_Q_NVFP4, -1, l, -1);
+        }
         snprintf(nm, sizeof nm, "%s.self_attn.o_a_proj", pre);
         sy_add_linear(pl, nm, d->o_groups * d->o_lora, (H / d->o_groups) * d->head_dim, 1.0, SY_Q_FP8_BLOCK,
                       -1, l, -1);
