@@ -1,0 +1,103 @@
+/* test_conf_trace.c — `nvfp4dbg trace` of a conformance fixture (golden/conformance/MODEL/nvfp4,
+ * the fixture's own prompt, CPU backend, --dump tensors).
+ *   mode "exit":      the trace reports no divergence (exit 0).
+ *   mode "reference": our reference path per layer against transformers' forward on the
+ *                     decompressed model (reference.safetensors): cosine >= 0.9999 and relative
+ *                     L2 <= 1e-2 for the embedding, every decoder layer's output, the final norm
+ *                     and the logits.
+ * usage: test_conf_trace NVFP4DBG MODEL exit|reference [CHECKPOINT_DIR (default: the fixture's)] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../nd_test.h"
+#include "conf_fixture.h"
+#include "trace/trace.h"
+
+static const double MIN_COS = 0.9999, MAX_REL = 1e-2;
+
+static void compare(const char *h5, const nd_st_file *ref, const char *stage, const char *fixture_name) {
+    float *ours = NULL;
+    int ndim = 0;
+    int64_t shape[ND_TRACE_MAXDIM], n = 0, nf = 0;
+    nd_err e = {0};
+    CHECK(nd_trace_read_tensor(h5, stage, "ref", &ours, &ndim, shape, &e) == 0, "%s", e.msg);
+    float *theirs = conf_floats(ref, fixture_name, &nf);
+    CHECK(theirs != NULL, "reference.safetensors has no %s", fixture_name);
+    if (ours && theirs) {
+        n = 1;
+        for (int i = 0; i < ndim; i++) n *= shape[i];
+        CHECK(n == nf, "%s: %lld elements, transformers' %s has %lld", stage, (long long)n, fixture_name, (long long)nf);
+    }
+    if (ours && theirs && n == nf) {
+        double cs, rel, maxabs = 0;
+        int64_t same = 0;
+        conf_metrics(ours, theirs, n, &cs, &rel);
+        for (int64_t i = 0; i < n; i++) {
+            const double d = fabs((double)ours[i] - theirs[i]);
+            if (d > maxabs) maxabs = d;
+            same += ours[i] == theirs[i];
+        }
+        const int ok = cs >= MIN_COS && rel <= MAX_REL;
+        printf("%-12s vs %-18s cosine %.7f  rel_l2 %.3e  max|d| %.3e  bit-equal %5.1f%%  %s\n", stage, fixture_name, cs,
+               rel, maxabs, 100.0 * (double)same / (double)n, ok ? "ok" : "FAIL");
+        CHECK(ok, "%s: cosine %.7f (min %.4f), rel_l2 %.3e (max %.0e) against transformers' %s", stage, cs, MIN_COS,
+              rel, MAX_REL, fixture_name);
+    }
+    free(ours);
+    free(theirs);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 4 || (strcmp(argv[3], "exit") && strcmp(argv[3], "reference"))) {
+        fprintf(stderr, "usage: test_conf_trace NVFP4DBG MODEL exit|reference [CHECKPOINT_DIR]\n");
+        return 2;
+    }
+    const char *bin = argv[1], *model = argv[2], *mode = argv[3];
+    char dir[1024], tokens[4096], h5[256], cmd[6000];
+    if (argc > 4) snprintf(dir, sizeof dir, "%s", argv[4]);
+    else conf_path(dir, sizeof dir, model, "nvfp4");
+    const int64_t ntok = conf_tokens(model, tokens, sizeof tokens);
+    CHECK(ntok > 0, "%s: no prompt", model);
+    snprintf(h5, sizeof h5, "conf_%s_%s.h5", mode, model);
+    snprintf(cmd, sizeof cmd, "'%s' trace '%s' --tokens %s --backend cpu --dump tensors --no-color --out '%s' > '%s.log' 2>&1",
+             bin, dir, tokens, h5, h5);
+    const int rc = conf_system(cmd);
+    if (!strcmp(mode, "exit")) {
+        if (rc != 0) {   /* show why */
+            snprintf(cmd, sizeof cmd, "grep -v '  ok$' '%s.log' | tail -25 >&2", h5);
+            (void)conf_system(cmd);
+        }
+        CHECK(rc == 0, "%s: nvfp4dbg trace exit %d (0: no divergence; 1: divergence; 2: bad input; 3: internal)", dir,
+              rc);
+        return nd_test_report("conf_trace");
+    }
+    if (rc != 0 && rc != 1) {   /* no trace to compare: say why */
+        snprintf(cmd, sizeof cmd, "tail -5 '%s.log' >&2", h5);
+        (void)conf_system(cmd);
+        CHECK(0, "%s: nvfp4dbg trace exit %d, no reference tensors", dir, rc);
+        return nd_test_report("conf_trace");
+    }
+    nd_st_file *ref = conf_open(model, "reference.safetensors");
+    CHECK(ref != NULL, "%s: reference.safetensors", model);
+    if (!ref) return nd_test_report("conf_trace");
+    int layers = 0;
+    char name[64];
+    for (;; layers++) {
+        snprintf(name, sizeof name, "layer_out.%d", layers);
+        if (!nd_st_find(ref, name)) break;
+    }
+    CHECK(layers > 0, "%s: no layer_out.* in reference.safetensors", model);
+    /* V4: hidden_states.0 is the expanded streams (stage hc_expand), the rest as the others */
+    compare(h5, ref, strcmp(model, "deepseek_v4") ? "embed" : "hc_expand", "hidden_states.0");
+    for (int l = 0; l < layers; l++) {
+        char stage[64];
+        snprintf(stage, sizeof stage, "layers.%d", l);
+        snprintf(name, sizeof name, "layer_out.%d", l);
+        compare(h5, ref, stage, name);
+    }
+    snprintf(name, sizeof name, "hidden_states.%d", layers);
+    compare(h5, ref, "norm", name);
+    compare(h5, ref, "lm_head", "logits");
+    nd_st_close(ref);
+    return nd_test_report("conf_trace");
+}
