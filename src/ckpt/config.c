@@ -80,6 +80,14 @@ static int parse_rope(cfgctx *x, nd_model_cfg *c) {
     const char *rname = "rope_parameters";
     if (rp && !json_is_object(rp)) return nd_fail(x->e, ND_EXIT_BADINPUT, "%s: key 'rope_parameters' must be an object", x->path);
     if (rp) TRY_GET(get_num(x, rp, "rope_theta", "rope_parameters.rope_theta", &c->rope_theta));
+    /* transformers' DeepseekV4 nests it: {"main": {rope_theta}, "compress": {rope_theta, yarn keys}} */
+    json_t *rmain = rp ? get(rp, "main") : NULL, *rcomp = rp ? get(rp, "compress") : NULL;
+    if (rmain && json_is_object(rmain)) TRY_GET(get_num(x, rmain, "rope_theta", "rope_parameters.main.rope_theta", &c->rope_theta));
+    if (rcomp && json_is_object(rcomp)) {
+        TRY_GET(get_num(x, rcomp, "rope_theta", "rope_parameters.compress.rope_theta", &c->compress_rope_theta));
+        rp = rcomp;
+        rname = "rope_parameters.compress";
+    }
     json_t *rs = get(x->root, "rope_scaling");
     if (rs && !json_is_object(rs)) return nd_fail(x->e, ND_EXIT_BADINPUT, "%s: key 'rope_scaling' must be an object", x->path);
     if (rs) rname = "rope_scaling"; else rs = rp;
@@ -246,6 +254,20 @@ int nd_cfg_number(const nd_model_cfg *c, const char *key, double *out) {
     json_t *v = lookup(c, key);
     if (json_is_number(v)) { *out = json_number_value(v); return 0; }
     if (json_is_boolean(v)) { *out = json_is_true(v) ? 1.0 : 0.0; return 0; }
+    /* keys the parser derives or defaults (rope_theta nested in rope_parameters, head_dim from
+     * hidden_size / heads, ...): the parsed value, as documented at the top of this file */
+    if (v) return ND_EXIT_BADINPUT;
+    const struct { const char *k; double v; } derived[] = {
+        {"rope_theta", c->rope_theta}, {"compress_rope_theta", c->compress_rope_theta},
+        {"head_dim", (double)c->head_dim}, {"rms_norm_eps", c->rms_norm_eps}, {"hc_eps", c->hc_eps},
+        {"hc_mult", (double)c->hc_mult}, {"hc_sinkhorn_iters", (double)c->hc_sinkhorn_iters},
+        {"num_key_value_heads", (double)c->num_key_value_heads}, {"routed_scaling_factor", c->routed_scaling_factor},
+        {"swiglu_limit", c->swiglu_limit}, {"norm_topk_prob", (double)c->norm_topk_prob},
+        {"sliding_window", (double)c->sliding_window}, {"qk_rope_head_dim", (double)c->qk_rope_head_dim},
+        {"n_routed_experts", (double)c->n_routed_experts}, {"num_experts_per_tok", (double)c->num_experts_per_tok},
+    };
+    for (size_t i = 0; i < sizeof derived / sizeof derived[0]; i++)
+        if (!strcmp(derived[i].k, key) && derived[i].v > 0) { *out = derived[i].v; return 0; }
     return ND_EXIT_BADINPUT;
 }
 

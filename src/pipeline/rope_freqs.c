@@ -15,7 +15,11 @@ int nd_rope_freqs(nd_run *r, const nd_stage *st, int64_t rot_dim, float *inv_fre
     ND_TRY(nd_attr_num(r, st, "yarn", 0, &yarn, e));
     ND_TRY(nd_attr_num(r, st, "compressed_theta", 0, &ctheta, e));
     const nd_model_cfg *c = r->cfg;
-    if (ctheta > 0 && st->layer >= 0 && st->layer < c->n_layer_types && strstr(c->layer_types[st->layer], "compressed")) {
+    /* a compressed layer: by layer_types (transformers) or compress_ratios > 0 (DeepSeek's configs) */
+    int compressed = st->layer >= 0 &&
+                     ((st->layer < c->n_layer_types && strstr(c->layer_types[st->layer], "compressed")) ||
+                      (c->n_layer_types == 0 && st->layer < c->n_compress_ratios && c->compress_ratios[st->layer] > 0));
+    if (ctheta > 0 && compressed) {
         theta = ctheta;
         yarn = 1;
     }
