@@ -20,6 +20,7 @@ static void usage(FILE *f) {
             "  --format   compressed-tensors (default) | modelopt\n"
             "  --seed     weight generator seed (default 0); the same seed gives the same files\n"
             "  --layers   number of layers (default: the size's)\n"
+            "  --experts  routed experts per MoE layer (deepseek_v4; default: the size's)\n"
             "  --inject   FAULT@MODULE, any number; MODULE is a stage name such as\n"
             "             layers.0.self_attn.q_a_proj or layers.1.mlp.experts.3.up_proj. Faults:\n"
             "             input-scale-inverted, input-scale-mul=F, input-scale-inf,\n"
@@ -73,6 +74,13 @@ int nd_cmd_synth(int argc, char **argv) {
             long l = strtol(v, &end, 10);
             if (!*v || *end || l < 1 || l > 64) rc = nd_cli_usage_error("synth", "--layers '%s' is not a number in 1..64", v);
             else o.layers = (int)l;
+            continue;
+        }
+        if (!missing && (v = opt_value(argc, argv, &i, "--experts", &missing))) {
+            char *end = NULL;
+            long x = strtol(v, &end, 10);
+            if (!*v || *end || x < 1 || x > 4096) rc = nd_cli_usage_error("synth", "--experts '%s' is not a number in 1..4096", v);
+            else o.experts = (int)x;
             continue;
         }
         if (!missing && (v = opt_value(argc, argv, &i, "--inject", &missing))) { inj[o.n_injects++] = v; continue; }

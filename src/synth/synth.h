@@ -33,6 +33,9 @@ typedef struct nd_synth_opts {
     nd_synth_format format;
     uint64_t seed;
     int layers;                 /* 0: the size's default */
+    int experts;                /* routed experts per MoE layer (DeepSeek families); 0: the size's
+                                 * default. A full-size layer with 48 = one EP rank's share of 384
+                                 * fits a single GPU machine's disk with its original */
     const char *const *injects; /* "FAULT[=VALUE]@MODULE" */
     int n_injects;
     nd_synth_calib_fn calibrate;/* required: usually nd_synth_pipeline_calibrate */

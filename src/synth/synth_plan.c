@@ -136,10 +136,16 @@ long sy_find_module(const sy_plan *pl, const char *module) {
 }
 
 int sy_build(sy_plan *pl, nd_synth_family fam, nd_synth_size size, int layers, nd_err *e) {
+    return sy_build_ex(pl, fam, size, layers, 0, e);
+}
+
+int sy_build_ex(sy_plan *pl, nd_synth_family fam, nd_synth_size size, int layers, int experts, nd_err *e) {
     memset(pl, 0, sizeof *pl);
     pl->fam = fam;
+    if (experts > 0 && fam != ND_SYNTH_DEEPSEEK_V4)
+        return nd_fail(e, ND_EXIT_BADINPUT, "synth: --experts is supported for deepseek_v4 only");
     switch (fam) {
-    case ND_SYNTH_DEEPSEEK_V4: ND_TRY(sy_build_v4(pl, size, layers, e)); break;
+    case ND_SYNTH_DEEPSEEK_V4: ND_TRY(sy_build_v4(pl, size, layers, experts, e)); break;
     case ND_SYNTH_LLAMA: ND_TRY(sy_build_llama(pl, size, layers, e)); break;
     case ND_SYNTH_DEEPSEEK_V3: ND_TRY(sy_build_v3(pl, size, layers, e)); break;
     default: return nd_fail(e, ND_EXIT_INTERNAL, "synth: unknown family %d", (int)fam);

@@ -72,10 +72,12 @@ size_t sy_param_bytes(const sy_param *p);
 void sy_generate(const sy_param *p, uint64_t seed, void *out);
 
 /* Family builders: fill the plan and its config for a size (layers 0: the size's default). */
-int sy_build_v4(sy_plan *pl, nd_synth_size size, int layers, nd_err *e);
+int sy_build_v4(sy_plan *pl, nd_synth_size size, int layers, int experts, nd_err *e);
 int sy_build_llama(sy_plan *pl, nd_synth_size size, int layers, nd_err *e);
 int sy_build_v3(sy_plan *pl, nd_synth_size size, int layers, nd_err *e);
 int sy_build(sy_plan *pl, nd_synth_family fam, nd_synth_size size, int layers, nd_err *e);
+/* The same with the routed-expert count overridden (experts > 0; DeepSeek families). */
+int sy_build_ex(sy_plan *pl, nd_synth_family fam, nd_synth_size size, int layers, int experts, nd_err *e);
 
 /* Module path without "model." ("layers.0.self_attn.q_a_proj", "lm_head"). */
 const char *sy_stage_name(const char *module_path);

@@ -179,7 +179,7 @@ int nd_synth_run(const nd_synth_opts *o, nd_err *e) {
 
     sy_plan pl;
     sy_faults faults = {0};
-    int rc = sy_build(&pl, fam, o->size, o->layers, e);
+    int rc = sy_build_ex(&pl, fam, o->size, o->layers, o->experts, e);
     if (!rc) rc = sy_faults_parse(&pl, o->injects, o->n_injects, &faults, e);
     if (!rc) {
         sy_wctx w = {.plan = &pl, .seed = o->seed, .quantized = 0, .fmt = o->format, .faults = &faults,

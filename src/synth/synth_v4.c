@@ -131,8 +131,13 @@ static json_t *v4_config(const v4_dims *d, int64_t layers) {
 static const char *const V4_CT_IGNORE[] = {"lm_head", "re:.*mlp.gate$", NULL};
 static const char *const V4_MO_EXCLUDE[] = {"lm_head", "*mlp.gate", "*o_a_proj", NULL};
 
-int sy_build_v4(sy_plan *pl, nd_synth_size size, int layers, nd_err *e) {
-    const v4_dims *d = &V4[size];
+int sy_build_v4(sy_plan *pl, nd_synth_size size, int layers, int experts, nd_err *e) {
+    v4_dims dd = V4[size];
+    if (experts > 0) {
+        if (experts < dd.top_k) return nd_fail(e, ND_EXIT_BADINPUT, "synth: --experts %d is fewer than top-k %d", experts, (int)dd.top_k);
+        dd.experts = experts;
+    }
+    const v4_dims *d = &dd;
     const int64_t L = layers > 0 ? layers : d->layers, D = d->hidden, n = d->hc_mult, H = d->heads;
     char nm[SY_NAME], pre[48];
     pl->n_layers = (int)L;
