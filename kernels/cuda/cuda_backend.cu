@@ -1,6 +1,7 @@
 /* cuda_backend.cu — the CUDA backend object: device selection, stream, cuBLAS handle, memory,
  * scratch, error text, and the op table (each op lives in its own file). */
 #include "cuda_common.cuh"
+#include "cuda_compressed.cuh"
 #include "nd_cuda.h"
 
 #include <stdio.h>
@@ -221,6 +222,9 @@ extern "C" int nd_backend_cuda_create(nd_backend **out, int device, nd_err *e) {
     b->gather_rows = nd_cuda_gather_rows;
     b->scatter_add_rows = nd_cuda_scatter_add_rows;
     b->compare = nd_cuda_compare;
+    b->compress_pool = nd_cuda_compress_pool;
+    b->indexer_topk = nd_cuda_indexer_topk;
+    b->attention_compressed = nd_cuda_attention_compressed;
     *out = b;
     return 0;
 }

@@ -1,5 +1,6 @@
 /* test_backend_ops.c — every op of kernels/backend.h on the CPU backend (the reference) and on
- * CUDA, with fresh random inputs (seed printed; ND_TEST_SEED=N replays one), at several shapes
+ * CUDA, with fresh random inputs (seed printed; ND_TEST_SEED=N replays one; ND_TEST_ONLY=name runs
+ * the cases whose name contains it), at several shapes
  * including odd sizes and K not a multiple of 64. Outputs are poisoned before each run, with a
  * different byte pattern per backend, so an element either backend leaves unwritten mismatches.
  *
@@ -17,6 +18,9 @@
  *  - TOL_MIX rel-L2 1e-5: attention and hyper-connections, an FP32 dot/GEMM in another order
  *    followed by expf (Sinkhorn is contractive; it does not amplify these).
  *  - TOL_CMP_SUM rel 1e-12: double sums of up to 1e5 terms in another order.
+ *  - compress_pool: per-element bounds from Σ|value|·p, see case_compress_pool (exp is the only
+ *    step that differs). indexer_topk: scores bit-exact, picks the same set exactly.
+ *    attention_compressed: TOL_MIX, as attention.
  *  - router: indices exact unless the two experts (or groups) involved are a near tie in exact
  *    (double) arithmetic, |Δ| <= 1e-5 relative; weights per-element rel 1e-5 where indices match.
  */
@@ -744,6 +748,227 @@ static void case_copy2d(void) {
     }
 }
 
+/* ---- DeepSeek-V4 compressed attention ---- */
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* compress_pool. Both backends take the same FP32 steps in the same order except exp (glibc expf
+ * vs exp in double rounded once on CUDA), so an output is either bit-identical or off through p.
+ * Bounds per element, S = Σ_slots |value|·p (exact p, in double), n = slots, u = 2^-24:
+ *  - FP32 steps: |Δ| <= (4n + 8)·u·S — each side's rounding error of the softmax and the sum is
+ *    within (2n + 4)·u·S (a rigorous worst case; the typical difference is 0 or a few ulps);
+ *  - bf16_steps: identical BF16 probabilities give identical outputs, and a probability moved
+ *    across a BF16 rounding boundary moves its product by <= 2^-6·|value|·p, so |Δ| <= 2^-6·S
+ *    + the FP32 bound for all elements, and at most 5% of the elements may exceed the FP32 bound
+ *    (expected: well under 0.1%; an implementation that skipped a BF16 step would exceed it almost
+ *    everywhere). */
+static void case_compress_pool(void) {
+    /* s, d, rate, overlap, bf16_steps */
+    static const int64_t cases[][5] = {{9, 5, 4, 1, 1},    {9, 5, 4, 1, 0},      {16, 64, 4, 1, 0},  {259, 48, 128, 0, 1},
+                                       {37, 33, 1, 0, 0},  {12, 7, 3, 1, 1},     {3, 8, 4, 1, 1},    {515, 512, 4, 1, 1},
+                                       {384, 512, 128, 0, 1}, {130, 19, 16, 1, 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const int64_t S = cases[c][0], D = cases[c][1], R = cases[c][2], ov = cases[c][3], bf = cases[c][4];
+        const int64_t w = ov ? 2 : 1, width = w * D, nwin = S / R, nout = nwin * D;
+        float *kv = rnd_floats(S * width, 1.0f), *gate = rnd_floats(S * width, 2.0f), *pb = rnd_floats(R * width, 1.0f);
+        float *o[2];
+        double ms = 0;
+        BOTH(be) {
+            nd_err e = {0};
+            void *dk = dev_put(be, kv, S * width * 4), *dg = dev_put(be, gate, S * width * 4);
+            void *dout = dev_poisoned(be, nout * 4);
+            const double t0 = now_ms();
+            op_rc(be, "compress_pool", g_be[be]->compress_pool(g_be[be], dk, dg, pb, S, D, R, (int)ov, (int)bf, dout, &e), &e);
+            if (be == 1) { g_be[1]->sync(g_be[1], &e); ms = now_ms() - t0; }
+            o[be] = dev_get(be, dout, nout * 4);
+            dev_free(be, dk); dev_free(be, dg); dev_free(be, dout);
+        }
+        int64_t over_loose = 0, over_tight = 0, same = 0, first = -1;
+        double worst = 0;
+        for (int64_t en = 0; en < nwin; en++)
+            for (int64_t ch = 0; ch < D; ch++) {
+                /* the slots in double: logits, softmax, Σ|value|·p */
+                double lg[2 * 128], val[2 * 128], mx = -INFINITY, den = 0, sabs = 0;
+                int ns = 0;
+                if (ov && en > 0)
+                    for (int64_t j = 0; j < R; j++) {
+                        const int64_t at = ((en - 1) * R + j) * width + ch;
+                        val[ns] = kv[at]; lg[ns++] = (double)gate[at] + pb[j * width + ch];
+                    }
+                for (int64_t j = 0; j < R; j++) {
+                    const int64_t col = (w - 1) * D + ch, at = (en * R + j) * width + col;
+                    val[ns] = kv[at]; lg[ns++] = (double)gate[at] + pb[j * width + col];
+                }
+                for (int z = 0; z < ns; z++) mx = fmax(mx, lg[z]);
+                for (int z = 0; z < ns; z++) den += exp(lg[z] - mx);
+                for (int z = 0; z < ns; z++) sabs += fabs(val[z]) * exp(lg[z] - mx) / den;
+                const double tight = (4.0 * ns + 8.0) * 0x1p-24 * sabs, loose = tight + 0x1p-6 * sabs;
+                const float a = o[0][en * D + ch], b = o[1][en * D + ch];
+                const double dlt = fabs((double)a - b);
+                same += nd_f32_bits(a) == nd_f32_bits(b);
+                if (!(dlt <= tight)) over_tight++;
+                if (!(dlt <= (bf ? loose : tight))) { if (first < 0) first = en * D + ch; over_loose++; }
+                if (sabs > 0 && dlt / sabs > worst) worst = dlt / sabs;
+            }
+        char wh[128];
+        snprintf(wh, sizeof wh, "compress_pool s=%lld d=%lld rate=%lld overlap=%lld bf16_steps=%lld", (long long)S,
+                 (long long)D, (long long)R, (long long)ov, (long long)bf);
+        CHECK(over_loose == 0, "%s: %lld of %lld outputs beyond the bound, first at %lld: cpu %.9g cuda %.9g", wh,
+              (long long)over_loose, (long long)nout, (long long)first, first >= 0 ? o[0][first] : 0.0,
+              first >= 0 ? o[1][first] : 0.0);
+        if (bf)
+            CHECK(over_tight * 20 <= nout, "%s: %lld of %lld outputs beyond the FP32 bound (BF16 steps not the CPU's?)",
+                  wh, (long long)over_tight, (long long)nout);
+        printf("  info: %s: %lld of %lld outputs bit-identical, worst |diff|/sum|v.p| %.2g, cuda %.3f ms\n", wh,
+               (long long)same, (long long)nout, worst, ms);
+        free(o[0]); free(o[1]); free(kv); free(gate); free(pb);
+    }
+}
+
+static int cmp_i32(const void *a, const void *b) {
+    const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* indexer_topk: the scores are the CPU's operations in the CPU's order, so bit-exact; the picks
+ * must be the CPU's set exactly (ties included: entries every head scores <= 0 are exact zeros,
+ * and some key rows are copies of others, so positive scores tie too), compared as sorted sets;
+ * independently of the CPU, each row holds topk - min(topk, ready) entries -1 and distinct closed
+ * entries otherwise. NaN and Inf weights in one query make NaN rows (NaN first) and ±Inf ties. */
+static void case_indexer(void) {
+    /* t, nc, h, c, rate, topk, first qpos, specials */
+    static const int64_t cases[][8] = {{5, 7, 2, 16, 4, 3, 0, 0},       {9, 130, 3, 33, 4, 2, 500, 0},
+                                       {17, 130, 4, 24, 4, 50, 400, 1},  {6, 40, 1, 8, 1, 40, 30, 0},
+                                       {33, 257, 8, 128, 4, 64, 900, 1}, {3, 1, 1, 5, 2, 1, 0, 0},
+                                       {40, 300, 2, 7, 4, 120, 1100, 0}, {20, 200, 2, 9, 4, 180, 790, 0},
+                                       {128, 1024, 64, 128, 4, 512, 3968, 0},
+                                       {4, 5000, 2, 16, 4, 70, 19990, 1}};
+    for (size_t cs = 0; cs < sizeof cases / sizeof *cases; cs++) {
+        const int64_t T = cases[cs][0], NC = cases[cs][1], H = cases[cs][2], C = cases[cs][3], R = cases[cs][4],
+                      K = cases[cs][5], q0 = cases[cs][6];
+        float *q = rnd_floats(T * H * C, 1.0f), *k = rnd_floats(NC * C, 1.0f), *wt = rnd_floats(T * H, 1.0f);
+        for (int64_t x = 1; x < NC; x++) /* a quarter of the key rows repeat an earlier one: exact positive ties */
+            if (rnd_int(4) == 0) memcpy(k + x * C, k + rnd_int((int)x) * C, (size_t)C * 4);
+        if (cases[cs][7] && T >= 3) { wt[1 * H] = NAN; wt[2 * H + H - 1] = INFINITY; }
+        int32_t *qp = malloc((size_t)T * 4);
+        for (int64_t i = 0; i < T; i++) qp[i] = (int32_t)(q0 + i);
+        const float scale = 1.0f / sqrtf((float)C), wscale = 1.0f / sqrtf((float)H);
+        float *sc[2];
+        int32_t *ix[2];
+        double ms = 0;
+        BOTH(be) {
+            nd_err e = {0};
+            void *dq = dev_put(be, q, T * H * C * 4), *dk = dev_put(be, k, NC * C * 4), *dw = dev_put(be, wt, T * H * 4);
+            void *ds = dev_poisoned(be, T * NC * 4), *di = dev_poisoned(be, T * K * 4);
+            const double t0 = now_ms();
+            op_rc(be, "indexer_topk", g_be[be]->indexer_topk(g_be[be], dq, dk, dw, T, NC, H, C, scale, wscale, qp, R, K,
+                                                             ds, di, &e), &e);
+            if (be == 1) { g_be[1]->sync(g_be[1], &e); ms = now_ms() - t0; }
+            sc[be] = dev_get(be, ds, T * NC * 4);
+            ix[be] = dev_get(be, di, T * K * 4);
+            dev_free(be, dq); dev_free(be, dk); dev_free(be, dw); dev_free(be, ds); dev_free(be, di);
+        }
+        char wh[128];
+        snprintf(wh, sizeof wh, "indexer_topk t=%lld nc=%lld h=%lld c=%lld rate=%lld topk=%lld", (long long)T,
+                 (long long)NC, (long long)H, (long long)C, (long long)R, (long long)K);
+        same_floats(wh, sc[0], sc[1], T * NC);
+        int64_t other = 0, first = -1, bad_shape = 0, zero_ties = 0; /* zero_ties: any tie at the cut */
+        for (int64_t i = 0; i < T; i++) {
+            int32_t *a = ix[0] + i * K, *b = ix[1] + i * K;
+            qsort(a, (size_t)K, 4, cmp_i32);
+            qsort(b, (size_t)K, 4, cmp_i32);
+            if (memcmp(a, b, (size_t)K * 4)) { if (first < 0) first = i; other++; }
+            int64_t ready = (qp[i] + 1) / R;
+            if (ready > NC) ready = NC;
+            const int64_t want_neg = K > ready ? K - ready : 0;
+            int64_t neg = 0, ok = 1;
+            for (int64_t s = 0; s < K; s++) {
+                if (b[s] == -1) neg++;
+                else if (b[s] < 0 || b[s] >= ready || (s > 0 && b[s] == b[s - 1])) ok = 0;
+            }
+            bad_shape += !ok || neg != want_neg;
+            /* how many picks sit on a tie at the K-th score (to show the tie rule was exercised) */
+            float kth = INFINITY;
+            for (int64_t s = 0; s < K; s++) if (b[s] >= 0 && sc[0][i * NC + b[s]] < kth) kth = sc[0][i * NC + b[s]];
+            int64_t at_kth = 0, picked_at_kth = 0;
+            for (int64_t w = 0; w < ready; w++) at_kth += sc[0][i * NC + w] == kth;
+            for (int64_t s = 0; s < K; s++) picked_at_kth += b[s] >= 0 && sc[0][i * NC + b[s]] == kth;
+            if (at_kth > picked_at_kth) zero_ties++; /* tied entries on both sides of the cut */
+        }
+        CHECK(other == 0, "%s: %lld of %lld queries pick another set (first query %lld)", wh, (long long)other,
+              (long long)T, (long long)first);
+        CHECK(bad_shape == 0, "%s: %lld queries with duplicate, unclosed or missing -1 picks", wh, (long long)bad_shape);
+        printf("  info: %s: %lld queries cut through a tie, cuda %.3f ms\n", wh, (long long)zero_ties, ms);
+        BOTH(be) { free(sc[be]); free(ix[be]); }
+        free(q); free(k); free(wt); free(qp);
+    }
+}
+
+/* attention_compressed: FP32 dots in another order and expf, as `attention` (TOL_MIX); queries
+ * that see nothing are exact zeros. sel holds -1, duplicates and entries not yet closed. */
+static void case_attention_compressed(void) {
+    /* t, s, nc, hq, d, window, rate, sinks, nsel (-1: sel NULL), first qpos */
+    static const int64_t cases[][10] = {{5, 9, 3, 4, 24, 0, 2, 0, -1, 4},     {7, 13, 6, 3, 33, 4, 2, 1, 3, 6},
+                                        {33, 70, 17, 8, 64, 16, 4, 1, 5, 37}, {17, 129, 32, 16, 512, 128, 4, 1, 8, 112},
+                                        {4, 6, 2, 2, 16, 0, 4, 1, 0, -2},     {6, 0, 5, 2, 16, 0, 1, 0, -1, 0},
+                                        {5, 8, 0, 1, 8, 3, 4, 1, -1, 2},      {9, 20, 7, 5, 40, 6, 3, 0, 4, -3},
+                                        {16, 256, 64, 128, 512, 128, 4, 1, 32, 240}};
+    for (size_t cs = 0; cs < sizeof cases / sizeof *cases; cs++) {
+        const int64_t T = cases[cs][0], S = cases[cs][1], NC = cases[cs][2], HQ = cases[cs][3], D = cases[cs][4],
+                      W = cases[cs][5], R = cases[cs][6], NS = cases[cs][8], q0 = cases[cs][9];
+        const int sinks_on = (int)cases[cs][7];
+        const int64_t nsel = NS > 0 ? NS : 0;
+        float *q = rnd_floats(T * HQ * D, 1.0f), *kv = rnd_floats(S * D, 1.0f), *ck = rnd_floats(NC * D, 1.0f);
+        float *sinks = rnd_floats(HQ, 1.0f);
+        int32_t *qp = malloc((size_t)T * 4), *kp = malloc((size_t)(S > 0 ? S : 1) * 4);
+        int32_t *sel = malloc((size_t)(T * nsel > 0 ? T * nsel : 1) * 4);
+        for (int64_t i = 0; i < T; i++) qp[i] = (int32_t)(q0 + i);
+        for (int64_t j = 0; j < S; j++) kp[j] = (int32_t)j;
+        for (int64_t z = 0; z < T * nsel; z++) sel[z] = rnd_int((int)NC + 1) - 1; /* -1 .. nc-1 */
+        const float scale = 1.0f / sqrtf((float)D);
+        float *o[2];
+        double ms = 0;
+        BOTH(be) {
+            nd_err e = {0};
+            void *dq = dev_put(be, q, T * HQ * D * 4), *dkv = dev_put(be, kv, S * D * 4), *dck = dev_put(be, ck, NC * D * 4);
+            void *dsel = dev_put(be, sel, T * nsel * 4), *dout = dev_poisoned(be, T * HQ * D * 4);
+            const double t0 = now_ms();
+            op_rc(be, "attention_compressed",
+                  g_be[be]->attention_compressed(g_be[be], dq, dkv, dck, T, S, NC, HQ, D, qp, kp, W, scale,
+                                                 sinks_on ? sinks : NULL, R, NS >= 0 ? dsel : NULL, nsel, dout, &e), &e);
+            if (be == 1) { g_be[1]->sync(g_be[1], &e); ms = now_ms() - t0; }
+            o[be] = dev_get(be, dout, T * HQ * D * 4);
+            dev_free(be, dq); dev_free(be, dkv); dev_free(be, dck); dev_free(be, dsel); dev_free(be, dout);
+        }
+        char wh[160];
+        snprintf(wh, sizeof wh, "attention_compressed t=%lld s=%lld nc=%lld hq=%lld d=%lld window=%lld rate=%lld sinks=%d nsel=%lld",
+                 (long long)T, (long long)S, (long long)NC, (long long)HQ, (long long)D, (long long)W, (long long)R,
+                 sinks_on, (long long)NS);
+        close_l2(wh, o[0], o[1], T * HQ * D, TOL_MIX);
+        int64_t nz = 0, blind = 0; /* queries that see no window row and no entry */
+        for (int64_t i = 0; i < T; i++) {
+            int sees = 0;
+            for (int64_t j = 0; j < S && !sees; j++) sees = kp[j] <= qp[i] && (W == 0 || qp[i] - kp[j] < W);
+            const int64_t ready = (qp[i] + 1) / R;
+            for (int64_t x = 0; x < NC && !sees; x++) {
+                int in = NS < 0;
+                for (int64_t z = 0; z < nsel && !in; z++) in = sel[i * nsel + z] == x;
+                sees = x < ready && in;
+            }
+            if (sees) continue;
+            blind++;
+            for (int64_t z = 0; z < HQ * D; z++) nz += o[1][i * HQ * D + z] != 0.0f;
+        }
+        CHECK(nz == 0, "%s: %lld non-zero outputs for the %lld queries that see nothing", wh, (long long)nz,
+              (long long)blind);
+        printf("  info: %s: cuda %.3f ms\n", wh, ms);
+        free(o[0]); free(o[1]); free(q); free(kv); free(ck); free(sinks); free(qp); free(kp); free(sel);
+    }
+}
+
 typedef struct test_case { const char *name; void (*fn)(void); } test_case;
 static const test_case g_cases[] = {
     {"copy2d", case_copy2d}, {"dequant_nvfp4", case_dequant_nvfp4}, {"dequant_mxfp4", case_dequant_mxfp4}, {"dequant_fp8", case_dequant_fp8},
@@ -751,7 +976,8 @@ static const test_case g_cases[] = {
     {"swizzle_sf+unswizzle_sf", case_swizzle}, {"gemm+gemm_grouped", case_gemm},
     {"round_bf16+add+swiglu+rmsnorm", case_elementwise}, {"rope", case_rope}, {"attention", case_attention},
     {"hc_pre+hc_post+hc_head", case_hc}, {"router_topk", case_router}, {"gather_rows+scatter_add_rows", case_moe_rows},
-    {"compare", case_compare},
+    {"compare", case_compare}, {"compress_pool", case_compress_pool}, {"indexer_topk", case_indexer},
+    {"attention_compressed", case_attention_compressed},
 };
 
 int main(void) {
@@ -773,7 +999,9 @@ int main(void) {
         return 77;
     }
     printf("cuda device: %s\n", g_be[1]->device);
+    const char *only = getenv("ND_TEST_ONLY"); /* run only the cases whose name contains it */
     for (size_t i = 0; i < ncases; i++) {
+        if (only && !strstr(g_cases[i].name, only)) continue;
         const int f0 = nd_t_fail, p0 = nd_t_pass;
         g_op_fail = 0;
         g_cases[i].fn();
