@@ -14,7 +14,7 @@
 
 #define ND_BUNDLE_SCHEMA "nvfp4dbg-bundle/1"
 #define ND_BUNDLE_MAX_IN 8
-#define ND_BUNDLE_MAX_TENSORS 64
+#define ND_BUNDLE_MAX_TENSORS 4096 /* = ND_CAPTURE_MAX_TENSORS: every tensor a routed-expert stage reads */
 #define ND_BUNDLE_MAX_ROWS 4
 
 /* A checkpoint tensor in its on-disk form, under its canonical name. */

@@ -48,7 +48,7 @@ static const char *const suffixes[] = {"", ".weight", ".weight_packed", ".weight
                                        ".scale", ".bias", ".fn", ".base", ".hc_fn", ".hc_base", ".hc_scale"};
 
 static void add_tensors(nd_run *r, nd_capture_info *ci, char (*names)[200], const char *prefix) {
-    for (size_t s = 0; s < sizeof suffixes / sizeof suffixes[0] && ci->n_tensors < 64; s++) {
+    for (size_t s = 0; s < sizeof suffixes / sizeof suffixes[0] && ci->n_tensors < ND_CAPTURE_MAX_TENSORS; s++) {
         char nm[200];
         snprintf(nm, sizeof nm, "%s%s", prefix, suffixes[s]);
         const nd_tview *t = nd_run_tensor(r, 0, nm);
@@ -68,7 +68,7 @@ static void yaml_str(char *out, size_t cap, size_t *o, const char *k, const char
 
 int nd_run_capture(nd_run *r, const nd_stage *st, nd_buf **in_ref, nd_err *e) {
     nd_capture_info *ci = calloc(1, sizeof *ci);
-    char (*names)[200] = calloc(64, 200);
+    char (*names)[200] = calloc(ND_CAPTURE_MAX_TENSORS, 200);
     float *host[8] = {0};
     int rc = (!ci || !names) ? nd_fail(e, ND_EXIT_INTERNAL, "out of memory") : 0;
     if (rc) goto out;

@@ -21,6 +21,8 @@ enum { ND_MODES_ISOLATED = 1, ND_MODES_CHAINED = 2, ND_MODES_BOTH = 3 };
 
 /* What `repro` needs of one stage: its definition, its reference inputs and the checkpoint
  * tensors it reads (canonical names; fused shards included). Host memory, valid during the call. */
+/* a routed-expert stage of a 384-expert layer can read 3 projections x 4 tensors of every picked expert */
+#define ND_CAPTURE_MAX_TENSORS 4096
 typedef struct nd_capture_info {
     const char *stage_name, *op;
     int layer;
@@ -30,8 +32,8 @@ typedef struct nd_capture_info {
     const float *in_host[8];
     int64_t in_rows[8], in_cols[8];
     int n_tensors;
-    const char *tensor_names[64];  /* canonical names */
-    const nd_tview *tensors[64];
+    const char *tensor_names[ND_CAPTURE_MAX_TENSORS];  /* canonical names */
+    const nd_tview *tensors[ND_CAPTURE_MAX_TENSORS];
 } nd_capture_info;
 typedef int (*nd_capture_fn)(void *user, const nd_capture_info *ci, nd_err *e);
 
