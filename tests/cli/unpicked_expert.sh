@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# A fault in a routed expert that no token picks is not a divergence on that prompt (the expert is
+# never loaded), while `inspect` still reports it statically (issue 4). With token 3 alone, layer 1
+# of the shipped tiny V4 checkpoint routes to experts 0 and 5 (checked below from the trace).
+#   usage: unpicked_expert.sh NVFP4DBG
+set -u
+bin="$1"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+pass=0; fail=0
+ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+"$bin" synth "$tmp/ck" --recipe deepseek_v4 --size tiny --inject weight-scale-nan@layers.1.mlp.experts.3.down_proj >/dev/null
+"$bin" trace "$tmp/ck" --backend cpu --tokens 3 --json --out "$tmp/t.h5" >"$tmp/out.json" 2>&1
+rc=$?
+ok "expert 3 is not picked by token 3" '! grep -q "layers.1.mlp.experts.3\." "$tmp/out.json"'
+ok "so the prompt traces clean (exit $rc)" '[ $rc -eq 0 ]'
+"$bin" inspect "$tmp/ck" >"$tmp/insp" 2>&1
+rc=$?
+ok "inspect reports the NaN block scales statically (exit $rc)" '[ $rc -eq 1 ] && grep -q "layers.1.mlp.experts.3.down_proj" "$tmp/insp"'
+"$bin" trace "$tmp/ck" --backend cpu --out "$tmp/t2.h5" >"$tmp/out2" 2>&1
+rc=$?
+ok "a prompt that picks expert 3 finds it (exit $rc)" '[ $rc -eq 1 ] && grep -q "first divergence at layers.1.mlp.experts.3.down_proj.*nan_weight_scale" "$tmp/out2"'
+echo "unpicked expert: $pass passed, $fail failed"
+[ $fail -eq 0 ]
