@@ -21,7 +21,8 @@ const char *nd_attr_str(const nd_stage *st, const char *key, char *buf, size_t c
     return buf;
 }
 
-/* A number, a config key ("$head_dim"), or a sum of those ("$qk_nope_head_dim+$qk_rope_head_dim"). */
+/* A number, a config key ("$head_dim"), or a sum of those ("$qk_nope_head_dim+$qk_rope_head_dim",
+ * "$head_dim+-$qk_rope_head_dim"). */
 int nd_attr_num(nd_run *r, const nd_stage *st, const char *key, double dflt, double *out, nd_err *e) {
     const char *v = nd_stage_attr(st->def, key);
     if (!v) { *out = dflt; return 0; }
@@ -35,11 +36,14 @@ int nd_attr_num(nd_run *r, const nd_stage *st, const char *key, double dflt, dou
                            st->def->line, key, st->def->name, v);
         memcpy(term, p, n);
         term[n] = 0;
-        double x;
-        if (term[0] == '$') {
-            if (nd_cfg_number(r->cfg, term + 1, &x))
+        double x, sign = 1;
+        char *tp = term;
+        if (tp[0] == '-' && tp[1] == '$') { sign = -1; tp++; } /* "$a+-$b" is a - b */
+        if (tp[0] == '$') {
+            if (nd_cfg_number(r->cfg, tp + 1, &x))
                 return nd_fail(e, ND_EXIT_BADINPUT, "%s: stage %s needs config.json key '%s' (attribute %s)",
-                               nd_ckpt_dir(r->ck), st->name, term + 1, key);
+                               nd_ckpt_dir(r->ck), st->name, tp + 1, key);
+            x *= sign;
         } else {
             char *end;
             x = strtod(term, &end);

@@ -269,7 +269,7 @@ static const struct { const char *name; nd_op_fn fn; } ops[] = {
     {"attention", op_attention}, {"hc_pre", op_hc_pre}, {"hc_post", op_hc_post}, {"hc_head", op_hc_head},
     {"add", op_add}, {"identity", op_identity},
     {"linear", nd_op_linear}, {"grouped_linear", nd_op_grouped_linear}, {"router", nd_op_router},
-    {"moe_experts", nd_op_moe_experts}, {"mlp", nd_op_mlp}, {"split", nd_op_split}, {"concat", nd_op_concat},
+    {"moe_experts", nd_op_moe_experts}, {"mlp", nd_op_mlp}, {"split", nd_op_split}, {"concat", nd_op_concat}, {"fp8_sim", nd_op_fp8_sim},
     {"tensor", nd_op_tensor},
     {"compress", nd_op_compress}, {"indexer", nd_op_indexer}, {"attention_compressed", nd_op_attention_compressed},
 };
