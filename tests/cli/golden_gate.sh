@@ -26,5 +26,16 @@ done
 rc=$?
 ok "a perturbed multiplier fails the gate (exit $rc)" '[ $rc -eq 1 ]'
 ok "and the report names the stage" 'grep -q "layers.1.self_attn.q_b_proj" "$tmp/cmp"'
+# and with the wider cross-backend tolerances too
+"$bin" compare "$tmp/perturbed.h5" "$root/golden/traces/clean-v4.h5" --tolerances "$root/recipes/tolerances-cross-backend.yaml" >"$tmp/cmp" 2>&1
+rc=$?
+ok "the cross-backend tolerances still catch it (exit $rc)" '[ $rc -eq 1 ]'
+# one kernel's rounding perturbed: the quantizer divides as compressed-tensors does instead of
+# multiplying by the reciprocal as the vLLM/FlashInfer kernel does
+"$bin" trace "$root/golden/clean-v4" --backend cpu --out "$tmp/rounding.h5" --stack "$root/tests/cli/stack-ct-rounding.yaml" >/dev/null 2>&1
+"$bin" compare "$tmp/rounding.h5" "$root/golden/traces/clean-v4.h5" >"$tmp/cmp" 2>&1
+rc=$?
+ok "a perturbed rounding fails the gate (exit $rc)" '[ $rc -eq 1 ]'
+ok "naming a stage" 'grep -qE "^compare: [0-9]+ regressions \(first: layers\." "$tmp/cmp"'
 echo "golden gate: $pass passed, $fail failed"
 [ $fail -eq 0 ]
