@@ -104,6 +104,8 @@ int nd_op_router(nd_opctx *c, nd_err *e) {
     ND_TRY(nd_attr_num(r, c->st, "scaling", 1, &scal, e));
     const char *sf = nd_stage_attr(c->st->def, "score");
     if (sf && sf[0] == '$') sf = nd_cfg_string(r->cfg, sf + 1);
+    /* a config without the key: the family's default (transformers' DeepseekV3 always uses sigmoid) */
+    if (!sf) sf = nd_stage_attr(c->st->def, "score_default");
     rx.cfg = (nd_router_cfg){(int)E, (int)k, score_func_of(sf), (int)ng, (int)tg, (int)norm, (float)scal};
     if (rx.cfg.score_func < 0) return nd_fail(e, ND_EXIT_BADINPUT, "%s: unknown scoring function '%s' (softmax, sigmoid, sqrtsoftplus)", nd_ckpt_dir(r->ck), sf);
     const char *wn = nd_attr_str(c->st, "weight", buf, sizeof buf);
