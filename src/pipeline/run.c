@@ -126,7 +126,8 @@ static int run_stage(nd_run *r, const nd_stage_def *def, int layer, int modes, n
         if (!strcmp(r->be->name, "cuda")) {
             /* a real device error: a copy from an address no allocation owns */
             float probe;
-            ND_TRY(r->be->download(r->be, &probe, (const void *)(uintptr_t)0x10, sizeof probe, e));
+            if (r->be->download(r->be, &probe, (const void *)(uintptr_t)0x10, sizeof probe, e))
+                return nd_wrap(e, "stage %s (injected device fault, test only)", st.name);
         }
         return nd_fail(e, ND_EXIT_INTERNAL, "%s: injected device fault at stage %s (test only)", r->be->name, st.name);
     }
