@@ -32,15 +32,14 @@ static const char *const V4_TYPE_NAME[] = {"sliding_attention", "compressed_spar
 
 /* A KV compressor (transformers' DeepseekV4{CSA,HCA}Compressor / the indexer's own): kv and gate
  * projections [w*dim, D], position bias F32 [m, w*dim] and kv_norm [dim]; w = 2 for CSA's
- * overlapping windows. The real releases keep compressor and indexer projections BF16; synth
- * quantizes them like every other linear (NVFP4 W4A4), which exercises the quantized path on them
- * and keeps synth's rule "every linear but lm_head and the router is quantized". */
+ * overlapping windows. Compressor and indexer projections stay BF16, as in the real NVFP4 releases
+ * (research/model-arch.md §5.1: "BF16: compressor/indexer wkv/wgate/weights_proj"). */
 static void compressor(sy_plan *pl, const char *prefix, int64_t w, int64_t dim, int64_t m, int64_t D, int layer) {
     char nm[SY_NAME];
     snprintf(nm, sizeof nm, "%s.kv_proj", prefix);
-    sy_add_linear(pl, nm, w * dim, D, 1.0, SY_Q_NVFP4, -1, layer, -1);
+    sy_add_linear(pl, nm, w * dim, D, 1.0, SY_Q_NONE, -1, layer, -1);
     snprintf(nm, sizeof nm, "%s.gate_proj", prefix);
-    sy_add_linear(pl, nm, w * dim, D, 1.0, SY_Q_NVFP4, -1, layer, -1);
+    sy_add_linear(pl, nm, w * dim, D, 1.0, SY_Q_NONE, -1, layer, -1);
     snprintf(nm, sizeof nm, "%s.position_bias", prefix);
     sy_add(pl, nm, ND_DT_F32, 2, m, w * dim, SY_INIT_NORMAL, 0.0, 0.5);
     snprintf(nm, sizeof nm, "%s.kv_norm.weight", prefix);
@@ -128,8 +127,8 @@ static json_t *v4_config(const v4_dims *d, int64_t layers) {
     return c;
 }
 
-static const char *const V4_CT_IGNORE[] = {"lm_head", "re:.*mlp.gate$", NULL};
-static const char *const V4_MO_EXCLUDE[] = {"lm_head", "*mlp.gate", "*o_a_proj", NULL};
+static const char *const V4_CT_IGNORE[] = {"lm_head", "re:.*mlp.gate$", "re:.*self_attn.compressor.*", NULL};
+static const char *const V4_MO_EXCLUDE[] = {"lm_head", "*mlp.gate", "*o_a_proj", "*self_attn.compressor*", NULL};
 
 int sy_build_v4(sy_plan *pl, nd_synth_size size, int layers, int experts, nd_err *e) {
     v4_dims dd = V4[size];
@@ -174,9 +173,9 @@ int sy_build_v4(sy_plan *pl, nd_synth_size size, int layers, int experts, nd_err
             snprintf(nm, sizeof nm, "%s.self_attn.compressor.indexer", pre);
             compressor(pl, nm, 2, d->index_dim, d->csa_rate, D, l);
             snprintf(nm, sizeof nm, "%s.self_attn.compressor.indexer.q_b_proj", pre);
-            sy_add_linear(pl, nm, d->index_heads * d->index_dim, d->q_lora, 1.0, SY_Q_NVFP4, -1, l, -1);
+            sy_add_linear(pl, nm, d->index_heads * d->index_dim, d->q_lora, 1.0, SY_Q_NONE, -1, l, -1);
             snprintf(nm, sizeof nm, "%s.self_attn.compressor.indexer.scorer.weights_proj", pre);
-            sy_add_linear(pl, nm, d->index_heads, D, 1.0, SY_Q_NVFP4, -1, l, -1);
+            sy_add_linear(pl, nm, d->index_heads, D, 1.0, SY_Q_NONE, -1, l, -1);
         }
         snprintf(nm, sizeof nm, "%s.self_attn.o_a_proj", pre);
         sy_add_linear(pl, nm, d->o_groups * d->o_lora, (H / d->o_groups) * d->head_dim, 1.0, SY_Q_FP8_BLOCK,
