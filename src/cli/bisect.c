@@ -91,20 +91,6 @@ static int probe(bis *b, int lo, int hi, const unsigned char *keep, int *fails) 
     return rc;
 }
 
-static int parse_layers(const char *s, int *lo, int *hi) {
-    if (!strcmp(s, "all")) { *lo = 0; *hi = -1; return 0; }
-    char *end;
-    long a = strtol(s, &end, 10);
-    if (end == s || a < 0) return -1;
-    if (!*end) { *lo = *hi = (int)a; return 0; }
-    if (*end != '-') return -1;
-    const char *t = end + 1;
-    long c = strtol(t, &end, 10);
-    if (end == t || *end || c < a) return -1;
-    *lo = (int)a;
-    *hi = (int)c;
-    return 0;
-}
 
 int nd_cmd_bisect(int argc, char **argv) {
     bis b;
@@ -127,7 +113,7 @@ int nd_cmd_bisect(int argc, char **argv) {
         else if (!strcmp(a, "--recipe")) { NEED(); b.o.recipe = v; }
         else if (!strcmp(a, "--tokens")) { NEED(); free(tokens); tokens = NULL; if (nd_tokens_parse(v, "--tokens", &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
         else if (!strcmp(a, "--tokens-file")) { NEED(); free(tokens); tokens = NULL; if (nd_tokens_file(v, &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
-        else if (!strcmp(a, "--layers")) { NEED(); if (parse_layers(v, &b.o.layer_lo, &b.o.layer_hi)) { rc = nd_cli_usage_error("bisect", "--layers %s: expected N, A-B or all", v); goto out; } }
+        else if (!strcmp(a, "--layers")) { NEED(); if (nd_parse_layers(v, &b.o.layer_lo, &b.o.layer_hi)) { rc = nd_cli_usage_error("bisect", "--layers %s: expected N, A-B or all", v); goto out; } }
         else if (!strcmp(a, "--backend")) { NEED(); b.o.backend = v; }
         else if (!strcmp(a, "--device")) { NEED(); b.o.device = atoi(v); }
         else if (!strcmp(a, "--stack")) { NEED(); b.o.stack = v; }

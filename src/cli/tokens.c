@@ -55,3 +55,18 @@ int nd_tokens_file(const char *path, int64_t **out, int64_t *n, nd_err *e) {
     free(buf);
     return rc;
 }
+
+int nd_parse_layers(const char *s, int *lo, int *hi) {
+    if (!strcmp(s, "all")) { *lo = 0; *hi = -1; return 0; }
+    char *end;
+    long a = strtol(s, &end, 10);
+    if (end == s || a < 0) return -1;
+    if (!*end) { *lo = *hi = (int)a; return 0; }
+    if (*end != '-') return -1;
+    const char *t = end + 1;
+    long b = strtol(t, &end, 10);
+    if (end == t || *end || b < a) return -1;
+    *lo = (int)a;
+    *hi = (int)b;
+    return 0;
+}

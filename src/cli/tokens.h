@@ -4,4 +4,6 @@
 #include "util/err.h"
 int nd_tokens_parse(const char *text, const char *what, int64_t **out, int64_t *n, nd_err *e);
 int nd_tokens_file(const char *path, int64_t **out, int64_t *n, nd_err *e);
+/* --layers: "all", "N" or "A-B" (inclusive); -1 on malformed text. */
+int nd_parse_layers(const char *s, int *lo, int *hi);
 #endif

@@ -41,20 +41,6 @@ static const char *usage_text =
     "\n"
     "example: nvfp4dbg trace golden/seed-bug-v4\n";
 
-static int parse_layers(const char *s, int *lo, int *hi) {
-    if (!strcmp(s, "all")) { *lo = 0; *hi = -1; return 0; }
-    char *end;
-    long a = strtol(s, &end, 10);
-    if (end == s || a < 0) return -1;
-    if (!*end) { *lo = *hi = (int)a; return 0; }
-    if (*end != '-') return -1;
-    const char *t = end + 1;
-    long b = strtol(t, &end, 10);
-    if (end == t || *end || b < a) return -1;
-    *lo = (int)a;
-    *hi = (int)b;
-    return 0;
-}
 
 static int color_on(int no_color) { return !no_color && !getenv("NO_COLOR") && isatty(1); }
 
@@ -135,7 +121,7 @@ int nd_cmd_trace(int argc, char **argv) {
         else if (!strcmp(a, "--recipe")) { NEED(); o.recipe = v; }
         else if (!strcmp(a, "--tokens")) { NEED(); free(tokens); if (nd_tokens_parse(v, "--tokens", &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
         else if (!strcmp(a, "--tokens-file")) { NEED(); free(tokens); if (nd_tokens_file(v, &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
-        else if (!strcmp(a, "--layers")) { NEED(); if (parse_layers(v, &o.layer_lo, &o.layer_hi)) { rc = nd_cli_usage_error("trace", "--layers %s: expected N, A-B or all", v); goto out; } }
+        else if (!strcmp(a, "--layers")) { NEED(); if (nd_parse_layers(v, &o.layer_lo, &o.layer_hi)) { rc = nd_cli_usage_error("trace", "--layers %s: expected N, A-B or all", v); goto out; } }
         else if (!strcmp(a, "--backend")) { NEED(); o.backend = v; }
         else if (!strcmp(a, "--device")) { NEED(); o.device = atoi(v); }
         else if (!strcmp(a, "--stack")) { NEED(); o.stack = v; }
