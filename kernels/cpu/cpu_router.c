@@ -12,14 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cpu_internal.h"
-#include "numerics/nd_numerics.h"
+#include "numerics/nd_router_rule.h"
 
-/* 1 if (a, ia) ranks before (b, ib). */
-static int ranks_before(float a, int64_t ia, float bv, int64_t ib) {
-    const int na = a != a, nb = bv != bv;
-    if (na || nb) return na && nb ? ia < ib : nb;
-    return a > bv || (a == bv && ia < ib);
-}
 
 
 int nd_cpu_router_topk(nd_backend *b, const float *logits, const float *bias, int64_t t,
@@ -47,54 +41,9 @@ int nd_cpu_router_topk(nd_backend *b, const float *logits, const float *bias, in
         free(sc); free(sel); free(gs); free(ok); free(gok);
         return nd_fail(e, ND_EXIT_INTERNAL, "cpu: %s: out of memory", op);
     }
-    for (int64_t r = 0; r < t; r++) {
-        const float *lg = logits + r * E;
-        if (cfg->score_func == ND_SCORE_SOFTMAX) {
-            float mx = -INFINITY, sum = 0.0f;
-            for (int x = 0; x < E; x++) if (lg[x] > mx) mx = lg[x];
-            for (int x = 0; x < E; x++) { sc[x] = expf(lg[x] - mx); sum += sc[x]; }
-            for (int x = 0; x < E; x++) sc[x] /= sum;
-        } else {
-            for (int x = 0; x < E; x++) sc[x] = nd_router_score(lg[x], cfg->score_func, 0.0f); /* one definition: nd_numerics.h */
-        }
-        for (int x = 0; x < E; x++) { sel[x] = sc[x] + (bias ? bias[x] : 0.0f); ok[x] = 1; }
-        if (G > 0) {
-            const int gsz = E / G;
-            for (int g = 0; g < G; g++) {       /* sum of the group's top-2 selection scores */
-                int b1 = -1, b2 = -1;
-                for (int x = g * gsz; x < (g + 1) * gsz; x++) {
-                    if (b1 < 0 || ranks_before(sel[x], x, sel[b1], b1)) { b2 = b1; b1 = x; }
-                    else if (b2 < 0 || ranks_before(sel[x], x, sel[b2], b2)) b2 = x;
-                }
-                gs[g] = sel[b1] + (b2 >= 0 ? sel[b2] : 0.0f);
-                gok[g] = 0;
-            }
-            for (int p = 0; p < TG; p++) {
-                int best = -1;
-                for (int g = 0; g < G; g++)
-                    if (!gok[g] && (best < 0 || ranks_before(gs[g], g, gs[best], best))) best = g;
-                if (best >= 0) gok[best] = 1; /* TG <= G is checked above; keeps the compiler sure */
-            }
-            for (int x = 0; x < E; x++) ok[x] = gok[x / gsz];
-        }
-        int32_t *ir = idx + r * K;
-        float *wr = w + r * K;
-        for (int p = 0; p < K; p++) {
-            int best = -1;
-            for (int x = 0; x < E; x++)
-                if (ok[x] && (best < 0 || ranks_before(sel[x], x, sel[best], best))) best = x;
-            ok[best] = 0;
-            ir[p] = best;
-            wr[p] = sc[best];
-        }
-        if (cfg->norm_topk) {
-            float sum = 0.0f;
-            for (int p = 0; p < K; p++) sum += wr[p];
-            sum += 1e-20f;
-            for (int p = 0; p < K; p++) wr[p] /= sum;
-        }
-        for (int p = 0; p < K; p++) wr[p] *= cfg->scaling;
-    }
+    for (int64_t r = 0; r < t; r++) /* the rule itself: numerics/nd_router_rule.h, shared with CUDA */
+        nd_router_row(logits + r * E, bias, E, K, cfg->score_func, G, TG, cfg->norm_topk, cfg->scaling, sc, sel, gs,
+                      ok, gok, idx + r * K, w + r * K);
     free(sc); free(sel); free(gs); free(ok); free(gok);
     return 0;
 }

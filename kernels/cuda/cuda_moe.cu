@@ -6,18 +6,8 @@
  * that close. The combine keeps the CPU's order of accumulation exactly: rows that land on the
  * same destination are added in increasing r (a host-built per-destination list), with no FMA. */
 #include "cuda_common.cuh"
+#include "numerics/nd_router_rule.h"
 #include <stdlib.h>
-
-__device__ __forceinline__ int ranks_before(float a, int ia, float b, int ib) {
-    const int na = a != a, nb = b != b;
-    if (na || nb) return na && nb ? ia < ib : nb;
-    return a > b || (a == b && ia < ib);
-}
-
-__device__ __forceinline__ float score_of(float x, int func) {
-    if (func == ND_SCORE_SIGMOID) return __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-x)));
-    return sqrtf(x > 20.0f ? x : log1pf(expf(x)));
-}
 
 /* scratch per token: sc [E], sel [E], ok [E] bytes, gs [G] and gok [G] bytes. */
 __global__ void router_kernel(const float *__restrict__ logits, const float *__restrict__ bias, int64_t t, int E,
@@ -26,56 +16,9 @@ __global__ void router_kernel(const float *__restrict__ logits, const float *__r
                               float *__restrict__ w) {
     const int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (r >= t) return;
-    const float *lg = logits + r * E;
-    float *sc = sc_all + r * E, *sel = sel_all + r * E;
-    uint8_t *ok = ok_all + r * E;
-    if (func == ND_SCORE_SOFTMAX) {
-        float mx = -INFINITY, sum = 0.0f;
-        for (int x = 0; x < E; x++) if (lg[x] > mx) mx = lg[x];
-        for (int x = 0; x < E; x++) { sc[x] = expf(lg[x] - mx); sum = __fadd_rn(sum, sc[x]); }
-        for (int x = 0; x < E; x++) sc[x] = __fdiv_rn(sc[x], sum);
-    } else {
-        for (int x = 0; x < E; x++) sc[x] = score_of(lg[x], func);
-    }
-    for (int x = 0; x < E; x++) { sel[x] = __fadd_rn(sc[x], bias ? bias[x] : 0.0f); ok[x] = 1; }
-    if (G > 0) {
-        float *gs = gs_all + r * G;
-        uint8_t *gok = gok_all + r * G;
-        const int gsz = E / G;
-        for (int g = 0; g < G; g++) {
-            int b1 = -1, b2 = -1;
-            for (int x = g * gsz; x < (g + 1) * gsz; x++) {
-                if (b1 < 0 || ranks_before(sel[x], x, sel[b1], b1)) { b2 = b1; b1 = x; }
-                else if (b2 < 0 || ranks_before(sel[x], x, sel[b2], b2)) b2 = x;
-            }
-            gs[g] = __fadd_rn(sel[b1], b2 >= 0 ? sel[b2] : 0.0f);
-            gok[g] = 0;
-        }
-        for (int p = 0; p < TG; p++) {
-            int best = -1;
-            for (int g = 0; g < G; g++)
-                if (!gok[g] && (best < 0 || ranks_before(gs[g], g, gs[best], best))) best = g;
-            gok[best] = 1;
-        }
-        for (int x = 0; x < E; x++) ok[x] = gok[x / gsz];
-    }
-    int32_t *ir = idx + r * K;
-    float *wr = w + r * K;
-    for (int p = 0; p < K; p++) {
-        int best = -1;
-        for (int x = 0; x < E; x++)
-            if (ok[x] && (best < 0 || ranks_before(sel[x], x, sel[best], best))) best = x;
-        ok[best] = 0;
-        ir[p] = best;
-        wr[p] = sc[best];
-    }
-    if (norm) {
-        float sum = 0.0f;
-        for (int p = 0; p < K; p++) sum = __fadd_rn(sum, wr[p]);
-        sum = __fadd_rn(sum, 1e-20f);
-        for (int p = 0; p < K; p++) wr[p] = __fdiv_rn(wr[p], sum);
-    }
-    for (int p = 0; p < K; p++) wr[p] = __fmul_rn(wr[p], scaling);
+    const int Gs = G > 0 ? G : 1;
+    nd_router_row(logits + r * E, bias, E, K, func, G, TG, norm, scaling, sc_all + r * E, sel_all + r * E,
+                  gs_all + r * Gs, ok_all + r * E, gok_all + r * Gs, idx + r * K, w + r * K);
 }
 
 int nd_cuda_router_topk(nd_backend *b, const float *logits, const float *bias, int64_t t, const nd_router_cfg *cfg,
