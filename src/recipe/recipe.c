@@ -238,7 +238,7 @@ int nd_recipe_for_model_type(const char *model_type, nd_recipe **out, nd_err *e)
     int rc = ND_EXIT_BADINPUT;
     while ((de = readdir(d))) {
         size_t n = strlen(de->d_name);
-        if (n < 6 || strcmp(de->d_name + n - 5, ".yaml") || !strcmp(de->d_name, "tolerances.yaml")) continue;
+        if (n < 6 || strcmp(de->d_name + n - 5, ".yaml") || !strncmp(de->d_name, "tolerances", 10)) continue;
         if (!strncmp(de->d_name, "stack-", 6)) continue;
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
