@@ -9,7 +9,8 @@
  *       floor_margin_db; without a floor, the recipe's documented fixed thresholds (min_cosine,
  *       min_sqnr_db for quantized stages; chained_min_cosine for composite stages whose
  *       projections have rows of their own). Chained rows diverge only by (a)/(b) and by routing:
- *       their drift grows with depth by design and is reported in the figures.
+ *       their drift grows with depth by design and is reported in the figures; a chained row of
+ *       a stage whose isolated row diverged carries that verdict too (src/pipeline/run.c).
  *
  * The cause, in this order:
  *   nan_input            the row's input already had NaN/Inf on that path

@@ -46,6 +46,14 @@ int nd_emit_row(nd_run *r, const nd_stage *st, const char *name, const char *op,
     snprintf(row.mode, sizeof row.mode, "%s", mode == ND_MODE_ISOLATED ? "isolated" : mode == ND_MODE_CHAINED ? "chained" : "captured");
     row.quantized = (uint8_t)(quantized > 0);
     nd_diagnose_row(&row, &r->rc->th);
+    /* a stage that is broken by itself (its isolated row diverged) is not "ok" in chained mode
+     * either; other chained drift stays in the figures (diagnose.c) */
+    if (mode == ND_MODE_CHAINED && !strcmp(row.verdict, "ok"))
+        for (int64_t i = r->nrows - 1; i >= 0 && i >= r->nrows - 8; i--)
+            if (!strcmp(r->rows[i].name, row.name) && !strcmp(r->rows[i].mode, "isolated")) {
+                if (strcmp(r->rows[i].verdict, "ok")) snprintf(row.verdict, sizeof row.verdict, "%s", r->rows[i].verdict);
+                break;
+            }
     if (r->nrows == r->cap_rows) {
         int64_t cap = r->cap_rows ? r->cap_rows * 2 : 256;
         nd_row *nr = realloc(r->rows, sizeof *nr * (size_t)cap);
