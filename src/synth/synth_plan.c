@@ -1,7 +1,9 @@
 /* synth_plan.c — building plans and drawing the values of one planned tensor. */
 #include <math.h>
 #include <stdio.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <jansson.h>
 #include "numerics/nd_numerics.h"
@@ -96,6 +98,25 @@ static double draw(const sy_param *p, sy_rng *r, size_t i) {
     }
 }
 
+typedef struct gen_chunk {
+    const sy_param *p;
+    sy_rng r;
+    void *out;
+    size_t lo, hi;
+} gen_chunk;
+
+static void *gen_run(void *arg) {
+    gen_chunk *c = arg;
+    if (c->p->dtype == ND_DT_BF16) {
+        uint16_t *o = c->out;
+        for (size_t i = c->lo; i < c->hi; i++) o[i] = nd_bf16_from_f32((float)draw(c->p, &c->r, i));
+    } else {
+        float *o = c->out;
+        for (size_t i = c->lo; i < c->hi; i++) o[i] = (float)draw(c->p, &c->r, i);
+    }
+    return NULL;
+}
+
 void sy_generate(const sy_param *p, uint64_t seed, void *out) {
     sy_rng r;
     sy_rng_init(&r, seed, p->name);
@@ -117,12 +138,31 @@ void sy_generate(const sy_param *p, uint64_t seed, void *out) {
         free(perm);
         return;
     }
-    if (p->dtype == ND_DT_BF16) {
-        uint16_t *o = out;
-        for (size_t i = 0; i < n; i++) o[i] = nd_bf16_from_f32((float)draw(p, &r, i));
-    } else {
-        float *o = out;
-        for (size_t i = 0; i < n; i++) o[i] = (float)draw(p, &r, i);
+    /* Large tensors in parallel chunks that start on even elements (a Box-Muller pair never
+     * straddles two chunks), each with the stream jumped to its first element: the values are the
+     * ones a single pass draws, byte for byte. ND_SYNTH_THREADS caps the threads (1: one pass). */
+    int threads = n >= (1u << 22) ? (int)sysconf(_SC_NPROCESSORS_ONLN) : 1;
+    const char *cap = getenv("ND_SYNTH_THREADS");
+    if (cap && atoi(cap) > 0 && atoi(cap) < threads) threads = atoi(cap);
+    if (threads > 64) threads = 64;
+    if (threads < 1) threads = 1;
+    gen_chunk ch[64];
+    pthread_t tid[64];
+    int started[64] = {0}, nt = 0;
+    /* ceil(n / threads), rounded up to even: the chunks cover every element */
+    const size_t per = (((n + (size_t)threads - 1) / (size_t)threads) + 1) & ~(size_t)1;
+    for (int t = 0; t < threads; t++) {
+        const size_t lo = (size_t)t * per;
+        if (lo >= n) break;
+        ch[t] = (gen_chunk){p, r, out, lo, lo + per < n ? lo + per : n};
+        sy_rng_skip(&ch[t].r, lo);
+        started[t] = t > 0 && pthread_create(&tid[t], NULL, gen_run, &ch[t]) == 0;
+        nt = t + 1;
+    }
+    gen_run(&ch[0]);
+    for (int t = 1; t < nt; t++) {
+        if (started[t]) pthread_join(tid[t], NULL);
+        else gen_run(&ch[t]); /* no thread: the same chunk inline */
     }
 }
 

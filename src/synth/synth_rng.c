@@ -41,6 +41,11 @@ double sy_normal(sy_rng *r) {
     return rad * cos(th);
 }
 
+void sy_rng_skip(sy_rng *r, uint64_t draws) {
+    r->state += draws * 0x9e3779b97f4a7c15ull; /* mod 2^64, as the counter itself */
+    r->have_spare = 0;
+}
+
 uint64_t sy_below(sy_rng *r, uint64_t n) {
     return n ? (uint64_t)(sy_uniform(r) * (double)n) % n : 0;
 }

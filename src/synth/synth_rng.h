@@ -25,5 +25,9 @@ double sy_uniform(sy_rng *r);
 double sy_normal(sy_rng *r);
 /* Uniform integer in [0, n). */
 uint64_t sy_below(sy_rng *r, uint64_t n);
+/* Jump a fresh stream (no spare normal) ahead by `draws` splitmix64 outputs: splitmix64 is a
+ * counter (state += gamma per draw), so element 2j of a normal stream starts after 2j draws.
+ * This lets a tensor be generated in parallel chunks with the same values. */
+void sy_rng_skip(sy_rng *r, uint64_t draws);
 
 #endif
