@@ -81,13 +81,6 @@ static void cu_release(nd_backend *b, void *p) {
     if (p) (void)cudaFree(p);
 }
 
-static int cu_upload(nd_backend *b, void *dst, const void *src_host, size_t bytes, nd_err *e) {
-    if (bytes == 0) return 0;
-    ND_CU(cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice, nd_cu(b)->stream));
-    ND_CU(cudaStreamSynchronize(nd_cu(b)->stream));
-    return 0;
-}
-
 static int cu_download(nd_backend *b, void *dst_host, const void *src, size_t bytes, nd_err *e) {
     if (bytes == 0) return 0;
     ND_CU(cudaMemcpyAsync(dst_host, src, bytes, cudaMemcpyDeviceToHost, nd_cu(b)->stream));
@@ -127,6 +120,7 @@ static void cu_destroy(nd_backend *b) {
         if (c->blas) cublasDestroy(c->blas);
         if (c->scratch) cudaFree(c->scratch);
         if (c->host_scratch) cudaFreeHost(c->host_scratch);
+        nd_cuda_stage_free(c);
         if (c->stream) cudaStreamDestroy(c->stream);
         free(c);
     }
@@ -194,7 +188,7 @@ extern "C" int nd_backend_cuda_create(nd_backend **out, int device, nd_err *e) {
     b->destroy = cu_destroy;
     b->alloc = cu_alloc;
     b->release = cu_release;
-    b->upload = cu_upload;
+    b->upload = nd_cuda_upload;
     b->download = cu_download;
     b->copy = cu_copy;
     b->sync = cu_sync;

@@ -25,6 +25,8 @@ typedef struct nd_cuda {
     size_t scratch_bytes;
     void *host_scratch;      /* pinned host staging for small results */
     size_t host_scratch_bytes;
+    void *stage[2];          /* pinned double buffer of checkpoint uploads (cuda_upload.cu) */
+    cudaEvent_t stage_done[2];
     int n_sm;
 } nd_cuda;
 
@@ -54,6 +56,9 @@ int nd_cuda_scratch(nd_backend *b, size_t bytes, void **out, nd_err *e);
 int nd_cuda_host_scratch(nd_backend *b, size_t bytes, void **out, nd_err *e);
 /* Copy small host arrays (positions, row lists) into device memory; complete on return. */
 int nd_cuda_stage(nd_backend *b, void *dev_dst, const void *host, size_t bytes, nd_err *e);
+/* The backend's upload: checkpoint bytes through the pinned double buffer (cuda_upload.cu). */
+int nd_cuda_upload(nd_backend *b, void *dst, const void *src_host, size_t bytes, nd_err *e);
+void nd_cuda_stage_free(nd_cuda *c);
 
 static inline unsigned nd_cuda_blocks(int64_t work, int per_block) {
     int64_t nb = (work + per_block - 1) / per_block;

@@ -75,6 +75,7 @@ typedef struct nd_trace_result {
     char recipe[64], stack[32], backend[16], device[128], format[32];
     char warning[256];          /* e.g. an override that matched nothing */
     int64_t weight_bytes;       /* checkpoint bytes the run uploaded (each touched tensor, per use) */
+    double upload_s;            /* wall time of those uploads (reading the mapping + copy to the backend) */
     double elapsed_s;           /* wall time of the replay (after opening the checkpoint) */
 } nd_trace_result;
 

@@ -329,6 +329,7 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     clock_gettime(CLOCK_MONOTONIC, &t1);
     res->elapsed_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     res->weight_bytes = r.weight_bytes;
+    res->upload_s = r.upload_s;
     if (!rc) {
         nd_diagnose_summary(r.rows, r.nrows, &res->summary);
         /* with expert parallelism, say which rank holds a diverging expert */

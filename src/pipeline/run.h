@@ -90,6 +90,7 @@ struct nd_run {
     int captured;              /* repro: the capture stage ran */
     nd_st_file *dump;          /* --prod-dump file or NULL */
     int64_t weight_bytes;      /* checkpoint bytes uploaded to the backend (the touched weights) */
+    double upload_s;           /* wall time spent in those uploads */
 };
 
 /* ---- environment ---- */

@@ -4,13 +4,18 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "run.h"
 #include "numerics/nd_numerics.h"
 
 static int upload_raw(nd_run *r, const nd_tview *t, void **out, nd_err *e) {
     *out = r->be->alloc(r->be, t->nbytes ? t->nbytes : 1, e);
     if (!*out) return e->code;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     int rc = r->be->upload(r->be, *out, t->data, t->nbytes, e);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    r->upload_s += (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     if (rc) { r->be->release(r->be, *out); *out = NULL; }
     else r->weight_bytes += (int64_t)t->nbytes;
     return rc;

@@ -98,6 +98,13 @@ static double draw(const sy_param *p, sy_rng *r, size_t i) {
     }
 }
 
+int sy_thread_count(void) {
+    int threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    const char *cap = getenv("ND_SYNTH_THREADS");
+    if (cap && atoi(cap) > 0 && atoi(cap) < threads) threads = atoi(cap);
+    return threads > 0 ? threads : 1;
+}
+
 typedef struct gen_chunk {
     const sy_param *p;
     sy_rng r;
@@ -141,9 +148,7 @@ void sy_generate(const sy_param *p, uint64_t seed, void *out) {
     /* Large tensors in parallel chunks that start on even elements (a Box-Muller pair never
      * straddles two chunks), each with the stream jumped to its first element: the values are the
      * ones a single pass draws, byte for byte. ND_SYNTH_THREADS caps the threads (1: one pass). */
-    int threads = n >= (1u << 22) ? (int)sysconf(_SC_NPROCESSORS_ONLN) : 1;
-    const char *cap = getenv("ND_SYNTH_THREADS");
-    if (cap && atoi(cap) > 0 && atoi(cap) < threads) threads = atoi(cap);
+    int threads = n >= (1u << 22) ? sy_thread_count() : 1;
     if (threads > 64) threads = 64;
     if (threads < 1) threads = 1;
     gen_chunk ch[64];

@@ -68,6 +68,8 @@ int sy_plan_ok(const sy_plan *pl, nd_err *e);
 
 size_t sy_param_numel(const sy_param *p);
 size_t sy_param_bytes(const sy_param *p);
+/* Threads for large tensors: the online CPUs, capped by ND_SYNTH_THREADS (1: one pass). */
+int sy_thread_count(void);
 /* Fill out (sy_param_bytes bytes, in p->dtype) with the parameter's values under seed. */
 void sy_generate(const sy_param *p, uint64_t seed, void *out);
 

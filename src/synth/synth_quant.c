@@ -1,7 +1,9 @@
 /* synth_quant.c — compressed-tensors weight quantization from nd_numerics.h rules (synth_quant.h). */
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include "numerics/nd_numerics.h"
+#include "synth/synth_plan.h"
 #include "synth/synth_quant.h"
 
 float sy_amax_bf16(const uint16_t *w, int64_t n) {
@@ -18,12 +20,22 @@ float sy_nvfp4_global_div(float amax) {
     return isfinite(g) ? g : 1.0f;
 }
 
-void sy_nvfp4_quantize(const uint16_t *w, int64_t n, int64_t k, float gw, uint8_t *packed, uint8_t *sf) {
-    const int64_t nb = k / ND_NVFP4_BLOCK;
+/* Rows [r0, r1) of sy_nvfp4_quantize. */
+typedef struct nvfp4_rows {
+    const uint16_t *w;
+    int64_t k, r0, r1;
+    float gw;
+    uint8_t *packed, *sf;
+} nvfp4_rows;
+
+static void *nvfp4_rows_run(void *arg) {
+    const nvfp4_rows *j = arg;
+    const int64_t k = j->k, nb = k / ND_NVFP4_BLOCK;
+    const float gw = j->gw;
     const uint8_t eps_byte = nd_e4m3_from_f32_satfinite(0.125f);
-    for (int64_t r = 0; r < n; r++) {
-        const uint16_t *row = w + r * k;
-        uint8_t *prow = packed + r * (k / 2);
+    for (int64_t r = j->r0; r < j->r1; r++) {
+        const uint16_t *row = j->w + r * k;
+        uint8_t *prow = j->packed + r * (k / 2);
         for (int64_t b = 0; b < nb; b++) {
             float x[ND_NVFP4_BLOCK], amax = 0.0f;
             for (int i = 0; i < ND_NVFP4_BLOCK; i++) {
@@ -32,13 +44,37 @@ void sy_nvfp4_quantize(const uint16_t *w, int64_t n, int64_t k, float gw, uint8_
             }
             nd_block_q p = nd_nvfp4_block_params(amax, gw, ND_QSEM_CT);
             /* compressed-tensors stores the scale after replacing 0 by its eps */
-            sf[r * nb + b] = nd_e4m3_to_f32(p.sf) == 0.0f ? eps_byte : p.sf;
+            j->sf[r * nb + b] = nd_e4m3_to_f32(p.sf) == 0.0f ? eps_byte : p.sf;
             for (int i = 0; i < ND_NVFP4_BLOCK; i += 2) {
                 uint8_t lo = nd_nvfp4_quant_elem(x[i], p, gw, ND_QSEM_CT);
                 uint8_t hi = nd_nvfp4_quant_elem(x[i + 1], p, gw, ND_QSEM_CT);
                 prow[(b * ND_NVFP4_BLOCK + i) / 2] = (uint8_t)(lo | (hi << 4));
             }
         }
+    }
+    return NULL;
+}
+
+/* Rows are independent, so a large weight is split over threads (ND_SYNTH_THREADS caps them, as
+ * for generation); the bytes do not depend on the split. */
+void sy_nvfp4_quantize(const uint16_t *w, int64_t n, int64_t k, float gw, uint8_t *packed, uint8_t *sf) {
+    enum { MAXT = 64 };
+    int threads = n * k >= (1 << 22) ? sy_thread_count() : 1;
+    if (threads > MAXT) threads = MAXT;
+    if (threads > n) threads = n > 0 ? (int)n : 1;
+    nvfp4_rows job[MAXT];
+    pthread_t tid[MAXT];
+    int started[MAXT] = {0};
+    const int64_t per = (n + threads - 1) / threads;
+    for (int t = 0; t < threads; t++) {
+        const int64_t r0 = t * per, r1 = r0 + per < n ? r0 + per : n;
+        job[t] = (nvfp4_rows){w, k, r0 < n ? r0 : n, r1, gw, packed, sf};
+        started[t] = t > 0 && pthread_create(&tid[t], NULL, nvfp4_rows_run, &job[t]) == 0;
+    }
+    nvfp4_rows_run(&job[0]);
+    for (int t = 1; t < threads; t++) {
+        if (started[t]) pthread_join(tid[t], NULL);
+        else nvfp4_rows_run(&job[t]); /* no thread: the same rows inline */
     }
 }
 
