@@ -135,18 +135,18 @@ def quant_dequant_nvfp4(x, g):
 def fake_quant_fp8(x, group, pow2=True):
     """FP8 e4m3 per `group` values of each row with power-of-two scales 2^ceil(log2(amax/448))."""
     rows, k = x.shape
-    out = x.clone()
-    for c0 in range(0, k, group):
-        xg = x[:, c0:c0 + group]
-        amax = xg.abs().amax(-1, keepdim=True)
-        if pow2:
-            m, e = torch.frexp(amax.clamp_min(1e-4) / E4M3_MAX)
-            s = torch.ldexp(torch.ones_like(m), torch.where(m == 0.5, e - 1, e))
-        else:
-            s = amax / E4M3_MAX
-        q = e4m3_sat(xg / s) * s
-        out[:, c0:c0 + group] = torch.where(amax == 0, xg, q)
-    return out
+    group = min(group, k)
+    if k % group:  # a short last group: each group by itself
+        return torch.cat([fake_quant_fp8(x[:, c0:c0 + group], group, pow2) for c0 in range(0, k, group)], 1)
+    xg = x.reshape(rows, k // group, group)
+    amax = xg.abs().amax(-1, keepdim=True)
+    if pow2:
+        m, e = torch.frexp(amax.clamp_min(1e-4) / E4M3_MAX)
+        s = torch.ldexp(torch.ones_like(m), torch.where(m == 0.5, e - 1, e))
+    else:
+        s = amax / E4M3_MAX
+    q = e4m3_sat(xg / s) * s
+    return torch.where(amax == 0, xg, q).reshape(rows, k)  # an all-zero group stays as it is
 
 
 # ---------------------------------------------------------------- GEMMs
