@@ -68,6 +68,8 @@ typedef struct nd_router_cfg {
     int n_group, topk_group;   /* 0/0: no groups. Group score = sum of top-2 selection scores */
     int norm_topk;             /* divide the picked scores by their sum */
     float scaling;             /* routed_scaling_factor, applied after normalisation */
+    int bf16_steps;            /* scores and weights rounded to BF16 as transformers' DeepSeek-V4 router
+                                * (numerics/nd_router_rule.h); 0: FP32 */
 } nd_router_cfg;
 
 typedef struct nd_backend nd_backend;
@@ -131,31 +133,38 @@ struct nd_backend {
 
     /* ---- elementwise and normalisation ---- */
     int (*round_bf16)(nd_backend *b, float *x, int64_t n, nd_err *e);          /* in place */
-    /* y = w ⊙ (x · rsqrt(mean(x²) + eps)) per row of d; w may be NULL (no weight). */
+    /* y = w ⊙ (x · rsqrt(mean(x²) + eps)) per row of d; w may be NULL (no weight). steps
+     * (nd_norm_steps, numerics/nd_bf16_steps.h): ND_NORM_FP32, or transformers' BF16 roundings of
+     * the Llama/V3 or the V4 unweighted RMSNorm. */
     int (*rmsnorm)(nd_backend *b, const float *x, const float *w, float eps, int64_t rows, int64_t d,
-                   float *y, nd_err *e);
+                   int steps, float *y, nd_err *e);
     /* y += x (n elements). */
     int (*add)(nd_backend *b, float *y, const float *x, int64_t n, nd_err *e);
-    /* h = silu(min(g, limit)) * clamp(v, -limit, limit); limit <= 0: no clamp. */
-    int (*swiglu)(nd_backend *b, const float *g, const float *v, int64_t n, float limit, float *h, nd_err *e);
+    /* h = silu(min(g, limit)) * clamp(v, -limit, limit); limit <= 0: no clamp. bf16_steps: silu(g)
+     * rounded to BF16 before the product (nd_swiglu_elem). */
+    int (*swiglu)(nd_backend *b, const float *g, const float *v, int64_t n, float limit, int bf16_steps, float *h,
+                  nd_err *e);
 
     /* Rotary embedding in place on x [rows, heads, d], dims [rot_off, rot_off+rot_dim) of each
      * head. pos_host [rows] positions, inv_freq_host [rot_dim/2] frequencies (YaRN already applied).
      * interleaved: pairs (2i, 2i+1) (GPT-J / DeepSeek); else halves (i, i+rot_dim/2) (NeoX/Llama).
-     * inverse: rotate by -angle. Angles are pos*inv_freq in FP32, cos/sin in FP32. */
+     * inverse: rotate by -angle. Angles are pos*inv_freq in FP32, cos/sin in FP32; steps
+     * (nd_rope_steps): ND_ROPE_FP32, or transformers' BF16 cos/sin (and BF16 products). */
     int (*rope)(nd_backend *b, float *x, int64_t rows, int64_t heads, int64_t d, int64_t rot_off,
                 int64_t rot_dim, const int32_t *pos_host, const float *inv_freq_host, int interleaved,
-                int inverse, nd_err *e);
+                int inverse, int steps, nd_err *e);
 
     /* Causal attention with optional sliding window and sinks. q [t, hq, d], k [s, hkv, d],
      * v [s, hkv, dv]; query head h uses kv head h / (hq/hkv). Key j is visible to query i iff
      * kpos[j] <= qpos[i] and (window == 0 || qpos[i] - kpos[j] < window). Scores in FP32 times
      * scale; sinks_host [hq] (may be NULL) join only the softmax denominator. out [t, hq, dv].
-     * A query with no visible key and no sink gets zeros. */
+     * A query with no visible key and no sink gets zeros. bf16_steps: transformers' eager
+     * attention of a BF16 model: score = bf16(bf16(q·k) · scale), probabilities rounded to BF16
+     * before p·v (nd_attn_score, nd_attn_prob). */
     int (*attention)(nd_backend *b, const float *q, const float *k, const float *v, int64_t t,
                      int64_t s, int64_t hq, int64_t hkv, int64_t d, int64_t dv,
                      const int32_t *qpos_host, const int32_t *kpos_host, int64_t window, float scale,
-                     const float *sinks_host, float *out, nd_err *e);
+                     const float *sinks_host, int bf16_steps, float *out, nd_err *e);
 
     /* ---- manifold-constrained hyper-connections (DeepSeek-V4, research/model-arch.md §3.2) ----
      * X [t, n, dm] streams. mix = (2+n)*n. fn [mix, n*dm], base [mix], scale_host [3].
@@ -167,9 +176,10 @@ struct nd_backend {
     int (*hc_pre)(nd_backend *b, const float *X, const float *fn, const float *base,
                   const float *scale_host, int64_t t, int64_t n, int64_t dm, int iters, float rms_eps,
                   float hc_eps, float *u, float *post, float *comb, nd_err *e);
-    /* Xout[j] = post_j · y + Σ_i comb[i,j] · X[i]. */
+    /* Xout[j] = post_j · y + Σ_i comb[i,j] · X[i]. bf16_steps: post and comb rounded to BF16, the
+     * product and the mix each rounded before their sum (nd_hc_post_coef, nd_hc_post_join). */
     int (*hc_post)(nd_backend *b, const float *X, const float *y, const float *post, const float *comb,
-                   int64_t t, int64_t n, int64_t dm, float *Xout, nd_err *e);
+                   int64_t t, int64_t n, int64_t dm, int bf16_steps, float *Xout, nd_err *e);
     /* hc_head: fn [n, n*dm], base [n], scale_host [1]; pre_i = σ(scale0·m_i + base_i) + hc_eps;
      * u = Σ_i pre_i X_i. */
     int (*hc_head)(nd_backend *b, const float *X, const float *fn, const float *base,
@@ -184,9 +194,10 @@ struct nd_backend {
     /* out[r] = x[rows_host[r]] for r < nr (dispatch). */
     int (*gather_rows)(nd_backend *b, const float *x, const int32_t *rows_host, int64_t nr, int64_t d,
                        float *out, nd_err *e);
-    /* y[rows_host[r]] += w_host[r] * x[r] for r < nr, in order of r (combine). */
+    /* y[rows_host[r]] += w_host[r] * x[r] for r < nr, in order of r (combine). bf16_products: each
+     * w·x rounded to BF16 before the FP32 sum (nd_combine_term). */
     int (*scatter_add_rows)(nd_backend *b, float *y, const float *x, const int32_t *rows_host,
-                            const float *w_host, int64_t nr, int64_t d, nd_err *e);
+                            const float *w_host, int64_t nr, int64_t d, int bf16_products, nd_err *e);
 
     /* ---- probes ---- */
     /* Fused single-pass comparison of ref and prod (prod may be NULL); worst block over `block`
@@ -222,11 +233,11 @@ struct nd_backend {
      * to query i as in `attention` (kpos <= qpos, qpos - kpos < window when window > 0); compressed
      * entry w iff w < (qpos_host[i] + 1) / rate and, when sel != NULL, w is one of sel[i, 0..nsel)
      * (int32, backend memory, -1 = no entry). One softmax in FP32 over both sets with sinks_host [hq]
-     * (may be NULL) in the denominator only, exactly as `attention`; out [t, hq, d]. */
+     * (may be NULL) in the denominator only, exactly as `attention` (bf16_steps included); out [t, hq, d]. */
     int (*attention_compressed)(nd_backend *b, const float *q, const float *kv, const float *ckv, int64_t t,
                                 int64_t s, int64_t nc, int64_t hq, int64_t d, const int32_t *qpos_host,
                                 const int32_t *kpos_host, int64_t window, float scale, const float *sinks_host,
-                                int64_t rate, const int32_t *sel, int64_t nsel, float *out, nd_err *e);
+                                int64_t rate, const int32_t *sel, int64_t nsel, int bf16_steps, float *out, nd_err *e);
 };
 
 /* Constructors. nd_backend_cuda_create returns ND_EXIT_INTERNAL with "no CUDA device" (and a

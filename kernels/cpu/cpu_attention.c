@@ -4,16 +4,19 @@
  * out = Σ_j exp(s_j - μ) v_j / (Σ_j exp(s_j - μ) + exp(sink_h - μ)). Taking the sink into μ
  * is the same softmax (transformers concatenates the sink logit) and cannot overflow when the
  * sink is far above the scores. A query with no visible key gets zeros, sink or not.
+ * bf16_steps: s_j = bf16(bf16(q·k_j) · scale) and p_j = bf16(exp(s_j - μ) / den) before p·v, as
+ * transformers' eager attention of a BF16 model (numerics/nd_bf16_steps.h).
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cpu_internal.h"
+#include "numerics/nd_bf16_steps.h"
 
 int nd_cpu_attention(nd_backend *b, const float *q, const float *k, const float *v, int64_t t,
                      int64_t s, int64_t hq, int64_t hkv, int64_t d, int64_t dv,
                      const int32_t *qpos_host, const int32_t *kpos_host, int64_t window, float scale,
-                     const float *sinks_host, float *out, nd_err *e) {
+                     const float *sinks_host, int bf16_steps, float *out, nd_err *e) {
     (void)b;
     const char *op = "attention";
     ND_CPU_SIZES(e, op, t, hq, d);
@@ -43,7 +46,7 @@ int nd_cpu_attention(nd_backend *b, const float *q, const float *k, const float 
                 const float *kj = k + (j * hkv + kh) * d;
                 float dot = 0.0f;
                 for (int64_t c = 0; c < d; c++) dot += qh[c] * kj[c];
-                sc[j] = dot * scale;
+                sc[j] = nd_attn_score(dot, scale, bf16_steps);
                 if (sc[j] > mu) mu = sc[j];
                 nvis++;
             }
@@ -52,15 +55,19 @@ int nd_cpu_attention(nd_backend *b, const float *q, const float *k, const float 
             if (sink > mu) mu = sink;
             float den = sinks_host ? expf(sink - mu) : 0.0f;
             for (int64_t c = 0; c < dv; c++) acc[c] = 0.0f;
+            if (bf16_steps) /* the probabilities are rounded, so the denominator comes first */
+                for (int64_t j = 0; j < s; j++)
+                    if (sc[j] == sc[j]) den += expf(sc[j] - mu);
             for (int64_t j = 0; j < s; j++) {
                 const int64_t kp = kpos_host[j];
                 if (kp > qp || (window > 0 && qp - kp >= window)) continue;
-                const float p = expf(sc[j] - mu);
-                den += p;
+                const float ex = expf(sc[j] - mu);
+                const float p = bf16_steps ? nd_attn_prob(ex, den, 1) : ex;
+                if (!bf16_steps) den += ex;
                 const float *vj = v + (j * hkv + kh) * dv;
                 for (int64_t c = 0; c < dv; c++) acc[c] += p * vj[c];
             }
-            for (int64_t c = 0; c < dv; c++) o[c] = acc[c] / den;
+            for (int64_t c = 0; c < dv; c++) o[c] = bf16_steps ? acc[c] : acc[c] / den;
         }
     }
     free(sc);

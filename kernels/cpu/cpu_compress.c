@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cpu_compressed.h"
+#include "numerics/nd_bf16_steps.h"
 #include "numerics/nd_numerics.h"
 
 int nd_cpu_compress_pool(nd_backend *b, const float *kv, const float *gate, const float *pbias_host,
@@ -68,7 +69,7 @@ static int entry_selected(const int32_t *sel_row, int64_t nsel, int64_t w) {
 int nd_cpu_attention_compressed(nd_backend *b, const float *q, const float *kv, const float *ckv, int64_t t,
                                 int64_t s, int64_t nc, int64_t hq, int64_t d, const int32_t *qpos_host,
                                 const int32_t *kpos_host, int64_t window, float scale, const float *sinks_host,
-                                int64_t rate, const int32_t *sel, int64_t nsel, float *out, nd_err *e) {
+                                int64_t rate, const int32_t *sel, int64_t nsel, int bf16_steps, float *out, nd_err *e) {
     (void)b;
     const char *op = "attention_compressed";
     ND_CPU_SIZES(e, op, t, hq, d);
@@ -107,21 +108,25 @@ int nd_cpu_attention_compressed(nd_backend *b, const float *q, const float *kv, 
                 const float *kj = j < s ? kv + j * d : ckv + (j - s) * d;
                 float dot = 0.0f;
                 for (int64_t c = 0; c < d; c++) dot += qh[c] * kj[c];
-                sc[j] = dot * scale;
+                sc[j] = nd_attn_score(dot, scale, bf16_steps);
                 if (sc[j] > mu) mu = sc[j];
             }
             const float sink = sinks_host ? sinks_host[h] : -INFINITY;
             if (sink > mu) mu = sink;
             float den = sinks_host ? expf(sink - mu) : 0.0f;
             for (int64_t c = 0; c < d; c++) acc[c] = 0.0f;
+            if (bf16_steps) /* the probabilities are rounded, so the denominator comes first */
+                for (int64_t j = 0; j < nk; j++)
+                    if (vis[j]) den += expf(sc[j] - mu);
             for (int64_t j = 0; j < nk; j++) {
                 if (!vis[j]) continue;
-                const float p = expf(sc[j] - mu);
-                den += p;
+                const float ex = expf(sc[j] - mu);
+                const float p = bf16_steps ? nd_attn_prob(ex, den, 1) : ex;
+                if (!bf16_steps) den += ex;
                 const float *vj = j < s ? kv + j * d : ckv + (j - s) * d;
                 for (int64_t c = 0; c < d; c++) acc[c] += p * vj[c];
             }
-            for (int64_t c = 0; c < d; c++) o[c] = acc[c] / den;
+            for (int64_t c = 0; c < d; c++) o[c] = bf16_steps ? acc[c] : acc[c] / den;
         }
     }
     free(sc);

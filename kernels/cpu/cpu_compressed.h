@@ -13,6 +13,6 @@ int nd_cpu_indexer_topk(nd_backend *b, const float *q, const float *k, const flo
 int nd_cpu_attention_compressed(nd_backend *b, const float *q, const float *kv, const float *ckv, int64_t t,
                                 int64_t s, int64_t nc, int64_t hq, int64_t d, const int32_t *qpos_host,
                                 const int32_t *kpos_host, int64_t window, float scale, const float *sinks_host,
-                                int64_t rate, const int32_t *sel, int64_t nsel, float *out, nd_err *e);
+                                int64_t rate, const int32_t *sel, int64_t nsel, int bf16_steps, float *out, nd_err *e);
 
 #endif

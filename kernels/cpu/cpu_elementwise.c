@@ -2,6 +2,7 @@
 #include <math.h>
 #include "cpu_internal.h"
 #include "numerics/nd_numerics.h"
+#include "numerics/nd_bf16_steps.h"
 
 int nd_cpu_round_bf16(nd_backend *b, float *x, int64_t n, nd_err *e) {
     (void)b;
@@ -11,21 +12,23 @@ int nd_cpu_round_bf16(nd_backend *b, float *x, int64_t n, nd_err *e) {
     return 0;
 }
 
-/* Σx² is accumulated in FP32 as the GPU kernels do; y = (x * r) * w with r = 1/sqrt(mean + eps). */
+/* Σx² is accumulated in FP32 as the GPU kernels do; y = (x * r) * w with r = 1/sqrt(mean + eps),
+ * with the BF16 steps of `steps` (numerics/nd_bf16_steps.h). */
 int nd_cpu_rmsnorm(nd_backend *b, const float *x, const float *w, float eps, int64_t rows, int64_t d,
-                   float *y, nd_err *e) {
+                   int steps, float *y, nd_err *e) {
     (void)b;
     const char *op = "rmsnorm";
     ND_CPU_SIZES(e, op, rows, d);
     ND_CPU_REQUIRE(d > 0 || rows == 0, e, op, "d must be positive");
     ND_CPU_REQUIRE(rows == 0 || (x && y), e, op, "NULL buffer");
+    ND_CPU_REQUIRE(steps >= ND_NORM_FP32 && steps <= ND_NORM_RSQRT_BF16, e, op, "unknown steps %d", steps);
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * d;
         float *yr = y + r * d;
         float ss = 0.0f;
         for (int64_t i = 0; i < d; i++) ss += xr[i] * xr[i];
-        const float rs = 1.0f / sqrtf(ss / (float)d + eps);
-        for (int64_t i = 0; i < d; i++) yr[i] = w ? (xr[i] * rs) * w[i] : xr[i] * rs;
+        const float rs = nd_norm_factor(1.0f / sqrtf(ss / (float)d + eps), steps);
+        for (int64_t i = 0; i < d; i++) yr[i] = nd_norm_elem(xr[i], rs, w ? w[i] : 1.0f, w != NULL, steps);
     }
     return 0;
 }
@@ -38,18 +41,11 @@ int nd_cpu_add(nd_backend *b, float *y, const float *x, int64_t n, nd_err *e) {
     return 0;
 }
 
-int nd_cpu_swiglu(nd_backend *b, const float *g, const float *v, int64_t n, float limit, float *h,
-                  nd_err *e) {
+int nd_cpu_swiglu(nd_backend *b, const float *g, const float *v, int64_t n, float limit, int bf16_steps,
+                  float *h, nd_err *e) {
     (void)b;
     ND_CPU_SIZES(e, "swiglu", n);
     ND_CPU_REQUIRE(n == 0 || (g && v && h), e, "swiglu", "NULL buffer");
-    for (int64_t i = 0; i < n; i++) {
-        float gi = g[i], vi = v[i];
-        if (limit > 0.0f) {
-            gi = fminf(gi, limit);              /* gate: upper clamp only */
-            vi = fminf(fmaxf(vi, -limit), limit);
-        }
-        h[i] = gi / (1.0f + expf(-gi)) * vi;     /* silu(g) = g * sigmoid(g) */
-    }
+    for (int64_t i = 0; i < n; i++) h[i] = nd_swiglu_elem(g[i], v[i], limit, bf16_steps);
     return 0;
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cpu_internal.h"
+#include "numerics/nd_bf16_steps.h"
 
 static float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 
@@ -98,7 +99,7 @@ int nd_cpu_hc_pre(nd_backend *b, const float *X, const float *fn, const float *b
 }
 
 int nd_cpu_hc_post(nd_backend *b, const float *X, const float *y, const float *post, const float *comb,
-                   int64_t t, int64_t n, int64_t dm, float *Xout, nd_err *e) {
+                   int64_t t, int64_t n, int64_t dm, int bf16_steps, float *Xout, nd_err *e) {
     (void)b;
     const char *op = "hc_post";
     ND_TRY(hc_common_args(op, t, n, dm, e));
@@ -111,9 +112,16 @@ int nd_cpu_hc_post(nd_backend *b, const float *X, const float *y, const float *p
         const float *Xr = X + r * n * dm, *yr = y + r * dm, *C = comb + r * n * n;
         for (int64_t j = 0; j < n; j++)
             for (int64_t c = 0; c < dm; c++) {
-                float a = post[r * n + j] * yr[c];
-                for (int64_t i = 0; i < n; i++) a += C[i * n + j] * Xr[i * dm + c];
-                tmp[j * dm + c] = a;
+                const float py = nd_hc_post_coef(post[r * n + j], bf16_steps) * yr[c];
+                if (!bf16_steps) { /* FP32: one running sum starting from post·y */
+                    float a = py;
+                    for (int64_t i = 0; i < n; i++) a += C[i * n + j] * Xr[i * dm + c];
+                    tmp[j * dm + c] = a;
+                    continue;
+                }
+                float mix = 0.0f;
+                for (int64_t i = 0; i < n; i++) mix += nd_hc_post_coef(C[i * n + j], 1) * Xr[i * dm + c];
+                tmp[j * dm + c] = nd_hc_post_join(py, mix, 1);
             }
         memcpy(Xout + r * n * dm, tmp, (size_t)(n * dm) * sizeof *tmp);
     }

@@ -66,28 +66,28 @@ int nd_cpu_gemm_grouped(nd_backend *b, const float *x, const float *w, float *y,
 /* elementwise and normalisation: cpu_elementwise.c */
 int nd_cpu_round_bf16(nd_backend *b, float *x, int64_t n, nd_err *e);
 int nd_cpu_rmsnorm(nd_backend *b, const float *x, const float *w, float eps, int64_t rows, int64_t d,
-                   float *y, nd_err *e);
+                   int steps, float *y, nd_err *e);
 int nd_cpu_add(nd_backend *b, float *y, const float *x, int64_t n, nd_err *e);
-int nd_cpu_swiglu(nd_backend *b, const float *g, const float *v, int64_t n, float limit, float *h,
-                  nd_err *e);
+int nd_cpu_swiglu(nd_backend *b, const float *g, const float *v, int64_t n, float limit, int bf16_steps,
+                  float *h, nd_err *e);
 
 /* rotary: cpu_rope.c */
 int nd_cpu_rope(nd_backend *b, float *x, int64_t rows, int64_t heads, int64_t d, int64_t rot_off,
                 int64_t rot_dim, const int32_t *pos_host, const float *inv_freq_host, int interleaved,
-                int inverse, nd_err *e);
+                int inverse, int steps, nd_err *e);
 
 /* attention: cpu_attention.c */
 int nd_cpu_attention(nd_backend *b, const float *q, const float *k, const float *v, int64_t t,
                      int64_t s, int64_t hq, int64_t hkv, int64_t d, int64_t dv,
                      const int32_t *qpos_host, const int32_t *kpos_host, int64_t window, float scale,
-                     const float *sinks_host, float *out, nd_err *e);
+                     const float *sinks_host, int bf16_steps, float *out, nd_err *e);
 
 /* hyper-connections: cpu_hc.c */
 int nd_cpu_hc_pre(nd_backend *b, const float *X, const float *fn, const float *base,
                   const float *scale_host, int64_t t, int64_t n, int64_t dm, int iters, float rms_eps,
                   float hc_eps, float *u, float *post, float *comb, nd_err *e);
 int nd_cpu_hc_post(nd_backend *b, const float *X, const float *y, const float *post, const float *comb,
-                   int64_t t, int64_t n, int64_t dm, float *Xout, nd_err *e);
+                   int64_t t, int64_t n, int64_t dm, int bf16_steps, float *Xout, nd_err *e);
 int nd_cpu_hc_head(nd_backend *b, const float *X, const float *fn, const float *base,
                    const float *scale_host, int64_t t, int64_t n, int64_t dm, float rms_eps,
                    float hc_eps, float *u, nd_err *e);
@@ -100,7 +100,7 @@ int nd_cpu_router_topk(nd_backend *b, const float *logits, const float *bias, in
 int nd_cpu_gather_rows(nd_backend *b, const float *x, const int32_t *rows_host, int64_t nr, int64_t d,
                        float *out, nd_err *e);
 int nd_cpu_scatter_add_rows(nd_backend *b, float *y, const float *x, const int32_t *rows_host,
-                            const float *w_host, int64_t nr, int64_t d, nd_err *e);
+                            const float *w_host, int64_t nr, int64_t d, int bf16_products, nd_err *e);
 
 /* comparison probe: cpu_compare.c */
 int nd_cpu_compare(nd_backend *b, const float *ref, const float *prod, int64_t n, int64_t block,

@@ -42,7 +42,7 @@ int nd_cpu_router_topk(nd_backend *b, const float *logits, const float *bias, in
         return nd_fail(e, ND_EXIT_INTERNAL, "cpu: %s: out of memory", op);
     }
     for (int64_t r = 0; r < t; r++) /* the rule itself: numerics/nd_router_rule.h, shared with CUDA */
-        nd_router_row(logits + r * E, bias, E, K, cfg->score_func, G, TG, cfg->norm_topk, cfg->scaling, sc, sel, gs,
+        nd_router_row(logits + r * E, bias, E, K, cfg->score_func, G, TG, cfg->norm_topk, cfg->scaling, cfg->bf16_steps, sc, sel, gs,
                       ok, gok, idx + r * K, w + r * K);
     free(sc); free(sel); free(gs); free(ok); free(gok);
     return 0;

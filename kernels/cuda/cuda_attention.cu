@@ -6,6 +6,7 @@
  * so s is bounded by the shared-memory limit (checked). This is the replay's attention, not a
  * flash kernel: its cost is small next to the GEMMs at the lengths nvfp4dbg traces. */
 #include "cuda_common.cuh"
+#include "numerics/nd_bf16_steps.h"
 #include <math.h>
 
 enum { ATT_THREADS = 256 };
@@ -35,7 +36,7 @@ __device__ __forceinline__ float block_sum(float v, float *red) {
 __global__ void attention_kernel(const float *__restrict__ q, const float *__restrict__ k,
                                  const float *__restrict__ v, int64_t s, int64_t hq, int64_t hkv, int64_t d,
                                  int64_t dv, const int32_t *__restrict__ qpos, const int32_t *__restrict__ kpos,
-                                 int64_t window, float scale, const float *__restrict__ sinks,
+                                 int64_t window, float scale, const float *__restrict__ sinks, int bf16_steps,
                                  float *__restrict__ out) {
     extern __shared__ float sc[]; /* [s] scores, then probabilities */
     __shared__ float red[32];
@@ -61,7 +62,7 @@ __global__ void attention_kernel(const float *__restrict__ q, const float *__res
         for (int64_t c = lane; c < d; c += 32) dot = fmaf(qh[c], kj[c], dot);
 #pragma unroll
         for (int o2 = 16; o2; o2 >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o2);
-        const float sj = dot * scale;
+        const float sj = nd_attn_score(dot, scale, bf16_steps);
         if (lane == 0) sc[j] = sj;
         mx = fmaxf(mx, sj);
         nvis++;
@@ -82,6 +83,10 @@ __global__ void attention_kernel(const float *__restrict__ q, const float *__res
     }
     float den = block_sum(part, red); /* also orders the sc[] writes before the reads below */
     if (sinks) den += expf(sink - mu);
+    if (bf16_steps) { /* BF16 probabilities before p·v (numerics/nd_bf16_steps.h) */
+        for (int64_t j = threadIdx.x; j < s; j += blockDim.x) sc[j] = nd_attn_prob(sc[j], den, 1);
+        __syncthreads();
+    }
     const float *vh = v + kh * dv;
     for (int64_t c = threadIdx.x; c < dv; c += blockDim.x) {
         float acc = 0.0f;
@@ -89,14 +94,14 @@ __global__ void attention_kernel(const float *__restrict__ q, const float *__res
             const float p = sc[j];
             if (p != 0.0f) acc = fmaf(p, vh[j * hkv * dv + c], acc);
         }
-        o[c] = acc / den;
+        o[c] = bf16_steps ? acc : acc / den;
     }
 }
 
 int nd_cuda_attention(nd_backend *b, const float *q, const float *k, const float *v, int64_t t, int64_t s,
                       int64_t hq, int64_t hkv, int64_t d, int64_t dv, const int32_t *qpos_host,
-                      const int32_t *kpos_host, int64_t window, float scale, const float *sinks_host, float *out,
-                      nd_err *e) {
+                      const int32_t *kpos_host, int64_t window, float scale, const float *sinks_host,
+                      int bf16_steps, float *out, nd_err *e) {
     if (t < 0 || s < 0 || d < 0 || dv < 0 || window < 0)
         return nd_fail(e, ND_EXIT_INTERNAL, "cuda: attention: negative size or window");
     if (hq <= 0 || hkv <= 0 || hq % hkv != 0)
@@ -121,7 +126,7 @@ int nd_cuda_attention(nd_backend *b, const float *q, const float *k, const float
     ND_TRY(nd_cuda_stage(b, kpos, kpos_host, (size_t)s * 4, e));
     if (sinks) ND_TRY(nd_cuda_stage(b, sinks, sinks_host, (size_t)hq * 4, e));
     attention_kernel<<<(unsigned)(t * hq), ATT_THREADS, smem, c->stream>>>(q, k, v, s, hq, hkv, d, dv, qpos, kpos,
-                                                                          window, scale, sinks, out);
+                                                                          window, scale, sinks, bf16_steps, out);
     ND_LAUNCHED("attention_kernel");
     return 0;
 }

@@ -15,6 +15,7 @@
  * row is read once for the HB heads), and the softmax and the weighted sum run over the list
  * only, as in kernels/cuda/cuda_attention.cu (FP32, fmaf, expf). */
 #include "cuda_compressed.cuh"
+#include "numerics/nd_bf16_steps.h"
 #include <math.h>
 
 /* exp rounded once to float (see the header comment) */
@@ -119,7 +120,7 @@ __global__ void __launch_bounds__(ATTC_THREADS)
 attc_kernel(const float *__restrict__ q, const float *__restrict__ kv, const float *__restrict__ ckv, int64_t s,
             int64_t nc, int64_t hq, int64_t d, const int32_t *__restrict__ qpos, const int32_t *__restrict__ kpos,
             int64_t window, float scale, const float *__restrict__ sinks, int64_t rate,
-            const int32_t *__restrict__ sel, int64_t nsel, float *__restrict__ out) {
+            const int32_t *__restrict__ sel, int64_t nsel, int bf16_steps, float *__restrict__ out) {
     extern __shared__ float smem[];
     __shared__ float red[32];
     __shared__ int wcount[ATTC_WARPS];
@@ -196,7 +197,7 @@ attc_kernel(const float *__restrict__ q, const float *__restrict__ kv, const flo
         for (int hb = 0; hb < HB; hb++) {
 #pragma unroll
             for (int o = 16; o; o >>= 1) dot[hb] += __shfl_xor_sync(0xffffffffu, dot[hb], o);
-            const float sj = dot[hb] * scale;
+            const float sj = nd_attn_score(dot[hb], scale, bf16_steps);
             if (lane == 0) sc[hb * nk + idx] = sj;
             mx[hb] = fmaxf(mx[hb], sj);
         }
@@ -225,6 +226,12 @@ attc_kernel(const float *__restrict__ q, const float *__restrict__ kv, const flo
         den[hb] = attc_block_sum(part[hb], red); /* also orders the sc[] writes before the reads below */
         if (sinks) den[hb] += expf(sink[hb] - mu[hb]);
     }
+    if (bf16_steps) { /* BF16 probabilities before p·v (numerics/nd_bf16_steps.h) */
+        for (int idx = tid; idx < nvis; idx += ATTC_THREADS)
+#pragma unroll
+            for (int hb = 0; hb < HB; hb++) sc[hb * nk + idx] = nd_attn_prob(sc[hb * nk + idx], den[hb], 1);
+        __syncthreads();
+    }
     for (int64_t c = tid; c < d; c += ATTC_THREADS) {
         float acc[HB];
 #pragma unroll
@@ -237,14 +244,15 @@ attc_kernel(const float *__restrict__ q, const float *__restrict__ kv, const flo
         }
 #pragma unroll
         for (int hb = 0; hb < HB; hb++)
-            if (h0 + hb < hq) out[(i * hq + h0 + hb) * d + c] = acc[hb] / den[hb];
+            if (h0 + hb < hq) out[(i * hq + h0 + hb) * d + c] = bf16_steps ? acc[hb] : acc[hb] / den[hb];
     }
 }
 
 int nd_cuda_attention_compressed(nd_backend *b, const float *q, const float *kv, const float *ckv, int64_t t,
                                  int64_t s, int64_t nc, int64_t hq, int64_t d, const int32_t *qpos_host,
                                  const int32_t *kpos_host, int64_t window, float scale, const float *sinks_host,
-                                 int64_t rate, const int32_t *sel, int64_t nsel, float *out, nd_err *e) {
+                                 int64_t rate, const int32_t *sel, int64_t nsel, int bf16_steps, float *out,
+                                 nd_err *e) {
     const char *op = "attention_compressed";
     ND_CUDA_SIZES(op, t, hq, d);
     ND_CUDA_SIZES(op, s + nc, d);
@@ -283,12 +291,12 @@ int nd_cuda_attention_compressed(nd_backend *b, const float *q, const float *kv,
     if (hb == 4) {
         ND_CU(cudaFuncSetAttribute(attc_kernel<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         attc_kernel<4><<<grid, ATTC_THREADS, smem, cu->stream>>>(q, kv, ckv, s, nc, hq, d, qpos, kpos, window, scale,
-                                                                 sinks, rate, sel, nsel, out);
+                                                                 sinks, rate, sel, nsel, bf16_steps, out);
         ND_LAUNCHED("attc_kernel<4>");
     } else {
         ND_CU(cudaFuncSetAttribute(attc_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         attc_kernel<1><<<grid, ATTC_THREADS, smem, cu->stream>>>(q, kv, ckv, s, nc, hq, d, qpos, kpos, window, scale,
-                                                                 sinks, rate, sel, nsel, out);
+                                                                 sinks, rate, sel, nsel, bf16_steps, out);
         ND_LAUNCHED("attc_kernel<1>");
     }
     return 0;

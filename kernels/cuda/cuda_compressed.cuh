@@ -14,7 +14,8 @@ int nd_cuda_indexer_topk(nd_backend *b, const float *q, const float *k, const fl
 int nd_cuda_attention_compressed(nd_backend *b, const float *q, const float *kv, const float *ckv, int64_t t,
                                  int64_t s, int64_t nc, int64_t hq, int64_t d, const int32_t *qpos_host,
                                  const int32_t *kpos_host, int64_t window, float scale, const float *sinks_host,
-                                 int64_t rate, const int32_t *sel, int64_t nsel, float *out, nd_err *e);
+                                 int64_t rate, const int32_t *sel, int64_t nsel, int bf16_steps, float *out,
+                                 nd_err *e);
 
 /* 0 when every size is >= 0 and their product fits in int64 (the CPU backend's rule), else fails
  * naming the op. */

@@ -2,6 +2,7 @@
  * Products and sums are written with __fmul_rn/__fadd_rn where the CPU's order of rounding can be
  * kept exactly (no FMA contraction); what still differs is stated per op in the cross-backend test. */
 #include "cuda_common.cuh"
+#include "numerics/nd_bf16_steps.h"
 
 #define GRID_STRIDE(i, n) for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); \
                                i += (int64_t)gridDim.x * blockDim.x)
@@ -31,28 +32,22 @@ int nd_cuda_add(nd_backend *b, float *y, const float *x, int64_t n, nd_err *e) {
 }
 
 __global__ void swiglu_kernel(const float *__restrict__ g, const float *__restrict__ v, int64_t n, float limit,
-                              float *__restrict__ h) {
-    GRID_STRIDE(i, n) {
-        float gi = g[i], vi = v[i];
-        if (limit > 0.0f) {
-            gi = fminf(gi, limit); /* gate: upper clamp only */
-            vi = fminf(fmaxf(vi, -limit), limit);
-        }
-        h[i] = __fmul_rn(__fdiv_rn(gi, __fadd_rn(1.0f, expf(-gi))), vi);
-    }
+                              int bf16_steps, float *__restrict__ h) {
+    GRID_STRIDE(i, n) h[i] = nd_swiglu_elem(g[i], v[i], limit, bf16_steps);
 }
 
-int nd_cuda_swiglu(nd_backend *b, const float *g, const float *v, int64_t n, float limit, float *h, nd_err *e) {
+int nd_cuda_swiglu(nd_backend *b, const float *g, const float *v, int64_t n, float limit, int bf16_steps, float *h,
+                   nd_err *e) {
     if (n < 0) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: swiglu: negative size");
     if (n == 0) return 0;
-    swiglu_kernel<<<nd_cuda_grid(b, n, 256), 256, 0, nd_cu(b)->stream>>>(g, v, n, limit, h);
+    swiglu_kernel<<<nd_cuda_grid(b, n, 256), 256, 0, nd_cu(b)->stream>>>(g, v, n, limit, bf16_steps, h);
     ND_LAUNCHED("swiglu_kernel");
     return 0;
 }
 
 /* One block per row: Σx² in FP32 (per-thread partial sums, then a tree), y = (x * r) * w. */
 __global__ void rmsnorm_kernel(const float *__restrict__ x, const float *__restrict__ w, float eps, int64_t d,
-                               float *__restrict__ y) {
+                               int steps, float *__restrict__ y) {
     __shared__ float part[32];
     const float *xr = x + blockIdx.x * d;
     float *yr = y + blockIdx.x * d;
@@ -69,21 +64,19 @@ __global__ void rmsnorm_kernel(const float *__restrict__ x, const float *__restr
         if (threadIdx.x == 0) part[0] = ss;
     }
     __syncthreads();
-    const float rs = 1.0f / sqrtf(part[0] / (float)d + eps);
-    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
-        const float t = __fmul_rn(xr[i], rs);
-        yr[i] = w ? __fmul_rn(t, w[i]) : t;
-    }
+    const float rs = nd_norm_factor(1.0f / sqrtf(part[0] / (float)d + eps), steps);
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) yr[i] = nd_norm_elem(xr[i], rs, w ? w[i] : 1.0f, w != NULL, steps);
 }
 
-int nd_cuda_rmsnorm(nd_backend *b, const float *x, const float *w, float eps, int64_t rows, int64_t d, float *y,
-                    nd_err *e) {
+int nd_cuda_rmsnorm(nd_backend *b, const float *x, const float *w, float eps, int64_t rows, int64_t d, int steps,
+                    float *y, nd_err *e) {
     if (rows < 0 || d < 0 || (d == 0 && rows > 0))
         return nd_fail(e, ND_EXIT_INTERNAL, "cuda: rmsnorm: bad sizes rows %lld d %lld", (long long)rows, (long long)d);
+    if (steps < ND_NORM_FP32 || steps > ND_NORM_RSQRT_BF16) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: rmsnorm: unknown steps %d", steps);
     if (rows == 0) return 0;
     if (rows > 2147483647LL) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: rmsnorm: too many rows");
     const int threads = d >= 4096 ? 1024 : d >= 1024 ? 512 : 256;
-    rmsnorm_kernel<<<(unsigned)rows, threads, 0, nd_cu(b)->stream>>>(x, w, eps, d, y);
+    rmsnorm_kernel<<<(unsigned)rows, threads, 0, nd_cu(b)->stream>>>(x, w, eps, d, steps, y);
     ND_LAUNCHED("rmsnorm_kernel");
     return 0;
 }
@@ -91,23 +84,26 @@ int nd_cuda_rmsnorm(nd_backend *b, const float *x, const float *w, float eps, in
 /* One thread per (row, head, pair). pos and inv_freq were staged into device scratch. */
 __global__ void rope_kernel(float *x, int64_t rows, int64_t heads, int64_t d, int64_t rot_off, int64_t half,
                             const int32_t *__restrict__ pos, const float *__restrict__ inv_freq, int interleaved,
-                            int inverse) {
+                            int inverse, int steps) {
     const int64_t total = rows * heads * half;
     GRID_STRIDE(t, total) {
         const int64_t i = t % half, rh = t / half, r = rh / heads;
         const float ang = __fmul_rn((float)pos[r], inv_freq[i]);
-        const float c = cosf(ang), s = inverse ? -sinf(ang) : sinf(ang);
+        const float c = nd_rope_trig(cosf(ang), steps), sn = nd_rope_trig(sinf(ang), steps);
+        const float s = inverse ? -sn : sn;
         const int64_t i0 = interleaved ? 2 * i : i, i1 = interleaved ? 2 * i + 1 : i + half;
         float *xh = x + rh * d + rot_off;
-        const float a = xh[i0], bb = xh[i1];
-        xh[i0] = __fsub_rn(__fmul_rn(a, c), __fmul_rn(bb, s));
-        xh[i1] = __fadd_rn(__fmul_rn(a, s), __fmul_rn(bb, c));
+        float ya, yb;
+        nd_rope_pair(xh[i0], xh[i1], c, s, steps, &ya, &yb);
+        xh[i0] = ya;
+        xh[i1] = yb;
     }
 }
 
 int nd_cuda_rope(nd_backend *b, float *x, int64_t rows, int64_t heads, int64_t d, int64_t rot_off,
                  int64_t rot_dim, const int32_t *pos_host, const float *inv_freq_host, int interleaved,
-                 int inverse, nd_err *e) {
+                 int inverse, int steps, nd_err *e) {
+    if (steps < ND_ROPE_FP32 || steps > ND_ROPE_BF16_PRODUCTS) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: rope: unknown steps %d", steps);
     if (rows < 0 || heads < 0 || d < 0 || rot_off < 0 || rot_dim < 0 || rot_off + rot_dim > d)
         return nd_fail(e, ND_EXIT_INTERNAL, "cuda: rope: rotary slice [%lld, %lld) outside head dim %lld",
                        (long long)rot_off, (long long)(rot_off + rot_dim), (long long)d);
@@ -123,7 +119,7 @@ int nd_cuda_rope(nd_backend *b, float *x, int64_t rows, int64_t heads, int64_t d
     ND_TRY(nd_cuda_stage(b, f, inv_freq_host, (size_t)half * 4, e));
     const int64_t total = rows * heads * half;
     rope_kernel<<<nd_cuda_grid(b, total, 256), 256, 0, nd_cu(b)->stream>>>(x, rows, heads, d, rot_off, half, pos, f,
-                                                                            interleaved, inverse);
+                                                                            interleaved, inverse, steps);
     ND_LAUNCHED("rope_kernel");
     return 0;
 }

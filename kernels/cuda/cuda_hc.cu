@@ -5,6 +5,7 @@
  * The mixer GEMM is an FP32 SGEMM (pedantic, no TF32); the small per-token math runs on one
  * thread per token in the CPU's order, with __f*_rn so no FMA changes a rounding. */
 #include "cuda_common.cuh"
+#include "numerics/nd_bf16_steps.h"
 
 enum { HC_MAX_N = 16 };
 
@@ -84,7 +85,8 @@ __global__ void hc_collapse_kernel(const float *__restrict__ X, const float *__r
 /* Xout[r, j, c] = post[r, j] y[r, c] + Σ_i comb[r, i, j] X[r, i, c]; one thread per (r, c) reads
  * every stream first, so Xout may alias X. */
 __global__ void hc_post_kernel(const float *X, const float *__restrict__ y, const float *__restrict__ post,
-                               const float *__restrict__ comb, int64_t t, int64_t n, int64_t dm, float *Xout) {
+                               const float *__restrict__ comb, int64_t t, int64_t n, int64_t dm, int bf16_steps,
+                               float *Xout) {
     const int64_t total = t * dm;
     for (int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q < total; q += (int64_t)gridDim.x * blockDim.x) {
         const int64_t r = q / dm, c = q % dm;
@@ -93,9 +95,16 @@ __global__ void hc_post_kernel(const float *X, const float *__restrict__ y, cons
         const float yc = y[q];
         const float *C = comb + r * n * n;
         for (int64_t j = 0; j < n; j++) {
-            float a = __fmul_rn(post[r * n + j], yc);
-            for (int64_t i = 0; i < n; i++) a = __fadd_rn(a, __fmul_rn(C[i * n + j], xs[i]));
-            Xout[(r * n + j) * dm + c] = a;
+            if (!bf16_steps) { /* FP32: one running sum starting from post·y, as the CPU */
+                float a = __fmul_rn(post[r * n + j], yc);
+                for (int64_t i = 0; i < n; i++) a = __fadd_rn(a, __fmul_rn(C[i * n + j], xs[i]));
+                Xout[(r * n + j) * dm + c] = a;
+                continue;
+            }
+            const float py = __fmul_rn(nd_hc_post_coef(post[r * n + j], 1), yc);
+            float mix = 0.0f;
+            for (int64_t i = 0; i < n; i++) mix = __fadd_rn(mix, __fmul_rn(nd_hc_post_coef(C[i * n + j], 1), xs[i]));
+            Xout[(r * n + j) * dm + c] = nd_hc_post_join(py, mix, 1);
         }
     }
 }
@@ -165,10 +174,10 @@ int nd_cuda_hc_head(nd_backend *b, const float *X, const float *fn, const float 
 }
 
 int nd_cuda_hc_post(nd_backend *b, const float *X, const float *y, const float *post, const float *comb, int64_t t,
-                    int64_t n, int64_t dm, float *Xout, nd_err *e) {
+                    int64_t n, int64_t dm, int bf16_steps, float *Xout, nd_err *e) {
     ND_TRY(hc_args("hc_post", t, n, dm, e));
     if (t == 0) return 0;
-    hc_post_kernel<<<nd_cuda_grid(b, t * dm, 256), 256, 0, nd_cu(b)->stream>>>(X, y, post, comb, t, n, dm, Xout);
+    hc_post_kernel<<<nd_cuda_grid(b, t * dm, 256), 256, 0, nd_cu(b)->stream>>>(X, y, post, comb, t, n, dm, bf16_steps, Xout);
     ND_LAUNCHED("hc_post_kernel");
     return 0;
 }

@@ -7,17 +7,18 @@
  * same destination are added in increasing r (a host-built per-destination list), with no FMA. */
 #include "cuda_common.cuh"
 #include "numerics/nd_router_rule.h"
+#include "numerics/nd_bf16_steps.h"
 #include <stdlib.h>
 
 /* scratch per token: sc [E], sel [E], ok [E] bytes, gs [G] and gok [G] bytes. */
 __global__ void router_kernel(const float *__restrict__ logits, const float *__restrict__ bias, int64_t t, int E,
-                              int K, int func, int G, int TG, int norm, float scaling, float *sc_all, float *sel_all,
+                              int K, int func, int G, int TG, int norm, float scaling, int bf16, float *sc_all, float *sel_all,
                               float *gs_all, uint8_t *ok_all, uint8_t *gok_all, int32_t *__restrict__ idx,
                               float *__restrict__ w) {
     const int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (r >= t) return;
     const int Gs = G > 0 ? G : 1;
-    nd_router_row(logits + r * E, bias, E, K, func, G, TG, norm, scaling, sc_all + r * E, sel_all + r * E,
+    nd_router_row(logits + r * E, bias, E, K, func, G, TG, norm, scaling, bf16, sc_all + r * E, sel_all + r * E,
                   gs_all + r * Gs, ok_all + r * E, gok_all + r * Gs, idx + r * K, w + r * K);
 }
 
@@ -42,7 +43,8 @@ int nd_cuda_router_topk(nd_backend *b, const float *logits, const float *bias, i
     float *sc = (float *)p, *sel = (float *)(p + f), *gs = (float *)(p + 2 * f);
     uint8_t *ok = (uint8_t *)(p + 2 * f + g), *gok = (uint8_t *)(p + 2 * f + g + o);
     router_kernel<<<nd_cuda_blocks(t, 128), 128, 0, nd_cu(b)->stream>>>(logits, bias, t, E, K, cfg->score_func, G, TG,
-                                                                        cfg->norm_topk, cfg->scaling, sc, sel, gs, ok,
+                                                                        cfg->norm_topk, cfg->scaling, cfg->bf16_steps, sc,
+                                                                        sel, gs, ok,
                                                                         gok, idx, w);
     ND_LAUNCHED("router_kernel");
     return 0;
@@ -84,13 +86,13 @@ int nd_cuda_gather_rows(nd_backend *b, const float *x, const int32_t *rows_host,
  * increasing r, with weights wt[] in the same order. */
 __global__ void scatter_add_kernel(float *y, const float *__restrict__ x, int64_t ndst, int64_t d,
                                    const int32_t *__restrict__ dst, const int32_t *__restrict__ off,
-                                   const int32_t *__restrict__ src, const float *__restrict__ wt) {
+                                   const int32_t *__restrict__ src, const float *__restrict__ wt, int bf16_products) {
     const int64_t total = ndst * d;
     for (int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q < total; q += (int64_t)gridDim.x * blockDim.x) {
         const int64_t u = q / d, c = q % d;
         float *yp = y + (int64_t)dst[u] * d + c;
         float a = *yp;
-        for (int32_t z = off[u]; z < off[u + 1]; z++) a = __fadd_rn(a, __fmul_rn(wt[z], x[(int64_t)src[z] * d + c]));
+        for (int32_t z = off[u]; z < off[u + 1]; z++) a = __fadd_rn(a, nd_combine_term(wt[z], x[(int64_t)src[z] * d + c], bf16_products));
         *yp = a;
     }
 }
@@ -101,7 +103,7 @@ static int cmp_by_row(const void *pa, const void *pb) {
 }
 
 int nd_cuda_scatter_add_rows(nd_backend *b, float *y, const float *x, const int32_t *rows_host, const float *w_host,
-                             int64_t nr, int64_t d, nd_err *e) {
+                             int64_t nr, int64_t d, int bf16_products, nd_err *e) {
     if (nr < 0 || d < 0) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: scatter_add_rows: negative size");
     if (nr * d == 0) return 0;
     if (nr > 2147483647LL) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: scatter_add_rows: too many rows");
@@ -139,7 +141,7 @@ int nd_cuda_scatter_add_rows(nd_backend *b, float *y, const float *x, const int3
     if (rc) return rc;
     scatter_add_kernel<<<nd_cuda_grid(b, nd * d, 256), 256, 0, nd_cu(b)->stream>>>(
         y, x, nd, d, (const int32_t *)p, (const int32_t *)(p + bd), (const int32_t *)(p + bd + bo),
-        (const float *)(p + bd + bo + bs));
+        (const float *)(p + bd + bo + bs), bf16_products);
     ND_LAUNCHED("scatter_add_kernel");
     return 0;
 }

@@ -92,7 +92,8 @@ static int rmsnorm_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
         ND_TRY(nd_tensor_f32(r, t, &w, e));
     }
     out[0] = nd_buf_new(r, x->rows, x->cols, e);
-    int rc = out[0] ? r->be->rmsnorm(r->be, x->p, w, (float)eps, x->n / d, d, out[0]->p, e) : e->code;
+    int rc = out[0] ? r->be->rmsnorm(r->be, x->p, w, (float)eps, x->n / d, d, nd_stage_norm_steps(r, c->st), out[0]->p, e)
+                    : e->code;
     if (w) r->be->release(r->be, w);
     if (!rc) rc = round_out(c, out[0], e);
     return rc;
@@ -118,7 +119,7 @@ static int rope_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     if (!rc && !out[0]) rc = e->code;
     if (!rc) rc = r->be->copy(r->be, out[0]->p, x->p, (size_t)x->n * sizeof(float), e);
     if (!rc) rc = r->be->rope(r->be, out[0]->p, x->rows, (int64_t)heads, (int64_t)head_dim, (int64_t)(head_dim - rot_dim),
-                              (int64_t)rot_dim, r->pos, freq, (int)interleaved, (int)inverse, e);
+                              (int64_t)rot_dim, r->pos, freq, (int)interleaved, (int)inverse, nd_stage_rope_steps(r, c->st), e);
     free(freq);
     if (!rc) rc = round_out(c, out[0], e);
     return rc;
@@ -160,7 +161,7 @@ static int attention_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     }
     out[0] = nd_buf_new(r, t, hq * dv, e);
     int rc = out[0] ? r->be->attention(r->be, q->p, k->p, v->p, t, k->rows, hq, hkv, d, dv, r->pos, r->pos,
-                                       (int64_t)window, (float)scale, sinks, out[0]->p, e) : e->code;
+                                       (int64_t)window, (float)scale, sinks, r->ref_tf, out[0]->p, e) : e->code;
     free(sinks);
     if (!rc) rc = round_out(c, out[0], e);
     return rc;
@@ -220,7 +221,7 @@ static int hc_post_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     if (X->cols != n * dm) return nd_fail(e, ND_EXIT_BADINPUT, "stage %s: streams width %lld != %lld x %lld", c->st->name, (long long)X->cols, (long long)n, (long long)dm);
     out[0] = nd_buf_new(c->r, X->rows, X->cols, e);
     if (!out[0]) return e->code;
-    ND_TRY(c->r->be->hc_post(c->r->be, X->p, y->p, post->p, comb->p, X->rows, n, dm, out[0]->p, e));
+    ND_TRY(c->r->be->hc_post(c->r->be, X->p, y->p, post->p, comb->p, X->rows, n, dm, c->r->ref_tf, out[0]->p, e));
     return round_out(c, out[0], e);
 }
 static int op_hc_post(nd_opctx *c, nd_err *e) { return nd_run_pure(c, hc_post_fn, e); }

@@ -84,11 +84,11 @@ static int compress_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     /* transformers: bf16(Σ bf16(kv · bf16(softmax))), then kv_norm (F32 weight, -> BF16), then rope */
     if (!rc) rc = be->compress_pool(be, kv->p, gate->p, pb, kv->rows, d, rate, w == 2, 1, pooled->p, e);
     if (!rc) rc = be->round_bf16(be, pooled->p, pooled->n, e);
-    if (!rc) rc = be->rmsnorm(be, pooled->p, nw, (float)eps, n_win, d, out[0]->p, e);
+    if (!rc) rc = be->rmsnorm(be, pooled->p, nw, (float)eps, n_win, d, nd_stage_norm_steps(r, c->st), out[0]->p, e);
     if (!rc) rc = be->round_bf16(be, out[0]->p, out[0]->n, e);
     for (int64_t i = 0; !rc && i < n_win; i++) pos[i] = (int32_t)(i * rate);
     if (!rc && rd > 0) rc = nd_rope_freqs(r, c->st, rd, freq, e);
-    if (!rc && rd > 0) rc = be->rope(be, out[0]->p, n_win, 1, d, d - rd, rd, pos, freq, 1, 0, e);
+    if (!rc && rd > 0) rc = be->rope(be, out[0]->p, n_win, 1, d, d - rd, rd, pos, freq, 1, 0, nd_stage_rope_steps(r, c->st), e);
     if (!rc) rc = be->round_bf16(be, out[0]->p, out[0]->n, e);
     if (nw) be->release(be, nw);
     nd_buf_put(r, pooled);
@@ -198,7 +198,7 @@ static int attention_compressed_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_er
     }
     if (!rc && !(out[0] = nd_buf_new(r, t, hq * d, e))) rc = e->code;
     if (!rc) rc = be->attention_compressed(be, q->p, kv->p, ck->p, t, kv->rows, ck->rows, hq, d, r->pos, r->pos, (int64_t)window,
-                                           (float)scale, sinks, rate, dsel, nsel, out[0]->p, e);
+                                           (float)scale, sinks, rate, dsel, nsel, r->ref_tf, out[0]->p, e);
     if (!rc && sel && !dsel) rc = e->code;
     if (!rc) rc = be->round_bf16(be, out[0]->p, out[0]->n, e);
     if (dsel) be->release(be, dsel);

@@ -1,7 +1,8 @@
 /* ops_linear.c — linear modules on the two paths.
  *
  * reference : y = x · W^T, W dequantized exactly (e2m1 × e4m3 ÷ global) or the original weight
- *             with --reference-checkpoint; FP32 math, output rounded to BF16.
+ *             with --reference-checkpoint; FP32 math, output rounded to BF16. With --ref-numerics
+ *             transformers W is then rounded to BF16 (the BF16 model's parameter).
  * production: NVFP4 W4A4 as the serving kernels compute it: x quantized per 16-block with the
  *             stack's multiplier (e4m3 satfinite scales, RNE e2m1 codes), the FP4×FP4 product as
  *             (codes × block scales) GEMMs in FP32 (exact in BF16, so BF16 tensor cores change no
@@ -117,8 +118,12 @@ int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char
         rc = nd_weight_f32(r, &l->m, &l->w_ref, e);
     }
     if (rc) { nd_lin_close(r, l); return rc; }
+    /* --ref-numerics transformers: the reference weight as the BF16 model holds it (compressed-tensors
+     * decompresses to BF16; FP32 weights are cast on load), exact dequantization first */
+    if (r->ref_tf) rc = r->be->round_bf16(r->be, l->w_ref, l->m.out_features * l->m.in_features, e);
+    if (rc) { nd_lin_close(r, l); return rc; }
     if (l->prod_kind == LIN_NVFP4_W4A4) rc = nd_weight_codes_f32(r, &l->m, &l->w_prod, e);
-    else if (l->prod_kind == LIN_WEIGHT_ONLY && r->ref_ck) rc = nd_weight_f32(r, &l->m, &l->w_prod, e);
+    else if (l->prod_kind == LIN_WEIGHT_ONLY && (r->ref_ck || r->ref_tf)) rc = nd_weight_f32(r, &l->m, &l->w_prod, e);
     if (rc) nd_lin_close(r, l);
     return rc;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include "ops.h"
 #include "numerics/nd_numerics.h"
+#include "numerics/nd_router_rule.h"
 #include "pipeline.h"
 
 static int score_func_of(const char *s) {
@@ -38,6 +39,7 @@ static int route(nd_opctx *c, router_ctx *rx, const nd_buf *b, nd_buf **out, nd_
     o->logits_host = malloc(sizeof(float) * (size_t)(t * E));
     if (!o->idx || !o->w || !o->logits_host) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
     ND_TRY(r->be->gemm(r->be, b->p, rx->w_gate, o->p, t, E, b->cols, 1.0f, 0, e));
+    if (rx->cfg.bf16_steps) ND_TRY(r->be->round_bf16(r->be, o->p, o->n, e)); /* a BF16 linear's logits */
     ND_TRY(r->be->download(r->be, o->logits_host, o->p, sizeof(float) * (size_t)(t * E), e));
     if (!rx->hash) {
         /* the op writes backend memory; the routing decision lives on the host */
@@ -57,7 +59,8 @@ static int route(nd_opctx *c, router_ctx *rx, const nd_buf *b, nd_buf **out, nd_
         /* tid2eid is I32 in DeepSeek's checkpoints and I64 in transformers'; read unaligned-safe */
         const char *row = (const char *)rx->hash->data + (size_t)(id * rx->hash->shape[1]) * nd_dtype_size(rx->hash->dtype);
         const float *lg = o->logits_host + i * E;
-        float mx = -INFINITY, sum = 0;
+        float mx = -INFINITY;
+        const int bf = rx->cfg.bf16_steps;
         for (int64_t j = 0; j < E; j++) mx = fmaxf(mx, lg[j]);
         float denom = 0;
         if (rx->cfg.score_func == ND_SCORE_SOFTMAX)
@@ -67,16 +70,13 @@ static int route(nd_opctx *c, router_ctx *rx, const nd_buf *b, nd_buf **out, nd_
             if (rx->hash->dtype == ND_DT_I64) memcpy(&ex, row + 8 * s, 8);
             else { int32_t v; memcpy(&v, row + 4 * s, 4); ex = v; }
             if (ex < 0 || ex >= E) return nd_fail(e, ND_EXIT_BADINPUT, "%s: tid2eid names expert %lld of %lld", rx->hash->file, (long long)ex, (long long)E);
-            float sc = nd_router_score(lg[ex], rx->cfg.score_func, mx);
-            if (rx->cfg.score_func == ND_SCORE_SOFTMAX) sc /= denom;
+            float sc = nd_router_score_steps(lg[ex], rx->cfg.score_func, mx, bf);
+            if (rx->cfg.score_func == ND_SCORE_SOFTMAX) sc = bf ? nd_bf16_round(sc / denom) : sc / denom;
             o->idx[i * k + s] = (int32_t)ex;
             o->w[i * k + s] = sc;
-            sum += sc;
         }
-        for (int64_t s = 0; s < k; s++) {
-            if (rx->cfg.norm_topk) o->w[i * k + s] /= (sum + 1e-20f);
-            o->w[i * k + s] *= rx->cfg.scaling;
-        }
+        /* the same weight rule as the top-k router (numerics/nd_router_rule.h) */
+        nd_router_weights(o->w + i * k, (int)k, rx->cfg.norm_topk, rx->cfg.scaling, bf);
     }
     return 0;
 }
@@ -106,7 +106,8 @@ int nd_op_router(nd_opctx *c, nd_err *e) {
     if (sf && sf[0] == '$') sf = nd_cfg_string(r->cfg, sf + 1);
     /* a config without the key: the family's default (transformers' DeepseekV3 always uses sigmoid) */
     if (!sf) sf = nd_stage_attr(c->st->def, "score_default");
-    rx.cfg = (nd_router_cfg){(int)E, (int)k, score_func_of(sf), (int)ng, (int)tg, (int)norm, (float)scal};
+    rx.cfg = (nd_router_cfg){(int)E, (int)k, score_func_of(sf), (int)ng, (int)tg, (int)norm, (float)scal,
+                             nd_stage_tf(r, c->st, "bf16")};
     if (rx.cfg.score_func < 0) return nd_fail(e, ND_EXIT_BADINPUT, "%s: unknown scoring function '%s' (softmax, sigmoid, sqrtsoftplus)", nd_ckpt_dir(r->ck), sf);
     const char *wn = nd_attr_str(c->st, "weight", buf, sizeof buf);
     const nd_tview *wt = wn ? nd_run_tensor(r, 0, wn) : NULL;
@@ -118,6 +119,8 @@ int nd_op_router(nd_opctx *c, nd_err *e) {
     if (rx.hash && ((rx.hash->dtype != ND_DT_I32 && rx.hash->dtype != ND_DT_I64) || rx.hash->ndim != 2 || rx.hash->shape[1] != (int64_t)k))
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s must be I32 or I64 [vocab, %d]", rx.hash->file, rx.hash->name, (int)k);
     ND_TRY(nd_tensor_f32(r, wt, &rx.w_gate, e));
+    /* transformers keeps V3's gate in FP32 (_keep_in_fp32_modules_strict) but V4's is a BF16 parameter */
+    if (rx.cfg.bf16_steps) ND_TRY(r->be->round_bf16(r->be, rx.w_gate, wt->numel, e));
     int rc = 0;
     const char *bn = nd_attr_str(c->st, "bias", buf, sizeof buf);
     const nd_tview *bt = bn && !rx.hash ? nd_run_tensor(r, 0, bn) : NULL;
@@ -146,7 +149,7 @@ typedef struct mlp_io {
 static int swiglu(nd_run *r, const nd_buf *g, const nd_buf *v, float limit, nd_buf **h, nd_err *e) {
     *h = nd_buf_new(r, g->rows, g->cols, e);
     if (!*h) return e->code;
-    ND_TRY(r->be->swiglu(r->be, g->p, v->p, g->n, limit, (*h)->p, e));
+    ND_TRY(r->be->swiglu(r->be, g->p, v->p, g->n, limit, r->ref_tf, (*h)->p, e));
     return r->be->round_bf16(r->be, (*h)->p, (*h)->n, e);
 }
 
@@ -254,6 +257,8 @@ int nd_op_moe_experts(nd_opctx *c, nd_err *e) {
         }
     nd_buf *acc[3] = {ep > 1 ? part[0] : y[0], ep > 1 ? part[1] : y[1], ep > 1 ? part[2] : y[2]};
     const int per_rank = (int)E / ep;
+    /* BF16 routing weights (transformers' V4): each weight·output product is a BF16 tensor op */
+    const int bf16_products = nd_stage_tf(r, c->st, "bf16_products");
     char prefix[192], stage_prefix[ND_NAME_LEN];
     for (int ex = 0; ex < (int)E && !rc; ex++) {
         if (ep > 1 && ex > 0 && ex % per_rank == 0) {
@@ -281,13 +286,13 @@ int nd_op_moe_experts(nd_opctx *c, nd_err *e) {
             if (!rc && x_ch) rc = gather(r, x_ch, rows, nr, &xc_same, e);
             io.x_chain = xc_same;
             if (!rc) rc = mlp_run(c, prefix, stage_prefix, (float)limit, &io, e);
-            if (!rc) rc = r->be->scatter_add_rows(r->be, acc[0]->p, io.o_ref->p, rows, w, nr, d, e);
-            if (!rc && y[1]) rc = r->be->scatter_add_rows(r->be, acc[1]->p, io.o_iso->p, rows, w, nr, d, e);
+            if (!rc) rc = r->be->scatter_add_rows(r->be, acc[0]->p, io.o_ref->p, rows, w, nr, d, bf16_products, e);
+            if (!rc && y[1]) rc = r->be->scatter_add_rows(r->be, acc[1]->p, io.o_iso->p, rows, w, nr, d, bf16_products, e);
         }
         /* the chained block output follows the production routing */
         int same = nr == nc && !memcmp(rows, rows + t, sizeof(int32_t) * (size_t)nr);
         if (!rc && y[2] && nc) {
-            if (same && io.o_chain) rc = r->be->scatter_add_rows(r->be, acc[2]->p, io.o_chain->p, rows + t, w + t, nc, d, e);
+            if (same && io.o_chain) rc = r->be->scatter_add_rows(r->be, acc[2]->p, io.o_chain->p, rows + t, w + t, nc, d, bf16_products, e);
             else {
                 /* production-only token set: run the expert without emitting rows */
                 nd_buf *xg = NULL;
@@ -300,7 +305,7 @@ int nd_op_moe_experts(nd_opctx *c, nd_err *e) {
                 if (!rc) rc = mlp_run(c, prefix, stage_prefix, (float)limit, &pio, e);
                 r->silent--;
                 c->want_iso = saved_iso; c->want_chain = saved_chain;
-                if (!rc) rc = r->be->scatter_add_rows(r->be, acc[2]->p, pio.o_iso->p, rows + t, w + t, nc, d, e);
+                if (!rc) rc = r->be->scatter_add_rows(r->be, acc[2]->p, pio.o_iso->p, rows + t, w + t, nc, d, bf16_products, e);
                 nd_buf_put(r, xg);
                 nd_buf_put(r, pio.o_ref); nd_buf_put(r, pio.o_iso); nd_buf_put(r, pio.o_chain);
             }

@@ -66,6 +66,10 @@ typedef struct nd_trace_opts {
     const char *prod_dump;
     int no_probes;              /* benchmark baseline: run both paths and modes, measure nothing */
     int ep;                     /* expert parallelism simulated in one process (contiguous E/N split) */
+    /* numerics of the reference path (--ref-numerics): NULL or "fp32" = SPEC §4 (exact dequantized
+     * weights, FP32 math, BF16 per stage output); "transformers" = also the BF16 roundings
+     * transformers' eager forward of a BF16 model takes inside stages (docs/conformance.md) */
+    const char *ref_numerics;
 } nd_trace_opts;
 
 typedef struct nd_trace_result {

@@ -301,6 +301,7 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     r.opts = o;
     if (!rc && o->prod_dump) rc = nd_st_open(o->prod_dump, &r.dump, e);
     r.modes = o->modes ? o->modes : ND_MODES_BOTH;
+    if (!rc) rc = nd_run_ref_numerics(&r, o->ref_numerics, e);
     r.layer_lo = o->layer_lo;
     r.layer_hi = o->layer_hi;
     r.dump_tensors = o->dump_tensors;
@@ -314,7 +315,7 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     }
     if (!rc && o->out_path) {
         nd_trace_meta meta = {ND_VERSION, o->ckpt_dir, nd_ckpt_format_str(r.ck), r.rc->name, r.stack.name,
-                              r.be->name, r.be->device, modes_str(r.modes), NULL};
+                              r.be->name, r.be->device, modes_str(r.modes), NULL, nd_run_ref_numerics_name(&r)};
         char ovr[2048] = "";
         size_t len = 0;
         for (int i = 0; i < o->n_overrides; i++)

@@ -90,6 +90,9 @@ struct nd_run {
     int captured;              /* repro: the capture stage ran */
     nd_st_file *dump;          /* --prod-dump file or NULL */
     int64_t weight_bytes;      /* checkpoint bytes uploaded to the backend (the touched weights) */
+    int ref_tf;                /* --ref-numerics transformers: the stage functions take transformers'
+                                * BF16 steps (kernels/numerics/nd_bf16_steps.h; both paths of a pure
+                                * stage, the reference weights of a linear) */
     double upload_s;           /* wall time spent in those uploads */
 };
 
@@ -139,6 +142,14 @@ int nd_weight_codes_f32(nd_run *r, const nd_module *m, float **out, nd_err *e);
 int nd_weight_swapped_f32(nd_run *r, const nd_module *m, float **out, nd_err *e);
 /* repro: hand the stage's definition, reference inputs and tensors to the capture callback. */
 int nd_run_capture(nd_run *r, const nd_stage *st, nd_buf **in_ref, nd_err *e);
+/* --ref-numerics NAME -> r->ref_tf (exit 2 on an unknown name); the name as the trace records it. */
+int nd_run_ref_numerics(nd_run *r, const char *name, nd_err *e);
+const char *nd_run_ref_numerics_name(const nd_run *r);
+/* transformers mode: 1 if the stage's `tf` attribute is `variant` (0 in fp32 mode); the RMSNorm and
+ * rotary steps of the stage (nd_norm_steps, nd_rope_steps; FP32 in fp32 mode) */
+int nd_stage_tf(const nd_run *r, const nd_stage *st, const char *variant);
+int nd_stage_norm_steps(const nd_run *r, const nd_stage *st);
+int nd_stage_rope_steps(const nd_run *r, const nd_stage *st);
 /* 1 if bisect put this stage on the reference path for production too. */
 int nd_run_ref_only(const nd_run *r, const char *stage);
 /* The captured activation of a stage (output, or `suffix` ".input"), as an nd_buf; NULL if absent. */

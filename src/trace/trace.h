@@ -44,6 +44,7 @@ typedef struct nd_trace_meta {
     const char *tool_version, *checkpoint, *checkpoint_format, *recipe, *stack, *backend,
         *device, *modes;
     const char *overrides;   /* the run's --override arguments, ';'-separated ("" when none) */
+    const char *ref_numerics;/* reference-path numerics ("fp32", "transformers"); NULL: "fp32" */
 } nd_trace_meta;
 
 typedef struct nd_trace_summary {

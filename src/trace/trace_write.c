@@ -57,6 +57,8 @@ static int write_root_attrs(hid_t f, const nd_trace_meta *m, const char *path, n
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         ND_TRY(nd_h5_put_str_attr(f, names[i], vals[i], 0, path, e));
     ND_TRY(nd_h5_put_str_attr(f, "overrides", m->overrides ? m->overrides : "", 0, path, e));
+    /* extension: which numerics the reference path ran (trace --ref-numerics) */
+    ND_TRY(nd_h5_put_str_attr(f, "ref_numerics", m->ref_numerics ? m->ref_numerics : "fp32", 0, path, e));
     return 0;
 }
 

@@ -33,6 +33,7 @@
 #include <unistd.h>
 #include "backend.h"
 #include "numerics/nd_numerics.h"
+#include "numerics/nd_bf16_steps.h"
 #include "nd_test.h"
 
 #define TOL_GEMM 1e-5
@@ -42,6 +43,9 @@
 #define TOL_MIX 1e-5
 #define TOL_CMP_SUM 1e-12
 #define TOL_ROUTER_TIE 1e-5
+/* ops with transformers' BF16 steps (numerics/nd_bf16_steps.h): a last-bit FP32 difference before an
+ * intermediate BF16 rounding can move that rounding by one BF16 ulp (2^-8 relative) */
+#define TOL_BF16_STEP 8e-3
 #define POISON_CPU 0xA5
 #define POISON_CUDA 0x5A
 
@@ -434,35 +438,39 @@ static void case_elementwise(void) {
     same_floats("add", r[0], r[1], n);
     free(r[0]); free(r[1]);
     /* swiglu, with and without the clamp; gates spread over [-30, 30] */
-    for (int lim = 0; lim < 2; lim++) {
-        float *g = rnd_floats(n, 8.0f);
-        BOTH(be) {
-            nd_err e = {0};
-            void *dg = dev_put(be, g, n * 4), *dv = dev_put(be, a, n * 4), *dh = dev_poisoned(be, n * 4);
-            op_rc(be, "swiglu", g_be[be]->swiglu(g_be[be], dg, dv, n, lim ? 10.0f : 0.0f, dh, &e), &e);
-            r[be] = dev_get(be, dh, n * 4);
-            dev_free(be, dg); dev_free(be, dv); dev_free(be, dh);
+    for (int lim = 0; lim < 2; lim++)
+        for (int bs = 0; bs < 2; bs++) { /* bs: silu rounded to BF16 first (transformers) */
+            float *g = rnd_floats(n, 8.0f);
+            BOTH(be) {
+                nd_err e = {0};
+                void *dg = dev_put(be, g, n * 4), *dv = dev_put(be, a, n * 4), *dh = dev_poisoned(be, n * 4);
+                op_rc(be, "swiglu", g_be[be]->swiglu(g_be[be], dg, dv, n, lim ? 10.0f : 0.0f, bs, dh, &e), &e);
+                r[be] = dev_get(be, dh, n * 4);
+                dev_free(be, dg); dev_free(be, dv); dev_free(be, dh);
+            }
+            char wh[64];
+            snprintf(wh, sizeof wh, "swiglu limit=%d bf16_steps=%d", lim ? 10 : 0, bs);
+            close_elem(wh, r[0], r[1], n, bs ? TOL_BF16_STEP : TOL_TRANSC, 1e-30);
+            free(r[0]); free(r[1]); free(g);
         }
-        close_elem(lim ? "swiglu limit=10" : "swiglu no limit", r[0], r[1], n, TOL_TRANSC, 1e-30);
-        free(r[0]); free(r[1]); free(g);
-    }
     free(a); free(c);
     /* rmsnorm */
     static const int64_t shapes[][2] = {{1, 7}, {5, 512}, {33, 7168}, {3, 1536}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
-        for (int hw = 0; hw < 2; hw++) {
+        for (int hw = 0; hw < 2; hw++)
+          for (int st = ND_NORM_FP32; st <= ND_NORM_RSQRT_BF16; st++) { /* nd_norm_steps */
             const int64_t R = shapes[s][0], D = shapes[s][1];
             float *x = rnd_floats(R * D, 3.0f), *w = rnd_floats(D, 1.0f);
             BOTH(be) {
                 nd_err e = {0};
                 void *dx = dev_put(be, x, R * D * 4), *dw = dev_put(be, w, D * 4), *dy = dev_poisoned(be, R * D * 4);
-                op_rc(be, "rmsnorm", g_be[be]->rmsnorm(g_be[be], dx, hw ? dw : NULL, 1e-6f, R, D, dy, &e), &e);
+                op_rc(be, "rmsnorm", g_be[be]->rmsnorm(g_be[be], dx, hw ? dw : NULL, 1e-6f, R, D, st, dy, &e), &e);
                 r[be] = dev_get(be, dy, R * D * 4);
                 dev_free(be, dx); dev_free(be, dw); dev_free(be, dy);
             }
             char wh[96];
-            snprintf(wh, sizeof wh, "rmsnorm R=%lld D=%lld weight=%d", (long long)R, (long long)D, hw);
-            close_elem(wh, r[0], r[1], R * D, TOL_NORM, 1e-30);
+            snprintf(wh, sizeof wh, "rmsnorm R=%lld D=%lld weight=%d steps=%d", (long long)R, (long long)D, hw, st);
+            close_elem(wh, r[0], r[1], R * D, st ? TOL_BF16_STEP : TOL_NORM, 1e-30);
             free(r[0]); free(r[1]); free(x); free(w);
         }
 }
@@ -470,9 +478,9 @@ static void case_elementwise(void) {
 static void case_rope(void) {
     static const int64_t shapes[][5] = {{5, 3, 64, 0, 64}, {7, 4, 512, 448, 64}, {2, 1, 18, 4, 10}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
-        for (int mode = 0; mode < 4; mode++) {
+        for (int mode = 0; mode < 12; mode++) { /* interleaved x inverse x nd_rope_steps */
             const int64_t R = shapes[s][0], H = shapes[s][1], D = shapes[s][2], off = shapes[s][3], rd = shapes[s][4];
-            const int inter = mode & 1, inv = mode >> 1;
+            const int inter = mode & 1, inv = (mode >> 1) & 1, st = mode >> 2;
             float *x = rnd_floats(R * H * D, 1.0f), *f = malloc((size_t)rd / 2 * 4);
             int32_t *pos = malloc((size_t)R * 4);
             for (int64_t i = 0; i < R; i++) pos[i] = rnd_int(65536);
@@ -481,14 +489,15 @@ static void case_rope(void) {
             BOTH(be) {
                 nd_err e = {0};
                 void *dx = dev_put(be, x, R * H * D * 4);
-                op_rc(be, "rope", g_be[be]->rope(g_be[be], dx, R, H, D, off, rd, pos, f, inter, inv, &e), &e);
+                op_rc(be, "rope", g_be[be]->rope(g_be[be], dx, R, H, D, off, rd, pos, f, inter, inv, st, &e), &e);
                 r[be] = dev_get(be, dx, R * H * D * 4);
                 dev_free(be, dx);
             }
             char wh[128];
-            snprintf(wh, sizeof wh, "rope R=%lld H=%lld D=%lld slice=[%lld,+%lld) interleaved=%d inverse=%d",
-                     (long long)R, (long long)H, (long long)D, (long long)off, (long long)rd, inter, inv);
-            close_elem(wh, r[0], r[1], R * H * D, 0.0, TOL_ROPE * max_abs(x, R * H * D));
+            snprintf(wh, sizeof wh, "rope R=%lld H=%lld D=%lld slice=[%lld,+%lld) interleaved=%d inverse=%d steps=%d",
+                     (long long)R, (long long)H, (long long)D, (long long)off, (long long)rd, inter, inv, st);
+            /* BF16 cos/sin: a cosf/sinf last-bit difference can move their rounding by one BF16 ulp */
+            close_elem(wh, r[0], r[1], R * H * D, 0.0, (st ? TOL_BF16_STEP : TOL_ROPE) * max_abs(x, R * H * D));
             /* outside the rotary slice nothing may change */
             int64_t moved = 0;
             for (int64_t q = 0; q < R * H * D; q++) {
@@ -505,10 +514,11 @@ static void case_attention(void) {
     static const int64_t cases[][9] = {{5, 9, 4, 2, 24, 16, 0, 0, 4}, {5, 9, 4, 2, 24, 16, 3, 1, 4},
                                        {33, 70, 8, 1, 64, 64, 16, 1, 37}, {4, 6, 2, 2, 16, 8, 0, 1, -2},
                                        {17, 129, 16, 1, 512, 512, 128, 1, 112}};
-    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-        const int64_t T = cases[c][0], S = cases[c][1], HQ = cases[c][2], HKV = cases[c][3], D = cases[c][4],
-                      DV = cases[c][5], W = cases[c][6], q0 = cases[c][8];
-        const int sinks_on = (int)cases[c][7];
+    for (size_t c = 0; c < 2 * sizeof cases / sizeof *cases; c++) {
+        const int bs = (int)(c & 1); /* transformers' BF16 scores and probabilities */
+        const int64_t *cs = cases[c / 2];
+        const int64_t T = cs[0], S = cs[1], HQ = cs[2], HKV = cs[3], D = cs[4], DV = cs[5], W = cs[6], q0 = cs[8];
+        const int sinks_on = (int)cs[7];
         float *q = rnd_floats(T * HQ * D, 1.0f), *k = rnd_floats(S * HKV * D, 1.0f), *v = rnd_floats(S * HKV * DV, 1.0f);
         float *sinks = rnd_floats(HQ, 1.0f);
         int32_t *qp = malloc((size_t)T * 4), *kp = malloc((size_t)S * 4);
@@ -521,15 +531,15 @@ static void case_attention(void) {
             void *dq = dev_put(be, q, T * HQ * D * 4), *dk = dev_put(be, k, S * HKV * D * 4);
             void *dv = dev_put(be, v, S * HKV * DV * 4), *dout = dev_poisoned(be, T * HQ * DV * 4);
             op_rc(be, "attention", g_be[be]->attention(g_be[be], dq, dk, dv, T, S, HQ, HKV, D, DV, qp, kp, W, scale,
-                                                       sinks_on ? sinks : NULL, dout, &e), &e);
+                                                       sinks_on ? sinks : NULL, bs, dout, &e), &e);
             o[be] = dev_get(be, dout, T * HQ * DV * 4);
             dev_free(be, dq); dev_free(be, dk); dev_free(be, dv); dev_free(be, dout);
         }
         char wh[128];
-        snprintf(wh, sizeof wh, "attention t=%lld s=%lld hq=%lld hkv=%lld d=%lld dv=%lld window=%lld sinks=%d",
+        snprintf(wh, sizeof wh, "attention t=%lld s=%lld hq=%lld hkv=%lld d=%lld dv=%lld window=%lld sinks=%d bf16_steps=%d",
                  (long long)T, (long long)S, (long long)HQ, (long long)HKV, (long long)D, (long long)DV, (long long)W,
-                 sinks_on);
-        close_l2(wh, o[0], o[1], T * HQ * DV, TOL_MIX);
+                 sinks_on, bs);
+        close_l2(wh, o[0], o[1], T * HQ * DV, bs ? TOL_BF16_STEP : TOL_MIX);
         if (q0 < 0) { /* rows with no visible key are exact zeros on both */
             int64_t nz = 0;
             for (int64_t i = 0; i < T && qp[i] < 0; i++)
@@ -547,7 +557,7 @@ static void case_hc(void) {
         float *X = rnd_floats(T * nd, 1.0f), *fn = rnd_floats(mix * nd, (float)(1.0 / sqrt((double)nd)));
         float *base = rnd_floats(mix, 0.5f), *y = rnd_floats(T * dm, 1.0f);
         const float scale[3] = {(float)(0.5 + rnd_uni()), (float)(0.5 + rnd_uni()), (float)(0.5 + rnd_uni())};
-        float *u[2], *post[2], *comb[2], *xo[2], *xi[2], *uh[2];
+        float *u[2], *post[2], *comb[2], *xo[2], *xi[2], *uh[2], *xb[2];
         BOTH(be) {
             nd_err e = {0};
             void *dX = dev_put(be, X, T * nd * 4), *dfn = dev_put(be, fn, mix * nd * 4), *db = dev_put(be, base, mix * 4);
@@ -559,9 +569,11 @@ static void case_hc(void) {
             comb[be] = dev_get(be, dc, T * n * n * 4);
             /* hc_post on the CPU's gates for both, so the check isolates hc_post itself */
             void *dp0 = dev_put(be, post[0], T * n * 4), *dc0 = dev_put(be, comb[0], T * n * n * 4);
-            op_rc(be, "hc_post", g_be[be]->hc_post(g_be[be], dX, dy, dp0, dc0, T, n, dm, dxo, &e), &e);
+            op_rc(be, "hc_post bf16_steps", g_be[be]->hc_post(g_be[be], dX, dy, dp0, dc0, T, n, dm, 1, dxo, &e), &e);
+            xb[be] = dev_get(be, dxo, T * nd * 4);
+            op_rc(be, "hc_post", g_be[be]->hc_post(g_be[be], dX, dy, dp0, dc0, T, n, dm, 0, dxo, &e), &e);
             xo[be] = dev_get(be, dxo, T * nd * 4);
-            op_rc(be, "hc_post (in place)", g_be[be]->hc_post(g_be[be], dX, dy, dp0, dc0, T, n, dm, dX, &e), &e);
+            op_rc(be, "hc_post (in place)", g_be[be]->hc_post(g_be[be], dX, dy, dp0, dc0, T, n, dm, 0, dX, &e), &e);
             xi[be] = dev_get(be, dX, T * nd * 4);
             void *dX2 = dev_put(be, X, T * nd * 4);
             op_rc(be, "hc_head", g_be[be]->hc_head(g_be[be], dX2, dfn, db, scale, T, n, dm, 1e-6f, 1e-6f, duh, &e), &e);
@@ -581,9 +593,11 @@ static void case_hc(void) {
         same_floats(wh, xo[0], xo[1], T * nd);
         snprintf(wh, sizeof wh, "hc_post in place t=%lld n=%lld dm=%lld", (long long)T, (long long)n, (long long)dm);
         same_floats(wh, xo[0], xi[1], T * nd);
+        snprintf(wh, sizeof wh, "hc_post bf16_steps t=%lld n=%lld dm=%lld", (long long)T, (long long)n, (long long)dm);
+        same_floats(wh, xb[0], xb[1], T * nd); /* the same single-rounded operations in the same order */
         snprintf(wh, sizeof wh, "hc_head t=%lld n=%lld dm=%lld", (long long)T, (long long)n, (long long)dm);
         close_l2(wh, uh[0], uh[1], T * dm, TOL_MIX);
-        BOTH(be) { free(u[be]); free(post[be]); free(comb[be]); free(xo[be]); free(xi[be]); free(uh[be]); }
+        BOTH(be) { free(u[be]); free(post[be]); free(comb[be]); free(xo[be]); free(xi[be]); free(uh[be]); free(xb[be]); }
         free(X); free(fn); free(base); free(y);
     }
 }
@@ -607,11 +621,14 @@ static void case_router(void) {
                                    {256, 8, ND_SCORE_SIGMOID, 8, 4, 1, 1}, {256, 8, ND_SCORE_SQRTSOFTPLUS, 0, 0, 1, 1},
                                    {384, 6, ND_SCORE_SQRTSOFTPLUS, 0, 0, 0, 1}, {37, 3, ND_SCORE_SIGMOID, 0, 0, 1, 0}};
     const int64_t T = 67;
-    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-        nd_router_cfg cfg = {cases[c][0], cases[c][1], cases[c][2], cases[c][3], cases[c][4], cases[c][6], 2.5f};
+    for (size_t c2 = 0; c2 < 2 * sizeof cases / sizeof *cases; c2++) {
+        const size_t c = c2 / 2;
+        /* odd c2: transformers' BF16 score and weight steps (the logits as BF16 values, as they come) */
+        nd_router_cfg cfg = {cases[c][0], cases[c][1], cases[c][2], cases[c][3], cases[c][4], cases[c][6], 2.5f, (int)(c2 & 1)};
         const int E = cfg.n_experts, K = cfg.top_k;
         float *lg = rnd_floats(T * E, 2.0f), *bias = rnd_floats(E, 0.1f);
         for (int x = 0; x < E; x++) lg[x] = 25.0f + 0.5f * (float)(x % 5); /* softplus's x > 20 branch */
+        if (cfg.bf16_steps) for (int64_t q = 0; q < T * E; q++) lg[q] = nd_bf16_round(lg[q]);
         int32_t *idx[2];
         float *w[2];
         BOTH(be) {
@@ -644,12 +661,12 @@ static void case_router(void) {
                 char wh[96];
                 snprintf(wh, sizeof wh, "router_topk E=%d K=%d func=%d groups=%d token %lld weights", E, K,
                          cfg.score_func, cfg.n_group, (long long)r);
-                close_elem(wh, w[0] + r * K, w[1] + r * K, K, TOL_NORM, 1e-30);
+                close_elem(wh, w[0] + r * K, w[1] + r * K, K, cfg.bf16_steps ? TOL_BF16_STEP : TOL_NORM, 1e-30);
             } else if (explained) ties++;
             else wrong++;
         }
-        CHECK(wrong == 0, "router_topk E=%d K=%d func=%d groups=%d: %lld of %lld tokens pick other experts (not a near tie)",
-              E, K, cfg.score_func, cfg.n_group, (long long)wrong, (long long)T);
+        CHECK(wrong == 0, "router_topk E=%d K=%d func=%d groups=%d bf16=%d: %lld of %lld tokens pick other experts (not a near tie)",
+              E, K, cfg.score_func, cfg.n_group, cfg.bf16_steps, (long long)wrong, (long long)T);
         if (ties) printf("  router_topk E=%d K=%d: %lld near-tie tokens (indices allowed to differ)\n", E, K, (long long)ties);
         BOTH(be) { free(idx[be]); free(w[be]); }
         free(lg); free(bias);
@@ -662,20 +679,23 @@ static void case_moe_rows(void) {
     int32_t *rows = malloc((size_t)nr * 4);
     float *wr = malloc((size_t)nr * 4);
     for (int64_t r = 0; r < nr; r++) { rows[r] = rnd_int((int)nx); wr[r] = (float)rnd_uni(); }
-    float *g[2], *s[2];
+    float *g[2], *s[2], *sb[2];
     BOTH(be) {
         nd_err e = {0};
         void *dx = dev_put(be, x, nx * d * 4), *dout = dev_poisoned(be, nr * d * 4);
         op_rc(be, "gather_rows", g_be[be]->gather_rows(g_be[be], dx, rows, nr, d, dout, &e), &e);
         g[be] = dev_get(be, dout, nr * d * 4);
         void *dy = dev_put(be, y0, nx * d * 4), *dxr = dev_put(be, xr, nr * d * 4);
-        op_rc(be, "scatter_add_rows", g_be[be]->scatter_add_rows(g_be[be], dy, dxr, rows, wr, nr, d, &e), &e);
+        op_rc(be, "scatter_add_rows", g_be[be]->scatter_add_rows(g_be[be], dy, dxr, rows, wr, nr, d, 0, &e), &e);
         s[be] = dev_get(be, dy, nx * d * 4);
+        op_rc(be, "scatter_add_rows bf16", g_be[be]->scatter_add_rows(g_be[be], dy, dxr, rows, wr, nr, d, 1, &e), &e);
+        sb[be] = dev_get(be, dy, nx * d * 4);
         dev_free(be, dx); dev_free(be, dout); dev_free(be, dy); dev_free(be, dxr);
     }
     same_floats("gather_rows", g[0], g[1], nr * d);
     same_floats("scatter_add_rows (repeated rows, order of r)", s[0], s[1], nx * d);
-    BOTH(be) { free(g[be]); free(s[be]); }
+    same_floats("scatter_add_rows bf16_products", sb[0], sb[1], nx * d);
+    BOTH(be) { free(g[be]); free(s[be]); free(sb[be]); }
     free(x); free(y0); free(xr); free(rows); free(wr);
 }
 
@@ -916,7 +936,9 @@ static void case_attention_compressed(void) {
                                         {4, 6, 2, 2, 16, 0, 4, 1, 0, -2},     {6, 0, 5, 2, 16, 0, 1, 0, -1, 0},
                                         {5, 8, 0, 1, 8, 3, 4, 1, -1, 2},      {9, 20, 7, 5, 40, 6, 3, 0, 4, -3},
                                         {16, 256, 64, 128, 512, 128, 4, 1, 32, 240}};
-    for (size_t cs = 0; cs < sizeof cases / sizeof *cases; cs++) {
+    for (size_t c2 = 0; c2 < 2 * sizeof cases / sizeof *cases; c2++) {
+        const size_t cs = c2 / 2;
+        const int bs = (int)(c2 & 1); /* transformers' BF16 scores and probabilities */
         const int64_t T = cases[cs][0], S = cases[cs][1], NC = cases[cs][2], HQ = cases[cs][3], D = cases[cs][4],
                       W = cases[cs][5], R = cases[cs][6], NS = cases[cs][8], q0 = cases[cs][9];
         const int sinks_on = (int)cases[cs][7];
@@ -938,16 +960,16 @@ static void case_attention_compressed(void) {
             const double t0 = now_ms();
             op_rc(be, "attention_compressed",
                   g_be[be]->attention_compressed(g_be[be], dq, dkv, dck, T, S, NC, HQ, D, qp, kp, W, scale,
-                                                 sinks_on ? sinks : NULL, R, NS >= 0 ? dsel : NULL, nsel, dout, &e), &e);
+                                                 sinks_on ? sinks : NULL, R, NS >= 0 ? dsel : NULL, nsel, bs, dout, &e), &e);
             if (be == 1) { g_be[1]->sync(g_be[1], &e); ms = now_ms() - t0; }
             o[be] = dev_get(be, dout, T * HQ * D * 4);
             dev_free(be, dq); dev_free(be, dkv); dev_free(be, dck); dev_free(be, dsel); dev_free(be, dout);
         }
         char wh[160];
-        snprintf(wh, sizeof wh, "attention_compressed t=%lld s=%lld nc=%lld hq=%lld d=%lld window=%lld rate=%lld sinks=%d nsel=%lld",
+        snprintf(wh, sizeof wh, "attention_compressed t=%lld s=%lld nc=%lld hq=%lld d=%lld window=%lld rate=%lld sinks=%d nsel=%lld bf16=%d",
                  (long long)T, (long long)S, (long long)NC, (long long)HQ, (long long)D, (long long)W, (long long)R,
-                 sinks_on, (long long)NS);
-        close_l2(wh, o[0], o[1], T * HQ * D, TOL_MIX);
+                 sinks_on, (long long)NS, bs);
+        close_l2(wh, o[0], o[1], T * HQ * D, bs ? TOL_BF16_STEP : TOL_MIX);
         int64_t nz = 0, blind = 0; /* queries that see no window row and no entry */
         for (int64_t i = 0; i < T; i++) {
             int sees = 0;

@@ -1,10 +1,10 @@
 /* test_conf_trace.c — `nvfp4dbg trace` of a conformance fixture (golden/conformance/MODEL/nvfp4,
  * the fixture's own prompt, CPU backend, --dump tensors).
  *   mode "exit":      the trace reports no divergence (exit 0).
- *   mode "reference": our reference path per layer against transformers' forward on the
- *                     decompressed model (reference.safetensors): cosine >= 0.9999 and relative
- *                     L2 <= 1e-2 for the embedding, every decoder layer's output, the final norm
- *                     and the logits.
+ *   mode "reference": our reference path (--ref-numerics transformers) per layer against
+ *                     transformers' forward on the decompressed model (reference.safetensors):
+ *                     cosine >= 0.9999 and relative L2 <= 1e-2 for the embedding, every decoder
+ *                     layer's output, the final norm and the logits.
  * usage: test_conf_trace NVFP4DBG MODEL exit|reference [CHECKPOINT_DIR (default: the fixture's)] */
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,8 +59,10 @@ int main(int argc, char **argv) {
     const int64_t ntok = conf_tokens(model, tokens, sizeof tokens);
     CHECK(ntok > 0, "%s: no prompt", model);
     snprintf(h5, sizeof h5, "conf_%s_%s.h5", mode, model);
-    snprintf(cmd, sizeof cmd, "'%s' trace '%s' --tokens %s --backend cpu --dump tensors --no-color --out '%s' > '%s.log' 2>&1",
-             bin, dir, tokens, h5, h5);
+    /* the reference comparison takes transformers' BF16 steps (--ref-numerics transformers): the
+     * fixture is transformers' BF16 forward */
+    snprintf(cmd, sizeof cmd, "'%s' trace '%s' --tokens %s --backend cpu --dump tensors --no-color%s --out '%s' > '%s.log' 2>&1",
+             bin, dir, tokens, strcmp(mode, "reference") ? "" : " --ref-numerics transformers", h5, h5);
     const int rc = conf_system(cmd);
     if (!strcmp(mode, "exit")) {
         if (rc != 0) {   /* show why */

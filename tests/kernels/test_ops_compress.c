@@ -195,7 +195,7 @@ static void test_attention_compressed(void) {
     for (int use_sel = 0; use_sel < 2; use_sel++)
         for (int use_sink = 0; use_sink < 2; use_sink++) {
             CHECK_EQ_INT(be->attention_compressed(be, q, kv, ck, t, t, nc, hq, d, pos, pos, window, scale, use_sink ? sinks : NULL,
-                                                  rate, use_sel ? sel : NULL, nsel, out, &e), 0);
+                                                  rate, use_sel ? sel : NULL, nsel, 0, out, &e), 0);
             double worst = 0;
             for (int64_t i = 0; i < t; i++)
                 for (int64_t h = 0; h < hq; h++) {
@@ -233,8 +233,8 @@ static void test_attention_compressed(void) {
         }
     /* no compressed entry: the same as the sliding-window `attention` op */
     float *o2 = fvec(t * hq * d, 0, 0);
-    CHECK_EQ_INT(be->attention_compressed(be, q, kv, ck, t, t, 0, hq, d, pos, pos, window, scale, sinks, rate, NULL, 0, out, &e), 0);
-    CHECK_EQ_INT(be->attention(be, q, kv, kv, t, t, hq, 1, d, d, pos, pos, window, scale, sinks, o2, &e), 0);
+    CHECK_EQ_INT(be->attention_compressed(be, q, kv, ck, t, t, 0, hq, d, pos, pos, window, scale, sinks, rate, NULL, 0, 0, out, &e), 0);
+    CHECK_EQ_INT(be->attention(be, q, kv, kv, t, t, hq, 1, d, d, pos, pos, window, scale, sinks, 0, o2, &e), 0);
     CHECK(!memcmp(out, o2, sizeof(float) * (size_t)(t * hq * d)), "without entries the op differs from attention");
     free(q); free(kv); free(ck); free(sinks); free(out); free(o2);
 }

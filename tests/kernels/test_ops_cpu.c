@@ -37,7 +37,7 @@ static void test_rmsnorm(void) {
     float *x = fvec(rows * d, -3, 3), *w = fvec(d, 0.5f, 1.5f), *y = fvec(rows * d, 0, 0);
     double *ref = malloc(sizeof(double) * rows * d);
     for (int wi = 0; wi < 2; wi++) {
-        CHECK_EQ_INT(be->rmsnorm(be, x, wi ? w : NULL, 1e-6f, rows, d, y, &e), 0);
+        CHECK_EQ_INT(be->rmsnorm(be, x, wi ? w : NULL, 1e-6f, rows, d, 0, y, &e), 0);
         for (int64_t r = 0; r < rows; r++) {
             double ss = 0;
             for (int64_t i = 0; i < d; i++) ss += (double)x[r * d + i] * x[r * d + i];
@@ -47,7 +47,7 @@ static void test_rmsnorm(void) {
         double err = max_rel(y, ref, rows * d, 1e-3);
         CHECK(err < 1e-5, "rmsnorm (weight %d) rel err %g", wi, err);
     }
-    CHECK(be->rmsnorm(be, x, w, 1e-6f, -1, d, y, &e) == ND_EXIT_INTERNAL, "negative rows rejected");
+    CHECK(be->rmsnorm(be, x, w, 1e-6f, -1, d, 0, y, &e) == ND_EXIT_INTERNAL, "negative rows rejected");
     free(x); free(w); free(y); free(ref);
 }
 
@@ -60,7 +60,7 @@ static void test_rope(void) {
     float *x0 = fvec(rows * heads * d, -2, 2), *x = malloc(sizeof(float) * rows * heads * d);
     for (int il = 0; il < 2; il++) {
         memcpy(x, x0, sizeof(float) * rows * heads * d);
-        CHECK_EQ_INT(be->rope(be, x, rows, heads, d, off, rd, pos, inv, il, 0, &e), 0);
+        CHECK_EQ_INT(be->rope(be, x, rows, heads, d, off, rd, pos, inv, il, 0, 0, &e), 0);
         double worst = 0;
         int untouched = 1;
         for (int64_t r = 0; r < rows; r++)
@@ -77,12 +77,12 @@ static void test_rope(void) {
             }
         CHECK(untouched, "rope (interleaved %d) leaves dims outside the slice alone", il);
         CHECK(worst < 2e-5, "rope (interleaved %d) abs err %g", il, worst);
-        CHECK_EQ_INT(be->rope(be, x, rows, heads, d, off, rd, pos, inv, il, 1, &e), 0);
+        CHECK_EQ_INT(be->rope(be, x, rows, heads, d, off, rd, pos, inv, il, 1, 0, &e), 0);
         double back = 0;
         for (int64_t i = 0; i < rows * heads * d; i++) back = fmax(back, fabs(x[i] - x0[i]));
         CHECK(back < 2e-5, "inverse rope undoes rope (interleaved %d): %g", il, back);
     }
-    CHECK(be->rope(be, x, rows, heads, d, 30, 16, pos, inv, 0, 0, &e) == ND_EXIT_INTERNAL, "slice past d rejected");
+    CHECK(be->rope(be, x, rows, heads, d, 30, 16, pos, inv, 0, 0, 0, &e) == ND_EXIT_INTERNAL, "slice past d rejected");
     free(x0); free(x);
 }
 
@@ -121,7 +121,7 @@ static void test_attention(void) {
     const float scale = 1.0f / sqrtf((float)d);
     for (int win = 0; win <= 4; win += 4)
         for (int sk = 0; sk < 2; sk++) {
-            CHECK_EQ_INT(be->attention(be, q, k, v, t, s, hq, hkv, d, dv, qp, kp, win, scale, sk ? sinks : NULL, out, &e), 0);
+            CHECK_EQ_INT(be->attention(be, q, k, v, t, s, hq, hkv, d, dv, qp, kp, win, scale, sk ? sinks : NULL, 0, out, &e), 0);
             attn_ref(q, k, v, t, s, hq, hkv, d, dv, qp, kp, win, scale, sk ? sinks : NULL, ref);
             /* outputs are convex combinations of v (|v| <= 2): absolute error */
             double err = 0;
@@ -133,18 +133,18 @@ static void test_attention(void) {
         }
     /* a sink far above every score takes all the probability mass */
     float big[4] = {1e4f, 1e4f, 1e4f, 1e4f};
-    CHECK_EQ_INT(be->attention(be, q, k, v, t, s, hq, hkv, d, dv, qp, kp, 0, scale, big, out, &e), 0);
+    CHECK_EQ_INT(be->attention(be, q, k, v, t, s, hq, hkv, d, dv, qp, kp, 0, scale, big, 0, out, &e), 0);
     double amax = 0;
     for (int64_t i = 0; i < t * hq * dv; i++) amax = fmax(amax, fabs(out[i]));
     CHECK(amax < 1e-30, "huge sink drives outputs to 0 (%g)", amax);
     /* window 1: only the key at the query's own position, so the output is that v */
-    CHECK_EQ_INT(be->attention(be, q, k, v, t, s, hq, hkv, d, dv, qp, kp, 1, scale, NULL, out, &e), 0);
+    CHECK_EQ_INT(be->attention(be, q, k, v, t, s, hq, hkv, d, dv, qp, kp, 1, scale, NULL, 0, out, &e), 0);
     int same = 1;
     for (int64_t i = 1; i < t; i++)
         for (int64_t h = 0; h < hq; h++)
             for (int64_t c = 0; c < dv; c++) same &= out[(i * hq + h) * dv + c] == v[((int64_t)qp[i] * hkv + h / 2) * dv + c];
     CHECK(same, "window 1 returns v of the same position");
-    CHECK(be->attention(be, q, k, v, t, s, 3, 2, d, dv, qp, kp, 0, scale, NULL, out, &e) == ND_EXIT_INTERNAL, "hq %% hkv rejected");
+    CHECK(be->attention(be, q, k, v, t, s, 3, 2, d, dv, qp, kp, 0, scale, NULL, 0, out, &e) == ND_EXIT_INTERNAL, "hq %% hkv rejected");
     free(q); free(k); free(v);
 }
 
@@ -204,7 +204,7 @@ static void test_hc(void) {
     CHECK(colerr < 1e-5, "comb columns sum to 1 (%g)", colerr);
     /* hc_post, out of place and in place */
     float *y = fvec(T * DM, -3, 3), *Xo = malloc(sizeof(float) * T * N * DM), *Xc = malloc(sizeof(float) * T * N * DM);
-    CHECK_EQ_INT(be->hc_post(be, X, y, post, comb, T, N, DM, Xo, &e), 0);
+    CHECK_EQ_INT(be->hc_post(be, X, y, post, comb, T, N, DM, 0, Xo, &e), 0);
     double eo = 0;
     for (int t = 0; t < T; t++)
         for (int j = 0; j < N; j++)
@@ -215,7 +215,7 @@ static void test_hc(void) {
             }
     CHECK(eo < 1e-5, "hc_post rel err %g", eo);
     memcpy(Xc, X, sizeof(float) * T * N * DM);
-    CHECK_EQ_INT(be->hc_post(be, Xc, y, post, comb, T, N, DM, Xc, &e), 0);
+    CHECK_EQ_INT(be->hc_post(be, Xc, y, post, comb, T, N, DM, 0, Xc, &e), 0);
     CHECK(memcmp(Xc, Xo, sizeof(float) * T * N * DM) == 0, "hc_post in place equals out of place");
     /* hc_head */
     CHECK_EQ_INT(be->hc_head(be, X, fn, base, scale, T, N, DM, 1e-6f, 1e-6f, u, &e), 0);
@@ -289,7 +289,7 @@ static void test_router(void) {
     for (int f = 0; f < 3; f++)
         for (int grp = 0; grp < 2; grp++)
             for (int nb = 0; nb < 2; nb++) {
-                nd_router_cfg c = {E, K, f, grp ? 8 : 0, grp ? 3 : 0, f != ND_SCORE_SOFTMAX, f == 2 ? 2.5f : 1.0f};
+                nd_router_cfg c = {E, K, f, grp ? 8 : 0, grp ? 3 : 0, f != ND_SCORE_SOFTMAX, f == 2 ? 2.5f : 1.0f, 0};
                 if (nb) for (int x = 0; x < E; x++) bias[x] = (x % 5 == 0) ? 0.6f : 0.0f;
                 else for (int x = 0; x < E; x++) bias[x] = 0.0f;
                 CHECK_EQ_INT(be->router_topk(be, lg, nb ? bias : NULL, T, &c, idx, w, &e), 0);
@@ -307,7 +307,7 @@ static void test_router(void) {
             }
     /* bias changes selection only: a huge bias on expert 3 picks it first, weight = its score */
     for (int x = 0; x < E; x++) bias[x] = x == 3 ? 100.0f : 0.0f;
-    nd_router_cfg c = {E, K, ND_SCORE_SIGMOID, 0, 0, 0, 1.0f};
+    nd_router_cfg c = {E, K, ND_SCORE_SIGMOID, 0, 0, 0, 1.0f, 0};
     CHECK_EQ_INT(be->router_topk(be, lg, bias, 1, &c, idx, w, &e), 0);
     CHECK(idx[0] == 3 && fabs(w[0] - sigm(lg[3])) < 1e-6, "biased pick: idx %d w %g score %g", idx[0], w[0], sigm(lg[3]));
     /* ties go to the lower index */
@@ -317,7 +317,7 @@ static void test_router(void) {
     int inorder = 1;
     for (int p = 0; p < K; p++) inorder &= idx[p] == p;
     CHECK(inorder, "ties by the lower expert index");
-    nd_router_cfg badc = {E, K, 0, 5, 1, 0, 1.0f};
+    nd_router_cfg badc = {E, K, 0, 5, 1, 0, 1.0f, 0};
     CHECK(be->router_topk(be, lg, NULL, 1, &badc, idx, w, &e) == ND_EXIT_INTERNAL, "groups must divide experts");
 }
 
@@ -327,7 +327,7 @@ static void test_swiglu(void) {
     double *ref = malloc(sizeof(double) * n);
     for (int lim = 0; lim < 2; lim++) {
         double L = lim ? 10.0 : 0.0;
-        CHECK_EQ_INT(be->swiglu(be, g, v, n, (float)L, h, &e), 0);
+        CHECK_EQ_INT(be->swiglu(be, g, v, n, (float)L, 0, h, &e), 0);
         for (int64_t i = 0; i < n; i++) {
             double gg = g[i], vv = v[i];
             if (L > 0) { gg = fmin(gg, L); vv = fmax(-L, fmin(vv, L)); }
@@ -495,7 +495,7 @@ static void test_gather_scatter(void) {
     int ok = 1;
     for (int r = 0; r < 4; r++) ok &= memcmp(out + r * d, x + idx[r] * d, sizeof(float) * d) == 0;
     CHECK(ok, "gather_rows copies the rows");
-    CHECK_EQ_INT(be->scatter_add_rows(be, y, out, idx, wts, 4, d, &e), 0);
+    CHECK_EQ_INT(be->scatter_add_rows(be, y, out, idx, wts, 4, d, 0, &e), 0);
     double err = 0;
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < d; c++) {

@@ -1,0 +1,45 @@
+/* ref_numerics.c — which numerics the reference path runs (trace --ref-numerics), and the
+ * variant of transformers' BF16 steps a stage takes in `transformers` mode.
+ *
+ * fp32 (default, SPEC §4): exact dequantized weights, FP32 math, one BF16 rounding per stage output.
+ * transformers: what transformers' eager forward of a BF16 model rounds inside a stage as well
+ * (kernels/numerics/nd_bf16_steps.h). Where models differ the recipe says which class the stage
+ * follows (attribute `tf`, read only in this mode):
+ *   rmsnorm: tf: bf16_then_weight  (LlamaRMSNorm, DeepseekV3RMSNorm: `weight * h.to(bf16)`)
+ *            tf: rsqrt_bf16        (DeepseekV4UnweightedRMSNorm: `x * rsqrt(...).to(bf16)`)
+ *            absent                (DeepseekV4RMSNorm: one rounding, as fp32)
+ *   rope:    tf: bf16_products     (Llama / DeepseekV3: each product and the sum rounded)
+ *            absent                (DeepseekV4: BF16 cos/sin, FP32 rotation)
+ *   router:  tf: bf16              (DeepseekV4 routers: BF16 gate weight, logits, scores, weights)
+ *            absent                (DeepseekV3TopkRouter: FP32 gate, as fp32)
+ *   moe_experts: tf: bf16_products (BF16 routing weights: each weight·output product rounded)
+ * Attention (scores, probabilities), SwiGLU and V4's hc_post take their steps in every model. */
+#include <string.h>
+#include "run.h"
+#include "numerics/nd_bf16_steps.h"
+
+int nd_run_ref_numerics(nd_run *r, const char *name, nd_err *e) {
+    if (!name || !strcmp(name, "fp32")) { r->ref_tf = 0; return 0; }
+    if (!strcmp(name, "transformers")) { r->ref_tf = 1; return 0; }
+    return nd_fail(e, ND_EXIT_BADINPUT, "unknown reference numerics '%s' (fp32, transformers)", name);
+}
+
+const char *nd_run_ref_numerics_name(const nd_run *r) { return r->ref_tf ? "transformers" : "fp32"; }
+
+/* 1 if the run is in transformers mode and the stage's `tf` attribute is `variant` */
+int nd_stage_tf(const nd_run *r, const nd_stage *st, const char *variant) {
+    if (!r->ref_tf) return 0;
+    const char *v = nd_stage_attr(st->def, "tf");
+    return v && !strcmp(v, variant);
+}
+
+int nd_stage_norm_steps(const nd_run *r, const nd_stage *st) {
+    if (nd_stage_tf(r, st, "bf16_then_weight")) return ND_NORM_BF16_THEN_W;
+    if (nd_stage_tf(r, st, "rsqrt_bf16")) return ND_NORM_RSQRT_BF16;
+    return ND_NORM_FP32;
+}
+
+int nd_stage_rope_steps(const nd_run *r, const nd_stage *st) {
+    if (!r->ref_tf) return ND_ROPE_FP32;
+    return nd_stage_tf(r, st, "bf16_products") ? ND_ROPE_BF16_PRODUCTS : ND_ROPE_BF16_TRIG;
+}
