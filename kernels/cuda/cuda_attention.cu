@@ -41,15 +41,17 @@ __global__ void attention_kernel(const float *__restrict__ q, const float *__res
     extern __shared__ float sc[]; /* [s] scores, then probabilities */
     __shared__ float red[32];
     __shared__ int nvis_s;
+    __shared__ long long jlo_s, jhi_s; /* the visible keys lie in [jlo, jhi] */
     const int64_t ih = blockIdx.x, i = ih / hq, h = ih % hq, kh = h / (hq / hkv);
     const float *qh = q + ih * d;
     float *o = out + ih * dv;
     const int64_t qp = qpos[i];
     const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, nw = blockDim.x / 32;
-    if (threadIdx.x == 0) nvis_s = 0;
+    if (threadIdx.x == 0) { nvis_s = 0; jlo_s = s; jhi_s = -1; }
     __syncthreads();
     float mx = -INFINITY;
     int nvis = 0;
+    long long jlo = s, jhi = -1;
     for (int64_t j = warp; j < s; j += nw) {
         const int64_t kp = kpos[j];
         const bool vis = !(kp > qp || (window > 0 && qp - kp >= window));
@@ -66,8 +68,14 @@ __global__ void attention_kernel(const float *__restrict__ q, const float *__res
         if (lane == 0) sc[j] = sj;
         mx = fmaxf(mx, sj);
         nvis++;
+        if (j < jlo) jlo = j;
+        jhi = j;
     }
-    if (lane == 0 && nvis) atomicAdd(&nvis_s, nvis);
+    if (lane == 0 && nvis) {
+        atomicAdd(&nvis_s, nvis);
+        atomicMin(&jlo_s, jlo);
+        atomicMax(&jhi_s, jhi);
+    }
     float mu = block_max(mx, red); /* includes the __syncthreads that publishes sc[] and nvis_s */
     if (nvis_s == 0) {
         for (int64_t c = threadIdx.x; c < dv; c += blockDim.x) o[c] = 0.0f;
@@ -87,10 +95,13 @@ __global__ void attention_kernel(const float *__restrict__ q, const float *__res
         for (int64_t j = threadIdx.x; j < s; j += blockDim.x) sc[j] = nd_attn_prob(sc[j], den, 1);
         __syncthreads();
     }
+    /* p·v over the visible span only: the keys outside it have p = 0 and were skipped anyway, so
+     * the sum and its order are unchanged (a sliding window of 128 in 4096 keys costs 128, not 4096) */
     const float *vh = v + kh * dv;
+    const int64_t j0 = jlo_s, j1 = jhi_s;
     for (int64_t c = threadIdx.x; c < dv; c += blockDim.x) {
         float acc = 0.0f;
-        for (int64_t j = 0; j < s; j++) {
+        for (int64_t j = j0; j <= j1; j++) {
             const float p = sc[j];
             if (p != 0.0f) acc = fmaf(p, vh[j * hkv * dv + c], acc);
         }

@@ -65,20 +65,21 @@ int nd_cuda_stage(nd_backend *b, void *dev_dst, const void *host, size_t bytes, 
 /* ---- memory ---- */
 static void *cu_alloc(nd_backend *b, size_t bytes, nd_err *e) {
     void *p = NULL;
-    cudaError_t rc = cudaMalloc(&p, bytes ? bytes : 1);
+    /* stream-ordered: every op runs on the one stream, and the pool (cu_init) keeps freed blocks,
+     * so the weights of one expert after another reuse the same memory instead of paying
+     * cudaMalloc/cudaFree (which synchronizes the device) for each */
+    cudaError_t rc = cudaMallocAsync(&p, bytes ? bytes : 1, nd_cu(b)->stream);
     if (rc != cudaSuccess) {
-        nd_fail(e, ND_EXIT_INTERNAL, "cuda: cuda_backend.cu:%d: cudaMalloc(%zu bytes): %s", __LINE__, bytes,
+        nd_fail(e, ND_EXIT_INTERNAL, "cuda: cuda_backend.cu:%d: cudaMallocAsync(%zu bytes): %s", __LINE__, bytes,
                 cudaGetErrorString(rc));
         (void)cudaGetLastError(); /* an allocation failure is not sticky: clear it */
         return NULL;
     }
-    (void)b;
     return p;
 }
 
 static void cu_release(nd_backend *b, void *p) {
-    (void)b;
-    if (p) (void)cudaFree(p);
+    if (p) (void)cudaFreeAsync(p, nd_cu(b)->stream);
 }
 
 static int cu_download(nd_backend *b, void *dst_host, const void *src, size_t bytes, nd_err *e) {
@@ -149,6 +150,11 @@ static int cu_init(nd_backend *b, nd_cuda *c, int device, nd_err *e) {
     snprintf(b->device, sizeof b->device, "%.64s (cuda device %d, sm_%d%d, %.0f GiB)", p.name, device, p.major,
              p.minor, (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0));
     ND_CU(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    /* the default pool keeps what is freed (no release at synchronization points) */
+    cudaMemPool_t pool;
+    ND_CU(cudaDeviceGetDefaultMemPool(&pool, device));
+    uint64_t keep = UINT64_MAX;
+    ND_CU(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
     ND_BLAS(cublasCreate(&c->blas));
     ND_BLAS(cublasSetStream(c->blas, c->stream));
     /* Default math never uses TF32 for FP32 GEMMs (that needs CUBLAS_TF32_TENSOR_OP_MATH or a

@@ -3,13 +3,51 @@
  * Checkpoint tensors live in mmap'd (pageable) files. A pageable cudaMemcpy copies through the
  * driver's own small staging buffer and waits for each piece; here the host copy of chunk i+1
  * into one pinned buffer overlaps the DMA of chunk i out of the other, so an upload runs at the
- * speed of the slower of the two (usually reading the mapping), not of their sum. */
+ * speed of the slower of the two, not of their sum. The host copy (reading the mapping, page
+ * faults included) is the slower one for a single thread, so each chunk is split over threads. */
 #include "cuda_common.cuh"
 #include "nd_cuda.h"
 
+#include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
-static const size_t STAGE_CHUNK = (size_t)16 << 20, DIRECT_BELOW = (size_t)1 << 20;
+static const size_t STAGE_CHUNK = (size_t)64 << 20, DIRECT_BELOW = (size_t)1 << 20;
+enum { COPY_THREADS_MAX = 16 };
+
+typedef struct copy_part {
+    char *dst;
+    const char *src;
+    size_t n;
+} copy_part;
+
+static void *copy_run(void *arg) {
+    const copy_part *p = (const copy_part *)arg;
+    memcpy(p->dst, p->src, p->n);
+    return NULL;
+}
+
+/* memcpy of n bytes split over up to `threads` threads (4 KiB-aligned parts). */
+static void copy_parallel(char *dst, const char *src, size_t n, int threads) {
+    copy_part part[COPY_THREADS_MAX];
+    pthread_t tid[COPY_THREADS_MAX];
+    int started[COPY_THREADS_MAX] = {0};
+    const size_t per = ((n + (size_t)threads - 1) / (size_t)threads + 4095) & ~(size_t)4095;
+    int np = 0;
+    for (size_t off = 0; off < n && np < threads; off += per, np++)
+        part[np] = (copy_part){dst + off, src + off, n - off < per ? n - off : per};
+    for (int t = 1; t < np; t++) started[t] = pthread_create(&tid[t], NULL, copy_run, &part[t]) == 0;
+    copy_run(&part[0]);
+    for (int t = 1; t < np; t++) {
+        if (started[t]) pthread_join(tid[t], NULL);
+        else copy_run(&part[t]); /* no thread: the same part inline */
+    }
+}
+
+static int copy_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > COPY_THREADS_MAX ? COPY_THREADS_MAX : (int)n;
+}
 
 static int stage_init(nd_cuda *c, nd_err *e) {
     if (c->stage[0]) return 0;
@@ -38,6 +76,7 @@ int nd_cuda_upload(nd_backend *b, void *dst, const void *src_host, size_t bytes,
         return 0;
     }
     ND_TRY(stage_init(c, e));
+    const int threads = copy_threads();
     const char *src = (const char *)src_host;
     char *d = (char *)dst;
     int buf = 0;
@@ -45,7 +84,7 @@ int nd_cuda_upload(nd_backend *b, void *dst, const void *src_host, size_t bytes,
         const size_t n = bytes - off < STAGE_CHUNK ? bytes - off : STAGE_CHUNK;
         /* the copy that last read this buffer (two chunks ago) must be done before it is refilled */
         ND_CU(cudaEventSynchronize(c->stage_done[buf]));
-        memcpy(c->stage[buf], src + off, n);
+        copy_parallel((char *)c->stage[buf], src + off, n, threads);
         ND_CU(cudaMemcpyAsync(d + off, c->stage[buf], n, cudaMemcpyHostToDevice, c->stream));
         ND_CU(cudaEventRecord(c->stage_done[buf], c->stream));
     }

@@ -78,6 +78,8 @@ static void print_json(const nd_trace_result *res, const char *out) {
     json_object_set_new(root, "elapsed_s", json_real(res->elapsed_s));
     json_object_set_new(root, "weight_bytes", json_integer(res->weight_bytes));
     json_object_set_new(root, "upload_s", json_real(res->upload_s));
+    json_object_set_new(root, "gemm_flops_fp32", json_real(res->gemm_flops_fp32));
+    json_object_set_new(root, "gemm_flops_bf16", json_real(res->gemm_flops_bf16));
     for (int64_t i = 0; i < res->nrows; i++) {
         const nd_row *r = &res->rows[i];
         json_t *o = json_object();

@@ -141,6 +141,11 @@ static int run_stage(nd_run *r, const nd_stage_def *def, int layer, int modes, n
     }
     if (r->opts && r->opts->capture_stage && !strcmp(r->opts->capture_stage, st.name) && !r->silent)
         return nd_run_capture(r, &st, c.in_ref, e);
+    /* NVFP4DBG_PROFILE=1: each stage's wall time (backend synced) and its share of uploads, on stderr */
+    const int prof = !r->silent && getenv("NVFP4DBG_PROFILE") != NULL;
+    struct timespec p0, p1;
+    const double up0 = r->upload_s;
+    if (prof) { (void)r->be->sync(r->be, e); clock_gettime(CLOCK_MONOTONIC, &p0); }
     int rc = fn(&c, e);
     if (!rc && c.quantized != -1 && !r->calib_cb && c.out_ref[0]) {
         char lg[8];
@@ -166,6 +171,12 @@ static int run_stage(nd_run *r, const nd_stage_def *def, int layer, int modes, n
             if (logits) rc = nd_head_logits(r, c.out_ref[0], c.out_chain[0], &c.extra_chain, e);
             if (!rc) rc = nd_emit_row(r, &st, st.name, def->op, ND_MODE_CHAINED, c.out_ref[0], c.out_chain[0], &c.extra_chain, c.quantized, e);
         }
+    }
+    if (prof) {
+        (void)r->be->sync(r->be, e);
+        clock_gettime(CLOCK_MONOTONIC, &p1);
+        fprintf(stderr, "profile: %-44s %-12s %9.4f s  upload %9.4f s\n", st.name, def->op,
+                (double)(p1.tv_sec - p0.tv_sec) + 1e-9 * (double)(p1.tv_nsec - p0.tv_nsec), r->upload_s - up0);
     }
     if (!rc) {
         for (int i = 0; i < def->n_out; i++) {
@@ -331,6 +342,8 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     res->elapsed_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     res->weight_bytes = r.weight_bytes;
     res->upload_s = r.upload_s;
+    res->gemm_flops_fp32 = r.gemm_flops_fp32;
+    res->gemm_flops_bf16 = r.gemm_flops_bf16;
     if (!rc) {
         nd_diagnose_summary(r.rows, r.nrows, &res->summary);
         /* with expert parallelism, say which rank holds a diverging expert */

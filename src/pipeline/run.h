@@ -94,6 +94,7 @@ struct nd_run {
                                 * BF16 steps (kernels/numerics/nd_bf16_steps.h; both paths of a pure
                                 * stage, the reference weights of a linear) */
     double upload_s;           /* wall time spent in those uploads */
+    double gemm_flops_fp32, gemm_flops_bf16; /* linear-stage GEMM work by kind (ops_linear.c) */
 };
 
 /* ---- environment ---- */
@@ -138,6 +139,8 @@ nd_op_fn nd_op_lookup(const char *name);
 
 /* (weights.c) production operand: codes x e4m3 block scales, global factors left to alpha */
 int nd_weight_codes_f32(nd_run *r, const nd_module *m, float **out, nd_err *e);
+/* Both decodes of one NVFP4 weight from a single upload of its bytes. */
+int nd_weight_ref_codes_f32(nd_run *r, const nd_module *m, float **ref, float **codes, nd_err *e);
 /* reference meaning of the same bytes read with the nibbles of every byte swapped */
 int nd_weight_swapped_f32(nd_run *r, const nd_module *m, float **out, nd_err *e);
 /* repro: hand the stage's definition, reference inputs and tensors to the capture callback. */

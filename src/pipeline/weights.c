@@ -18,6 +18,9 @@ static int upload_raw(nd_run *r, const nd_tview *t, void **out, nd_err *e) {
     r->upload_s += (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     if (rc) { r->be->release(r->be, *out); *out = NULL; }
     else r->weight_bytes += (int64_t)t->nbytes;
+    /* the bytes are on the backend now: drop the mapping's pages so RSS does not grow with the
+     * checkpoint (they are read again from the page cache or the file if touched later) */
+    nd_ckpt_release(r->ck, t);
     return rc;
 }
 
@@ -61,14 +64,19 @@ int nd_tensor_f32(nd_run *r, const nd_tview *t, float **out, nd_err *e) {
     return rc;
 }
 
-/* Decode a module's weight to FP32 [N,K]. NVFP4 block scales are divided by `div` (the module's
- * own global divisor for the reference meaning; 1 for the production GEMM operand, whose global
- * factors live in alpha). */
-static int decode(nd_run *r, const nd_module *m, float div, int swap_nibbles, float **out, nd_err *e) {
+/* Decode a module's weight to FP32 [N,K], once per divisor in div[0..nout): NVFP4 block scales
+ * are divided by div[i] (the module's own global divisor for the reference meaning; 1 for the
+ * production GEMM operand, whose global factors live in alpha). The raw bytes are uploaded once
+ * for all the decodes. */
+static int decode(nd_run *r, const nd_module *m, const float *div, int nout, int swap_nibbles, float **out,
+                  nd_err *e) {
     const int64_t n = m->out_features, k = m->in_features;
-    if (m->wfmt == ND_WF_DENSE) return nd_tensor_f32(r, m->weight, out, e);
-    *out = r->be->alloc(r->be, (size_t)(n * k) * sizeof(float), e);
-    if (!*out) return e->code;
+    for (int i = 0; i < nout; i++) out[i] = NULL;
+    if (m->wfmt == ND_WF_DENSE) {
+        int rc = 0;
+        for (int i = 0; i < nout && !rc; i++) rc = nd_tensor_f32(r, m->weight, &out[i], e);
+        return rc;
+    }
     void *w = NULL, *s = NULL;
     int rc = upload_raw(r, m->weight, &w, e);
     if (!rc && m->weight_scale) rc = upload_raw(r, m->weight_scale, &s, e);
@@ -83,29 +91,45 @@ static int decode(nd_run *r, const nd_module *m, float div, int swap_nibbles, fl
             free(tmp);
         }
     }
-    if (!rc) {
+    for (int i = 0; i < nout && !rc; i++) {
+        out[i] = r->be->alloc(r->be, (size_t)(n * k) * sizeof(float), e);
+        if (!out[i]) { rc = e->code; break; }
         switch (m->wfmt) {
-        case ND_WF_NVFP4: rc = r->be->dequant_nvfp4(r->be, w, s, div, n, k, *out, e); break;
-        case ND_WF_MXFP4: rc = r->be->dequant_mxfp4(r->be, w, s, n, k, *out, e); break;
-        case ND_WF_FP8: rc = r->be->dequant_fp8(r->be, w, s, m->fp8_scale_kind, m->bn, m->bk, n, k, *out, e); break;
+        case ND_WF_NVFP4: rc = r->be->dequant_nvfp4(r->be, w, s, div[i], n, k, out[i], e); break;
+        case ND_WF_MXFP4: rc = r->be->dequant_mxfp4(r->be, w, s, n, k, out[i], e); break;
+        case ND_WF_FP8: rc = r->be->dequant_fp8(r->be, w, s, m->fp8_scale_kind, m->bn, m->bk, n, k, out[i], e); break;
         default: rc = nd_fail(e, ND_EXIT_INTERNAL, "%s: unknown weight format", m->path);
         }
     }
     if (w) r->be->release(r->be, w);
     if (s) r->be->release(r->be, s);
-    nd_ckpt_release(r->ck, m->weight);
-    if (rc) { r->be->release(r->be, *out); *out = NULL; }
+    nd_ckpt_release(r->ck, m->weight); /* again: the nibble swap above reads it on the host */
+    if (rc)
+        for (int i = 0; i < nout; i++) {
+            if (out[i]) r->be->release(r->be, out[i]);
+            out[i] = NULL;
+        }
     return rc;
 }
 
 int nd_weight_f32(nd_run *r, const nd_module *m, float **out, nd_err *e) {
-    return decode(r, m, m->weight_global_div, 0, out, e);
+    return decode(r, m, &m->weight_global_div, 1, 0, out, e);
 }
 
 int nd_weight_codes_f32(nd_run *r, const nd_module *m, float **out, nd_err *e) {
-    return decode(r, m, 1.0f, 0, out, e);
+    const float one = 1.0f;
+    return decode(r, m, &one, 1, 0, out, e);
+}
+
+int nd_weight_ref_codes_f32(nd_run *r, const nd_module *m, float **ref, float **codes, nd_err *e) {
+    const float div[2] = {m->weight_global_div, 1.0f};
+    float *out[2];
+    int rc = decode(r, m, div, 2, 0, out, e);
+    *ref = out[0];
+    *codes = out[1];
+    return rc;
 }
 
 int nd_weight_swapped_f32(nd_run *r, const nd_module *m, float **out, nd_err *e) {
-    return decode(r, m, m->weight_global_div, 1, out, e);
+    return decode(r, m, &m->weight_global_div, 1, 1, out, e);
 }
