@@ -85,6 +85,12 @@ struct nd_backend {
     void *(*alloc)(nd_backend *b, size_t bytes, nd_err *e);          /* NULL on failure */
     void (*release)(nd_backend *b, void *p);
     int (*upload)(nd_backend *b, void *dst, const void *src_host, size_t bytes, nd_err *e);
+    /* Host memory that uploads read fastest from (CUDA: pinned; CPU: malloc). A backend whose
+     * uploads gain from it (staging_pays = 1) gets the next routed expert's bytes copied there
+     * ahead of time on a host thread (src/pipeline/prefetch.c). */
+    void *(*host_alloc)(nd_backend *b, size_t bytes, nd_err *e);     /* NULL on failure */
+    void (*host_free)(nd_backend *b, void *p);
+    int staging_pays;
     int (*download)(nd_backend *b, void *dst_host, const void *src, size_t bytes, nd_err *e);
     int (*copy)(nd_backend *b, void *dst, const void *src, size_t bytes, nd_err *e);
     int (*sync)(nd_backend *b, nd_err *e);

@@ -18,6 +18,9 @@ int nd_backend_cpu_create(nd_backend **out, nd_err *e) {
     b->destroy = cpu_destroy;
     b->alloc = nd_cpu_alloc;
     b->release = nd_cpu_release;
+    b->host_alloc = nd_cpu_alloc; /* host memory is all the same to this backend */
+    b->host_free = nd_cpu_release;
+    b->staging_pays = 0;
     b->upload = nd_cpu_upload;
     b->download = nd_cpu_download;
     b->copy = nd_cpu_copy;

@@ -195,6 +195,9 @@ extern "C" int nd_backend_cuda_create(nd_backend **out, int device, nd_err *e) {
     b->alloc = cu_alloc;
     b->release = cu_release;
     b->upload = nd_cuda_upload;
+    b->host_alloc = nd_cuda_host_alloc;
+    b->host_free = nd_cuda_host_free;
+    b->staging_pays = 1;
     b->download = cu_download;
     b->copy = cu_copy;
     b->sync = cu_sync;

@@ -59,6 +59,8 @@ int nd_cuda_stage(nd_backend *b, void *dev_dst, const void *host, size_t bytes, 
 /* The backend's upload: checkpoint bytes through the pinned double buffer (cuda_upload.cu). */
 int nd_cuda_upload(nd_backend *b, void *dst, const void *src_host, size_t bytes, nd_err *e);
 void nd_cuda_stage_free(nd_cuda *c);
+void *nd_cuda_host_alloc(nd_backend *b, size_t bytes, nd_err *e);
+void nd_cuda_host_free(nd_backend *b, void *p);
 
 static inline unsigned nd_cuda_blocks(int64_t work, int per_block) {
     int64_t nb = (work + per_block - 1) / per_block;

@@ -8,47 +8,9 @@
 #include "cuda_common.cuh"
 #include "nd_cuda.h"
 
-#include <pthread.h>
-#include <string.h>
-#include <unistd.h>
+#include "host_copy.h"
 
 static const size_t STAGE_CHUNK = (size_t)64 << 20, DIRECT_BELOW = (size_t)1 << 20;
-enum { COPY_THREADS_MAX = 16 };
-
-typedef struct copy_part {
-    char *dst;
-    const char *src;
-    size_t n;
-} copy_part;
-
-static void *copy_run(void *arg) {
-    const copy_part *p = (const copy_part *)arg;
-    memcpy(p->dst, p->src, p->n);
-    return NULL;
-}
-
-/* memcpy of n bytes split over up to `threads` threads (4 KiB-aligned parts). */
-static void copy_parallel(char *dst, const char *src, size_t n, int threads) {
-    copy_part part[COPY_THREADS_MAX];
-    pthread_t tid[COPY_THREADS_MAX];
-    int started[COPY_THREADS_MAX] = {0};
-    const size_t per = ((n + (size_t)threads - 1) / (size_t)threads + 4095) & ~(size_t)4095;
-    int np = 0;
-    for (size_t off = 0; off < n && np < threads; off += per, np++)
-        part[np] = (copy_part){dst + off, src + off, n - off < per ? n - off : per};
-    for (int t = 1; t < np; t++) started[t] = pthread_create(&tid[t], NULL, copy_run, &part[t]) == 0;
-    copy_run(&part[0]);
-    for (int t = 1; t < np; t++) {
-        if (started[t]) pthread_join(tid[t], NULL);
-        else copy_run(&part[t]); /* no thread: the same part inline */
-    }
-}
-
-static int copy_threads(void) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > COPY_THREADS_MAX ? COPY_THREADS_MAX : (int)n;
-}
-
 static int stage_init(nd_cuda *c, nd_err *e) {
     if (c->stage[0]) return 0;
     for (int i = 0; i < 2; i++) {
@@ -67,16 +29,42 @@ void nd_cuda_stage_free(nd_cuda *c) {
     }
 }
 
+void *nd_cuda_host_alloc(nd_backend *b, size_t bytes, nd_err *e) {
+    (void)b;
+    void *p = NULL;
+    cudaError_t rc = cudaMallocHost(&p, bytes ? bytes : 1);
+    if (rc != cudaSuccess) {
+        nd_cuda_fail_rt(e, __FILE__, __LINE__, "cudaMallocHost", rc);
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    return p;
+}
+
+void nd_cuda_host_free(nd_backend *b, void *p) {
+    (void)b;
+    if (p) (void)cudaFreeHost(p);
+}
+
+/* Pinned (page-locked, CUDA-allocated or registered) host memory: DMA straight from it. */
+static int is_pinned(const void *p) {
+    cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return a.type == cudaMemoryTypeHost;
+}
+
 int nd_cuda_upload(nd_backend *b, void *dst, const void *src_host, size_t bytes, nd_err *e) {
     nd_cuda *c = nd_cu(b);
     if (bytes == 0) return 0;
-    if (bytes < DIRECT_BELOW) {
+    if (bytes < DIRECT_BELOW || is_pinned(src_host)) {
         ND_CU(cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice, c->stream));
         ND_CU(cudaStreamSynchronize(c->stream));
         return 0;
     }
     ND_TRY(stage_init(c, e));
-    const int threads = copy_threads();
     const char *src = (const char *)src_host;
     char *d = (char *)dst;
     int buf = 0;
@@ -84,7 +72,7 @@ int nd_cuda_upload(nd_backend *b, void *dst, const void *src_host, size_t bytes,
         const size_t n = bytes - off < STAGE_CHUNK ? bytes - off : STAGE_CHUNK;
         /* the copy that last read this buffer (two chunks ago) must be done before it is refilled */
         ND_CU(cudaEventSynchronize(c->stage_done[buf]));
-        copy_parallel((char *)c->stage[buf], src + off, n, threads);
+        nd_memcpy_parallel(c->stage[buf], src + off, n, 0);
         ND_CU(cudaMemcpyAsync(d + off, c->stage[buf], n, cudaMemcpyHostToDevice, c->stream));
         ND_CU(cudaEventRecord(c->stage_done[buf], c->stream));
     }

@@ -224,6 +224,30 @@ static int64_t tokens_of(const nd_buf *rt, int ex, int32_t *rows, float *w) {
     return n;
 }
 
+static int picked(const nd_buf *rt, int ex) {
+    for (int64_t i = 0; rt && i < rt->rows * rt->k; i++)
+        if (rt->idx[i] == ex) return 1;
+    return 0;
+}
+
+/* Start copying the bytes of the first expert after `after` that a token picks on either path
+ * (prefetch.c), so its upload overlaps the current expert's work. */
+static void prefetch_after(nd_opctx *c, int after, int E, const nd_buf *rt_ref, const nd_buf *rt_ch) {
+    static const char *const proj[3] = {"gate_proj", "up_proj", "down_proj"};
+    for (int nx = after + 1; nx < E; nx++) {
+        if (!picked(rt_ref, nx) && !picked(rt_ch, nx)) continue;
+        char prefix[192], mod[3][208];
+        const char *mods[3];
+        nd_expand(c->st->module, c->st->layer, nx, prefix, sizeof prefix);
+        for (int i = 0; i < 3; i++) {
+            snprintf(mod[i], sizeof mod[i], "%s.%s", prefix, proj[i]);
+            mods[i] = mod[i];
+        }
+        nd_prefetch_modules(c->r, mods, 3);
+        return;
+    }
+}
+
 int nd_op_moe_experts(nd_opctx *c, nd_err *e) {
     nd_run *r = c->r;
     double limit, E;
@@ -260,6 +284,7 @@ int nd_op_moe_experts(nd_opctx *c, nd_err *e) {
     /* BF16 routing weights (transformers' V4): each weight·output product is a BF16 tensor op */
     const int bf16_products = nd_stage_tf(r, c->st, "bf16_products");
     char prefix[192], stage_prefix[ND_NAME_LEN];
+    if (!rc) prefetch_after(c, -1, (int)E, rt_ref, rt_ch);
     for (int ex = 0; ex < (int)E && !rc; ex++) {
         if (ep > 1 && ex > 0 && ex % per_rank == 0) {
             /* the previous rank's partial output joins the combine, then the next rank starts */
@@ -277,6 +302,7 @@ int nd_op_moe_experts(nd_opctx *c, nd_err *e) {
         int64_t nr = tokens_of(rt_ref, ex, rows, w);
         int64_t nc = rt_ch ? tokens_of(rt_ch, ex, rows + t, w + t) : 0;
         if (!nr && !nc) continue; /* never loaded */
+        prefetch_after(c, ex, (int)E, rt_ref, rt_ch); /* while this one uploads and computes */
         nd_expand(c->st->module, c->st->layer, ex, prefix, sizeof prefix);
         snprintf(stage_prefix, sizeof stage_prefix, "%s", prefix + (strncmp(prefix, "model.", 6) ? 0 : 6));
         mlp_io io = {0};

@@ -243,6 +243,7 @@ static int open_backend(const char *name, int device, nd_backend **be, nd_err *e
 }
 
 static void run_close(nd_run *r) {
+    if (r->be) nd_prefetch_close(r); /* first: its thread may still read the mapping */
     nd_env_clear(r, &r->env_ref);
     nd_env_clear(r, &r->env_chain);
     if (r->rc) nd_recipe_free(r->rc);

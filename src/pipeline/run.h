@@ -9,6 +9,7 @@
 #include "recipe/recipe.h"
 #include "trace/trace.h"
 #include "stack.h"
+#include "prefetch.h"
 
 /* A buffer on the backend: float32 activations, or a routing decision (host int32/float). */
 typedef struct nd_buf {
@@ -95,6 +96,7 @@ struct nd_run {
                                 * stage, the reference weights of a linear) */
     double upload_s;           /* wall time spent in those uploads */
     double gemm_flops_fp32, gemm_flops_bf16; /* linear-stage GEMM work by kind (ops_linear.c) */
+    nd_prefetch prefetch;      /* the next routed expert's bytes (prefetch.c) */
 };
 
 /* ---- environment ---- */

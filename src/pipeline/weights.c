@@ -8,19 +8,34 @@
 #include "run.h"
 #include "numerics/nd_numerics.h"
 
+/* Upload slices: each slice's mapped pages are dropped once it is on the backend, so a tensor as
+ * large as the 1.9 GB lm_head does not sit in RSS whole. */
+#define UPLOAD_SLICE ((size_t)256 << 20)
+
 static int upload_raw(nd_run *r, const nd_tview *t, void **out, nd_err *e) {
     *out = r->be->alloc(r->be, t->nbytes ? t->nbytes : 1, e);
     if (!*out) return e->code;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    int rc = r->be->upload(r->be, *out, t->data, t->nbytes, e);
+    const void *staged = nd_prefetch_take(r, t); /* already copied out of the mapping, or NULL */
+    int rc = 0;
+    if (staged) {
+        rc = r->be->upload(r->be, *out, staged, t->nbytes, e);
+    } else {
+        for (size_t off = 0; off < t->nbytes && !rc; off += UPLOAD_SLICE) {
+            nd_tview slice = *t;
+            slice.data = (const char *)t->data + off;
+            slice.nbytes = t->nbytes - off < UPLOAD_SLICE ? t->nbytes - off : UPLOAD_SLICE;
+            rc = r->be->upload(r->be, (char *)*out + off, slice.data, slice.nbytes, e);
+            /* on the backend now: drop the mapping's pages so RSS does not grow with the checkpoint
+             * (they are read again from the page cache or the file if touched later) */
+            nd_ckpt_release(r->ck, &slice);
+        }
+    }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     r->upload_s += (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     if (rc) { r->be->release(r->be, *out); *out = NULL; }
     else r->weight_bytes += (int64_t)t->nbytes;
-    /* the bytes are on the backend now: drop the mapping's pages so RSS does not grow with the
-     * checkpoint (they are read again from the page cache or the file if touched later) */
-    nd_ckpt_release(r->ck, t);
     return rc;
 }
 
