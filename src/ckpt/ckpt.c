@@ -240,20 +240,40 @@ int nd_ckpt_module_ignored(const nd_ckpt *c, const char *path) { return nd_qcfg_
 size_t nd_ckpt_module_count(const nd_ckpt *c) { return c->n_modules; }
 const char *nd_ckpt_module_path(const nd_ckpt *c, size_t i) { return i < c->n_modules ? c->modules[i] : NULL; }
 
-void nd_ckpt_release(const nd_ckpt *c, const nd_tview *t) {
-    if (!t || !t->nbytes) return;
-    long pg = sysconf(_SC_PAGESIZE);
-    if (pg <= 0) return;
+/* madvise(DONTNEED) the pages of [d, d + n) widened to `align` (a power of two, >= the page
+ * size), clipped to the mapping of the file that holds d. */
+static void release_range(const nd_ckpt *c, const unsigned char *d, size_t n, uintptr_t align) {
     for (size_t i = 0; i < c->n_files; i++) {
         const nd_st_file *f = c->files[i];
-        const unsigned char *d = t->data;
-        if (d < f->map || d + t->nbytes > f->map + f->size) continue;
-        uintptr_t b = (uintptr_t)d & ~(uintptr_t)(pg - 1);
-        uintptr_t en = ((uintptr_t)d + t->nbytes + (uintptr_t)pg - 1) & ~(uintptr_t)(pg - 1);
-        uintptr_t me = ((uintptr_t)f->map + f->size + (uintptr_t)pg - 1) & ~(uintptr_t)(pg - 1);
+        if (d < f->map || d + n > f->map + f->size) continue;
+        const uintptr_t lo = (uintptr_t)f->map, hi = (uintptr_t)f->map + f->size;
+        uintptr_t b = (uintptr_t)d & ~(align - 1);
+        uintptr_t en = ((uintptr_t)d + n + align - 1) & ~(align - 1);
+        if (b < (lo & ~(uintptr_t)4095)) b = lo & ~(uintptr_t)4095;
+        const uintptr_t me = (hi + 4095) & ~(uintptr_t)4095;
         if (en > me) en = me;
         /* a read-only private file mapping: dropped pages are read again from the file if touched */
-        (void)madvise((void *)b, en - b, MADV_DONTNEED);
+        if (en > b) (void)madvise((void *)b, en - b, MADV_DONTNEED);
         return;
     }
+}
+
+void nd_ckpt_release(const nd_ckpt *c, const nd_tview *t) {
+    long pg = sysconf(_SC_PAGESIZE);
+    if (!t || !t->nbytes || pg <= 0) return;
+    release_range(c, t->data, t->nbytes, (uintptr_t)pg);
+}
+
+void nd_ckpt_release_all(const nd_ckpt *c) {
+    for (size_t i = 0; c && i < c->n_files; i++) {
+        const nd_st_file *f = c->files[i];
+        if (f->map && f->size) (void)madvise((void *)f->map, f->size, MADV_DONTNEED);
+    }
+}
+
+void nd_ckpt_release_near(const nd_ckpt *c, const nd_tview *t) {
+    long pg = sysconf(_SC_PAGESIZE);
+    if (!t || !t->nbytes || pg <= 0) return;
+    const uintptr_t block = (uintptr_t)pg > 65536 ? (uintptr_t)pg : 65536;
+    release_range(c, t->data, t->nbytes, block);
 }

@@ -144,6 +144,13 @@ size_t nd_ckpt_module_count(const nd_ckpt *c);
 const char *nd_ckpt_module_path(const nd_ckpt *c, size_t i);
 /* Tell the kernel that a tensor's pages may be dropped (madvise) after its layer is done. */
 void nd_ckpt_release(const nd_ckpt *c, const nd_tview *t);
+/* The same for a small tensor just read on the host (a global scale) and the 64 KiB-aligned block
+ * around it: a page fault maps the cached neighbours of a page too ("fault-around"), so reading a
+ * 4-byte scale would otherwise map back the weights next to it that were released. */
+void nd_ckpt_release_near(const nd_ckpt *c, const nd_tview *t);
+/* Every mapped page of every file (the trace calls it after each layer): whatever small reads
+ * and fault-around mapped during the layer goes, so RSS does not grow with the layer count. */
+void nd_ckpt_release_all(const nd_ckpt *c);
 
 
 /* ---- safetensors writer (synth, bundles, test fixtures) ----

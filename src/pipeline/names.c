@@ -105,6 +105,10 @@ int nd_run_module(nd_run *r, int reference, const char *canonical, nd_module *m,
     nd_ckpt *ck = reference && r->ref_ck ? r->ref_ck : r->ck;
     const nd_naming *nm = reference && r->ref_ck ? r->ref_naming : r->naming;
     ND_TRY(nd_ckpt_module(ck, disk_name(nm, canonical, buf, sizeof buf), m, e));
+    /* binding read the global scales through the mapping: let their pages (and the neighbours
+     * fault-around mapped with them) go */
+    nd_ckpt_release_near(ck, m->weight_global);
+    nd_ckpt_release_near(ck, m->input_global);
     if (!reference || !r->ref_ck) nd_stack_override_module(&r->stack, m);
     return 0;
 }

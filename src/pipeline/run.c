@@ -219,6 +219,9 @@ static int run_all(nd_run *r, nd_err *e) {
         }
         if (r->captured) { if (before) r->silent--; return 0; }
         if (before) r->silent--;
+        /* the layer is done: none of its mapped pages are needed any more (issue: bounded RSS) */
+        nd_ckpt_release_all(r->ck);
+        if (r->ref_ck) nd_ckpt_release_all(r->ref_ck);
         progress(r, "layers", L + 1, hi + 1);
     }
     if (hi == nl - 1)
