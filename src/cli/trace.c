@@ -108,6 +108,17 @@ static void print_json(const nd_trace_result *res, const char *out) {
     json_decref(root);
 }
 
+/* With --layers, say what was replayed and what was not. */
+static void print_slice(const nd_trace_opts *o, const nd_trace_result *res) {
+    const int n = res->n_layers, lo = o->layer_lo > 0 ? o->layer_lo : 0;
+    const int hi = o->layer_hi < 0 || o->layer_hi >= n ? n - 1 : o->layer_hi;
+    if (n <= 0 || (lo == 0 && hi == n - 1)) return;
+    printf("layers %d-%d replayed", lo, hi);
+    if (lo > 0) printf("; layers 0-%d ran on the reference path only (their weights read, no rows)", lo - 1);
+    if (hi < n - 1) printf("; layers %d-%d and the model's head were not run", hi + 1, n - 1);
+    printf("\n");
+}
+
 int nd_cmd_trace(int argc, char **argv) {
     nd_trace_opts o;
     memset(&o, 0, sizeof o);
@@ -193,6 +204,7 @@ int nd_cmd_trace(int argc, char **argv) {
         printf("nvfp4dbg trace: %s  recipe %s  format %s  stack %s  backend %s (%s)\n", o.ckpt_dir, res.recipe, res.format, res.stack, res.backend, res.device);
         print_table(&res, first, color_on(no_color));
         printf("\n%s\n", res.summary.message);
+        print_slice(&o, &res);
         printf("trace written to %s\n", o.out_path);
     }
     if (res.warning[0]) fprintf(stderr, "nvfp4dbg: warning: %s\n", res.warning);

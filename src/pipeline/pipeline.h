@@ -80,6 +80,7 @@ typedef struct nd_trace_result {
     char warning[256];          /* e.g. an override that matched nothing */
     int64_t weight_bytes;       /* checkpoint bytes the run uploaded (each touched tensor, per use) */
     double upload_s;            /* wall time of those uploads (reading the mapping + copy to the backend) */
+    int n_layers;               /* the model's layer count (config) */
     double gemm_flops_fp32;     /* GEMM work of the linear stages: FP32 (reference) */
     double gemm_flops_bf16;     /* and exact-product (BF16 tensor-core) GEMMs */
     double elapsed_s;           /* wall time of the replay (after opening the checkpoint) */

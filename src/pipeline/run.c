@@ -346,6 +346,7 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     res->elapsed_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     res->weight_bytes = r.weight_bytes;
     res->upload_s = r.upload_s;
+    res->n_layers = r.cfg ? (int)r.cfg->num_hidden_layers : 0;
     res->gemm_flops_fp32 = r.gemm_flops_fp32;
     res->gemm_flops_bf16 = r.gemm_flops_bf16;
     if (!rc) {
