@@ -8,6 +8,8 @@
 #include "cli.h"
 #include "tokens.h"
 #include "pipeline/pipeline.h"
+#include "diagnose/diagnose.h"
+#include "diagnose/catalogue.h"
 
 static const char *usage_text =
     "usage: nvfp4dbg trace CHECKPOINT [options]\n"
@@ -40,6 +42,9 @@ static const char *usage_text =
     "  --json                    one JSON document on stdout instead of the table\n"
     "  --no-color                no colours (also NO_COLOR=1)\n"
     "  --no-probes               benchmark baseline: run both paths and modes, measure nothing\n"
+    "  --explain-all             also diagnose (by repair) up to 4 more diverged stages after the first\n"
+    "  --apply-repair            re-run the whole model with the repair that proved the cause and print the\n"
+    "                            final logits' KL divergence and top-1 agreement before and after\n"
     "  --ep N                    expert parallelism over N ranks, simulated in one process\n"
     "                            (contiguous E/N split, per-rank combine); names a diverging expert's rank\n"
     "\n"
@@ -63,13 +68,48 @@ static void print_table(const nd_trace_result *res, int64_t first, int color) {
     }
 }
 
-static void print_json(const nd_trace_result *res, const char *out) {
+static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+static json_t *diagnosis_json(const nd_diagnosis *d, int n) {
+    json_t *list = json_array();
+    for (int i = 0; i < n; i++) {
+        json_t *o = json_object(), *tries = json_array();
+        json_object_set_new(o, "stage", json_string(d[i].row));
+        json_object_set_new(o, "cause", json_string(d[i].cause));
+        json_object_set_new(o, "proof", json_string(d[i].proof == ND_PROOF_REPAIR ? "repair" : d[i].proof == ND_PROOF_STATIC ? "static" : "none"));
+        json_object_set_new(o, "evidence", json_string(d[i].evidence));
+        json_object_set_new(o, "sqnr_before_db", num(d[i].base.sqnr_db));
+        json_object_set_new(o, "repair", d[i].chosen >= 0 ? json_string(d[i].tries[d[i].chosen].rep.name) : json_null());
+        json_object_set_new(o, "sqnr_after_db", d[i].chosen >= 0 ? num(d[i].tries[d[i].chosen].row.sqnr_db) : json_null());
+        json_object_set_new(o, "next_command", d[i].next_command[0] ? json_string(d[i].next_command) : json_null());
+        for (int j = 0; j < d[i].n_tries; j++) {
+            const nd_diag_try *t = &d[i].tries[j];
+            json_t *x = json_object();
+            json_object_set_new(x, "repair", json_string(t->rep.name));
+            json_object_set_new(x, "change", json_string(t->rep.what));
+            json_object_set_new(x, "cause", json_string(t->rep.cause));
+            json_object_set_new(x, "sqnr_db", t->failed ? json_null() : num(t->row.sqnr_db));
+            json_object_set_new(x, "floor_sqnr_db", t->failed ? json_null() : num(t->row.floor_sqnr_db));
+            json_object_set_new(x, "restored", json_boolean(t->restored));
+            json_array_append_new(tries, x);
+        }
+        json_object_set_new(o, "tries", tries);
+        json_array_append_new(list, o);
+    }
+    return list;
+}
+
+static void print_json(const nd_trace_result *res, const char *out, const nd_diagnosis *diag, int ndiag, json_t *check) {
     json_t *root = json_object(), *rows = json_array();
+    json_object_set_new(root, "diagnosis", diagnosis_json(diag, ndiag));
+    if (check) json_object_set_new(root, "repair_check", check);
     json_object_set_new(root, "status", json_string(res->summary.status));
     json_object_set_new(root, "first_divergence", json_string(res->summary.first_divergence));
     json_object_set_new(root, "first_divergence_mode", json_string(res->summary.first_divergence_mode));
     json_object_set_new(root, "cause", json_string(res->summary.cause));
     json_object_set_new(root, "message", json_string(res->summary.message));
+    json_object_set_new(root, "evidence", json_string(res->summary.evidence));
+    json_object_set_new(root, "next_command", res->summary.next_command[0] ? json_string(res->summary.next_command) : json_null());
     json_object_set_new(root, "trace", out ? json_string(out) : json_null());
     json_object_set_new(root, "recipe", json_string(res->recipe));
     json_object_set_new(root, "stack", json_string(res->stack));
@@ -108,6 +148,127 @@ static void print_json(const nd_trace_result *res, const char *out) {
     json_decref(root);
 }
 
+static void print_diagnosis(const nd_diagnosis *d, int n) {
+    for (int i = 0; i < n; i++) {
+        const nd_cause *c = nd_cause_find(d[i].cause);
+        printf("\n%s %s: cause %s%s\n", i ? "also diverged:" : "diagnosis of", d[i].row, d[i].cause,
+               d[i].proof == ND_PROOF_REPAIR ? " (proven by repair)" : d[i].proof == ND_PROOF_STATIC ? " (static fact)" : " (no repair restores it)");
+        if (c) printf("  %s\n", c->sentence);
+        printf("  evidence: %s\n", d[i].evidence);
+        if (d[i].n_tries) {
+            printf("  repairs replayed on the stage (SQNR before %.1f dB):\n", d[i].base.sqnr_db);
+            for (int j = 0; j < d[i].n_tries; j++) {
+                const nd_diag_try *t = &d[i].tries[j];
+                if (t->failed) printf("    %-24s %-70.70s replay failed\n", t->rep.name, t->rep.what);
+                else printf("    %-24s %-70.70s SQNR %6.1f dB (floor %5.1f)%s\n", t->rep.name, t->rep.what, t->row.sqnr_db,
+                            t->row.floor_sqnr_db, t->restored ? "  restores" : "");
+            }
+        }
+        if (d[i].next_command[0]) printf("  next: %s\n", d[i].next_command);
+        else if (c && c->next_step[0]) printf("  next: %s\n", c->next_step);
+    }
+}
+
+/* The head row of a run's chained path: the end-to-end effect on the logits. */
+static const nd_row *head_row(const nd_row *rows, int64_t n) {
+    const nd_row *h = NULL;
+    for (int64_t i = 0; i < n; i++)
+        if (!strcmp(rows[i].mode, "chained") && isfinite(rows[i].kl_div)) h = &rows[i];
+    return h;
+}
+
+/* --apply-repair: the whole model again with the proven repair; when another stage then diverges
+ * and a repair proves its cause too, that one is added, up to 8 rounds. The result is the set of
+ * overrides that makes the whole run clean, each proven on its stage, and its effect on the logits. */
+#define APPLY_ROUNDS 8
+static int check_repair(const nd_trace_opts *o, const nd_trace_result *res, const nd_diagnosis *d0, int json, json_t **out, nd_err *e) {
+    const char *rep[ND_REPAIR_MAX_OVR];
+    if (!nd_diagnosis_overrides(d0, rep, ND_REPAIR_MAX_OVR)) {
+        if (!json) printf("\n--apply-repair: no repair proved the cause; nothing to apply\n");
+        return 0;
+    }
+    int cap = o->n_overrides + APPLY_ROUNDS * ND_REPAIR_MAX_OVR, n = o->n_overrides;
+    char (*own)[320] = calloc((size_t)APPLY_ROUNDS * ND_REPAIR_MAX_OVR, sizeof *own);
+    const char **ovr = calloc((size_t)cap, sizeof *ovr);
+    if (!ovr || !own) { free(ovr); free(own); return nd_fail(e, ND_EXIT_INTERNAL, "out of memory"); }
+    for (int i = 0; i < o->n_overrides; i++) ovr[i] = o->overrides[i];
+    int n_own = 0;
+    const nd_diagnosis *d = d0;
+    nd_diagnosis *next = NULL;
+    int n_next = 0, rc = 0, rounds = 0;
+    nd_trace_result after;
+    memset(&after, 0, sizeof after);
+    json_t *steps = json ? json_array() : NULL;
+    if (!json) printf("\n--apply-repair: the whole model, repairs added while each proves the next divergence's cause:\n");
+    for (;;) {
+        const char *add[ND_REPAIR_MAX_OVR];
+        int na = nd_diagnosis_overrides(d, add, ND_REPAIR_MAX_OVR);
+        for (int i = 0; i < na; i++) {
+            snprintf(own[n_own], sizeof own[0], "%s", add[i]);
+            ovr[n++] = own[n_own++];
+        }
+        if (json) {
+            json_t *st = json_object();
+            json_object_set_new(st, "stage", json_string(d->row));
+            json_object_set_new(st, "cause", json_string(d->cause));
+            json_object_set_new(st, "repair", json_string(d->tries[d->chosen].rep.name));
+            json_array_append_new(steps, st);
+        } else {
+            printf("  round %d: %s at %s: %s\n", rounds + 1, d->cause, d->row, d->tries[d->chosen].rep.what);
+        }
+        rounds++;
+        nd_trace_opts r = *o;
+        r.overrides = ovr;
+        r.n_overrides = n;
+        r.out_path = NULL;
+        r.defer_finish = 0;
+        r.progress = 0;
+        nd_trace_result_free(&after);
+        free(next);
+        next = NULL;
+        n_next = 0;
+        if ((rc = nd_pipeline_trace(&r, &after, e))) break;
+        if (!strcmp(after.summary.status, "ok") || rounds == APPLY_ROUNDS) break;
+        if ((rc = nd_diagnose_run(&r, &after, 0, &next, &n_next, e))) break;
+        if (!n_next || next[0].chosen < 0) break; /* the next divergence has no proven repair */
+        d = &next[0];
+    }
+    if (!rc) {
+        const nd_row *h0 = head_row(res->rows, res->nrows), *h1 = head_row(after.rows, after.nrows);
+        char cmd[4096];
+        size_t len = (size_t)snprintf(cmd, sizeof cmd, "nvfp4dbg trace %s", o->ckpt_dir);
+        if (o->stack && strcmp(o->stack, "exact") && len < sizeof cmd) len += (size_t)snprintf(cmd + len, sizeof cmd - len, " --stack %s", o->stack);
+        if (o->ref_ckpt && len < sizeof cmd) len += (size_t)snprintf(cmd + len, sizeof cmd - len, " --reference-checkpoint %s", o->ref_ckpt);
+        for (int i = 0; i < n && len < sizeof cmd; i++) len += (size_t)snprintf(cmd + len, sizeof cmd - len, " --override %s", ovr[i]);
+        if (json) {
+            json_t *c = json_object();
+            json_object_set_new(c, "rounds", steps);
+            steps = NULL;
+            json_object_set_new(c, "command", json_string(cmd));
+            json_object_set_new(c, "status_after", json_string(after.summary.status));
+            json_object_set_new(c, "first_divergence_after", json_string(after.summary.first_divergence));
+            json_object_set_new(c, "kl_before", h0 ? num(h0->kl_div) : json_null());
+            json_object_set_new(c, "kl_after", h1 ? num(h1->kl_div) : json_null());
+            json_object_set_new(c, "top1_before", h0 ? num(h0->top1_agree) : json_null());
+            json_object_set_new(c, "top1_after", h1 ? num(h1->top1_agree) : json_null());
+            *out = c;
+        } else {
+            if (h0 && h1)
+                printf("  final logits (%s, production chained vs reference): KL %.4g -> %.4g, top-1 agreement %.1f%% -> %.1f%%\n",
+                       h1->name, h0->kl_div, h1->kl_div, 100 * h0->top1_agree, 100 * h1->top1_agree);
+            else printf("  (no head row: the run did not reach the logits; use all layers)\n");
+            printf("  after the repairs: %s\n", strcmp(after.summary.status, "ok") ? after.summary.message : "no divergence left");
+            printf("  command: %s\n", cmd);
+        }
+    }
+    if (steps) json_decref(steps);
+    nd_trace_result_free(&after);
+    free(next);
+    free(ovr);
+    free(own);
+    return rc;
+}
+
 /* With --layers, say what was replayed and what was not. */
 static void print_slice(const nd_trace_opts *o, const nd_trace_result *res) {
     const int n = res->n_layers, lo = o->layer_lo > 0 ? o->layer_lo : 0;
@@ -128,7 +289,10 @@ int nd_cmd_trace(int argc, char **argv) {
     o.progress = 1;
     const char **ovr = calloc((size_t)argc, sizeof *ovr);
     int64_t *tokens = NULL, ntok = 0;
-    int json = 0, no_color = 0, rc = 0;
+    int json = 0, no_color = 0, rc = 0, explain_all = 0, apply_repair = 0;
+    nd_diagnosis *diag = NULL;
+    int ndiag = 0;
+    json_t *check = NULL;
     nd_err e = {0};
     if (!ovr) return ND_EXIT_INTERNAL;
     for (int i = 1; i < argc && !rc; i++) {
@@ -166,6 +330,8 @@ int nd_cmd_trace(int argc, char **argv) {
         }
         else if (!strcmp(a, "--json")) json = 1;
         else if (!strcmp(a, "--no-probes")) o.no_probes = 1;
+        else if (!strcmp(a, "--explain-all")) explain_all = 1;
+        else if (!strcmp(a, "--apply-repair")) apply_repair = 1;
         else if (!strcmp(a, "--ep")) {
             NEED();
             char *end;
@@ -189,7 +355,16 @@ int nd_cmd_trace(int argc, char **argv) {
     o.ntok = ntok;
     o.overrides = ovr;
     nd_trace_result res;
+    o.defer_finish = 1;
     rc = nd_pipeline_trace(&o, &res, &e);
+    /* the diagnosis above the pipeline: replay the diverged stage under candidate repairs */
+    if (!rc && !o.no_probes) rc = nd_diagnose_run(&o, &res, explain_all ? 4 : 0, &diag, &ndiag, &e);
+    if (res.tw) {
+        int rc2 = nd_trace_finish(res.tw, rc ? NULL : &res.summary, &e);
+        res.tw = NULL;
+        if (!rc) rc = rc2;
+    }
+    if (!rc && apply_repair && ndiag && json) rc = check_repair(&o, &res, &diag[0], json, &check, &e);
     if (rc) {
         nd_cli_error(&e);
         if (res.nrows && !json) fprintf(stderr, "nvfp4dbg: the trace keeps the %lld rows written before the failure: %s\n", (long long)res.nrows, o.out_path);
@@ -199,11 +374,17 @@ int nd_cmd_trace(int argc, char **argv) {
     int64_t first = -1;
     for (int64_t i = 0; i < res.nrows; i++)
         if (!strcmp(res.rows[i].name, res.summary.first_divergence) && !strcmp(res.rows[i].mode, res.summary.first_divergence_mode)) { first = i; break; }
-    if (json) print_json(&res, o.out_path);
+    if (json) { print_json(&res, o.out_path, diag, ndiag, check); check = NULL; }
     else {
         printf("nvfp4dbg trace: %s  recipe %s  format %s  stack %s  backend %s (%s)\n", o.ckpt_dir, res.recipe, res.format, res.stack, res.backend, res.device);
         print_table(&res, first, color_on(no_color));
         printf("\n%s\n", res.summary.message);
+        print_diagnosis(diag, ndiag);
+        if (apply_repair && ndiag && (rc = check_repair(&o, &res, &diag[0], json, &check, &e))) {
+            nd_cli_error(&e);
+            nd_trace_result_free(&res);
+            goto out;
+        }
         print_slice(&o, &res);
         printf("trace written to %s\n", o.out_path);
     }
@@ -211,6 +392,8 @@ int nd_cmd_trace(int argc, char **argv) {
     rc = strcmp(res.summary.status, "diverged") ? ND_EXIT_OK : ND_EXIT_FINDING;
     nd_trace_result_free(&res);
 out:
+    free(diag);
+    if (check) json_decref(check);
     free(tokens);
     free(ovr);
     return rc;

@@ -1,160 +1,151 @@
-/* diagnose.c — how each verdict and cause is decided (SPEC §7).
- *
- * A row diverges when
- *   (a) its reference output has NaN/Inf its input did not have (the checkpoint itself is
- *       broken here), or
- *   (b) its production output has NaN/Inf the reference does not have, or
- *   (c) its error is larger than NVFP4 quantization of its own operands explains: SQNR below the
- *       measured floor (floor_sqnr_db, the same stage quantized the healthy way) minus
- *       floor_margin_db; without a floor, the recipe's documented fixed thresholds (min_cosine,
- *       min_sqnr_db for quantized stages; chained_min_cosine for composite stages whose
- *       projections have rows of their own). Chained rows diverge only by (a)/(b) and by routing:
- *       their drift grows with depth by design and is reported in the figures; a chained row of
- *       a stage whose isolated row diverged carries that verdict too (src/pipeline/run.c).
- *
- * The cause, in this order:
- *   nan_input            the row's input already had NaN/Inf on that path
- *   nonfinite_scale      the quantizer multiplier or alpha is NaN/Inf/0, or the module's global
- *                        scale is (static finding)
- *   nan_weight_scale     the module has NaN/Inf block scales (static finding)
- *   weight_packing       with --reference-checkpoint, the weight decodes at least 2x closer to the
- *                        original with the nibbles of every byte swapped
- *   fused_scale_mismatch the module is a fused shard whose global scale differs from its sibling's
- *   scale_inverted       multiplier ratio r = used / (2688/amax) within 0.5 decade of 1/g², the
- *                        ratio a reciprocal of the healthy multiplier g gives (g > 10): a
- *                        calibrated g is within 2x of this prompt's, so a reciprocal lands within
- *                        0.3 decade of 1/g²
- *   scale_saturation     r > 2 (block scales clip at 448, codes clip at ±6), or NaN-free clipping
- *                        of more than 20% of the elements
- *   scale_underflow      r < 1/2 (block scales flush to 0 or lose precision as subnormals)
- *   routing_divergence   a router row whose paths pick different experts (chained rows)
- *   accumulated_error    none of the above
- */
+/* diagnose.c — counterfactual diagnosis (diagnose.h). */
 #include "diagnose.h"
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include "catalogue.h"
+#include "verdict.h"
 
-static void set(nd_row *r, const char *v) { snprintf(r->verdict, sizeof r->verdict, "%s", v); }
-static int nonfinite(double v) { return !isfinite(v); }
+static int is_static(const char *code) { return !strcmp(code, "nonfinite_scale") || !strcmp(code, "nan_weight_scale"); }
 
-static const char *scale_cause(const nd_row *r) {
-    if (r->finding[0] && (!strcmp(r->finding, "nonfinite_scale") || !strcmp(r->finding, "nan_weight_scale"))) return r->finding;
-    /* scale_mult/alpha are NaN by convention on rows without a quantizer; on a quantized row with a
-     * ratio slot (scale_ratio computed or NaN from a NaN multiplier) a NaN multiplier is a fault */
-    int has_q = r->quantized && (!isnan(r->sat_frac));
-    if (has_q && (nonfinite(r->scale_mult) || r->scale_mult == 0)) return "nonfinite_scale";
-    if (has_q && (nonfinite(r->alpha) || r->alpha == 0)) return "nonfinite_scale";
+/* A static fact on the module that proves a cause on its own. */
+static const char *static_cause(const nd_row *r, const nd_stage_info *in) {
+    if (is_static(r->finding)) return r->finding;
+    if (in->found && in->nan_block_scales > 0) return "nan_weight_scale";
+    if (in->found && in->nvfp4_w4a4 && (!isfinite(in->mult) || in->mult == 0 || !isfinite(in->alpha) || in->alpha == 0))
+        return "nonfinite_scale";
     return NULL;
 }
 
-static const char *error_cause(const nd_row *r) {
-    if (isfinite(r->weight_rel_l2) && isfinite(r->weight_rel_l2_swap) && r->weight_rel_l2_swap * 2 < r->weight_rel_l2)
-        return "weight_packing";
-    if (!strcmp(r->finding, "fused_scale_mismatch")) return "fused_scale_mismatch";
-    double ratio = r->scale_ratio;
-    if (isfinite(ratio) && ratio > 0) {
-        double g = r->scale_mult / ratio; /* the healthy multiplier 2688/amax */
-        if (g > 10 && fabs(log10(ratio) + 2 * log10(g)) < 0.5) return "scale_inverted";
-        if (ratio > 2) return "scale_saturation";
-        if (ratio < 0.5) return "scale_underflow";
-    }
-    if (isfinite(r->sat_frac) && r->sat_frac > 0.2) return "scale_saturation";
-    if (isfinite(r->zero_block_frac) && r->zero_block_frac > 0.05) return "scale_underflow";
-    return "accumulated_error";
+static int broken_output(const nd_row *r) {
+    return r->prod_nan + r->prod_inf + r->ref_nan + r->ref_inf > 0 || (r->ref_amax > 0 && r->prod_amax == 0);
 }
 
-void nd_diagnose_row(nd_row *r, const nd_thresholds *th) {
-    int chained = !strcmp(r->mode, "chained");
-    int ref_bad = r->ref_nan + r->ref_inf > 0, prod_bad = r->prod_nan + r->prod_inf > 0;
-    if (ref_bad) {
-        /* the reference path is broken here only if its input was clean; propagation is not a new
-         * divergence but is still marked so the table shows where NaN travels */
-        if (r->in_nonfinite > 0 && !chained) { set(r, "nan_input"); return; }
-        const char *c = scale_cause(r);
-        set(r, c ? c : (r->in_nonfinite > 0 ? "nan_input" : "unknown"));
-        return;
-    }
-    if (prod_bad) {
-        if (r->in_nonfinite > 0) { set(r, "nan_input"); return; }
-        const char *c = scale_cause(r);
-        if (c) { set(r, c); return; }
-        set(r, error_cause(r));
-        return;
-    }
-    /* a module that executes with a NaN/Inf/zero global scale or NaN block scales is broken even
-     * when both paths happen to agree (e.g. both all-zero after a zero ModelOpt weight_scale_2) */
-    if (!chained && (!strcmp(r->finding, "nonfinite_scale") || !strcmp(r->finding, "nan_weight_scale"))) {
-        set(r, r->finding);
-        return;
-    }
-    if (isfinite(r->topk_agree)) {
-        set(r, chained && r->topk_agree < 0.5 ? "routing_divergence" : "ok");
-        return;
-    }
-    if (chained) { set(r, "ok"); return; } /* drift is shown by the figures; see the summary rule */
-    /* composite stages (an MLP block, the combined routed experts) compound projections that have
-     * rows and verdicts of their own: they are judged like chained rows */
-    int composite = !strcmp(r->op, "mlp") || !strcmp(r->op, "moe_experts");
-    int diverged;
-    if (composite) diverged = r->cosine < th->chained_min_cosine;
-    else if (isfinite(r->floor_sqnr_db)) diverged = r->sqnr_db < r->floor_sqnr_db - th->floor_margin_db;
-    else if (r->quantized) diverged = r->cosine < th->min_cosine || r->sqnr_db < th->min_sqnr_db;
-    else diverged = r->cosine < th->min_cosine;
-    if (r->ref_amax > 0 && r->prod_amax == 0) diverged = 1; /* an empty output is never healthy */
-    if (!diverged) { set(r, "ok"); return; }
-    const char *c = scale_cause(r);
-    set(r, c ? c : error_cause(r));
+static void command(const nd_trace_opts *o, const nd_diagnosis *d, char *out, size_t cap) {
+    size_t n = (size_t)snprintf(out, cap, "nvfp4dbg trace %s", o->ckpt_dir);
+#define ADD(...) do { if (n < cap) n += (size_t)snprintf(out + n, cap - n, __VA_ARGS__); } while (0)
+    if (o->stack && strcmp(o->stack, "exact")) ADD(" --stack %s", o->stack);
+    if (o->ref_ckpt) ADD(" --reference-checkpoint %s", o->ref_ckpt);
+    for (int i = 0; i < o->n_overrides; i++) ADD(" --override %s", o->overrides[i]);
+    const nd_repair *rp = &d->tries[d->chosen].rep;
+    for (int i = 0; i < rp->n_ovr; i++) ADD(" --override %s", rp->ovr[i]);
+#undef ADD
 }
 
-static const char *explain(const char *cause) {
-    if (!strcmp(cause, "scale_inverted")) return "the quantizer multiplier is near the reciprocal of the right one (an inverted or misapplied input scale; e.g. a ModelOpt amax/2688 value used where compressed-tensors' 2688/amax is meant)";
-    if (!strcmp(cause, "scale_saturation")) return "the quantizer multiplier is too large: block scales clip at 448 and codes clip at +-6";
-    if (!strcmp(cause, "scale_underflow")) return "the quantizer multiplier is too small: block scales flush to 0 or lose precision";
-    if (!strcmp(cause, "nonfinite_scale")) return "a global scale, multiplier or alpha is NaN, Inf or zero (missing or unloaded scale?)";
-    if (!strcmp(cause, "nan_weight_scale")) return "the weight has NaN/Inf block scales";
-    if (!strcmp(cause, "weight_packing")) return "the weight decodes far closer to the original with the nibble order swapped (packing error)";
-    if (!strcmp(cause, "fused_scale_mismatch")) return "fused shards carry different global scales but the fused GEMM uses one";
-    if (!strcmp(cause, "routing_divergence")) return "the production path routes tokens to other experts";
-    if (!strcmp(cause, "nan_input")) return "NaN/Inf arrives from an earlier stage";
-    if (!strcmp(cause, "accumulated_error")) return "the error exceeds what NVFP4 quantization of this stage explains, with no single scale cause";
-    return "no known cause matches";
+int nd_diagnose_row(const nd_trace_opts *o, const nd_row *row, nd_diagnosis *d, nd_err *e) {
+    memset(d, 0, sizeof *d);
+    snprintf(d->row, sizeof d->row, "%s", row->name);
+    d->chosen = -1;
+    if (!strcmp(row->verdict, "nan_input") || !strcmp(row->verdict, "routing_divergence")) {
+        /* not this stage's own fault: nothing of it to repair */
+        snprintf(d->cause, sizeof d->cause, "%s", row->verdict);
+        d->base = *row;
+        nd_row_evidence(row, d->evidence, sizeof d->evidence);
+        return 0;
+    }
+    ND_TRY(nd_pipeline_stage(o, row->name, NULL, 0, &d->base, &d->info, e));
+    nd_repair reps[ND_REPAIR_MAX];
+    int nrep = nd_repairs_for(&d->base, &d->info, reps, ND_REPAIR_MAX);
+    for (int i = 0; i < nrep; i++) {
+        nd_diag_try *t = &d->tries[d->n_tries++];
+        t->rep = reps[i];
+        const char *ovr[ND_REPAIR_MAX_OVR];
+        for (int j = 0; j < reps[i].n_ovr; j++) ovr[j] = reps[i].ovr[j];
+        nd_err e2 = {0};
+        nd_stage_info scratch;
+        if (nd_pipeline_stage(o, row->name, ovr, reps[i].n_ovr, &t->row, &scratch, &e2)) {
+            t->failed = 1;
+            snprintf(t->row.verdict, sizeof t->row.verdict, "replay failed");
+            continue;
+        }
+        t->restored = !strcmp(t->row.verdict, "ok") && t->row.prod_nan + t->row.prod_inf + t->row.ref_nan + t->row.ref_inf == 0;
+    }
+    /* Several repairs can restore a stage (a reciprocal and a power of two both bring an inverted
+     * multiplier back within 2x of 2688/amax). Each restores it to its floor, so SQNR cannot
+     * rank them; the candidates are listed from the fewest assumptions (repair.c: one exact
+     * reciprocal before a guessed factor, the smallest factor first), and the first that
+     * restores is named. The others are reported as also consistent. */
+    for (int i = 0; i < d->n_tries && d->chosen < 0; i++)
+        if (d->tries[i].restored) d->chosen = i;
+    const char *st = static_cause(&d->base, &d->info);
+    if (!st) st = static_cause(row, &d->info);
+    char before[160];
+    nd_row_evidence(&d->base, before, sizeof before);
+    if (st) {
+        d->proof = ND_PROOF_STATIC;
+        snprintf(d->cause, sizeof d->cause, "%s", st);
+        if (d->chosen >= 0)
+            snprintf(d->evidence, sizeof d->evidence, "static fact (%s); repair %s restores the stage: SQNR %.1f -> %.1f dB (floor %.1f dB)",
+                     st, d->tries[d->chosen].rep.name, d->base.sqnr_db, d->tries[d->chosen].row.sqnr_db,
+                     d->tries[d->chosen].row.floor_sqnr_db);
+        else
+            snprintf(d->evidence, sizeof d->evidence, "static fact (%s) on the module; %s", st, before);
+    } else if (d->chosen >= 0) {
+        const nd_diag_try *t = &d->tries[d->chosen];
+        d->proof = ND_PROOF_REPAIR;
+        snprintf(d->cause, sizeof d->cause, "%s", t->rep.cause);
+        int len = snprintf(d->evidence, sizeof d->evidence, "repair %s (%s) restores the stage: SQNR %.1f -> %.1f dB (floor %.1f dB)",
+                           t->rep.name, t->rep.what, d->base.sqnr_db, t->row.sqnr_db, t->row.floor_sqnr_db);
+        /* other causes whose repairs restore it too */
+        for (int i = 0; i < d->n_tries && len > 0 && (size_t)len < sizeof d->evidence; i++)
+            if (d->tries[i].restored && strcmp(d->tries[i].rep.cause, t->rep.cause) && !strstr(d->evidence, d->tries[i].rep.cause))
+                len += snprintf(d->evidence + len, sizeof d->evidence - (size_t)len, "; also consistent: %s", d->tries[i].rep.cause);
+    } else {
+        snprintf(d->cause, sizeof d->cause, "%s", broken_output(&d->base) ? "unknown" : "accumulated_error");
+        snprintf(d->evidence, sizeof d->evidence, "%s; none of %d candidate repairs restores it", before, d->n_tries);
+    }
+    if (d->chosen >= 0) command(o, d, d->next_command, sizeof d->next_command);
+    return 0;
 }
 
-int64_t nd_diagnose_summary(const nd_row *rows, int64_t n, nd_trace_summary *s) {
-    memset(s, 0, sizeof *s);
-    int64_t hit = -1;
-    for (int pass = 0; pass < 2 && hit < 0; pass++)
-        for (int64_t i = 0; i < n; i++) {
-            /* pass 0: isolated rows and rows judging captured activations; pass 1: chained */
-            int is_chained = !strcmp(rows[i].mode, "chained");
-            if (is_chained != pass || !strcmp(rows[i].verdict, "ok")) continue;
-            /* chained rows only count when NaN/Inf appears there first: their drift is expected to
-             * grow with depth, and their verdicts (routing_divergence, nan_input) are shown in the
-             * table for the reader but do not name a first divergence */
-            if (pass && (!strcmp(rows[i].verdict, "nan_input") || rows[i].prod_nan + rows[i].prod_inf == 0)) continue;
-            hit = i;
+int nd_diagnosis_overrides(const nd_diagnosis *d, const char **out, int cap) {
+    int n = 0;
+    if (d->chosen < 0) return 0;
+    const nd_repair *rp = &d->tries[d->chosen].rep;
+    for (int i = 0; i < rp->n_ovr && n < cap; i++) out[n++] = rp->ovr[i];
+    return n;
+}
+
+int nd_diagnose_run(const nd_trace_opts *o, nd_trace_result *res, int max_extra, nd_diagnosis **out, int *n_out, nd_err *e) {
+    *out = NULL;
+    *n_out = 0;
+    nd_trace_summary *s = &res->summary;
+    if (strcmp(s->status, "diverged")) return 0;
+    /* the first divergence, then further diverged isolated rows (other names) */
+    const nd_row *todo[16];
+    int n = 0;
+    for (int64_t i = 0; i < res->nrows && n < 16; i++)
+        if (!strcmp(res->rows[i].name, s->first_divergence) && !strcmp(res->rows[i].mode, s->first_divergence_mode)) {
+            todo[n++] = &res->rows[i];
             break;
         }
-    if (hit < 0) {
-        snprintf(s->status, sizeof s->status, "ok");
-        snprintf(s->message, sizeof s->message, "no divergence in %lld rows", (long long)n);
-        return -1;
+    for (int64_t i = 0; i < res->nrows && n < 1 + max_extra && n < 16; i++) {
+        const nd_row *r = &res->rows[i];
+        if (strcmp(r->mode, "isolated") || !nd_row_diverged(r) || !strcmp(r->name, s->first_divergence)) continue;
+        todo[n++] = r;
     }
-    const nd_row *r = &rows[hit];
-    snprintf(s->status, sizeof s->status, "diverged");
-    snprintf(s->first_divergence, sizeof s->first_divergence, "%s", r->name);
-    snprintf(s->first_divergence_mode, sizeof s->first_divergence_mode, "%s", r->mode);
-    snprintf(s->cause, sizeof s->cause, "%s", r->verdict);
-    char detail[200] = "";
-    if (r->prod_nan + r->prod_inf > 0) snprintf(detail, sizeof detail, "production output has %lld NaN and %lld Inf", (long long)r->prod_nan, (long long)r->prod_inf);
-    else if (r->ref_nan + r->ref_inf > 0) snprintf(detail, sizeof detail, "the reference output already has %lld NaN and %lld Inf", (long long)r->ref_nan, (long long)r->ref_inf);
-    else if (r->prod_amax == 0 && r->ref_amax > 0) snprintf(detail, sizeof detail, "production output is all zeros (reference amax %.3g)", r->ref_amax);
-    else snprintf(detail, sizeof detail, "cosine %.4f, SQNR %.1f dB (floor %.1f dB)", r->cosine, r->sqnr_db, r->floor_sqnr_db);
-    char scale[160] = "";
-    if (isfinite(r->scale_ratio)) snprintf(scale, sizeof scale, "; quantizer multiplier %.6g is %.3g x the healthy 2688/amax = %.6g",
-                                           r->scale_mult, r->scale_ratio, r->scale_mult / r->scale_ratio);
-    else if (!isnan(r->scale_mult)) snprintf(scale, sizeof scale, "; quantizer multiplier %.6g", r->scale_mult);
-    snprintf(s->message, sizeof s->message, "first divergence at %s (%s): %s%s: %s: %s", r->name, r->mode, detail, scale, r->verdict, explain(r->verdict));
-    return hit;
+    if (!n) return 0;
+    nd_diagnosis *ds = calloc((size_t)n, sizeof *ds);
+    if (!ds) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    for (int i = 0; i < n; i++) {
+        int rc = nd_diagnose_row(o, todo[i], &ds[i], e);
+        if (rc) { free(ds); return nd_wrap(e, "diagnosing %s", todo[i]->name); }
+    }
+    const nd_diagnosis *d = &ds[0];
+    const nd_cause *c = nd_cause_find(d->cause);
+    snprintf(s->cause, sizeof s->cause, "%s", d->cause);
+    snprintf(s->evidence, sizeof s->evidence, "%s", d->evidence);
+    snprintf(s->next_command, sizeof s->next_command, "%s", d->next_command);
+    snprintf(s->repair, sizeof s->repair, "%s", d->chosen >= 0 ? d->tries[d->chosen].rep.name : "");
+    s->sqnr_before_db = d->base.sqnr_db;
+    s->sqnr_after_db = d->chosen >= 0 ? d->tries[d->chosen].row.sqnr_db : NAN;
+    s->floor_db = d->chosen >= 0 ? d->tries[d->chosen].row.floor_sqnr_db : d->base.floor_sqnr_db;
+    char fig[256];
+    nd_row_evidence(d->chosen >= 0 || d->proof ? &d->base : todo[0], fig, sizeof fig);
+    snprintf(s->message, sizeof s->message, "first divergence at %s (%s): %s: %s: %s", s->first_divergence,
+             s->first_divergence_mode, fig, d->cause, c ? c->sentence : "");
+    *out = ds;
+    *n_out = n;
+    return 0;
 }

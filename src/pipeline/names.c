@@ -6,10 +6,18 @@
 
 void nd_expand(const char *t, int layer, int expert, char *out, size_t cap) {
     size_t o = 0;
-    while (*t && o + 12 < cap) {
-        if (t[0] == '{' && t[1] == 'L' && t[2] == '}') { o += (size_t)snprintf(out + o, cap - o, "%d", layer); t += 3; }
-        else if (t[0] == '{' && t[1] == 'E' && t[2] == '}') { o += (size_t)snprintf(out + o, cap - o, "%d", expert); t += 3; }
-        else out[o++] = *t++;
+    if (!cap) return;
+    while (*t && o + 1 < cap) {
+        if (t[0] == '{' && (t[1] == 'L' || t[1] == 'E') && t[2] == '}') {
+            char num[16];
+            size_t k = (size_t)snprintf(num, sizeof num, "%d", t[1] == 'L' ? layer : expert);
+            if (o + k >= cap) break; /* a number is never cut */
+            memcpy(out + o, num, k);
+            o += k;
+            t += 3;
+        } else {
+            out[o++] = *t++;
+        }
     }
     out[o] = 0;
 }

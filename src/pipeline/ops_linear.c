@@ -53,6 +53,40 @@ static void static_finding(nd_lin *l) {
     }
 }
 
+static int nan_block_scales(const nd_module *m) {
+    int n = 0;
+    if (m->wfmt != ND_WF_NVFP4 || !m->weight_scale) return 0;
+    const uint8_t *s = m->weight_scale->data;
+    for (size_t i = 0; i < m->weight_scale->nbytes; i++) n += (s[i] & 0x7f) == 0x7f;
+    return n;
+}
+
+/* What the diagnosis needs to build repairs for this module (pipeline.h, nd_stage_info). */
+static void stage_info(const nd_run *r, const nd_lin *l, nd_stage_info *in) {
+    memset(in, 0, sizeof *in);
+    in->found = 1;
+    snprintf(in->module, sizeof in->module, "%s", l->m.path);
+    in->modelopt = l->m.conv == ND_CONV_MODELOPT;
+    in->nvfp4_w4a4 = l->prod_kind == LIN_NVFP4_W4A4;
+    in->has_input_scale = l->m.input_global != NULL;
+    in->input_mult = l->m.input_global_mult;
+    in->weight_div = l->m.weight_global_div;
+    in->nan_block_scales = nan_block_scales(&l->m);
+    in->fp4_weight = l->m.wfmt == ND_WF_NVFP4 || l->m.wfmt == ND_WF_MXFP4;
+    in->n_fused = l->n_fused < ND_STAGE_MAX_FUSED ? l->n_fused : ND_STAGE_MAX_FUSED;
+    for (int i = 0; i < in->n_fused; i++) {
+        snprintf(in->fused[i], sizeof in->fused[i], "%s", l->fused[i].path);
+        in->fused_input_mult[i] = l->fused[i].input_global_mult;
+        in->fused_weight_div[i] = l->fused[i].weight_global_div;
+    }
+    in->stack_fused_input = r->stack.input_fused;
+    in->stack_fused_weight = r->stack.weight_fused;
+    in->stack_reciprocal = r->stack.reciprocal_input;
+    in->mult = l->pp.mult;
+    in->w_div = l->pp.w_div;
+    in->alpha = l->pp.alpha;
+}
+
 int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char *stage_name, const char *fused_csv,
                 int groups, int act_fp8_group, nd_lin *l, nd_err *e) {
     memset(l, 0, sizeof *l);
@@ -90,6 +124,8 @@ int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char
     }
 
     nd_stack_params(&r->stack, &l->m, l->fused, l->n_fused, stage_name, &l->pp);
+    if (r->opts && r->opts->stage_info && r->opts->only_row && !r->silent && !strcmp(stage_name, r->opts->only_row))
+        stage_info(r, l, r->opts->stage_info);
     int rc = 0;
     if (r->ref_ck) {
         nd_module orig;
@@ -305,6 +341,8 @@ int nd_lin_stage(nd_run *r, const nd_stage *st, nd_lin *l, const nd_buf *x_ref, 
     ND_TRY(r->be->compare(r->be, x_ref->p, NULL, x_ref->n, 16, &xs, e));
     double amax = (xs.ref_nan || xs.ref_inf) ? NAN : xs.ref_amax;
     int quantized = l->prod_kind != LIN_SAME;
+    if (r->opts && r->opts->stage_info && r->opts->only_row && !r->silent && !strcmp(l->stage, r->opts->only_row))
+        r->opts->stage_info->in_amax = amax;
     nd_row fig;
     if (want_iso) {
         if (l->prod_kind == LIN_SAME && !r->ref_ck) *y_iso = nd_buf_ref((nd_buf *)y_ref), clear_fig(&fig);

@@ -37,6 +37,28 @@ typedef struct nd_capture_info {
 } nd_capture_info;
 typedef int (*nd_capture_fn)(void *user, const nd_capture_info *ci, nd_err *e);
 
+/* What a single-stage replay (nd_trace_opts.only_row) learns about the linear module behind the
+ * row: its checkpoint scales in the format's own meaning and the parameters the stack derived.
+ * The diagnosis builds its candidate repairs from it (src/diagnose/repair.c). */
+#define ND_STAGE_MAX_FUSED 4
+typedef struct nd_stage_info {
+    int found;                      /* 1 when the row was produced by a linear module */
+    char module[256];               /* checkpoint module path ("model.layers.0.self_attn.q_a_proj") */
+    int modelopt;                   /* 1: ModelOpt names and meaning (input_scale, weight_scale_2) */
+    int nvfp4_w4a4;                 /* the production path quantizes activations to NVFP4 */
+    int has_input_scale;            /* the checkpoint holds an input scale tensor */
+    double input_mult;              /* quantizer multiplier as the checkpoint means it (2688/amax) */
+    double weight_div;              /* divisor of the e4m3 block scales as the checkpoint means it */
+    int nan_block_scales;           /* e4m3 block scales that are NaN */
+    int fp4_weight;                 /* the weight is packed FP4 (NVFP4 or MXFP4) */
+    int n_fused;                    /* shards sharing one GEMM under a fusing stack (self included) */
+    char fused[ND_STAGE_MAX_FUSED][256];
+    double fused_input_mult[ND_STAGE_MAX_FUSED], fused_weight_div[ND_STAGE_MAX_FUSED];
+    int stack_fused_input, stack_fused_weight, stack_reciprocal; /* the stack's rules (stack.h) */
+    double mult, w_div, alpha;      /* what the production path used */
+    double in_amax;                 /* amax of the stage's reference input (NaN when not finite) */
+} nd_stage_info;
+
 typedef struct nd_trace_opts {
     const char *ckpt_dir;
     const char *recipe;         /* name or file; NULL: from config.json model_type */
@@ -70,6 +92,15 @@ typedef struct nd_trace_opts {
      * weights, FP32 math, BF16 per stage output); "transformers" = also the BF16 roundings
      * transformers' eager forward of a BF16 model takes inside stages (docs/conformance.md) */
     const char *ref_numerics;
+    /* single-stage replay (diagnosis, issue 13): run only the stage that produces the row named
+     * only_row, in isolated mode, on the same reference inputs as a full run (everything before
+     * it runs on the reference path, unreported); stop after it. info (may be NULL) is filled for
+     * a linear row. */
+    const char *only_row;
+    nd_stage_info *stage_info;
+    /* leave the trace file open in nd_trace_result.tw: the caller writes /summary with
+     * nd_trace_finish() after diagnosing (the pipeline does not diagnose) */
+    int defer_finish;
 } nd_trace_opts;
 
 typedef struct nd_trace_result {
@@ -84,10 +115,17 @@ typedef struct nd_trace_result {
     double gemm_flops_fp32;     /* GEMM work of the linear stages: FP32 (reference) */
     double gemm_flops_bf16;     /* and exact-product (BF16 tensor-core) GEMMs */
     double elapsed_s;           /* wall time of the replay (after opening the checkpoint) */
+    nd_trace_w *tw;             /* defer_finish: the open trace, for nd_trace_finish() */
 } nd_trace_result;
 
-/* Replay the recipe over the checkpoint and diagnose. Returns 0 when the run completed (a
- * divergence is reported in res->summary, not as an error), else an exit code. */
+/* Replay one row's stage alone (opts.only_row = row, isolated mode, no trace file, no progress),
+ * with extra overrides added to the run's, and return that row. Exit 2 when no stage produces it. */
+int nd_pipeline_stage(const nd_trace_opts *base, const char *row, const char *const *extra_ovr, int n_extra,
+                      nd_row *out, nd_stage_info *info, nd_err *e);
+
+/* Replay the recipe over the checkpoint, judging every row (probes/verdict). Returns 0 when the run
+ * completed, else an exit code. res->summary holds the first diverged row by the figure rules
+ * (nd_first_divergence); the cause a user sees comes from the diagnosis above (src/diagnose). */
 int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e);
 void nd_trace_result_free(nd_trace_result *res);
 

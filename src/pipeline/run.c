@@ -11,7 +11,7 @@
 #include "run.h"
 #include "pipeline.h"
 #include "probes.h"
-#include "diagnose/diagnose.h"
+#include "verdict.h"
 #include "nd_config.h"
 
 static void row_init(nd_row *f) {
@@ -45,7 +45,7 @@ int nd_emit_row(nd_run *r, const nd_stage *st, const char *name, const char *op,
     snprintf(row.op, sizeof row.op, "%s", op);
     snprintf(row.mode, sizeof row.mode, "%s", mode == ND_MODE_ISOLATED ? "isolated" : mode == ND_MODE_CHAINED ? "chained" : "captured");
     row.quantized = (uint8_t)(quantized > 0);
-    nd_diagnose_row(&row, &r->rc->th);
+    nd_verdict_row(&row, &r->rc->th);
     /* a stage that is broken by itself (its isolated row diverged) is not "ok" in chained mode
      * either; other chained drift stays in the figures (diagnose.c) */
     if (mode == ND_MODE_CHAINED && !strcmp(row.verdict, "ok"))
@@ -92,7 +92,7 @@ int nd_head_logits(nd_run *r, const nd_buf *ref, const nd_buf *prod, nd_row *f, 
     return rc;
 }
 
-static int run_stage(nd_run *r, const nd_stage_def *def, int layer, int modes, nd_err *e) {
+static int run_stage_body(nd_run *r, const nd_stage_def *def, int layer, int modes, nd_err *e) {
     nd_stage st = {.def = def, .layer = layer};
     nd_expand(def->name, layer, 0, st.name, sizeof st.name);
     /* the module template keeps {E} for experts; only {L} is resolved here */
@@ -193,6 +193,31 @@ static int run_stage(nd_run *r, const nd_stage_def *def, int layer, int modes, n
     }
     if (rc) return nd_wrap(e, "stage %s", st.name);
     return 0;
+}
+
+/* The stage produces the row named `row`: its name is the row's, or a dot-prefix of it (a stage
+ * that emits rows of its own modules: "layers.0.mlp.experts" emits "layers.0.mlp.experts.3.up_proj"). */
+static int stage_makes_row(const char *stage, const char *row) {
+    size_t n = strlen(stage);
+    return !strncmp(stage, row, n) && (row[n] == 0 || row[n] == '.');
+}
+
+/* Single-stage replay (opts->only_row): every other stage runs on the reference path only,
+ * unreported; the run stops after the stage that makes the row. */
+static int run_stage(nd_run *r, const nd_stage_def *def, int layer, int modes, nd_err *e) {
+    const char *only = r->opts ? r->opts->only_row : NULL;
+    if (!only || r->silent) return run_stage_body(r, def, layer, modes, e);
+    char name[ND_NAME_LEN];
+    nd_expand(def->name, layer, 0, name, sizeof name);
+    if (!stage_makes_row(name, only)) {
+        r->silent++;
+        int rc = run_stage_body(r, def, layer, 0, e);
+        r->silent--;
+        return rc;
+    }
+    int rc = run_stage_body(r, def, layer, modes, e);
+    r->captured = 1; /* done: nothing after it is needed */
+    return rc;
 }
 
 static void progress(nd_run *r, const char *what, int i, int n) {
@@ -350,7 +375,7 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     res->gemm_flops_fp32 = r.gemm_flops_fp32;
     res->gemm_flops_bf16 = r.gemm_flops_bf16;
     if (!rc) {
-        nd_diagnose_summary(r.rows, r.nrows, &res->summary);
+        nd_first_divergence(r.rows, r.nrows, &res->summary);
         /* with expert parallelism, say which rank holds a diverging expert */
         const char *ex = strstr(res->summary.first_divergence, ".experts.");
         if (o->ep > 1 && ex && ex[9] >= '0' && ex[9] <= '9' && r.cfg->n_routed_experts % o->ep == 0) {
@@ -366,6 +391,10 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
         snprintf(res->summary.status, sizeof res->summary.status, "error");
         snprintf(res->summary.message, sizeof res->summary.message, "%s", e->msg);
     }
+    if (r.tw && o->defer_finish && !rc) {
+        res->tw = r.tw; /* the caller diagnoses and writes /summary */
+        r.tw = NULL;
+    }
     if (r.tw) {
         nd_err e2 = {0};
         /* a failed run keeps its rows and says so; a failure to close is reported unless an
@@ -380,4 +409,43 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     return rc;
 }
 
-void nd_trace_result_free(nd_trace_result *res) { free(res->rows); res->rows = NULL; }
+void nd_trace_result_free(nd_trace_result *res) {
+    free(res->rows);
+    res->rows = NULL;
+    if (res->tw) { nd_err e = {0}; (void)nd_trace_finish(res->tw, NULL, &e); res->tw = NULL; }
+}
+
+int nd_pipeline_stage(const nd_trace_opts *base, const char *row, const char *const *extra_ovr, int n_extra,
+                      nd_row *out, nd_stage_info *info, nd_err *e) {
+    nd_trace_opts o = *base;
+    const char **ovr = calloc((size_t)(base->n_overrides + n_extra + 1), sizeof *ovr);
+    if (!ovr) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    for (int i = 0; i < base->n_overrides; i++) ovr[i] = base->overrides[i];
+    for (int i = 0; i < n_extra; i++) ovr[base->n_overrides + i] = extra_ovr[i];
+    o.overrides = ovr;
+    o.n_overrides = base->n_overrides + n_extra;
+    o.only_row = row;
+    o.stage_info = info;
+    o.modes = ND_MODES_ISOLATED;
+    o.out_path = NULL;
+    o.progress = 0;
+    o.dump_tensors = 0;
+    o.prod_dump = NULL;
+    o.capture_stage = NULL;
+    o.defer_finish = 0;
+    o.layer_lo = 0;
+    o.layer_hi = -1;
+    /* the row's layer: earlier layers run on the reference path only (the same inputs as before) */
+    if (!strncmp(row, "layers.", 7)) o.layer_lo = o.layer_hi = atoi(row + 7);
+    if (info) memset(info, 0, sizeof *info);
+    nd_trace_result res;
+    int rc = nd_pipeline_trace(&o, &res, e);
+    free(ovr);
+    const nd_row *hit = NULL;
+    for (int64_t i = 0; !rc && i < res.nrows; i++)
+        if (!strcmp(res.rows[i].name, row) && !strcmp(res.rows[i].mode, "isolated")) hit = &res.rows[i];
+    if (!rc && !hit) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: no stage of the recipe produces a row named %s", base->ckpt_dir, row);
+    if (!rc) *out = *hit;
+    nd_trace_result_free(&res);
+    return rc;
+}

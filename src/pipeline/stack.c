@@ -13,6 +13,7 @@ static int parse_rule(const char *v, int *out) {
     if (!strcmp(v, "own")) *out = ND_FUSED_OWN;
     else if (!strcmp(v, "max")) *out = ND_FUSED_MAX;
     else if (!strcmp(v, "min")) *out = ND_FUSED_MIN;
+    else if (!strcmp(v, "first")) *out = ND_FUSED_FIRST;
     else return -1;
     return 0;
 }
@@ -59,7 +60,7 @@ int nd_stack_load(const char *name, nd_stack *s, nd_err *e) {
         else if (!strcmp(k, "description")) snprintf(s->description, sizeof s->description, "%s", v);
         else if (!strcmp(k, "fused_input") || !strcmp(k, "fused_weight")) {
             if (parse_rule(v, k[6] == 'i' ? &s->input_fused : &s->weight_fused)) {
-                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: %s must be own, max or min", path, line, k);
+                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: %s must be own, max, min or first", path, line, k);
                 break;
             }
         } else if (!strcmp(k, "reciprocal_input")) s->reciprocal_input = !strcmp(v, "true") || !strcmp(v, "1");
@@ -111,9 +112,15 @@ void nd_stack_override_module(nd_stack *s, nd_module *m) {
     }
 }
 
+const char *nd_fused_rule_name(int rule) {
+    static const char *names[ND_FUSED_NRULES] = {"own", "max", "min", "first"};
+    return rule >= 0 && rule < ND_FUSED_NRULES ? names[rule] : "?";
+}
+
 static float fuse(int rule, float own, const nd_module *fused, int n, int input) {
     if (rule == ND_FUSED_OWN || n <= 1) return own;
     float v = input ? fused[0].input_global_mult : fused[0].weight_global_div;
+    if (rule == ND_FUSED_FIRST) return v;
     for (int i = 1; i < n; i++) {
         float x = input ? fused[i].input_global_mult : fused[i].weight_global_div;
         /* NaN from a missing scale must win, as an unloaded parameter would */
@@ -126,16 +133,25 @@ static float fuse(int rule, float own, const nd_module *fused, int n, int input)
 void nd_stack_params(nd_stack *s, const nd_module *m, const nd_module *fused, int n_fused,
                      const char *stage, nd_prod_params *out) {
     out->ideal_w_div = m->weight_global_div;
-    float mult = fuse(s->input_fused, m->input_global_mult, fused, n_fused, 1);
-    if (s->reciprocal_input) mult = 1.0f / mult;
-    out->w_div = fuse(s->weight_fused, m->weight_global_div, fused, n_fused, 0);
-    out->mult = mult;
+    int rule_in = s->input_fused, rule_w = s->weight_fused;
     nd_override *o;
+    if ((o = find_ov(s, stage, "fused_input")) && o->value >= 0 && o->value < ND_FUSED_NRULES) rule_in = (int)o->value;
+    if ((o = find_ov(s, stage, "fused_weight")) && o->value >= 0 && o->value < ND_FUSED_NRULES) rule_w = (int)o->value;
+    float mult = fuse(rule_in, m->input_global_mult, fused, n_fused, 1);
+    if (s->reciprocal_input) mult = 1.0f / mult;
+    out->w_div = fuse(rule_w, m->weight_global_div, fused, n_fused, 0);
+    out->mult = mult;
     if ((o = find_ov(s, stage, "quant_mult")) || (o = find_ov(s, stage, "input_global_scale_inv"))) out->mult = (float)o->value;
     /* vLLM's post-load weight_global_scale is the reciprocal of the CT divisor */
     if ((o = find_ov(s, stage, "weight_global_scale"))) out->w_div = (float)(1.0 / o->value);
     out->alpha = 1.0f / (out->mult * out->w_div);
     if ((o = find_ov(s, stage, "alpha"))) out->alpha = (float)o->value;
+}
+
+void nd_stack_module_repair(nd_stack *s, const nd_module *m, nd_module_repair *out) {
+    nd_override *o;
+    out->nibble_swap = (o = find_ov(s, m->path, "nibble_swap")) && o->value != 0;
+    out->block_scale_fix = (o = find_ov(s, m->path, "block_scale_fix")) && o->value != 0;
 }
 
 int nd_stack_unused(const nd_stack *s, const char **name) {

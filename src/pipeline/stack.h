@@ -24,6 +24,8 @@ typedef enum nd_fused_rule {
     ND_FUSED_OWN = 0,   /* each shard keeps its own scales (only possible with unfused kernels) */
     ND_FUSED_MAX,       /* one value for the fused GEMM: the max of the shards' CT values (vLLM) */
     ND_FUSED_MIN,       /* the min (llm-compressor's rule when it writes shared scales) */
+    ND_FUSED_FIRST,     /* the first shard's value (a loader that reads one shard's scale) */
+    ND_FUSED_NRULES
 } nd_fused_rule;
 
 typedef struct nd_stack {
@@ -48,10 +50,19 @@ int nd_stack_add_override(nd_stack *s, const char *arg, nd_err *e);
 /* Apply overrides of checkpoint scalars ("model.<module>.<tensor>=v") to a bound module. */
 void nd_stack_override_module(nd_stack *s, nd_module *m);
 /* Production parameters of module m (a shard of `fused` modules, m included, n_fused >= 1) for
- * the stage named `stage`; derived-parameter overrides ("<stage>.quant_mult", ".alpha",
- * vLLM names ".input_global_scale_inv", ".weight_global_scale") apply last. */
+ * the stage named `stage`; derived-parameter overrides apply last: the fused rules of this stage
+ * ("<stage>.fused_input", ".fused_weight" = 0 own, 1 max, 2 min, 3 first), then the values
+ * ("<stage>.quant_mult", ".alpha", vLLM names ".input_global_scale_inv", ".weight_global_scale"). */
 void nd_stack_params(nd_stack *s, const nd_module *m, const nd_module *fused, int n_fused,
                      const char *stage, nd_prod_params *out);
+/* Repairs of a module's bytes, asked for by override (diagnosis, issue 13):
+ *   model.<module>.nibble_swap=1      read every packed byte with its two nibbles swapped
+ *   model.<module>.block_scale_fix=1  NaN/Inf e4m3 block scales replaced by their row neighbour
+ * Both apply to every decode of the module (reference and production). */
+typedef struct nd_module_repair { int nibble_swap, block_scale_fix; } nd_module_repair;
+void nd_stack_module_repair(nd_stack *s, const nd_module *m, nd_module_repair *out);
+/* "own", "max", "min", "first" (the fused rules' names) */
+const char *nd_fused_rule_name(int rule);
 /* Overrides that matched nothing (to warn the user). */
 int nd_stack_unused(const nd_stack *s, const char **name);
 

@@ -7,6 +7,7 @@
 #include <time.h>
 #include "run.h"
 #include "numerics/nd_numerics.h"
+#include "repair_bytes.h"
 
 /* Upload slices: each slice's mapped pages are dropped once it is on the backend, so a tensor as
  * large as the 1.9 GB lm_head does not sit in RSS whole. */
@@ -92,17 +93,30 @@ static int decode(nd_run *r, const nd_module *m, const float *div, int nout, int
         for (int i = 0; i < nout && !rc; i++) rc = nd_tensor_f32(r, m->weight, &out[i], e);
         return rc;
     }
+    /* repairs the diagnosis asks for by override (stack.h): the bytes are re-read another way */
+    nd_module_repair fix = {0, 0};
+    nd_stack_module_repair(&r->stack, m, &fix);
+    swap_nibbles ^= fix.nibble_swap;
     void *w = NULL, *s = NULL;
     int rc = upload_raw(r, m->weight, &w, e);
     if (!rc && m->weight_scale) rc = upload_raw(r, m->weight_scale, &s, e);
-    if (!rc && swap_nibbles) {
-        /* the "other packing" of the same bytes, for the weight_packing diagnosis */
+    if (!rc && swap_nibbles && m->wfmt != ND_WF_FP8) {
+        /* the "other packing" of the same bytes (weight_packing diagnosis and its repair) */
         uint8_t *tmp = malloc(m->weight->nbytes);
         if (!tmp) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
         else {
-            const uint8_t *src = m->weight->data;
-            for (size_t i = 0; i < m->weight->nbytes; i++) tmp[i] = (uint8_t)((src[i] >> 4) | (src[i] << 4));
+            nd_swap_nibbles(m->weight->data, tmp, m->weight->nbytes);
             rc = r->be->upload(r->be, w, tmp, m->weight->nbytes, e);
+            free(tmp);
+        }
+    }
+    if (!rc && s && fix.block_scale_fix && m->wfmt == ND_WF_NVFP4) {
+        uint8_t *tmp = malloc(m->weight_scale->nbytes);
+        if (!tmp) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+        else {
+            memcpy(tmp, m->weight_scale->data, m->weight_scale->nbytes);
+            nd_fix_nan_block_scales(tmp, n, (int64_t)m->weight_scale->nbytes / (n ? n : 1));
+            rc = r->be->upload(r->be, s, tmp, m->weight_scale->nbytes, e);
             free(tmp);
         }
     }

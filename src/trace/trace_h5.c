@@ -111,6 +111,40 @@ int nd_h5_put_str_attr(hid_t obj, const char *name, const char *value, size_t ca
     return rc;
 }
 
+int nd_h5_put_f64_attr(hid_t obj, const char *name, double value, const char *path, nd_err *e) {
+    hid_t s = H5Screate(H5S_SCALAR), a = -1;
+    int rc = 0;
+    if (s < 0) rc = ND_H5_FAIL(e, ND_EXIT_INTERNAL, path, "cannot make a dataspace");
+    else if ((a = H5Acreate2(obj, name, H5T_IEEE_F64LE, s, H5P_DEFAULT, H5P_DEFAULT)) < 0)
+        rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot create an attribute");
+    else if (H5Awrite(a, H5T_NATIVE_DOUBLE, &value) < 0)
+        rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot write an attribute");
+    nd_h5_close(a); nd_h5_close(s);
+    return rc;
+}
+
+int nd_h5_set_f64_attr(hid_t obj, const char *name, double value, const char *path, nd_err *e) {
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+    int rc = 0;
+    if (a < 0) rc = ND_H5_FAIL(e, ND_EXIT_INTERNAL, path, "cannot open an attribute");
+    else if (H5Awrite(a, H5T_NATIVE_DOUBLE, &value) < 0) rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot write an attribute");
+    nd_h5_close(a);
+    return rc;
+}
+
+int nd_h5_get_f64_attr(hid_t obj, const char *name, double *out, const char *path, nd_err *e) {
+    htri_t ex = H5Aexists(obj, name);
+    if (ex < 0) return ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot query an attribute");
+    if (ex == 0) return 1;
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT), sp = -1;
+    int rc = 0;
+    if (a < 0 || (sp = H5Aget_space(a)) < 0 || H5Sget_simple_extent_npoints(sp) != 1)
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: attribute %s is not a scalar", path, name);
+    else if (H5Aread(a, H5T_NATIVE_DOUBLE, out) < 0) rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot read an attribute");
+    nd_h5_close(sp); nd_h5_close(a);
+    return rc;
+}
+
 int nd_h5_set_str_attr(hid_t obj, const char *name, const char *value, const char *path, nd_err *e) {
     if (!value) value = "";
     hid_t a = H5Aopen(obj, name, H5P_DEFAULT), t = -1;

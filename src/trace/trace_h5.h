@@ -28,6 +28,11 @@ int nd_h5_backed(hid_t d, unsigned long long nelem, size_t esize);
 int nd_h5_put_str_attr(hid_t obj, const char *name, const char *value, size_t cap, const char *path,
                        nd_err *e);
 /* Overwrite an existing string attribute (created by nd_h5_put_str_attr). */
+/* A scalar float64 attribute: create (put) or overwrite in place (set). */
+int nd_h5_put_f64_attr(hid_t obj, const char *name, double value, const char *path, nd_err *e);
+int nd_h5_set_f64_attr(hid_t obj, const char *name, double value, const char *path, nd_err *e);
+/* Read one; returns 1 when absent. */
+int nd_h5_get_f64_attr(hid_t obj, const char *name, double *out, const char *path, nd_err *e);
 int nd_h5_set_str_attr(hid_t obj, const char *name, const char *value, const char *path, nd_err *e);
 /* Read a scalar string attribute (fixed- or variable-length) into dst[cap], always terminated.
  * Returns 0, or 1 when the attribute does not exist, or an nd_exit code on a read error. */

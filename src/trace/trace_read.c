@@ -245,6 +245,21 @@ static int read_summary(hid_t f, nd_trace *t, const char *path, nd_err *e) {
         rc = nd_h5_get_str_attr(g, a[i].name, a[i].dst, a[i].cap, path, e);
         if (rc == 1) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: /summary has no %s attribute", path, a[i].name);
     }
+    /* the diagnosis's evidence: optional (traces written before it existed lack it) */
+    struct { const char *name; char *dst; size_t cap; } o[] = {
+        {"repair", s->repair, sizeof s->repair}, {"evidence", s->evidence, sizeof s->evidence},
+        {"next_command", s->next_command, sizeof s->next_command}};
+    for (size_t i = 0; i < sizeof o / sizeof o[0] && !rc; i++) {
+        rc = nd_h5_get_str_attr(g, o[i].name, o[i].dst, o[i].cap, path, e);
+        if (rc == 1) { o[i].dst[0] = 0; rc = 0; }
+    }
+    struct { const char *name; double *dst; } d[] = {
+        {"sqnr_before_db", &s->sqnr_before_db}, {"sqnr_after_db", &s->sqnr_after_db}, {"floor_db", &s->floor_db}};
+    for (size_t i = 0; i < sizeof d / sizeof d[0] && !rc; i++) {
+        *d[i].dst = NAN;
+        rc = nd_h5_get_f64_attr(g, d[i].name, d[i].dst, path, e);
+        if (rc == 1) { *d[i].dst = NAN; rc = 0; }
+    }
     nd_h5_close(g);
     if (!rc) t->has_summary = 1;
     return rc;

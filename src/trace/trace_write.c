@@ -101,6 +101,12 @@ static int create_summary(nd_trace_w *w, nd_err *e) {
     ND_TRY(nd_h5_put_str_attr(w->summary, "first_divergence_mode", "", sizeof s.first_divergence_mode, w->path, e));
     ND_TRY(nd_h5_put_str_attr(w->summary, "cause", "", sizeof s.cause, w->path, e));
     ND_TRY(nd_h5_put_str_attr(w->summary, "message", "", sizeof s.message, w->path, e));
+    ND_TRY(nd_h5_put_str_attr(w->summary, "repair", "", sizeof s.repair, w->path, e));
+    ND_TRY(nd_h5_put_str_attr(w->summary, "evidence", "", sizeof s.evidence, w->path, e));
+    ND_TRY(nd_h5_put_str_attr(w->summary, "next_command", "", sizeof s.next_command, w->path, e));
+    ND_TRY(nd_h5_put_f64_attr(w->summary, "sqnr_before_db", NAN, w->path, e));
+    ND_TRY(nd_h5_put_f64_attr(w->summary, "sqnr_after_db", NAN, w->path, e));
+    ND_TRY(nd_h5_put_f64_attr(w->summary, "floor_db", NAN, w->path, e));
     return 0;
 }
 
@@ -298,6 +304,12 @@ int nd_trace_finish(nd_trace_w *w, const nd_trace_summary *s, nd_err *e) {
         if (!rc) rc = nd_h5_set_str_attr(w->summary, "first_divergence_mode", s->first_divergence_mode, w->path, e);
         if (!rc) rc = nd_h5_set_str_attr(w->summary, "cause", s->cause, w->path, e);
         if (!rc) rc = nd_h5_set_str_attr(w->summary, "message", s->message, w->path, e);
+        if (!rc) rc = nd_h5_set_str_attr(w->summary, "repair", s->repair, w->path, e);
+        if (!rc) rc = nd_h5_set_str_attr(w->summary, "evidence", s->evidence, w->path, e);
+        if (!rc) rc = nd_h5_set_str_attr(w->summary, "next_command", s->next_command, w->path, e);
+        if (!rc) rc = nd_h5_set_f64_attr(w->summary, "sqnr_before_db", s->sqnr_before_db, w->path, e);
+        if (!rc) rc = nd_h5_set_f64_attr(w->summary, "sqnr_after_db", s->sqnr_after_db, w->path, e);
+        if (!rc) rc = nd_h5_set_f64_attr(w->summary, "floor_db", s->floor_db, w->path, e);
         /* status last: a reader that sees a final status sees the rest of the summary too */
         if (!rc && H5Fflush(w->f, H5F_SCOPE_GLOBAL) < 0)
             rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, w->path, "cannot flush the trace file");

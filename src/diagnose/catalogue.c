@@ -1,0 +1,76 @@
+/* catalogue.c — the cause table (catalogue.h). Keep one entry per SPEC §7 code. */
+#include "catalogue.h"
+#include <string.h>
+
+static const nd_cause CAUSES[] = {
+    {"scale_inverted",
+     "the activation quantizer multiplier is the reciprocal of the right one: an input scale stored or applied in the "
+     "other convention (ModelOpt's amax/2688 where compressed-tensors' 2688/amax is meant, or the reverse)",
+     "replaying the stage with the reciprocal of the input scale brings its SQNR back to the NVFP4 floor",
+     "input_scale_reciprocal: the module's input scale replaced by its reciprocal",
+     "fix the exporter or the loader that wrote/read this input scale; the --override shown applies the fix to the "
+     "whole run"},
+    {"scale_saturation",
+     "the activation quantizer multiplier is too large: block scales clip at 448 and codes clip at +-6",
+     "replaying the stage with the input scale divided by a power of two brings its SQNR back to the floor",
+     "input_scale_pow2: the input scale multiplied by 2^k, k < 0",
+     "recalibrate the input scale (or check for a factor applied twice); the --override shown tests it on the whole run"},
+    {"scale_underflow",
+     "the activation quantizer multiplier is too small: block scales flush to zero or lose precision as subnormals",
+     "replaying the stage with the input scale multiplied by a power of two brings its SQNR back to the floor",
+     "input_scale_pow2: the input scale multiplied by 2^k, k > 0",
+     "recalibrate the input scale (or check for a missing factor); the --override shown tests it on the whole run"},
+    {"nonfinite_scale",
+     "a global scale, quantizer multiplier or alpha is NaN, Inf or zero (a missing, unloaded or zeroed scale)",
+     "a static fact on its own; where a calibrated value can be computed, replaying the stage with it restores it",
+     "input_scale_calibrated: the input scale set to 2688/amax of this prompt's input",
+     "re-export the scale; the --override shown sets a calibrated value for the whole run"},
+    {"nan_weight_scale",
+     "the weight has NaN/Inf e4m3 block scales",
+     "a static fact on its own; replaying with each NaN block scale replaced by its row neighbour restores the stage",
+     "block_scale_fix: NaN block scales replaced by their nearest finite neighbour",
+     "re-quantize the weight (its block scales are corrupt)"},
+    {"weight_packing",
+     "the packed FP4 codes are stored in the other nibble order (or layout) than the kernel reads",
+     "with --reference-checkpoint, replaying the stage with every byte's nibbles swapped brings it back to the floor",
+     "nibble_swap: every packed byte read with its two 4-bit codes swapped",
+     "fix the packing in the exporter (low nibble = even element)"},
+    {"fused_scale_mismatch",
+     "fused shards carry different global scales but the serving stack's fused GEMM uses one value for all of them",
+     "replaying the stage with each shard's own scales (instead of the stack's max/min/first rule), or the reverse, "
+     "brings it back to the floor",
+     "fused_rule: the fused-shard rule of the stack replaced by own / max / min / first",
+     "serve with a stack that keeps per-shard scales (e.g. --stack exact), or re-export the shards with one shared "
+     "global scale"},
+    {"routing_divergence",
+     "the production path routes tokens to other experts than the reference",
+     "the router row's top-k agreement below 0.5 on the chained path",
+     "",
+     "look at the first diverged stage before the router: routing follows its error"},
+    {"nan_input",
+     "NaN/Inf arrives from an earlier stage",
+     "the stage's input already holds NaN/Inf on that path",
+     "",
+     "look at the stage where NaN/Inf appears first"},
+    {"accumulated_error",
+     "the error exceeds what NVFP4 quantization of this stage explains, and no single repair restores it",
+     "every candidate repair was replayed and none brought the stage back to its floor (the tries are listed)",
+     "",
+     "compare with --reference-checkpoint, try another --stack, or bisect the stage's operands"},
+    {"unknown",
+     "the output is broken (NaN, Inf or empty) and no candidate repair restores it",
+     "every candidate repair was replayed and none restored the stage",
+     "",
+     "make a repro bundle (nvfp4dbg repro) and look at the stage's tensors"},
+};
+
+const nd_cause *nd_causes(int *n) {
+    *n = (int)(sizeof CAUSES / sizeof CAUSES[0]);
+    return CAUSES;
+}
+
+const nd_cause *nd_cause_find(const char *code) {
+    for (size_t i = 0; i < sizeof CAUSES / sizeof CAUSES[0]; i++)
+        if (!strcmp(CAUSES[i].code, code)) return &CAUSES[i];
+    return NULL;
+}

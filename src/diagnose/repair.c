@@ -1,0 +1,92 @@
+/* repair.c — candidate repairs (repair.h). Which candidates exist is decided from the module alone
+ * (its format, scales and fused shards); none of them is preferred here: the diagnosis replays
+ * every one and keeps what restores the stage (diagnose.c). */
+#include "repair.h"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "pipeline/stack.h"
+
+double nd_repair_file_value(const nd_stage_info *in, double mult) { return in->modelopt ? 1.0 / mult : mult; }
+
+static const char *input_name(const nd_stage_info *in) { return in->modelopt ? "input_scale" : "input_global_scale"; }
+static const char *weight_name(const nd_stage_info *in) { return in->modelopt ? "weight_scale_2" : "weight_global_scale"; }
+
+static nd_repair *add(nd_repair *out, int *n, int cap, const char *name, const char *cause) {
+    if (*n >= cap) return NULL;
+    nd_repair *r = &out[(*n)++];
+    memset(r, 0, sizeof *r);
+    snprintf(r->name, sizeof r->name, "%s", name);
+    snprintf(r->cause, sizeof r->cause, "%s", cause);
+    return r;
+}
+
+/* The module's input scale set so that its multiplier becomes `mult`. */
+static void set_input(nd_repair *r, const nd_stage_info *in, double old_mult, double mult) {
+    snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.%s=%.9g", in->module, input_name(in), nd_repair_file_value(in, mult));
+    snprintf(r->what, sizeof r->what, "%s.%s %.6g -> %.6g", in->module, input_name(in), nd_repair_file_value(in, old_mult),
+             nd_repair_file_value(in, mult));
+}
+
+static int usable(double v) { return isfinite(v) && v > 0; }
+
+int nd_repairs_for(const nd_row *row, const nd_stage_info *in, nd_repair *out, int cap) {
+    int n = 0;
+    nd_repair *r;
+    if (!in->found) return 0;
+    /* NaN block scales: read each as its row neighbour */
+    if (in->nan_block_scales > 0 && (r = add(out, &n, cap, "block_scale_fix", "nan_weight_scale"))) {
+        snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.block_scale_fix=1", in->module);
+        snprintf(r->what, sizeof r->what, "%d NaN block scales of %s replaced by their row neighbours", in->nan_block_scales, in->module);
+    }
+    if (in->nvfp4_w4a4) {
+        const double m = in->input_mult;
+        if (!usable(m) || !in->has_input_scale) {
+            /* a missing, zero or non-finite input scale: the value calibration would give */
+            if (usable(in->in_amax) && (r = add(out, &n, cap, "input_scale_calibrated", "nonfinite_scale")))
+                set_input(r, in, m, 2688.0 / in->in_amax);
+        } else {
+            if ((r = add(out, &n, cap, "input_scale_reciprocal", "scale_inverted"))) set_input(r, in, m, 1.0 / m);
+            /* powers of two around the one that brings the multiplier used back to 2688/amax */
+            double ratio = row->scale_ratio;
+            if (usable(ratio)) {
+                int k0 = -(int)lround(log2(ratio));
+                const int ks[3] = {k0, k0 - 1, k0 + 1}; /* the nearest first */
+                for (int i = 0; i < 3; i++) {
+                    int k = ks[i];
+                    if (k == 0 || k < -40 || k > 40) continue;
+                    if ((r = add(out, &n, cap, "input_scale_pow2", k < 0 ? "scale_saturation" : "scale_underflow"))) {
+                        set_input(r, in, m, ldexp(m, k));
+                        size_t len = strlen(r->what);
+                        snprintf(r->what + len, sizeof r->what - len, " (x 2^%d)", k);
+                    }
+                }
+            }
+        }
+    }
+    /* a zero or non-finite weight global: a sibling shard's value (shards are calibrated alike) */
+    if (!usable(in->weight_div))
+        for (int i = 0; i < in->n_fused; i++)
+            if (strcmp(in->fused[i], in->module) && usable(in->fused_weight_div[i]) &&
+                (r = add(out, &n, cap, "weight_scale_from_shard", "nonfinite_scale"))) {
+                snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.%s=%.9g", in->module, weight_name(in),
+                         nd_repair_file_value(in, in->fused_weight_div[i]));
+                snprintf(r->what, sizeof r->what, "%s.%s set to its shard %s's value", in->module, weight_name(in), in->fused[i]);
+                break;
+            }
+    /* fused shards: every other rule than the stack's, for the input multiplier and the weight divisor */
+    if (in->n_fused > 1 && in->nvfp4_w4a4)
+        for (int rule = 0; rule < ND_FUSED_NRULES; rule++) {
+            if (rule == in->stack_fused_input && rule == in->stack_fused_weight) continue;
+            if (!(r = add(out, &n, cap, "fused_rule", "fused_scale_mismatch"))) break;
+            snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.fused_input=%d", row->name, rule);
+            snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.fused_weight=%d", row->name, rule);
+            snprintf(r->what, sizeof r->what, "fused shards' scales combined by rule '%s' instead of the stack's '%s'/'%s'",
+                     nd_fused_rule_name(rule), nd_fused_rule_name(in->stack_fused_input), nd_fused_rule_name(in->stack_fused_weight));
+        }
+    if (in->fp4_weight && (r = add(out, &n, cap, "nibble_swap", "weight_packing"))) {
+        snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.nibble_swap=1", in->module);
+        snprintf(r->what, sizeof r->what, "every packed byte of %s read with its nibbles swapped", in->module);
+    }
+    return n;
+}
