@@ -20,6 +20,7 @@ static const nd_command commands[] = {
     {"replay", nd_cmd_replay, "rerun a bundled stage without the checkpoint"},
     {"bisect", nd_cmd_bisect, "the smallest set of stages whose NVFP4 execution the divergence needs"},
     {"report", nd_cmd_report, "one self-contained HTML page of a trace (charts, routing, table)"},
+    {"explain", nd_cmd_explain, "what a cause code means, what proves it, what to do next"},
 };
 
 static void usage(FILE *f) {

@@ -143,8 +143,8 @@ int nd_diagnose_run(const nd_trace_opts *o, nd_trace_result *res, int max_extra,
     s->floor_db = d->chosen >= 0 ? d->tries[d->chosen].row.floor_sqnr_db : d->base.floor_sqnr_db;
     char fig[256];
     nd_row_evidence(d->chosen >= 0 || d->proof ? &d->base : todo[0], fig, sizeof fig);
-    snprintf(s->message, sizeof s->message, "first divergence at %s (%s): %s: %s: %s", s->first_divergence,
-             s->first_divergence_mode, fig, d->cause, c ? c->sentence : "");
+    snprintf(s->message, sizeof s->message, "first divergence at %s (%s)%s: %s: %s: %s", s->first_divergence,
+             s->first_divergence_mode, res->note, fig, d->cause, c ? c->sentence : "");
     *out = ds;
     *n_out = n;
     return 0;

@@ -116,6 +116,7 @@ typedef struct nd_trace_result {
     double gemm_flops_bf16;     /* and exact-product (BF16 tensor-core) GEMMs */
     double elapsed_s;           /* wall time of the replay (after opening the checkpoint) */
     nd_trace_w *tw;             /* defer_finish: the open trace, for nd_trace_finish() */
+    char note[160];             /* added to the summary message (--ep: the diverging expert's rank) */
 } nd_trace_result;
 
 /* Replay one row's stage alone (opts.only_row = row, isolated mode, no trace file, no progress),

@@ -380,9 +380,9 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
         const char *ex = strstr(res->summary.first_divergence, ".experts.");
         if (o->ep > 1 && ex && ex[9] >= '0' && ex[9] <= '9' && r.cfg->n_routed_experts % o->ep == 0) {
             long id = strtol(ex + 9, NULL, 10), per = (long)(r.cfg->n_routed_experts / o->ep);
+            snprintf(res->note, sizeof res->note, " (expert %ld is local expert %ld of EP rank %ld of %d)", id, id % per, id / per, o->ep);
             size_t len = strlen(res->summary.message);
-            snprintf(res->summary.message + len, sizeof res->summary.message - len,
-                     " (expert %ld is local expert %ld of EP rank %ld of %d)", id, id % per, id / per, o->ep);
+            snprintf(res->summary.message + len, sizeof res->summary.message - len, "%s", res->note);
         }
         const char *unused;
         if (nd_stack_unused(&r.stack, &unused))
