@@ -39,9 +39,18 @@ static const nd_cause CAUSES[] = {
      "fused shards carry different global scales but the serving stack's fused GEMM uses one value for all of them",
      "replaying the stage with each shard's own scales (instead of the stack's max/min/first rule), or the reverse, "
      "brings it back to the floor",
-     "fused_rule: the fused-shard rule of the stack replaced by own / max / min / first",
+     "fused_rule: the fused-shard rule of the stack replaced by own / max / min / first; weight_scale_fit: with "
+     "--reference-checkpoint, a shard's weight global scale set to the value its block scales were made with",
      "serve with a stack that keeps per-shard scales (e.g. --stack exact), or re-export the shards with one shared "
      "global scale"},
+    {"weight_global_mismatch",
+     "the weight's global scale does not match the one its block scales were made with: the weight decodes too "
+     "large or too small by one factor",
+     "with --reference-checkpoint, replaying the stage with the divisor that best fits the stored codes and block "
+     "scales to the original weight brings it back to the floor",
+     "weight_scale_fit: the weight global scale set to the least-squares fit against the original",
+     "re-export the weight global scale (weight_global_scale / weight_scale_2) with the value the block scales were "
+     "made with"},
     {"routing_divergence",
      "the production path routes tokens to other experts than the reference",
      "the router row's top-k agreement below 0.5 on the chained path",

@@ -21,11 +21,17 @@ static nd_repair *add(nd_repair *out, int *n, int cap, const char *name, const c
     return r;
 }
 
-/* The module's input scale set so that its multiplier becomes `mult`. */
-static void set_input(nd_repair *r, const nd_stage_info *in, double old_mult, double mult) {
-    snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.%s=%.9g", in->module, input_name(in), nd_repair_file_value(in, mult));
-    snprintf(r->what, sizeof r->what, "%s.%s %.6g -> %.6g", in->module, input_name(in), nd_repair_file_value(in, old_mult),
+/* Module `path`'s input scale set so that its multiplier goes from old_mult to mult. */
+static void set_input(nd_repair *r, const nd_stage_info *in, const char *path, double old_mult, double mult) {
+    snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.%s=%.9g", path, input_name(in), nd_repair_file_value(in, mult));
+    snprintf(r->what, sizeof r->what, "%s.%s %.6g -> %.6g", path, input_name(in), nd_repair_file_value(in, old_mult),
              nd_repair_file_value(in, mult));
+}
+
+static void set_weight(nd_repair *r, const nd_stage_info *in, double old_div, double div) {
+    snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.%s=%.9g", in->module, weight_name(in), nd_repair_file_value(in, div));
+    snprintf(r->what, sizeof r->what, "%s.%s %.6g -> %.6g", in->module, weight_name(in), nd_repair_file_value(in, old_div),
+             nd_repair_file_value(in, div));
 }
 
 static int usable(double v) { return isfinite(v) && v > 0; }
@@ -44,19 +50,26 @@ int nd_repairs_for(const nd_row *row, const nd_stage_info *in, nd_repair *out, i
         if (!usable(m) || !in->has_input_scale) {
             /* a missing, zero or non-finite input scale: the value calibration would give */
             if (usable(in->in_amax) && (r = add(out, &n, cap, "input_scale_calibrated", "nonfinite_scale")))
-                set_input(r, in, m, 2688.0 / in->in_amax);
+                set_input(r, in, in->module, m, 2688.0 / in->in_amax);
         } else {
-            if ((r = add(out, &n, cap, "input_scale_reciprocal", "scale_inverted"))) set_input(r, in, m, 1.0 / m);
-            /* powers of two around the one that brings the multiplier used back to 2688/amax */
-            double ratio = row->scale_ratio;
-            if (usable(ratio)) {
+            /* the module's own input scale, and under a stack that fuses input scales, each
+             * sibling's: the value the fused rule picked may be a sibling's */
+            const int shards = in->stack_fused_input != ND_FUSED_OWN ? in->n_fused : 1;
+            for (int j = 0; j < shards; j++) {
+                const char *path = shards > 1 ? in->fused[j] : in->module;
+                const double mj = shards > 1 ? in->fused_input_mult[j] : m;
+                if (!usable(mj)) continue;
+                if ((r = add(out, &n, cap, "input_scale_reciprocal", "scale_inverted"))) set_input(r, in, path, mj, 1.0 / mj);
+                /* powers of two around the one that brings the multiplier used back to 2688/amax */
+                double ratio = row->scale_ratio;
+                if (!usable(ratio)) continue;
                 int k0 = -(int)lround(log2(ratio));
                 const int ks[3] = {k0, k0 - 1, k0 + 1}; /* the nearest first */
                 for (int i = 0; i < 3; i++) {
                     int k = ks[i];
                     if (k == 0 || k < -40 || k > 40) continue;
                     if ((r = add(out, &n, cap, "input_scale_pow2", k < 0 ? "scale_saturation" : "scale_underflow"))) {
-                        set_input(r, in, m, ldexp(m, k));
+                        set_input(r, in, path, mj, ldexp(mj, k));
                         size_t len = strlen(r->what);
                         snprintf(r->what + len, sizeof r->what - len, " (x 2^%d)", k);
                     }
@@ -64,14 +77,17 @@ int nd_repairs_for(const nd_row *row, const nd_stage_info *in, nd_repair *out, i
             }
         }
     }
+    /* with the original weights: the weight divisor that fits the stored codes and block scales,
+     * when the stored one is more than 5% away from it */
+    if (usable(in->weight_div_fit) && usable(in->weight_div) && fabs(in->weight_div_fit / in->weight_div - 1) > 0.05 &&
+        (r = add(out, &n, cap, "weight_scale_fit", in->n_fused > 1 ? "fused_scale_mismatch" : "weight_global_mismatch")))
+        set_weight(r, in, in->weight_div, in->weight_div_fit);
     /* a zero or non-finite weight global: a sibling shard's value (shards are calibrated alike) */
     if (!usable(in->weight_div))
         for (int i = 0; i < in->n_fused; i++)
             if (strcmp(in->fused[i], in->module) && usable(in->fused_weight_div[i]) &&
                 (r = add(out, &n, cap, "weight_scale_from_shard", "nonfinite_scale"))) {
-                snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.%s=%.9g", in->module, weight_name(in),
-                         nd_repair_file_value(in, in->fused_weight_div[i]));
-                snprintf(r->what, sizeof r->what, "%s.%s set to its shard %s's value", in->module, weight_name(in), in->fused[i]);
+                set_weight(r, in, in->weight_div, in->fused_weight_div[i]);
                 break;
             }
     /* fused shards: every other rule than the stack's, for the input multiplier and the weight divisor */

@@ -341,8 +341,17 @@ int nd_lin_stage(nd_run *r, const nd_stage *st, nd_lin *l, const nd_buf *x_ref, 
     ND_TRY(r->be->compare(r->be, x_ref->p, NULL, x_ref->n, 16, &xs, e));
     double amax = (xs.ref_nan || xs.ref_inf) ? NAN : xs.ref_amax;
     int quantized = l->prod_kind != LIN_SAME;
-    if (r->opts && r->opts->stage_info && r->opts->only_row && !r->silent && !strcmp(l->stage, r->opts->only_row))
-        r->opts->stage_info->in_amax = amax;
+    if (r->opts && r->opts->stage_info && r->opts->only_row && !r->silent && !strcmp(l->stage, r->opts->only_row)) {
+        nd_stage_info *in = r->opts->stage_info;
+        in->in_amax = amax;
+        in->weight_div_fit = NAN;
+        if (r->ref_ck && l->prod_kind == LIN_NVFP4_W4A4 && l->w_prod && l->w_ref) {
+            /* least squares of original W ~ C / g over g, with C = codes x block scales: g = <C,C>/<W,C> */
+            nd_cmp cw;
+            ND_TRY(r->be->compare(r->be, l->w_ref, l->w_prod, l->m.out_features * l->m.in_features, 16, &cw, e));
+            if (cw.sum_rp > 0) in->weight_div_fit = cw.sum_pp / cw.sum_rp;
+        }
+    }
     nd_row fig;
     if (want_iso) {
         if (l->prod_kind == LIN_SAME && !r->ref_ck) *y_iso = nd_buf_ref((nd_buf *)y_ref), clear_fig(&fig);

@@ -57,6 +57,9 @@ typedef struct nd_stage_info {
     int stack_fused_input, stack_fused_weight, stack_reciprocal; /* the stack's rules (stack.h) */
     double mult, w_div, alpha;      /* what the production path used */
     double in_amax;                 /* amax of the stage's reference input (NaN when not finite) */
+    double weight_div_fit;          /* --reference-checkpoint: the weight divisor g that makes the stored
+                                     * codes x block scales / g closest to the original weight (least
+                                     * squares); NaN without an original */
 } nd_stage_info;
 
 typedef struct nd_trace_opts {

@@ -8,8 +8,8 @@
 /* dst[i] = src[i] with its two 4-bit codes swapped; applying it twice gives src back. */
 void nd_swap_nibbles(const uint8_t *src, uint8_t *dst, size_t n);
 /* Replace every NaN e4m3 block scale (0x7F/0xFF) of an [rows, cols] scale matrix by its nearest
- * finite neighbour in the row (left first), or by 0 when the row has none. Returns how many were
- * replaced. */
+ * finite stored neighbour in the row (left first at equal distance), or by 0 when the row has none.
+ * Returns how many were replaced (-1: out of memory). */
 int64_t nd_fix_nan_block_scales(uint8_t *sf, int64_t rows, int64_t cols);
 
 #endif

@@ -115,8 +115,9 @@ static int decode(nd_run *r, const nd_module *m, const float *div, int nout, int
         if (!tmp) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
         else {
             memcpy(tmp, m->weight_scale->data, m->weight_scale->nbytes);
-            nd_fix_nan_block_scales(tmp, n, (int64_t)m->weight_scale->nbytes / (n ? n : 1));
-            rc = r->be->upload(r->be, s, tmp, m->weight_scale->nbytes, e);
+            if (nd_fix_nan_block_scales(tmp, n, (int64_t)m->weight_scale->nbytes / (n ? n : 1)) < 0)
+                rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+            else rc = r->be->upload(r->be, s, tmp, m->weight_scale->nbytes, e);
             free(tmp);
         }
     }
