@@ -1,11 +1,18 @@
 /* bisect.c — `nvfp4dbg bisect CKPT [trace options]`: which stages' NVFP4 execution the divergence
  * needs (docs/repro.md), as Polygraphy's `debug precision` does for TensorRT layers.
  *
- * A first full trace (both modes) must show a divergence or a NaN; then each probe is a chained trace in which the stages outside a set S run the reference math on
- * the production path (nd_trace_opts.ref_only). The symptom is judged at the end of the chain:
- * a NaN/Inf in any chained row when the full NVFP4 run has one, else the final row's cosine
- * below a threshold (default: halfway between the full NVFP4 run and 1). Search over the
- * quantized stages in execution order Q:
+ * A first full trace (both modes) must show a divergence or a NaN; then each probe is a chained
+ * trace in which the stages outside a set S run NVFP4 the healthy way (their floor: the
+ * multiplier within 2x of 2688/amax, each shard's own weight scale; nd_trace_opts.ref_only with
+ * ref_only_floor), so every probe carries the drift of a clean NVFP4 chain and only S is executed
+ * as the checkpoint says. (With the reference math outside S instead, a deep model's own NVFP4
+ * drift over 60 layers crosses any threshold, and a healthy layer-0 stage was named.) The symptom
+ * is judged at the stage the full trace names as its first divergence, on the chained path (in a
+ * deep random model the final output's cosine hardly moves for a fault 40 layers earlier, while
+ * the diverged stage's own chained row does): a NaN/Inf in any chained row when the full run has
+ * one, else that row's cosine below a threshold (default: halfway between the full run's and the
+ * clean chain's, where every stage runs at its floor). The search covers the quantized stages
+ * executed up to that row, in execution order Q:
  *   forward  — the shortest prefix Q[0:k] that shows the symptom (bisection on k),
  *   reverse  — the shortest suffix Q[j:k] of that prefix that still shows it (bisection on j),
  *   prune    — drop each inner stage of Q[j:k] whose removal keeps the symptom.
@@ -16,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli.h"
 #include "tokens.h"
 #include "pipeline/pipeline.h"
@@ -32,7 +40,9 @@ static const char *usage_text =
     "  --backend auto|cpu|cuda, --device N, --stack NAME, --override NAME=VALUE (repeatable),\n"
     "  --reference-checkpoint DIR    as for trace\n"
     "  --min-cosine X    the symptom: final chained cosine below X (default: halfway between the\n"
-    "                    full NVFP4 run's and 1)\n"
+    "                    full NVFP4 run's and the clean chain's, every stage at its NVFP4 floor)\n"
+    "  --off floor|reference  how the stages outside a probed set run: NVFP4 the healthy way\n"
+    "                    (default; keeps a deep model's clean drift) or the reference math\n"
     "  --json            one JSON document on stdout\n"
     "\n"
     "example: nvfp4dbg bisect golden/seed-bug-v4 --stack vllm\n";
@@ -45,6 +55,8 @@ typedef struct bis {
     int use_nan;
     double min_cos;
     int traces;
+    int progress;                   /* a progress line on stderr (a terminal) */
+    char judged[ND_NAME_LEN];       /* the chained row the symptom is read from ("": the last one) */
     nd_err *e;
 } bis;
 
@@ -58,6 +70,10 @@ static int run(bis *b, const unsigned char *on, outcome *out) {
     b->o.n_ref_only = n_off;
     nd_trace_result res;
     b->traces++;
+    if (b->progress) {
+        fprintf(stderr, "\rbisect: trace %d, %d of %d stages as the checkpoint says   ", b->traces, b->n - n_off, b->n);
+        fflush(stderr);
+    }
     int rc = nd_pipeline_trace(&b->o, &res, b->e);
     if (!rc) {
         out->nonfinite = 0;
@@ -66,7 +82,7 @@ static int run(bis *b, const unsigned char *on, outcome *out) {
             const nd_row *r = &res.rows[i];
             if (strcmp(r->mode, "chained")) continue;
             out->nonfinite += r->prod_nan + r->prod_inf;
-            out->cos = r->cosine;
+            if (!b->judged[0] || !strcmp(r->name, b->judged)) out->cos = r->cosine;
         }
         if (!res.nrows) rc = nd_fail(b->e, ND_EXIT_BADINPUT, "%s: the trace produced no rows", b->o.ckpt_dir);
     }
@@ -100,6 +116,8 @@ int nd_cmd_bisect(int argc, char **argv) {
     b.o.backend = "auto";
     b.o.layer_hi = -1;
     b.o.modes = ND_MODES_CHAINED;
+    b.o.ref_only_floor = 1;
+    b.progress = isatty(2);
     b.min_cos = NAN;
     const char **ovr = calloc((size_t)argc + 1, sizeof *ovr);
     int64_t *tokens = NULL, ntok = 0;
@@ -125,6 +143,12 @@ int nd_cmd_bisect(int argc, char **argv) {
             b.min_cos = strtod(v, &end);
             if (*end || !isfinite(b.min_cos)) { rc = nd_cli_usage_error("bisect", "--min-cosine %s: expected a number", v); goto out; }
         }
+        else if (!strcmp(a, "--off")) {
+            NEED();
+            if (!strcmp(v, "floor")) b.o.ref_only_floor = 1;
+            else if (!strcmp(v, "reference")) b.o.ref_only_floor = 0;
+            else { rc = nd_cli_usage_error("bisect", "--off %s: expected floor or reference", v); goto out; }
+        }
         else if (!strcmp(a, "--json")) json = 1;
         else if (a[0] == '-') { rc = nd_cli_usage_error("bisect", "unknown option %s", a); goto out; }
         else if (!b.o.ckpt_dir) b.o.ckpt_dir = a;
@@ -148,14 +172,21 @@ int nd_cmd_bisect(int argc, char **argv) {
     b.names = calloc((size_t)(res.nrows + 1), sizeof *b.names);
     b.off = calloc((size_t)(res.nrows + 1), sizeof *b.off);
     if (!b.names || !b.off) { nd_trace_result_free(&res); rc = ND_EXIT_INTERNAL; goto out; }
+    /* the row the symptom is read from: the first divergence, when its stage has a chained row */
+    int64_t judged_at = res.nrows;
+    for (int64_t i = 0; i < res.nrows; i++)
+        if (!strcmp(res.rows[i].mode, "chained") && !strcmp(res.rows[i].name, res.summary.first_divergence)) {
+            snprintf(b.judged, sizeof b.judged, "%s", res.rows[i].name);
+            judged_at = i;
+            break;
+        }
     for (int64_t i = 0; i < res.nrows; i++) {
         const nd_row *r = &res.rows[i];
-        if (!r->quantized && strcmp(r->mode, "chained")) continue;
         if (!strcmp(r->mode, "chained")) {
             full.nonfinite += r->prod_nan + r->prod_inf;
-            full.cos = r->cosine;
+            if (!b.judged[0] || !strcmp(r->name, b.judged)) full.cos = r->cosine;
         }
-        if (!r->quantized) continue;
+        if (!r->quantized || i > judged_at) continue; /* stages after the judged row cannot matter */
         int dup = 0;
         for (int j = 0; j < b.n && !dup; j++) dup = !strcmp(b.names[j], r->name);
         if (!dup) snprintf(b.names[b.n++], ND_NAME_LEN, "%s", r->name);
@@ -163,12 +194,25 @@ int nd_cmd_bisect(int argc, char **argv) {
     int diverged = !strcmp(res.summary.status, "diverged");
     nd_trace_result_free(&res);
     b.use_nan = full.nonfinite > 0;
-    if (isnan(b.min_cos)) b.min_cos = isfinite(full.cos) ? (full.cos + 1.0) / 2.0 : 0.5;
-    const char *crit = b.use_nan ? "a NaN/Inf on the chained path" : "final chained cosine below the threshold";
-    if ((!diverged && !b.use_nan) || !symptom(&b, &full) || b.n == 0) {
+    /* the clean chain: every quantized stage at its floor (or, with --off reference, none quantized) */
+    outcome clean = {1.0, 0};
+    if (b.n > 0) {
+        unsigned char *none = calloc((size_t)b.n + 1, 1);
+        if (!none) { rc = ND_EXIT_INTERNAL; goto out; }
+        rc = run(&b, none, &clean);
+        free(none);
+        if (rc) { nd_cli_error(&e); goto out; }
+    }
+    if (isnan(b.min_cos)) b.min_cos = isfinite(full.cos) && isfinite(clean.cos) ? (full.cos + clean.cos) / 2.0 : 0.5;
+    char crit[ND_NAME_LEN + 64];
+    if (b.use_nan) snprintf(crit, sizeof crit, "a NaN/Inf on the chained path");
+    else snprintf(crit, sizeof crit, "chained cosine of %s below the threshold", b.judged[0] ? b.judged : "the last stage");
+    if ((!diverged && !b.use_nan) || !symptom(&b, &full) || symptom(&b, &clean) || b.n == 0) {
+        if (b.progress) fputc('\n', stderr);
         if (json) printf("{\"status\": \"no_symptom\", \"diverged\": %s, \"traces\": %d, \"stages\": []}\n", diverged ? "true" : "false", b.traces);
-        else printf("nvfp4dbg bisect: %s: nothing to bisect (%s; final chained cosine %.5f, %lld NaN/Inf, threshold %.5f; %d quantized stages)\n",
-                    b.o.ckpt_dir, diverged ? "diverged" : "the trace shows no divergence", full.cos, (long long)full.nonfinite, b.min_cos, b.n);
+        else printf("nvfp4dbg bisect: %s: nothing to bisect (%s; final chained cosine %.5f, %lld NaN/Inf; clean chain %.5f, %lld NaN/Inf; threshold %.5f; %d quantized stages)\n",
+                    b.o.ckpt_dir, diverged ? "diverged" : "the trace shows no divergence", full.cos, (long long)full.nonfinite,
+                    clean.cos, (long long)clean.nonfinite, b.min_cos, b.n);
         rc = ND_EXIT_OK;
         goto out;
     }
@@ -204,6 +248,7 @@ int nd_cmd_bisect(int argc, char **argv) {
     for (int i = j; i < k; i++) on[i] = keep[i];
     rc = run(&b, on, &found);
     free(on);
+    if (b.progress) fputc('\n', stderr);
     if (rc) { nd_cli_error(&e); goto out; }
     if (json) {
         json_t *root = json_object(), *st = json_array();
@@ -211,9 +256,11 @@ int nd_cmd_bisect(int argc, char **argv) {
             if (keep[i]) json_array_append_new(st, json_string(b.names[i]));
         json_object_set_new(root, "status", json_string("found"));
         json_object_set_new(root, "checkpoint", json_string(b.o.ckpt_dir));
-        json_object_set_new(root, "criterion", json_string(b.use_nan ? "nonfinite" : "final_cosine"));
+        json_object_set_new(root, "criterion", json_string(b.use_nan ? "nonfinite" : "cosine"));
+        json_object_set_new(root, "judged_stage", json_string(b.judged));
         json_object_set_new(root, "min_cosine", json_real(b.min_cos));
         json_object_set_new(root, "full_final_cosine", isfinite(full.cos) ? json_real(full.cos) : json_null());
+        json_object_set_new(root, "clean_final_cosine", isfinite(clean.cos) ? json_real(clean.cos) : json_null());
         json_object_set_new(root, "set_final_cosine", isfinite(found.cos) ? json_real(found.cos) : json_null());
         json_object_set_new(root, "quantized_stages", json_integer(b.n));
         json_object_set_new(root, "traces", json_integer(b.traces));
@@ -222,8 +269,8 @@ int nd_cmd_bisect(int argc, char **argv) {
         if (s) { puts(s); free(s); }
         json_decref(root);
     } else {
-        printf("nvfp4dbg bisect: %s: %d quantized stages; symptom: %s (threshold %.5f; all NVFP4: cosine %.5f, %lld NaN/Inf)\n",
-               b.o.ckpt_dir, b.n, crit, b.min_cos, full.cos, (long long)full.nonfinite);
+        printf("nvfp4dbg bisect: %s: %d quantized stages; symptom: %s (threshold %.5f; as the checkpoint says: cosine %.5f, %lld NaN/Inf; clean chain: cosine %.5f)\n",
+               b.o.ckpt_dir, b.n, crit, b.min_cos, full.cos, (long long)full.nonfinite, clean.cos);
         printf("smallest set of stages whose NVFP4 execution shows the symptom (cosine %.5f, %lld NaN/Inf with only these):\n",
                found.cos, (long long)found.nonfinite);
         for (int i = j; i < k; i++)

@@ -221,8 +221,15 @@ int nd_lin_prod(nd_run *r, nd_lin *l, const nd_buf *x, double x_ref_amax, nd_buf
     if (!*y) return e->code;
     int rc = 0;
     if (nd_run_ref_only(r, l->stage)) {
-        /* bisect: this stage runs the reference math on the production path */
-        rc = gemm(r, l, x->p, l->w_ref, (*y)->p, x->rows, 1.0f, 0, e);
+        /* bisect: this stage runs the reference math on the production path, or (ref_only_floor)
+         * NVFP4 the healthy way, so that the chain keeps the drift of a clean NVFP4 model */
+        nd_buf *yf = NULL;
+        if (r->opts->ref_only_floor && l->prod_kind == LIN_NVFP4_W4A4) {
+            double a = nd_buf_amax(r, x, e);
+            rc = nd_lin_floor(r, l, x, a, &yf, e);
+        }
+        if (!rc && yf) { nd_buf_put(r, *y); *y = yf; }
+        else if (!rc) rc = gemm(r, l, x->p, l->w_ref, (*y)->p, x->rows, 1.0f, 0, e);
     } else if (l->prod_kind == LIN_NVFP4_W4A4) {
         float *xq = r->be->alloc(r->be, (size_t)x->n * sizeof(float), e);
         nd_qstats qs;

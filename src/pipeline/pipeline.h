@@ -85,6 +85,7 @@ typedef struct nd_trace_opts {
     /* bisect: stages whose production path runs the reference math instead */
     const char *const *ref_only;
     int n_ref_only;
+    int ref_only_floor;         /* those stages run NVFP4 the healthy way (the floor) instead */
     /* captured activations from a real serving stack (safetensors, tensors named after stages or
      * modules; `<name>.input` optional): compared with the reference path as rows of mode
      * "captured" */
