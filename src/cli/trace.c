@@ -10,6 +10,7 @@
 #include "pipeline/pipeline.h"
 #include "diagnose/diagnose.h"
 #include "diagnose/catalogue.h"
+#include "trace_stacks.h"
 
 static const char *usage_text =
     "usage: nvfp4dbg trace CHECKPOINT [options]\n"
@@ -43,6 +44,8 @@ static const char *usage_text =
     "  --no-color                no colours (also NO_COLOR=1)\n"
     "  --no-probes               benchmark baseline: run both paths and modes, measure nothing\n"
     "  --explain-all             also diagnose (by repair) up to 4 more diverged stages after the first\n"
+    "  --stacks all|A,B          replay the model under every (or the named) serving-stack profile and\n"
+    "                            print which would serve this checkpoint correctly\n"
     "  --apply-repair            re-run the whole model with the repair that proved the cause and print the\n"
     "                            final logits' KL divergence and top-1 agreement before and after\n"
     "  --ep N                    expert parallelism over N ranks, simulated in one process\n"
@@ -99,8 +102,9 @@ static json_t *diagnosis_json(const nd_diagnosis *d, int n) {
     return list;
 }
 
-static void print_json(const nd_trace_result *res, const char *out, const nd_diagnosis *diag, int ndiag, json_t *check) {
+static void print_json(const nd_trace_result *res, const char *out, const nd_diagnosis *diag, int ndiag, json_t *check, json_t *sweep) {
     json_t *root = json_object(), *rows = json_array();
+    if (sweep) json_object_set_new(root, "stacks", sweep);
     json_object_set_new(root, "diagnosis", diagnosis_json(diag, ndiag));
     if (check) json_object_set_new(root, "repair_check", check);
     json_object_set_new(root, "status", json_string(res->summary.status));
@@ -292,7 +296,8 @@ int nd_cmd_trace(int argc, char **argv) {
     int json = 0, no_color = 0, rc = 0, explain_all = 0, apply_repair = 0;
     nd_diagnosis *diag = NULL;
     int ndiag = 0;
-    json_t *check = NULL;
+    json_t *check = NULL, *sweep = NULL;
+    const char *stacks = NULL;
     nd_err e = {0};
     if (!ovr) return ND_EXIT_INTERNAL;
     for (int i = 1; i < argc && !rc; i++) {
@@ -332,6 +337,7 @@ int nd_cmd_trace(int argc, char **argv) {
         else if (!strcmp(a, "--no-probes")) o.no_probes = 1;
         else if (!strcmp(a, "--explain-all")) explain_all = 1;
         else if (!strcmp(a, "--apply-repair")) apply_repair = 1;
+        else if (!strcmp(a, "--stacks")) { NEED(); stacks = v; }
         else if (!strcmp(a, "--ep")) {
             NEED();
             char *end;
@@ -365,6 +371,7 @@ int nd_cmd_trace(int argc, char **argv) {
         if (!rc) rc = rc2;
     }
     if (!rc && apply_repair && ndiag && json) rc = check_repair(&o, &res, &diag[0], json, &check, &e);
+    if (!rc && stacks && json) rc = nd_trace_stack_sweep(&o, stacks, 1, &sweep, &e);
     if (rc) {
         nd_cli_error(&e);
         if (res.nrows && !json) fprintf(stderr, "nvfp4dbg: the trace keeps the %lld rows written before the failure: %s\n", (long long)res.nrows, o.out_path);
@@ -374,13 +381,18 @@ int nd_cmd_trace(int argc, char **argv) {
     int64_t first = -1;
     for (int64_t i = 0; i < res.nrows; i++)
         if (!strcmp(res.rows[i].name, res.summary.first_divergence) && !strcmp(res.rows[i].mode, res.summary.first_divergence_mode)) { first = i; break; }
-    if (json) { print_json(&res, o.out_path, diag, ndiag, check); check = NULL; }
+    if (json) { print_json(&res, o.out_path, diag, ndiag, check, sweep); check = sweep = NULL; }
     else {
         printf("nvfp4dbg trace: %s  recipe %s  format %s  stack %s  backend %s (%s)\n", o.ckpt_dir, res.recipe, res.format, res.stack, res.backend, res.device);
         print_table(&res, first, color_on(no_color));
         printf("\n%s\n", res.summary.message);
         print_diagnosis(diag, ndiag);
         if (apply_repair && ndiag && (rc = check_repair(&o, &res, &diag[0], json, &check, &e))) {
+            nd_cli_error(&e);
+            nd_trace_result_free(&res);
+            goto out;
+        }
+        if (stacks && (rc = nd_trace_stack_sweep(&o, stacks, 0, NULL, &e))) {
             nd_cli_error(&e);
             nd_trace_result_free(&res);
             goto out;
@@ -394,6 +406,7 @@ int nd_cmd_trace(int argc, char **argv) {
 out:
     free(diag);
     if (check) json_decref(check);
+    if (sweep) json_decref(sweep);
     free(tokens);
     free(ovr);
     return rc;

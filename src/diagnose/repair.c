@@ -75,6 +75,17 @@ int nd_repairs_for(const nd_row *row, const nd_stage_info *in, nd_repair *out, i
                     }
                 }
             }
+            /* the same fault on every shard (one exporter bug hits the whole fused group): the
+             * reciprocal of each shard's input scale at once */
+            if (shards > 1 && shards <= ND_REPAIR_MAX_OVR && (r = add(out, &n, cap, "input_scale_reciprocal_group", "scale_inverted"))) {
+                for (int j = 0; j < shards; j++) {
+                    const double mj = in->fused_input_mult[j];
+                    if (!usable(mj)) { n--; r = NULL; break; }
+                    snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.%s=%.9g", in->fused[j], input_name(in),
+                             nd_repair_file_value(in, 1.0 / mj));
+                }
+                if (r) snprintf(r->what, sizeof r->what, "the input scale of all %d shards of the fused group replaced by its reciprocal", shards);
+            }
         }
     }
     /* with the original weights: the weight divisor that fits the stored codes and block scales,

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The diagnosis above the pipeline (issue 13) on the shipped checkpoints: the cause comes with its
+# proof in the trace (/summary repair, SQNR before/after, next command), the next command applied
+# to the whole run removes the divergence and improves the logits (--apply-repair), the stack sweep
+# says which stacks serve the checkpoint, and `explain` prints the same catalogue as docs/causes.md.
+#   usage: diagnosis.sh NVFP4DBG SOURCE_ROOT
+set -u
+bin="$1"; root="$2"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+pass=0; fail=0
+ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+attr() { h5dump -a "/summary/$1" "$2" 2>/dev/null | sed -n 's/^ *(0): *//p' | tr -d '"'; }
+
+seed="$root/golden/seed-bug-v4"
+"$bin" trace "$seed" --backend cpu --out "$tmp/s.h5" >"$tmp/s.txt" 2>&1
+ok "seed: exit 1" '[ $? -eq 1 ]'
+ok "seed: cause scale_inverted proven by repair" 'grep -q "cause scale_inverted (proven by repair)" "$tmp/s.txt"'
+ok "trace records the repair" '[ "$(attr repair "$tmp/s.h5")" = input_scale_reciprocal ]'
+before=$(attr sqnr_before_db "$tmp/s.h5"); after=$(attr sqnr_after_db "$tmp/s.h5"); floor=$(attr floor_db "$tmp/s.h5")
+ok "SQNR before ($before) is far below the floor ($floor), after ($after) within 6 dB of it" \
+  'awk -v b="$before" -v a="$after" -v f="$floor" "BEGIN{exit !(b < f - 6 && a >= f - 6)}"'
+cmd=$(attr next_command "$tmp/s.h5")
+ok "the next command overrides the q_a_proj input scale with its reciprocal (got: $cmd)" \
+  '[[ "$cmd" == *"--override model.layers.0.self_attn.q_a_proj.input_global_scale=719.79"* ]]'
+# the next command, run as printed, moves the first divergence past q_a_proj (kv_proj carries the
+# same fault in the seed report)
+read -r -a argv <<<"${cmd#nvfp4dbg trace }"
+"$bin" trace "${argv[@]}" --backend cpu --out "$tmp/n.h5" --json >"$tmp/n.json" 2>/dev/null
+ok "after the next command the first divergence is kv_proj" 'grep -q "\"first_divergence\": \"layers.0.self_attn.kv_proj\"" "$tmp/n.json"'
+
+# --apply-repair: both shards repaired, no divergence left, logits closer to the reference
+"$bin" trace "$seed" --backend cpu --out "$tmp/a.h5" --apply-repair --json >"$tmp/a.json" 2>/dev/null
+kl0=$(tr -d '\n ' <"$tmp/a.json" | sed 's/.*"kl_before":\([^,}]*\).*/\1/')
+kl1=$(tr -d '\n ' <"$tmp/a.json" | sed 's/.*"kl_after":\([^,}]*\).*/\1/')
+t0=$(tr -d '\n ' <"$tmp/a.json" | sed 's/.*"top1_before":\([^,}]*\).*/\1/')
+t1=$(tr -d '\n ' <"$tmp/a.json" | sed 's/.*"top1_after":\([^,}]*\).*/\1/')
+ok "apply-repair: no divergence left" 'tr -d "\n " <"$tmp/a.json" | grep -q "\"status_after\":\"ok\""'
+ok "apply-repair: two rounds (q_a_proj, kv_proj)" '[ "$(grep -c "\"repair\": \"input_scale_reciprocal\"" "$tmp/a.json")" -ge 2 ]'
+ok "apply-repair: KL $kl0 -> $kl1 falls by 4x, top-1 $t0 -> $t1 rises" \
+  'awk -v a="$kl0" -v b="$kl1" -v c="$t0" -v d="$t1" "BEGIN{exit !(b * 4 < a && d > c)}"'
+
+# the stack sweep on the clean checkpoint: the stacks that keep the checkpoint's meaning serve it,
+# the reciprocal-taking profile does not (and the sweep says where it breaks)
+"$bin" trace "$root/golden/clean-v4" --backend cpu --out "$tmp/c.h5" --stacks all --json >"$tmp/c.json" 2>/dev/null
+ok "clean: exit 0 with the sweep" '[ $? -eq 0 ]'
+flat=$(tr -d '\n ' <"$tmp/c.json")
+for s in exact vllm vllm-old; do
+  ok "clean: $s serves" '[[ "$flat" == *"{\"stack\":\"$s\",\"serves\":true"* ]]'
+done
+ok "clean: modular-6600 does not, cause scale_inverted" '[[ "$flat" == *"{\"stack\":\"modular-6600\",\"serves\":false,\"first_divergence\":\"layers.0."*"\"cause\":\"scale_inverted\""* ]]'
+"$bin" trace "$seed" --backend cpu --out "$tmp/x.h5" --stacks nosuch >/dev/null 2>"$tmp/err"
+ok "an unknown stack in the sweep is exit 2" '[ $? -eq 2 ] && grep -q "nosuch" "$tmp/err"'
+
+# explain: the catalogue, the docs made from it
+"$bin" explain scale_inverted >"$tmp/e.txt"
+ok "explain a code: exit 0 with its proof" '[ $? -eq 0 ] && grep -q "proof:" "$tmp/e.txt"'
+"$bin" explain no_such_code >/dev/null 2>"$tmp/err"
+ok "explain an unknown code: exit 2 listing the codes" '[ $? -eq 2 ] && grep -q "scale_inverted" "$tmp/err"'
+"$bin" explain --all --markdown >"$tmp/causes.md"
+ok "docs/causes.md is the catalogue (regenerate: nvfp4dbg explain --all --markdown > docs/causes.md)" 'cmp -s "$tmp/causes.md" "$root/docs/causes.md"'
+echo "diagnosis: $pass passed, $fail failed"
+[ $fail -eq 0 ]
