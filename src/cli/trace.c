@@ -65,8 +65,17 @@ static void print_table(const nd_trace_result *res, int64_t first, int color) {
         const char *on = "", *off = "";
         if (color && i == first) { on = "\033[1;31m"; off = "\033[0m"; }
         else if (color && bad) { on = "\033[33m"; off = "\033[0m"; }
-        printf("%s%-46.46s %-14.14s %-8.8s %10.4g %10.4g %6lld %9.5f %7.1f  %s%s%s\n", on, r->name, r->op, r->mode,
-               r->ref_amax, r->prod_amax, (long long)(r->prod_nan + r->prod_inf), r->cosine, r->sqnr_db, r->verdict,
+        /* two all-zero outputs agree trivially: never shown as cosine 1 / SQNR 200 */
+        char cs[16], sq[16];
+        if (r->ref_amax == 0 && r->prod_amax == 0 && r->prod_nan + r->prod_inf + r->ref_nan + r->ref_inf == 0) {
+            snprintf(cs, sizeof cs, "all-zero");
+            snprintf(sq, sizeof sq, "-");
+        } else {
+            snprintf(cs, sizeof cs, "%.5f", r->cosine);
+            snprintf(sq, sizeof sq, "%.1f", r->sqnr_db);
+        }
+        printf("%s%-46.46s %-14.14s %-8.8s %10.4g %10.4g %6lld %9s %7s  %s%s%s\n", on, r->name, r->op, r->mode,
+               r->ref_amax, r->prod_amax, (long long)(r->prod_nan + r->prod_inf), cs, sq, r->verdict,
                i == first ? "   <== first divergence" : "", off);
     }
 }
@@ -164,6 +173,8 @@ static void print_diagnosis(const nd_diagnosis *d, int n) {
             for (int j = 0; j < d[i].n_tries; j++) {
                 const nd_diag_try *t = &d[i].tries[j];
                 if (t->failed) printf("    %-24s %-70.70s replay failed\n", t->rep.name, t->rep.what);
+                else if (t->row.ref_amax == 0 && t->row.prod_amax == 0)
+                    printf("    %-24s %-70.70s both outputs all-zero\n", t->rep.name, t->rep.what);
                 else printf("    %-24s %-70.70s SQNR %6.1f dB (floor %5.1f)%s\n", t->rep.name, t->rep.what, t->row.sqnr_db,
                             t->row.floor_sqnr_db, t->restored ? "  restores" : "");
             }

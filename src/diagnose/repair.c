@@ -45,7 +45,8 @@ int nd_repairs_for(const nd_row *row, const nd_stage_info *in, nd_repair *out, i
         snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.block_scale_fix=1", in->module);
         snprintf(r->what, sizeof r->what, "%d NaN block scales of %s replaced by their row neighbours", in->nan_block_scales, in->module);
     }
-    if (in->nvfp4_w4a4) {
+    /* with an unusable weight divisor no input repair can restore the stage: those are not tried */
+    if (in->nvfp4_w4a4 && usable(in->weight_div)) {
         const double m = in->input_mult;
         if (!usable(m) || !in->has_input_scale) {
             /* a missing, zero or non-finite input scale: the value calibration would give */
@@ -92,6 +93,9 @@ int nd_repairs_for(const nd_row *row, const nd_stage_info *in, nd_repair *out, i
      * when the stored one is more than 5% away from it */
     if (usable(in->weight_div_fit) && usable(in->weight_div) && fabs(in->weight_div_fit / in->weight_div - 1) > 0.05 &&
         (r = add(out, &n, cap, "weight_scale_fit", in->n_fused > 1 ? "fused_scale_mismatch" : "weight_global_mismatch")))
+        set_weight(r, in, in->weight_div, in->weight_div_fit);
+    /* a zero or non-finite weight global: with the original, its calibrated value is the fit */
+    if (usable(in->weight_div_fit) && !usable(in->weight_div) && (r = add(out, &n, cap, "weight_scale_calibrated", "nonfinite_scale")))
         set_weight(r, in, in->weight_div, in->weight_div_fit);
     /* a zero or non-finite weight global: a sibling shard's value (shards are calibrated alike) */
     if (!usable(in->weight_div))
