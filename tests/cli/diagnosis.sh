@@ -13,7 +13,7 @@ ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail
 attr() { h5dump -a "/summary/$1" "$2" 2>/dev/null | sed -n 's/^ *(0): *//p' | tr -d '"'; }
 
 seed="$root/golden/seed-bug-v4"
-"$bin" trace "$seed" --backend cpu --out "$tmp/s.h5" >"$tmp/s.txt" 2>&1
+"$bin" trace "$seed" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/s.h5" >"$tmp/s.txt" 2>&1
 ok "seed: exit 1" '[ $? -eq 1 ]'
 ok "seed: cause scale_inverted proven by repair" 'grep -q "cause scale_inverted (proven by repair)" "$tmp/s.txt"'
 ok "trace records the repair" '[ "$(attr repair "$tmp/s.h5")" = input_scale_reciprocal ]'
@@ -26,11 +26,11 @@ ok "the next command overrides the q_a_proj input scale with its reciprocal (got
 # the next command, run as printed, moves the first divergence past q_a_proj (kv_proj carries the
 # same fault in the seed report)
 read -r -a argv <<<"${cmd#nvfp4dbg trace }"
-"$bin" trace "${argv[@]}" --backend cpu --out "$tmp/n.h5" --json >"$tmp/n.json" 2>/dev/null
+"$bin" trace "${argv[@]}" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/n.h5" --json >"$tmp/n.json" 2>/dev/null
 ok "after the next command the first divergence is kv_proj" 'grep -q "\"first_divergence\": \"layers.0.self_attn.kv_proj\"" "$tmp/n.json"'
 
 # --apply-repair: both shards repaired, no divergence left, logits closer to the reference
-"$bin" trace "$seed" --backend cpu --out "$tmp/a.h5" --apply-repair --json >"$tmp/a.json" 2>/dev/null
+"$bin" trace "$seed" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/a.h5" --apply-repair --json >"$tmp/a.json" 2>/dev/null
 kl0=$(tr -d '\n ' <"$tmp/a.json" | sed 's/.*"kl_before":\([^,}]*\).*/\1/')
 kl1=$(tr -d '\n ' <"$tmp/a.json" | sed 's/.*"kl_after":\([^,}]*\).*/\1/')
 t0=$(tr -d '\n ' <"$tmp/a.json" | sed 's/.*"top1_before":\([^,}]*\).*/\1/')
@@ -42,14 +42,14 @@ ok "apply-repair: KL $kl0 -> $kl1 falls by 4x, top-1 $t0 -> $t1 rises" \
 
 # the stack sweep on the clean checkpoint: the stacks that keep the checkpoint's meaning serve it,
 # the reciprocal-taking profile does not (and the sweep says where it breaks)
-"$bin" trace "$root/golden/clean-v4" --backend cpu --out "$tmp/c.h5" --stacks all --json >"$tmp/c.json" 2>/dev/null
+"$bin" trace "$root/golden/clean-v4" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/c.h5" --stacks all --json >"$tmp/c.json" 2>/dev/null
 ok "clean: exit 0 with the sweep" '[ $? -eq 0 ]'
 flat=$(tr -d '\n ' <"$tmp/c.json")
 for s in exact vllm vllm-old; do
   ok "clean: $s serves" '[[ "$flat" == *"{\"stack\":\"$s\",\"serves\":true"* ]]'
 done
 ok "clean: modular-6600 does not, cause scale_inverted" '[[ "$flat" == *"{\"stack\":\"modular-6600\",\"serves\":false,\"first_divergence\":\"layers.0."*"\"cause\":\"scale_inverted\""* ]]'
-"$bin" trace "$seed" --backend cpu --out "$tmp/x.h5" --stacks nosuch >/dev/null 2>"$tmp/err"
+"$bin" trace "$seed" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/x.h5" --stacks nosuch >/dev/null 2>"$tmp/err"
 ok "an unknown stack in the sweep is exit 2" '[ $? -eq 2 ] && grep -q "nosuch" "$tmp/err"'
 
 # explain: the catalogue, the docs made from it

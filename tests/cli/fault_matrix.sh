@@ -7,11 +7,10 @@
 #   one max scale per fused GEMM) with unequal shard scales: such a checkpoint cannot be served by
 #   that stack at all, and the first divergence is the first fused group of layer 0, cause
 #   fused_scale_mismatch. Under exact, unequal shard scales are harmless and change nothing.
-#   usage: fault_matrix.sh NVFP4DBG [family ...]
+#   usage: [FAMILIES="llama ..."] fault_matrix.sh NVFP4DBG
 set -u
-bin="$1"; shift
-families=("${@:-deepseek_v4 llama deepseek_v3}")
-read -r -a families <<<"${families[*]}"
+bin="$1"
+read -r -a families <<<"${FAMILIES:-deepseek_v4 llama deepseek_v3}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 pass=0; fail=0
