@@ -146,6 +146,8 @@ struct nd_backend {
                    int steps, float *y, nd_err *e);
     /* y += x (n elements). */
     int (*add)(nd_backend *b, float *y, const float *x, int64_t n, nd_err *e);
+    /* y[r, c] += bias[c] for an [rows, cols] y (a linear layer's bias, before its output rounding). */
+    int (*add_bias)(nd_backend *b, float *y, const float *bias, int64_t rows, int64_t cols, nd_err *e);
     /* h = silu(min(g, limit)) * clamp(v, -limit, limit); limit <= 0: no clamp. bf16_steps: silu(g)
      * rounded to BF16 before the product (nd_swiglu_elem). */
     int (*swiglu)(nd_backend *b, const float *g, const float *v, int64_t n, float limit, int bf16_steps, float *h,

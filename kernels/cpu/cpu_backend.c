@@ -39,6 +39,7 @@ int nd_backend_cpu_create(nd_backend **out, nd_err *e) {
     b->round_bf16 = nd_cpu_round_bf16;
     b->rmsnorm = nd_cpu_rmsnorm;
     b->add = nd_cpu_add;
+    b->add_bias = nd_cpu_add_bias;
     b->swiglu = nd_cpu_swiglu;
     b->rope = nd_cpu_rope;
     b->attention = nd_cpu_attention;

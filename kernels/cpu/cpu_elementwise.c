@@ -41,6 +41,15 @@ int nd_cpu_add(nd_backend *b, float *y, const float *x, int64_t n, nd_err *e) {
     return 0;
 }
 
+int nd_cpu_add_bias(nd_backend *b, float *y, const float *bias, int64_t rows, int64_t cols, nd_err *e) {
+    (void)b;
+    ND_CPU_SIZES(e, "add_bias", rows, cols);
+    ND_CPU_REQUIRE(rows == 0 || cols == 0 || (y && bias), e, "add_bias", "NULL buffer");
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) y[r * cols + c] += bias[c];
+    return 0;
+}
+
 int nd_cpu_swiglu(nd_backend *b, const float *g, const float *v, int64_t n, float limit, int bf16_steps,
                   float *h, nd_err *e) {
     (void)b;

@@ -68,6 +68,7 @@ int nd_cpu_round_bf16(nd_backend *b, float *x, int64_t n, nd_err *e);
 int nd_cpu_rmsnorm(nd_backend *b, const float *x, const float *w, float eps, int64_t rows, int64_t d,
                    int steps, float *y, nd_err *e);
 int nd_cpu_add(nd_backend *b, float *y, const float *x, int64_t n, nd_err *e);
+int nd_cpu_add_bias(nd_backend *b, float *y, const float *bias, int64_t rows, int64_t cols, nd_err *e);
 int nd_cpu_swiglu(nd_backend *b, const float *g, const float *v, int64_t n, float limit, int bf16_steps,
                   float *h, nd_err *e);
 

@@ -215,6 +215,7 @@ extern "C" int nd_backend_cuda_create(nd_backend **out, int device, nd_err *e) {
     b->round_bf16 = nd_cuda_round_bf16;
     b->rmsnorm = nd_cuda_rmsnorm;
     b->add = nd_cuda_add;
+    b->add_bias = nd_cuda_add_bias;
     b->swiglu = nd_cuda_swiglu;
     b->rope = nd_cuda_rope;
     b->attention = nd_cuda_attention;

@@ -31,6 +31,19 @@ int nd_cuda_add(nd_backend *b, float *y, const float *x, int64_t n, nd_err *e) {
     return 0;
 }
 
+__global__ void add_bias_kernel(float *y, const float *__restrict__ bias, int64_t n, int64_t cols) {
+    GRID_STRIDE(i, n) y[i] = __fadd_rn(y[i], bias[i % cols]);
+}
+
+int nd_cuda_add_bias(nd_backend *b, float *y, const float *bias, int64_t rows, int64_t cols, nd_err *e) {
+    if (rows < 0 || cols < 0) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: add_bias: negative size");
+    const int64_t n = rows * cols;
+    if (n == 0) return 0;
+    add_bias_kernel<<<nd_cuda_grid(b, n, 256), 256, 0, nd_cu(b)->stream>>>(y, bias, n, cols);
+    ND_LAUNCHED("add_bias_kernel");
+    return 0;
+}
+
 __global__ void swiglu_kernel(const float *__restrict__ g, const float *__restrict__ v, int64_t n, float limit,
                               int bf16_steps, float *__restrict__ h) {
     GRID_STRIDE(i, n) h[i] = nd_swiglu_elem(g[i], v[i], limit, bf16_steps);

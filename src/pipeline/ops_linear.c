@@ -33,6 +33,12 @@ static int gemm(nd_run *r, nd_lin *l, const float *x, const float *w, float *y, 
     return r->be->gemm(r->be, x, w, y, t, n, k, alpha, exact, e);
 }
 
+/* the bias row added to every output row (before rounding), when the module has one */
+static int add_bias(nd_run *r, const nd_lin *l, nd_buf *y, nd_err *e) {
+    if (!l->bias) return 0;
+    return r->be->add_bias(r->be, y->p, l->bias, y->rows, y->cols, e);
+}
+
 static int64_t in_width(const nd_lin *l) { return l->m.in_features * (l->groups > 1 ? l->groups : 1); }
 
 /* What the checkpoint alone says about this module (a cause code, or ""). */
@@ -158,6 +164,12 @@ int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char
     } else {
         rc = nd_weight_f32(r, &l->m, &l->w_ref, e);
     }
+    if (!rc && l->m.bias) {
+        if (l->groups > 1) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: %s: a grouped projection with a bias is not supported", nd_ckpt_dir(r->ck), l->m.path);
+        else rc = nd_tensor_f32(r, l->m.bias, &l->bias, e);
+        /* the reference of --ref-numerics transformers holds it in BF16, as the BF16 model does */
+        if (!rc && r->ref_tf) rc = r->be->round_bf16(r->be, l->bias, l->m.out_features, e);
+    }
     if (rc) { nd_lin_close(r, l); return rc; }
     /* --ref-numerics transformers: the reference weight as the BF16 model holds it (compressed-tensors
      * decompresses to BF16; FP32 weights are cast on load), exact dequantization first */
@@ -172,7 +184,8 @@ int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char
 void nd_lin_close(nd_run *r, nd_lin *l) {
     if (l->w_ref) r->be->release(r->be, l->w_ref);
     if (l->w_prod) r->be->release(r->be, l->w_prod);
-    l->w_ref = l->w_prod = NULL;
+    if (l->bias) r->be->release(r->be, l->bias);
+    l->w_ref = l->w_prod = l->bias = NULL;
 }
 
 static int check_input(nd_run *r, const nd_lin *l, const nd_buf *x, nd_err *e) {
@@ -189,6 +202,7 @@ int nd_lin_ref(nd_run *r, nd_lin *l, const nd_buf *x, nd_buf **y, nd_err *e) {
     if (!*y) return e->code;
     if (r->calib_cb) r->calib_cb(r->calib_user, l->canonical, nd_buf_amax(r, x, e));
     ND_TRY(gemm(r, l, x->p, l->w_ref, (*y)->p, x->rows, 1.0f, 0, e));
+    ND_TRY(add_bias(r, l, *y, e));
     return r->be->round_bf16(r->be, (*y)->p, (*y)->n, e);
 }
 
@@ -228,7 +242,7 @@ int nd_lin_prod(nd_run *r, nd_lin *l, const nd_buf *x, double x_ref_amax, nd_buf
             double a = nd_buf_amax(r, x, e);
             rc = nd_lin_floor(r, l, x, a, &yf, e);
         }
-        if (!rc && yf) { nd_buf_put(r, *y); *y = yf; }
+        if (!rc && yf) { nd_buf_put(r, *y); *y = yf; return 0; } /* the floor's output is final (bias, rounding) */
         else if (!rc) rc = gemm(r, l, x->p, l->w_ref, (*y)->p, x->rows, 1.0f, 0, e);
     } else if (l->prod_kind == LIN_NVFP4_W4A4) {
         float *xq = r->be->alloc(r->be, (size_t)x->n * sizeof(float), e);
@@ -258,6 +272,7 @@ int nd_lin_prod(nd_run *r, nd_lin *l, const nd_buf *x, double x_ref_amax, nd_buf
     } else {
         rc = gemm(r, l, x->p, l->w_ref, (*y)->p, x->rows, 1.0f, 0, e);
     }
+    if (!rc) rc = add_bias(r, l, *y, e);
     if (!rc) rc = r->be->round_bf16(r->be, (*y)->p, (*y)->n, e);
     return rc;
 }
@@ -293,6 +308,7 @@ int nd_lin_floor(nd_run *r, nd_lin *l, const nd_buf *x, double amax, nd_buf **y,
     if (!rc) *y = nd_buf_new(r, x->rows, n, e);
     if (!rc && !*y) rc = e->code;
     if (!rc) rc = gemm(r, l, xq, wf, (*y)->p, x->rows, 1.0f / (g * w_div), 1, e);
+    if (!rc) rc = add_bias(r, l, *y, e);
     if (!rc) rc = r->be->round_bf16(r->be, (*y)->p, (*y)->n, e);
     if (xq) r->be->release(r->be, xq);
     if (wq) r->be->release(r->be, wq);

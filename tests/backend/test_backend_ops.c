@@ -458,6 +458,24 @@ static void case_elementwise(void) {
     }
     same_floats("add", r[0], r[1], n);
     free(r[0]); free(r[1]);
+    /* add_bias: a row vector added to every row */
+    {
+        const int64_t cols = 1 + rnd_int(97), rows = n / cols;
+        float *bias = rnd_floats(cols, 3.0f);
+        BOTH(be) {
+            nd_err e = {0};
+            void *dy = dev_put(be, a, (size_t)(rows * cols) * 4), *db = dev_put(be, bias, (size_t)cols * 4);
+            op_rc(be, "add_bias", g_be[be]->add_bias(g_be[be], dy, db, rows, cols, &e), &e);
+            r[be] = dev_get(be, dy, (size_t)(rows * cols) * 4);
+            dev_free(be, dy); dev_free(be, db);
+        }
+        same_floats("add_bias", r[0], r[1], rows * cols);
+        /* and the value itself, against the definition */
+        int bad = 0;
+        for (int64_t i = 0; i < rows * cols; i++) bad += r[0][i] != a[i] + bias[i % cols];
+        CHECK(bad == 0, "add_bias: %d elements differ from y + bias[col]", bad);
+        free(r[0]); free(r[1]); free(bias);
+    }
     /* swiglu, with and without the clamp; gates spread over [-30, 30] */
     for (int lim = 0; lim < 2; lim++)
         for (int bs = 0; bs < 2; bs++) { /* bs: silu rounded to BF16 first (transformers) */
