@@ -103,6 +103,8 @@ static int parse_rope(cfgctx *x, nd_model_cfg *c) {
     TRY_GET(get_num(x, rs, "beta_slow", RK("beta_slow"), &c->rope_beta_slow));
     TRY_GET(get_num(x, rs, "mscale", RK("mscale"), &c->rope_mscale));
     TRY_GET(get_num(x, rs, "mscale_all_dim", RK("mscale_all_dim"), &c->rope_mscale_all_dim));
+    TRY_GET(get_num(x, rs, "low_freq_factor", RK("low_freq_factor"), &c->rope_low_freq_factor));
+    TRY_GET(get_num(x, rs, "high_freq_factor", RK("high_freq_factor"), &c->rope_high_freq_factor));
 #undef RK
     return 0;
 }
@@ -166,6 +168,8 @@ static int parse(cfgctx *x, nd_model_cfg *c) {
     snprintf(c->scoring_func, sizeof c->scoring_func, "softmax");
     snprintf(c->rope_type, sizeof c->rope_type, "default");
     c->rope_factor = 1.0;
+    c->rope_low_freq_factor = 1.0;
+    c->rope_high_freq_factor = 4.0;
     c->rope_beta_fast = 32.0;
     c->rope_beta_slow = 1.0;
     c->rope_mscale = 1.0;

@@ -1,6 +1,13 @@
 /* rope_freqs.c — rotary frequencies per layer (research/model-arch.md §3.6):
  * f_i = theta^(-2i/r); YaRN (compressed V4 layers, or when the recipe says yarn: 1) blends
- * f_i/factor and f_i over the ramp between the beta_fast and beta_slow corrections; no mscale. */
+ * f_i/factor and f_i over the ramp between the beta_fast and beta_slow corrections; no mscale.
+ * config rope_type (rope_scaling / rope_parameters, both spellings):
+ *   llama3  (Llama 3.1/3.3) wavelengths above original_max_position_embeddings / low_freq_factor
+ *           are divided by factor, those below .../high_freq_factor kept, the band between blended
+ *           by (orig/wavelen - low) / (high - low), as transformers' _compute_llama3_parameters;
+ *   linear  every frequency divided by factor;
+ *   default / none: unchanged. Any other type on a stage that does not handle it is exit 2: a
+ *   frequency silently left unscaled makes every reference number wrong. */
 #include <math.h>
 #include <string.h>
 #include "run.h"
@@ -23,6 +30,16 @@ int nd_rope_freqs(nd_run *r, const nd_stage *st, int64_t rot_dim, float *inv_fre
         theta = ctheta;
         yarn = 1;
     }
+    const char *rt = c->rope_type;
+    const int llama3 = !strcmp(rt, "llama3"), linear = !strcmp(rt, "linear");
+    const int handles_yarn = yarn > 0 || nd_stage_attr(st->def, "compressed_theta") != NULL;
+    if (rt[0] && strcmp(rt, "default") && !llama3 && !linear && !(!strcmp(rt, "yarn") && handles_yarn))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: rope_type '%s' (config.json rope_scaling / rope_parameters) is not supported by "
+                       "stage %s of recipe %s (supported: default, linear, llama3%s)", nd_ckpt_dir(r->ck), rt, st->name,
+                       r->rc->name, handles_yarn ? ", yarn" : "");
+    if (llama3 && !(c->rope_orig_max_pos > 0 && c->rope_factor > 0 && c->rope_high_freq_factor != c->rope_low_freq_factor))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: rope_type llama3 needs factor > 0, original_max_position_embeddings > 0 and "
+                       "low_freq_factor != high_freq_factor", nd_ckpt_dir(r->ck));
     int use_yarn = yarn > 0 && c->rope_factor > 1 && c->rope_orig_max_pos > 0;
     double low = 0, high = 0;
     if (use_yarn) {
@@ -39,6 +56,20 @@ int nd_rope_freqs(nd_run *r, const nd_stage *st, int64_t rot_dim, float *inv_fre
             ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
             double smooth = 1 - ramp;
             f = f / c->rope_factor * (1 - smooth) + f * smooth;
+        }
+        if (linear) f /= c->rope_factor;
+        if (llama3) {
+            /* in FP32 as transformers computes it from its FP32 inv_freq */
+            const float ff = (float)f, factor = (float)c->rope_factor, lo = (float)c->rope_low_freq_factor,
+                        hi = (float)c->rope_high_freq_factor, old_len = (float)c->rope_orig_max_pos;
+            const float wavelen = 2.0f * (float)M_PI / ff;
+            const float lo_wavelen = old_len / lo, hi_wavelen = old_len / hi;
+            float v = wavelen > lo_wavelen ? ff / factor : ff;
+            if (!(wavelen < hi_wavelen) && !(wavelen > lo_wavelen)) {
+                const float smooth = (old_len / wavelen - lo) / (hi - lo);
+                v = (1 - smooth) * v / factor + smooth * v;
+            }
+            f = v;
         }
         inv_freq[i] = (float)f;
     }

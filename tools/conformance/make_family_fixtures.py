@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Conformance fixtures for the engine gaps of issue 19, made with transformers' own classes.
+
+For each tiny model this writes golden/conformance/<kind>/:
+  bf16/                   the random model as save_pretrained writes it (transformers 5: rope under
+                          `rope_parameters`)
+  bf16-rope-scaling/      (llama31 only) the same weights with the config spelled the old way
+                          (`rope_scaling` + top-level rope_theta), as many Hub checkpoints still are
+  reference.safetensors   transformers' eager BF16 forward of that model on the fixed prompt:
+                          hidden_states.i, layer_out.i, logits (same names as make_fixtures.py)
+  manifest.json           tokens, seed, versions, config
+Kinds:
+  qwen2    Qwen2ForCausalLM: q/k/v projections with a bias (random, not the zero init)
+  llama31  LlamaForCausalLM with rope_type llama3 (factor 8, low/high_freq_factor 1/4,
+           original_max_position_embeddings 64): with head_dim 16 the three frequency bands
+           (kept, blended, divided by the factor) are all present
+Only for making fixtures (run where torch and transformers are installed); nothing in the build or
+the tests runs it. Usage: python tools/conformance/make_family_fixtures.py [--out golden/conformance]
+"""
+import argparse
+import json
+import os
+import shutil
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("USE_HUB_KERNELS", "0")
+
+import torch  # noqa: E402
+from safetensors.torch import save_file  # noqa: E402
+
+SEQ = 32
+TOKENS = [(i * 37 + 11) % 256 for i in range(SEQ)]
+SEED = 1234
+
+
+def config(kind):
+    import transformers as tf
+    common = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                  initializer_range=0.1, tie_word_embeddings=False)
+    if kind == "qwen2":
+        return tf.Qwen2Config(**common, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    if kind == "llama31":
+        return tf.LlamaConfig(**common, rope_parameters={
+            "rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0, "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0, "original_max_position_embeddings": 64})
+    raise ValueError(kind)
+
+
+def model_class(kind):
+    import transformers as tf
+    return {"qwen2": tf.Qwen2ForCausalLM, "llama31": tf.LlamaForCausalLM}[kind]
+
+
+@torch.no_grad()
+def randomize(model, gen):
+    """Norm weights and biases are initialised to constants; random values make them count."""
+    for name, p in model.named_parameters():
+        if name.endswith("layernorm.weight") or name.endswith("norm.weight"):
+            p.copy_((1 + 0.1 * torch.randn(p.shape, generator=gen)).to(p.dtype))
+        elif name.endswith(".bias"):
+            p.copy_((0.5 * torch.randn(p.shape, generator=gen)).to(p.dtype))
+
+
+@torch.no_grad()
+def forward_record(model):
+    ids = torch.tensor([TOKENS])
+    outs = []
+    hooks = [l.register_forward_hook(lambda m, i, o: outs.append(o[0] if isinstance(o, tuple) else o))
+             for l in model.model.layers]
+    out = model(ids, output_hidden_states=True, use_cache=False)
+    for h in hooks:
+        h.remove()
+    rec = {"input_ids": ids.to(torch.int64), "logits": out.logits.contiguous()}
+    for i, h in enumerate(out.hidden_states):
+        rec[f"hidden_states.{i}"] = h.clone().contiguous()
+    for i, h in enumerate(outs):
+        rec[f"layer_out.{i}"] = h.clone().contiguous()
+    return rec
+
+
+def old_style_config(bf16_dir, out_dir):
+    """The same model with rope under rope_scaling and rope_theta at the top (pre-5 spelling)."""
+    shutil.copytree(bf16_dir, out_dir)
+    path = os.path.join(out_dir, "config.json")
+    cfg = json.load(open(path))
+    rp = cfg.pop("rope_parameters")
+    cfg["rope_theta"] = rp.pop("rope_theta")
+    cfg["rope_scaling"] = rp
+    json.dump(cfg, open(path, "w"), indent=2)
+
+
+def make(kind, root):
+    import transformers
+    out = os.path.join(root, kind)
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    torch.manual_seed(SEED)
+    model = model_class(kind)._from_config(config(kind), dtype=torch.bfloat16, attn_implementation="eager").eval()
+    randomize(model, torch.Generator().manual_seed(SEED))
+    bf16 = os.path.join(out, "bf16")
+    model.save_pretrained(bf16)
+    # the reference is the forward of the model as saved and loaded again (what the tool reads)
+    stock = model_class(kind).from_pretrained(bf16, dtype=torch.bfloat16, attn_implementation="eager").eval()
+    ref = forward_record(stock)
+    save_file(ref, os.path.join(out, "reference.safetensors"))
+    if kind == "llama31":
+        old_style_config(bf16, os.path.join(out, "bf16-rope-scaling"))
+    notes = {"model": kind, "tokens": TOKENS, "seed": SEED, "class": type(stock).__name__,
+             "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
+             "attn_implementation": "eager", "config": json.load(open(os.path.join(bf16, "config.json")))}
+    json.dump(notes, open(os.path.join(out, "manifest.json"), "w"), indent=1)
+    print(kind, "logits", tuple(ref["logits"].shape), "written to", out)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="golden/conformance")
+    ap.add_argument("--kinds", default="qwen2,llama31")
+    a = ap.parse_args()
+    for k in a.kinds.split(","):
+        make(k, a.out)
+
+
+if __name__ == "__main__":
+    main()
