@@ -220,8 +220,24 @@ int nd_cfg_parse(const char *path, nd_model_cfg *c, nd_err *e) {
     if (!root) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not valid JSON (line %d: %s)", path, jerr.line, jerr.text);
     if (!json_is_object(root)) { json_decref(root); return nd_fail(e, ND_EXIT_BADINPUT, "%s: not a JSON object", path); }
     c->json = root;
-    cfgctx x = { path, root, e };
+    /* multimodal checkpoints (Mistral3, Gemma3, Llama4, Qwen2.5-VL ...) nest the language model's
+     * settings under text_config: the decoder is what is replayed, so its keys are read there
+     * (quantization_config stays at the top, read by quant_config.c) */
+    json_t *tc = json_object_get(root, "text_config");
+    if (tc && !json_is_object(tc)) { nd_cfg_free(c); return nd_fail(e, ND_EXIT_BADINPUT, "%s: key 'text_config' must be an object", path); }
+    cfgctx x = { path, tc ? tc : root, e };
     int rc = parse(&x, c);
+    if (!rc) {
+        json_t *tie = json_object_get(root, "tie_word_embeddings");
+        if (!tie && tc) tie = json_object_get(tc, "tie_word_embeddings");
+        if (tie && !json_is_boolean(tie)) { nd_cfg_free(c); return nd_fail(e, ND_EXIT_BADINPUT, "%s: key 'tie_word_embeddings' must be true or false", path); }
+        c->tie_word_embeddings = tie && json_is_true(tie);
+    }
+    if (!rc && tc && !c->architecture[0]) {
+        json_t *ar = json_object_get(root, "architectures");
+        if (json_is_array(ar) && json_is_string(json_array_get(ar, 0)))
+            snprintf(c->architecture, sizeof c->architecture, "%s", json_string_value(json_array_get(ar, 0)));
+    }
     if (rc) nd_cfg_free(c);
     return rc;
 }
@@ -235,9 +251,17 @@ void nd_cfg_free(nd_model_cfg *c) {
     c->json = NULL;
 }
 
-/* Walk a dotted key; digit segments index arrays ("layer_types.0"). */
+/* Walk a dotted key; digit segments index arrays ("layer_types.0"). A key the top level lacks is
+ * looked up in text_config too (multimodal configs). */
+static json_t *lookup_in(json_t *cur, const char *key);
 static json_t *lookup(const nd_model_cfg *c, const char *key) {
-    json_t *cur = c->json;
+    json_t *v = lookup_in(c->json, key);
+    json_t *tc = c->json ? json_object_get(c->json, "text_config") : NULL;
+    if (!v && json_is_object(tc)) v = lookup_in(tc, key);
+    return v;
+}
+
+static json_t *lookup_in(json_t *cur, const char *key) {
     char seg[128];
     while (cur && *key) {
         const char *dot = strchr(key, '.');

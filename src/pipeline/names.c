@@ -101,18 +101,41 @@ static const char *disk_name(const nd_naming *nm, const char *canonical, char *b
     return canonical;
 }
 
+/* Multimodal checkpoints keep the decoder under another prefix: transformers 5 writes
+ * `model.language_model.layers...` (lm_head at the top), earlier versions and many Hub exports
+ * `language_model.model.layers...` and `language_model.lm_head`. A name the checkpoint lacks is
+ * tried under those prefixes; `tensor` says whether to look for a tensor or a module. */
+static const char *located(const nd_ckpt *ck, const char *name, int tensor, char *alt, size_t cap) {
+    if (tensor ? nd_ckpt_find(ck, name) != NULL : nd_ckpt_has_module(ck, name)) return name;
+    static const char *const from[] = {"model.", "model.", "lm_head"};
+    static const char *const to[] = {"model.language_model.", "language_model.model.", "language_model.lm_head"};
+    for (size_t i = 0; i < sizeof from / sizeof from[0]; i++) {
+        size_t n = strlen(from[i]);
+        if (strncmp(name, from[i], n)) continue;
+        snprintf(alt, cap, "%s%s", to[i], name + n);
+        if (tensor ? nd_ckpt_find(ck, alt) != NULL : nd_ckpt_has_module(ck, alt)) return alt;
+    }
+    return name;
+}
+
 const nd_tview *nd_run_tensor(nd_run *r, int reference, const char *canonical) {
-    char buf[320];
+    char buf[320], alt[352];
     nd_ckpt *ck = reference && r->ref_ck ? r->ref_ck : r->ck;
     const nd_naming *nm = reference && r->ref_ck ? r->ref_naming : r->naming;
-    return nd_ckpt_find(ck, disk_name(nm, canonical, buf, sizeof buf));
+    return nd_ckpt_find(ck, located(ck, disk_name(nm, canonical, buf, sizeof buf), 1, alt, sizeof alt));
 }
 
 int nd_run_module(nd_run *r, int reference, const char *canonical, nd_module *m, nd_err *e) {
     char buf[320];
     nd_ckpt *ck = reference && r->ref_ck ? r->ref_ck : r->ck;
     const nd_naming *nm = reference && r->ref_ck ? r->ref_naming : r->naming;
-    ND_TRY(nd_ckpt_module(ck, disk_name(nm, canonical, buf, sizeof buf), m, e));
+    char alt[352];
+    const char *name = located(ck, disk_name(nm, canonical, buf, sizeof buf), 0, alt, sizeof alt);
+    /* tied embeddings: a checkpoint without lm_head reads the embedding matrix (as transformers ties
+     * them); only when the config says so, else the missing lm_head is an error */
+    if (!strcmp(canonical, "lm_head") && !nd_ckpt_has_module(ck, name) && r->cfg->tie_word_embeddings)
+        name = located(ck, disk_name(nm, "model.embed_tokens", buf, sizeof buf), 0, alt, sizeof alt);
+    ND_TRY(nd_ckpt_module(ck, name, m, e));
     /* binding read the global scales through the mapping: let their pages (and the neighbours
      * fault-around mapped with them) go */
     nd_ckpt_release_near(ck, m->weight_global);

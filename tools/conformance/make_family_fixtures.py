@@ -14,6 +14,10 @@ Kinds:
   llama31  LlamaForCausalLM with rope_type llama3 (factor 8, low/high_freq_factor 1/4,
            original_max_position_embeddings 64): with head_dim 16 the three frequency bands
            (kept, blended, divided by the factor) are all present
+  mistral3 Mistral3ForConditionalGeneration (a tiny Pixtral vision tower beside a Mistral decoder):
+           config under text_config; transformers 5.17 saves the decoder as language_model.model.*,
+           bf16-other-prefix/ holds the same tensors as model.language_model.* / lm_head.
+           The reference is the text-only forward (no image tokens in the prompt).
 Only for making fixtures (run where torch and transformers are installed); nothing in the build or
 the tests runs it. Usage: python tools/conformance/make_family_fixtures.py [--out golden/conformance]
 """
@@ -40,6 +44,12 @@ def config(kind):
                   initializer_range=0.1, tie_word_embeddings=False)
     if kind == "qwen2":
         return tf.Qwen2Config(**common, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    if kind == "mistral3":
+        text = tf.MistralConfig(**common, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+                                sliding_window=None)
+        vision = tf.PixtralVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                        num_attention_heads=2, image_size=32, patch_size=16)
+        return tf.Mistral3Config(text_config=text, vision_config=vision, image_token_index=255)
     if kind == "llama31":
         return tf.LlamaConfig(**common, rope_parameters={
             "rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0, "low_freq_factor": 1.0,
@@ -49,7 +59,13 @@ def config(kind):
 
 def model_class(kind):
     import transformers as tf
-    return {"qwen2": tf.Qwen2ForCausalLM, "llama31": tf.LlamaForCausalLM}[kind]
+    return {"qwen2": tf.Qwen2ForCausalLM, "llama31": tf.LlamaForCausalLM,
+            "mistral3": tf.Mistral3ForConditionalGeneration}[kind]
+
+
+def decoder_layers(model):
+    inner = model.model
+    return inner.language_model.layers if hasattr(inner, "language_model") else inner.layers
 
 
 @torch.no_grad()
@@ -67,7 +83,7 @@ def forward_record(model):
     ids = torch.tensor([TOKENS])
     outs = []
     hooks = [l.register_forward_hook(lambda m, i, o: outs.append(o[0] if isinstance(o, tuple) else o))
-             for l in model.model.layers]
+             for l in decoder_layers(model)]
     out = model(ids, output_hidden_states=True, use_cache=False)
     for h in hooks:
         h.remove()
@@ -90,6 +106,28 @@ def old_style_config(bf16_dir, out_dir):
     json.dump(cfg, open(path, "w"), indent=2)
 
 
+def other_prefix(bf16_dir, out_dir):
+    """The same model with the decoder under the other prefix: transformers 5.17 saves Mistral3 as
+    language_model.model.* / language_model.lm_head.weight; transformers 5's in-memory (and some
+    exporters') names are model.language_model.* / lm_head.weight. Whichever was saved, the other."""
+    from safetensors.torch import load_file
+    shutil.copytree(bf16_dir, out_dir)
+    path = os.path.join(out_dir, "model.safetensors")
+    pairs = [("language_model.model.", "model.language_model."), ("language_model.lm_head.", "lm_head."),
+             ("vision_tower.", "model.vision_tower."), ("multi_modal_projector.", "model.multi_modal_projector.")]
+    t = load_file(path)
+    old_style = any(k.startswith("language_model.model.") for k in t)
+    ren = {}
+    for k, v in t.items():
+        for a, b in pairs:
+            src, dst = (a, b) if old_style else (b, a)
+            if k.startswith(src):
+                k = dst + k[len(src):]
+                break
+        ren[k] = v.contiguous()
+    save_file(ren, path, metadata={"format": "pt"})
+
+
 def make(kind, root):
     import transformers
     out = os.path.join(root, kind)
@@ -106,6 +144,8 @@ def make(kind, root):
     save_file(ref, os.path.join(out, "reference.safetensors"))
     if kind == "llama31":
         old_style_config(bf16, os.path.join(out, "bf16-rope-scaling"))
+    if kind == "mistral3":
+        other_prefix(bf16, os.path.join(out, "bf16-other-prefix"))
     notes = {"model": kind, "tokens": TOKENS, "seed": SEED, "class": type(stock).__name__,
              "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
              "attn_implementation": "eager", "config": json.load(open(os.path.join(bf16, "config.json")))}
@@ -116,7 +156,7 @@ def make(kind, root):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="golden/conformance")
-    ap.add_argument("--kinds", default="qwen2,llama31")
+    ap.add_argument("--kinds", default="qwen2,llama31,mistral3")
     a = ap.parse_args()
     for k in a.kinds.split(","):
         make(k, a.out)
