@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "../nd_test.h"
 #include "conf_fixture.h"
 #include "trace/trace.h"
@@ -58,7 +59,8 @@ int main(int argc, char **argv) {
     else conf_path(dir, sizeof dir, model, "nvfp4");
     const int64_t ntok = conf_tokens(model, tokens, sizeof tokens);
     CHECK(ntok > 0, "%s: no prompt", model);
-    snprintf(h5, sizeof h5, "conf_%s_%s.h5", mode, model);
+    /* one file per process: several tests trace the same model (other checkpoint folders) at once */
+    snprintf(h5, sizeof h5, "conf_%s_%s.%ld.h5", mode, model, (long)getpid());
     /* the reference comparison takes transformers' BF16 steps (--ref-numerics transformers): the
      * fixture is transformers' BF16 forward */
     snprintf(cmd, sizeof cmd, "'%s' trace '%s' --tokens %s --backend cpu --dump tensors --no-color%s --out '%s' > '%s.log' 2>&1",
