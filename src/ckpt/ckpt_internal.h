@@ -79,6 +79,8 @@ struct nd_ckpt {
 
 /* config.c */
 int nd_cfg_parse(const char *path, nd_model_cfg *c, nd_err *e);
+/* Ranges of every key and the relations between them (config_check.c); exit 2 naming key and range. */
+int nd_cfg_check(const char *path, const nd_model_cfg *c, nd_err *e);
 void nd_cfg_free(nd_model_cfg *c);
 /* quant_config.c: reads cfg->json quantization_config and DIR/hf_quant_config.json */
 int nd_qcfg_load(const char *dir, const nd_model_cfg *cfg, nd_qcfg *q, nd_err *e);

@@ -233,6 +233,8 @@ int nd_cfg_parse(const char *path, nd_model_cfg *c, nd_err *e) {
         if (tie && !json_is_boolean(tie)) { nd_cfg_free(c); return nd_fail(e, ND_EXIT_BADINPUT, "%s: key 'tie_word_embeddings' must be true or false", path); }
         c->tie_word_embeddings = tie && json_is_true(tie);
     }
+    if (!rc) rc = nd_cfg_check(path, c, e);
+    if (rc) { nd_cfg_free(c); return rc; }
     if (!rc && tc && !c->architecture[0]) {
         json_t *ar = json_object_get(root, "architectures");
         if (json_is_array(ar) && json_is_string(json_array_get(ar, 0)))

@@ -59,13 +59,15 @@ int nd_tokens_file(const char *path, int64_t **out, int64_t *n, nd_err *e) {
 int nd_parse_layers(const char *s, int *lo, int *hi) {
     if (!strcmp(s, "all")) { *lo = 0; *hi = -1; return 0; }
     char *end;
+    errno = 0;
     long a = strtol(s, &end, 10);
-    if (end == s || a < 0) return -1;
+    /* layer numbers are small: anything past 2^20 (or an overflow) is refused, never truncated */
+    if (end == s || a < 0 || a > (1L << 20) || errno) return -1;
     if (!*end) { *lo = *hi = (int)a; return 0; }
     if (*end != '-') return -1;
     const char *t = end + 1;
     long b = strtol(t, &end, 10);
-    if (end == t || *end || b < a) return -1;
+    if (end == t || *end || b < a || b > (1L << 20) || errno) return -1;
     *lo = (int)a;
     *hi = (int)b;
     return 0;

@@ -411,8 +411,16 @@ int nd_cmd_trace(int argc, char **argv) {
         print_slice(&o, &res);
         printf("trace written to %s\n", o.out_path);
     }
-    if (res.warning[0]) fprintf(stderr, "nvfp4dbg: warning: %s\n", res.warning);
+    int quantized = 0;
+    for (int64_t i = 0; i < res.nrows && !quantized; i++) quantized = res.rows[i].quantized && !strcmp(res.rows[i].op, "linear");
+    if (!quantized && !json)
+        printf("note: %s holds no quantized stage: both paths ran the same weights, nothing quantized was compared\n", o.ckpt_dir);
     rc = strcmp(res.summary.status, "diverged") ? ND_EXIT_OK : ND_EXIT_FINDING;
+    if (res.warning[0] && strstr(res.warning, "--override")) {
+        /* a hypothesis that was never applied is not a result */
+        fprintf(stderr, "nvfp4dbg: %s (in the replayed layers); the trace was written but tests nothing\n", res.warning);
+        rc = ND_EXIT_BADINPUT;
+    } else if (res.warning[0]) fprintf(stderr, "nvfp4dbg: warning: %s\n", res.warning);
     nd_trace_result_free(&res);
 out:
     free(diag);

@@ -344,6 +344,10 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     if (!rc) rc = nd_run_ref_numerics(&r, o->ref_numerics, e);
     r.layer_lo = o->layer_lo;
     r.layer_hi = o->layer_hi;
+    if (!rc && (o->layer_lo >= r.cfg->num_hidden_layers || o->layer_hi >= r.cfg->num_hidden_layers))
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "--layers %d-%d: %s has %lld layers (0-%lld)", o->layer_lo,
+                     o->layer_hi < 0 ? o->layer_lo : o->layer_hi, o->ckpt_dir, (long long)r.cfg->num_hidden_layers,
+                     (long long)r.cfg->num_hidden_layers - 1);
     r.dump_tensors = o->dump_tensors;
     r.progress = o->progress && isatty(2);
     if (!rc) {

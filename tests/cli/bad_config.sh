@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Out-of-range config values and --layers (issue 21): each is exit 2 naming the key (or option)
+# and never a crash, a hang or a silent default. Cases from the hostile-user review: hc_mult 0
+# (was SIGFPE), a layer count of 2^32+1 or 1e12, huge Sinkhorn iterations (hang), huge rope and
+# hidden dims, a negative or zero norm epsilon, zero Sinkhorn iterations, --layers past the model.
+#   usage: bad_config.sh NVFP4DBG SOURCE_ROOT
+set -u
+bin="$1"; root="$2"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+pass=0; fail=0
+case_() { # key new_value expected_text
+  local key="$1" val="$2" want="$3"
+  rm -rf "$tmp/ck"; mkdir "$tmp/ck"
+  ln -s "$root/golden/clean-v4/model.safetensors" "$tmp/ck/model.safetensors"
+  sed "s/^\(  \"$key\": \)[^,]*,/\1$val,/" "$root/golden/clean-v4/config.json" >"$tmp/ck/config.json"
+  if cmp -s "$tmp/ck/config.json" "$root/golden/clean-v4/config.json"; then
+    echo "FAIL $key=$val: the case did not change the config"; fail=$((fail + 1)); return
+  fi
+  timeout 20 "$bin" trace "$tmp/ck" --backend cpu --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
+  local rc=$?
+  if [ $rc -eq 2 ] && grep -q -- "$want" "$tmp/err"; then pass=$((pass + 1))
+  else echo "FAIL $key=$val: exit $rc: $(head -c 300 "$tmp/err")"; fail=$((fail + 1)); fi
+}
+case_ hc_mult 0 "'hc_mult' is 0"
+case_ num_hidden_layers 4294967297 "'num_hidden_layers' is 4294967297"
+case_ num_hidden_layers 1e12 "'num_hidden_layers'"
+case_ hc_sinkhorn_iters 1000000000 "'hc_sinkhorn_iters'"
+case_ hc_sinkhorn_iters 0 "'hc_sinkhorn_iters' is 0"
+case_ qk_rope_head_dim 1000000000 "'qk_rope_head_dim'"
+case_ hidden_size 1000000000 "'hidden_size'"
+case_ rms_norm_eps -1e-6 "'rms_norm_eps' is -1e-06"
+case_ rms_norm_eps 0 "'rms_norm_eps' is 0"
+case_ num_experts_per_tok 99 "num_experts_per_tok 99"
+for l in 4294967296 2-99999999999 7-1; do
+  "$bin" trace "$root/golden/clean-v4" --backend cpu --layers "$l" --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
+  rc=$?
+  if [ $rc -eq 2 ] && grep -q -- "--layers" "$tmp/err"; then pass=$((pass + 1))
+  else echo "FAIL --layers $l: exit $rc: $(head -c 300 "$tmp/err")"; fail=$((fail + 1)); fi
+done
+# layers past the model (2 layers): refused, not a warning
+"$bin" trace "$root/golden/clean-v4" --backend cpu --layers 5 --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "has 2 layers" "$tmp/err"; then pass=$((pass + 1))
+else echo "FAIL --layers 5 on a 2-layer model: exit $rc: $(head -c 300 "$tmp/err")"; fail=$((fail + 1)); fi
+echo "bad config: $pass passed, $fail failed"
+[ $fail -eq 0 ]
