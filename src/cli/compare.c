@@ -152,12 +152,28 @@ static int load(const char *path, nd_trace **t, nd_err *e) {
     ND_TRY(nd_trace_read(path, t, e));
     const char *why = !(*t)->has_summary ? "it has no /summary"
                       : !strcmp((*t)->summary.status, "incomplete") ? "status 'incomplete': the run that wrote it did not finish"
-                                                                      : NULL;
+                      : !strcmp((*t)->summary.status, "error") ? "status 'error': the run that wrote it failed"
+                                                                 : NULL;
     if (why) {
         nd_trace_free(*t);
         *t = NULL;
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: trace is not finished (%s); compare needs a finished trace", path, why);
     }
+    return 0;
+}
+
+/* Two traces are comparable only when made from the same tokens and recipe: otherwise every figure
+ * differs and a list of "regressions" says nothing. */
+static int comparable(const char *rp, const nd_trace *run, const char *gp, const nd_trace *golden, nd_err *e) {
+    if (run->ntokens != golden->ntokens)
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s and %s are not comparable: made from %lld and %lld tokens", rp, gp,
+                       (long long)run->ntokens, (long long)golden->ntokens);
+    for (int64_t i = 0; i < run->ntokens; i++)
+        if (run->tokens[i] != golden->tokens[i])
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s and %s are not comparable: token %lld differs (%lld vs %lld)", rp, gp,
+                           (long long)i, (long long)run->tokens[i], (long long)golden->tokens[i]);
+    if (strcmp(run->recipe, golden->recipe))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s and %s are not comparable: recipes %s and %s", rp, gp, run->recipe, golden->recipe);
     return 0;
 }
 
@@ -195,6 +211,7 @@ int nd_cmd_compare(int argc, char **argv) {
     else nd_tolerances_default(&tol);
     if (rc) return nd_cli_error(&e);
     if ((rc = load(pos[0], &run, &e)) || (rc = load(pos[1], &golden, &e)) ||
+        (rc = comparable(pos[0], run, pos[1], golden, &e)) ||
         (rc = nd_trace_compare(run, golden, &tol, &res, &e))) {
         rc = nd_cli_error(&e);
     } else {

@@ -176,8 +176,14 @@ int nd_trace_compare(const nd_trace *run, const nd_trace *golden, const nd_toler
             bad = !item(&l, ND_CMP_MISSING, 1, g, "missing stage", gi[a]);
             a++;
         } else if (c > 0) {
-            /* an extra stage sorts after every golden stage in "first" order */
-            bad = !item(&l, ND_CMP_EXTRA, 0, r, "extra stage", golden->nrows + ri[b]);
+            /* an extra stage sorts after every golden stage in "first" order. A new stage is
+             * reported only; but a second row of a stage the run already has, or an extra row with
+             * NaN/Inf in its outputs or figures, is a regression: it is how a broken run hides */
+            int dup = b > 0 && !key_cmp(&run->rows[ri[b - 1]], r);
+            int nonfinite = r->prod_nan + r->prod_inf + r->ref_nan + r->ref_inf > 0 || !isfinite(r->cosine) ||
+                            !isfinite(r->sqnr_db) || !isfinite(r->rel_l2);
+            bad = !item(&l, ND_CMP_EXTRA, dup || nonfinite, r,
+                        dup ? "duplicate stage row" : nonfinite ? "extra stage with NaN/Inf" : "extra stage", golden->nrows + ri[b]);
             b++;
         } else {
             bad = compare_counts(&l, g, r, gi[a]) || compare_fields(&l, g, r, gi[a]) ||

@@ -28,6 +28,8 @@ static void e_inf(nd_row *r, int *n) { (void)n; r[2].ref_inf = 1; }
 static void e_count(nd_row *r, int *n) { (void)n; r[4].prod_nan = 7; }  /* golden 5, see main */
 static void e_missing(nd_row *r, int *n) { memmove(&r[3], &r[4], (size_t)(N - 4) * sizeof *r); (*n)--; }
 static void e_extra(nd_row *r, int *n) { r[N] = fx_row(99); (*n)++; }
+static void e_dup(nd_row *r, int *n) { r[N] = r[3]; (*n)++; }
+static void e_extra_nan(nd_row *r, int *n) { r[N] = fx_row(98); r[N].prod_nan = 4; r[N].cosine = NAN; (*n)++; }
 static void e_verdict(nd_row *r, int *n) { (void)n; snprintf(r[6].verdict, sizeof r[6].verdict, "scale_saturation"); }
 static void e_cos_in(nd_row *r, int *n) { (void)n; r[7].cosine -= 0.9e-4; }
 static void e_cos_out(nd_row *r, int *n) { (void)n; r[7].cosine -= 1.1e-4; }
@@ -76,6 +78,31 @@ int main(void) {
     CHECK(strstr(fx_out, "missing stage") && strstr(fx_out, "layers.0.self_attn.q_a_proj.s3"), "%s", fx_out);
     CHECK_EQ_INT(fx_compare(run_with("extra.h5", e_extra, &s), golden, NULL), 0);
     CHECK(strstr(fx_out, "extra stage") && strstr(fx_out, "s99") && strstr(fx_out, "(1 extra stage in the run)"), "%s", fx_out);
+
+    /* an extra row that repeats a stage, or an extra row of NaN figures, is how a broken run hides:
+     * both are regressions (issue 21) */
+    CHECK_EQ_INT(fx_compare(run_with("dup.h5", e_dup, &s), golden, NULL), 1);
+    CHECK(strstr(fx_out, "duplicate stage row"), "%s", fx_out);
+    CHECK_EQ_INT(fx_compare(run_with("extranan.h5", e_extra_nan, &s), golden, NULL), 1);
+    CHECK(strstr(fx_out, "extra stage with NaN/Inf") && strstr(fx_out, "s98"), "%s", fx_out);
+    /* a run whose status is error, and traces of other tokens, are refused, not compared */
+    nd_trace_summary err_s = fx_summary("error", "", "", "");
+    CHECK_EQ_INT(fx_compare(run_with("error.h5", NULL, &err_s), golden, NULL), 2);
+    CHECK(strstr(fx_err, "status 'error'"), "%s", fx_err);
+    CHECK_EQ_INT(fx_compare(golden, run_with("error2.h5", NULL, &err_s), NULL), 2);
+    {
+        const int64_t other[4] = {11, 22, 34, 44}, fewer[3] = {11, 22, 33};
+        nd_err e = {0};
+        char p1[640], p2[640];
+        snprintf(p1, sizeof p1, "%s", fx_path("tok1.h5"));
+        snprintf(p2, sizeof p2, "%s", fx_path("tok2.h5"));
+        CHECK(fx_write_tokens(p1, base, N, &s, other, 4, &e) == 0, "%s", e.msg);
+        CHECK(fx_write_tokens(p2, base, N, &s, fewer, 3, &e) == 0, "%s", e.msg);
+        CHECK_EQ_INT(fx_compare(p1, golden, NULL), 2);
+        CHECK(strstr(fx_err, "not comparable: token 2 differs"), "%s", fx_err);
+        CHECK_EQ_INT(fx_compare(p2, golden, NULL), 2);
+        CHECK(strstr(fx_err, "not comparable: made from 3 and 4 tokens"), "%s", fx_err);
+    }
 
     /* verdict and summary */
     CHECK_EQ_INT(fx_compare(run_with("verdict.h5", e_verdict, &s), golden, NULL), 1);

@@ -82,11 +82,11 @@ static inline nd_trace_summary fx_summary(const char *status, const char *stage,
 }
 
 /* Write rows[0..n) with summary s (NULL: leave "incomplete"). Returns the writer's status. */
-static inline int fx_write(const char *path, const nd_row *rows, int n, const nd_trace_summary *s, nd_err *e) {
+static inline int fx_write_tokens(const char *path, const nd_row *rows, int n, const nd_trace_summary *s,
+                                  const int64_t *tok, int64_t ntok, nd_err *e) {
     nd_trace_meta m = fx_meta();
-    int64_t tok[4] = {11, 22, 33, 44};
     nd_trace_w *w = NULL;
-    int rc = nd_trace_create(path, &m, tok, 4, &w, e);
+    int rc = nd_trace_create(path, &m, tok, ntok, &w, e);
     for (int i = 0; !rc && i < n; i++) rc = nd_trace_append(w, &rows[i], e);
     if (w) {
         nd_err e2 = {0};
@@ -94,6 +94,11 @@ static inline int fx_write(const char *path, const nd_row *rows, int n, const nd
         if (!rc) rc = rc2;
     }
     return rc;
+}
+
+static inline int fx_write(const char *path, const nd_row *rows, int n, const nd_trace_summary *s, nd_err *e) {
+    const int64_t tok[4] = {11, 22, 33, 44};
+    return fx_write_tokens(path, rows, n, s, tok, 4, e);
 }
 
 #endif
