@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define STAGE_CHUNK_ROWS 64
@@ -128,12 +129,22 @@ int nd_trace_create(const char *path, const nd_trace_meta *meta, const int64_t *
     }
     w->f = w->stages = w->rowtype = w->tensors = w->routing = w->summary = w->gcpl = -1;
     snprintf(tmp, plen + 32, "%s.partial.XXXXXX", path);
+    /* never replace something that is not a regular file (a FIFO, a device, a folder) */
+    struct stat st;
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+        free(tmp); free(w->path); free(w);
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: exists and is not a regular file; not writing the trace over it", path);
+    }
     int fd = mkstemp(tmp);
     if (fd < 0) {
         int rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot create the trace file: %s", path, strerror(errno));
         free(tmp); free(w->path); free(w);
         return rc;
     }
+    /* mkstemp makes 0600; a trace is an ordinary output file: its mode follows the umask */
+    mode_t mask = umask(0);
+    umask(mask);
+    (void)fchmod(fd, 0666 & ~mask);
     close(fd);
 
     int rc = 0;

@@ -43,5 +43,14 @@ done
 rc=$?
 if [ $rc -eq 2 ] && grep -q "has 2 layers" "$tmp/err"; then pass=$((pass + 1))
 else echo "FAIL --layers 5 on a 2-layer model: exit $rc: $(head -c 300 "$tmp/err")"; fail=$((fail + 1)); fi
+# outputs: a FIFO given as --out is refused, not replaced; a trace's mode follows the umask
+mkfifo "$tmp/fifo"
+timeout 20 "$bin" trace "$root/golden/clean-v4" --backend cpu --out "$tmp/fifo" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 2 ] && [ -p "$tmp/fifo" ] && grep -q "not a regular file" "$tmp/err"; then pass=$((pass + 1))
+else echo "FAIL --out FIFO: exit $rc, still a FIFO: $([ -p "$tmp/fifo" ] && echo yes || echo no)"; fail=$((fail + 1)); fi
+(umask 022; "$bin" trace "$root/golden/clean-v4" --backend cpu --out "$tmp/m.h5" >/dev/null 2>&1)
+mode=$(stat -c %a "$tmp/m.h5")
+if [ "$mode" = 644 ]; then pass=$((pass + 1)); else echo "FAIL trace mode under umask 022: $mode"; fail=$((fail + 1)); fi
 echo "bad config: $pass passed, $fail failed"
 [ $fail -eq 0 ]
