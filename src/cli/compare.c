@@ -9,6 +9,7 @@
 
 #include "cli/cli.h"
 #include "trace/trace.h"
+#include "util/term.h"
 
 static const char usage[] =
     "usage: nvfp4dbg compare RUN.h5 GOLDEN.h5 [--tolerances FILE.yaml] [--json]\n"
@@ -54,8 +55,9 @@ static void print_closing(const nd_cmp_result *res) {
         printf("compare: 0 regressions in %lld stages", (long long)res->nstages);
     } else {
         const nd_cmp_item *f = &res->items[res->first];
+        char nm[4 * ND_NAME_LEN];
         printf("compare: %d regression%s (first: %s%s%s %s)", res->nregressions, res->nregressions == 1 ? "" : "s",
-               f->stage, f->mode[0] ? " " : "", f->mode, f->what);
+               nd_term_safe(f->stage, nm, sizeof nm), f->mode[0] ? " " : "", f->mode, f->what);
     }
     if (res->nextra) printf(" (%d extra stage%s in the run)", res->nextra, res->nextra == 1 ? "" : "s");
     printf("\n");
@@ -75,7 +77,8 @@ static void print_table(const nd_cmp_result *res) {
             const nd_cmp_item *it = &res->items[i];
             char g[160], r[160], d[32], t[32];
             cells(it, g, r, d, t);
-            printf("%-*s  %-9s %-16s %14s %14s %12s %12s\n", w, it->stage, it->mode[0] ? it->mode : "-", it->what, g,
+            char nm[4 * ND_NAME_LEN];
+            printf("%-*s  %-9s %-16s %14s %14s %12s %12s\n", w, nd_term_safe(it->stage, nm, sizeof nm), it->mode[0] ? it->mode : "-", it->what, g,
                    r, d, t);
         }
     }

@@ -11,6 +11,7 @@
 #include "diagnose/diagnose.h"
 #include "diagnose/catalogue.h"
 #include "trace_stacks.h"
+#include "util/term.h"
 
 static const char *usage_text =
     "usage: nvfp4dbg trace CHECKPOINT [options]\n"
@@ -74,7 +75,8 @@ static void print_table(const nd_trace_result *res, int64_t first, int color) {
             snprintf(cs, sizeof cs, "%.5f", r->cosine);
             snprintf(sq, sizeof sq, "%.1f", r->sqnr_db);
         }
-        printf("%s%-46.46s %-14.14s %-8.8s %10.4g %10.4g %6lld %9s %7s  %s%s%s\n", on, r->name, r->op, r->mode,
+        char nm[4 * ND_NAME_LEN];
+        printf("%s%-46.46s %-14.14s %-8.8s %10.4g %10.4g %6lld %9s %7s  %s%s%s\n", on, nd_term_safe(r->name, nm, sizeof nm), r->op, r->mode,
                r->ref_amax, r->prod_amax, (long long)(r->prod_nan + r->prod_inf), cs, sq, r->verdict,
                i == first ? "   <== first divergence" : "", off);
     }
@@ -164,10 +166,11 @@ static void print_json(const nd_trace_result *res, const char *out, const nd_dia
 static void print_diagnosis(const nd_diagnosis *d, int n) {
     for (int i = 0; i < n; i++) {
         const nd_cause *c = nd_cause_find(d[i].cause);
-        printf("\n%s %s: cause %s%s\n", i ? "also diverged:" : "diagnosis of", d[i].row, d[i].cause,
+        char nm[4 * ND_NAME_LEN], ev[1024], nx[4096];
+        printf("\n%s %s: cause %s%s\n", i ? "also diverged:" : "diagnosis of", nd_term_safe(d[i].row, nm, sizeof nm), d[i].cause,
                d[i].proof == ND_PROOF_REPAIR ? " (proven by repair)" : d[i].proof == ND_PROOF_STATIC ? " (static fact)" : " (no repair restores it)");
         if (c) printf("  %s\n", c->sentence);
-        printf("  evidence: %s\n", d[i].evidence);
+        printf("  evidence: %s\n", nd_term_safe(d[i].evidence, ev, sizeof ev));
         if (d[i].n_tries) {
             printf("  repairs replayed on the stage (SQNR before %.1f dB):\n", d[i].base.sqnr_db);
             for (int j = 0; j < d[i].n_tries; j++) {
@@ -179,7 +182,7 @@ static void print_diagnosis(const nd_diagnosis *d, int n) {
                             t->row.floor_sqnr_db, t->restored ? "  restores" : "");
             }
         }
-        if (d[i].next_command[0]) printf("  next: %s\n", d[i].next_command);
+        if (d[i].next_command[0]) printf("  next: %s\n", nd_term_safe(d[i].next_command, nx, sizeof nx));
         else if (c && c->next_step[0]) printf("  next: %s\n", c->next_step);
     }
 }
@@ -396,7 +399,8 @@ int nd_cmd_trace(int argc, char **argv) {
     else {
         printf("nvfp4dbg trace: %s  recipe %s  format %s  stack %s  backend %s (%s)\n", o.ckpt_dir, res.recipe, res.format, res.stack, res.backend, res.device);
         print_table(&res, first, color_on(no_color));
-        printf("\n%s\n", res.summary.message);
+        char msg[4 * sizeof res.summary.message];
+        printf("\n%s\n", nd_term_safe(res.summary.message, msg, sizeof msg));
         print_diagnosis(diag, ndiag);
         if (apply_repair && ndiag && (rc = check_repair(&o, &res, &diag[0], json, &check, &e))) {
             nd_cli_error(&e);

@@ -104,6 +104,20 @@ int main(void) {
         CHECK(strstr(fx_err, "not comparable: made from 3 and 4 tokens"), "%s", fx_err);
     }
 
+    /* a stage name read from a file reaches the terminal with its control characters escaped */
+    {
+        nd_row rows[N];
+        memcpy(rows, base, sizeof base);
+        snprintf(rows[2].name, sizeof rows[2].name, "evil\033]0;title\007\033[31m");
+        char gp[640];
+        snprintf(gp, sizeof gp, "%s", fx_path("evil_golden.h5"));
+        nd_err e = {0};
+        CHECK(fx_write(gp, rows, N, &s, &e) == 0, "%s", e.msg);
+        CHECK_EQ_INT(fx_compare(golden, gp, NULL), 1); /* the evil row is missing from the run */
+        CHECK(!strchr(fx_out, '\033') && !strchr(fx_out, '\007') && strstr(fx_out, "evil\\x1b]0;title\\x07\\x1b[31m"),
+              "%s", fx_out);
+    }
+
     /* verdict and summary */
     CHECK_EQ_INT(fx_compare(run_with("verdict.h5", e_verdict, &s), golden, NULL), 1);
     CHECK(strstr(fx_out, "verdict") && strstr(fx_out, "scale_saturation"), "%s", fx_out);
