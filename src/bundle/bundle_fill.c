@@ -5,9 +5,11 @@
 #include <string.h>
 #include "bundle.h"
 #include "pipeline/pipeline.h"
+#include "util/infile.h"
 
 int nd_bundle_slurp(const char *path, char **out, nd_err *e) {
     *out = NULL;
+    ND_TRY(nd_input_regular(path, e));
     FILE *f = fopen(path, "rb");
     if (!f) return errno == ENOENT ? 1 : nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open: %s", path, strerror(errno));
     int rc = 0;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <jansson.h>
 #include "ckpt/ckpt_internal.h"
+#include "util/infile.h"
 
 int nd_natural_cmp(const char *a, const char *b) {
     while (*a && *b) {
@@ -67,6 +68,7 @@ static int shard_name_ok(const char *s) {
 
 static int load_index(nd_ckpt *c, const char *ipath, nd_err *e) {
     json_error_t jerr;
+    ND_TRY(nd_input_regular(ipath, e));
     json_t *root = json_load_file(ipath, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not valid JSON (line %d: %s)", ipath, jerr.line, jerr.text);
     int rc = 0;

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <jansson.h>
 #include "ckpt/ckpt_internal.h"
+#include "util/infile.h"
 
 typedef struct cfgctx { const char *path; json_t *root; nd_err *e; } cfgctx;
 
@@ -212,6 +213,7 @@ int nd_cfg_parse(const char *path, nd_model_cfg *c, nd_err *e) {
     nd_err local;
     if (!e) e = &local;
     memset(c, 0, sizeof *c);
+    ND_TRY(nd_input_regular(path, e));
     FILE *fp = fopen(path, "rb");
     if (!fp) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open: %s", path, strerror(errno));
     json_error_t jerr;

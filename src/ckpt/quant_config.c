@@ -19,6 +19,7 @@
 #include <string.h>
 #include <jansson.h>
 #include "ckpt/ckpt_internal.h"
+#include "util/infile.h"
 
 static json_t *get(json_t *o, const char *k) {
     json_t *v = json_object_get(o, k);
@@ -277,6 +278,7 @@ static int parse_fp8(json_t *q, const char *file, nd_qcfg *c, nd_err *e) {
 static int load_hf_quant(const char *dir, nd_qcfg *c, nd_err *e) {
     char path[4096];
     snprintf(path, sizeof path, "%s/hf_quant_config.json", dir);
+    ND_TRY(nd_input_regular(path, e));
     FILE *fp = fopen(path, "rb");
     if (!fp) {
         if (errno == ENOENT) return 0;

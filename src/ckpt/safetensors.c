@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <jansson.h>
 #include "ckpt/ckpt_internal.h"
+#include "util/infile.h"
 
 #define ND_ST_MAX_HEADER (100u * 1000u * 1000u)
 #define ND_ST_MAX_EXTENT (1ull << 48)
@@ -233,6 +234,7 @@ int nd_st_open(const char *path, nd_st_file **out, nd_err *e) {
     *out = NULL;
     nd_st_file *f = calloc(1, sizeof *f);
     if (!f || !(f->path = strdup(path))) { free(f); return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", path); }
+    ND_TRY(nd_input_regular(path, e));
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int err = errno;

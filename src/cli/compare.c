@@ -150,13 +150,15 @@ static int print_json(const nd_cmp_result *res, const char *run, const char *gol
     return rc ? ND_EXIT_INTERNAL : 0;
 }
 
-/* A trace compare can use: read, and finished. */
-static int load(const char *path, nd_trace **t, nd_err *e) {
+/* A trace compare can use: read, and finished. A run whose status is error is compared (its status
+ * and missing stages are regressions); a golden must come from a run that finished. */
+static int load(const char *path, int golden, nd_trace **t, nd_err *e) {
     ND_TRY(nd_trace_read(path, t, e));
     const char *why = !(*t)->has_summary ? "it has no /summary"
                       : !strcmp((*t)->summary.status, "incomplete") ? "status 'incomplete': the run that wrote it did not finish"
-                      : !strcmp((*t)->summary.status, "error") ? "status 'error': the run that wrote it failed"
-                                                                 : NULL;
+                      : golden && !strcmp((*t)->summary.status, "error")
+                          ? "status 'error': the run that wrote it failed, and a golden must come from a finished run"
+                          : NULL;
     if (why) {
         nd_trace_free(*t);
         *t = NULL;
@@ -213,7 +215,7 @@ int nd_cmd_compare(int argc, char **argv) {
     if (tolpath) rc = nd_tolerances_load(tolpath, &tol, &e);
     else nd_tolerances_default(&tol);
     if (rc) return nd_cli_error(&e);
-    if ((rc = load(pos[0], &run, &e)) || (rc = load(pos[1], &golden, &e)) ||
+    if ((rc = load(pos[0], 0, &run, &e)) || (rc = load(pos[1], 1, &golden, &e)) ||
         (rc = comparable(pos[0], run, pos[1], golden, &e)) ||
         (rc = nd_trace_compare(run, golden, &tol, &res, &e))) {
         rc = nd_cli_error(&e);

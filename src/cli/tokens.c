@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tokens.h"
+#include "util/infile.h"
 
 int nd_tokens_parse(const char *text, const char *what, int64_t **out, int64_t *n, nd_err *e) {
     int64_t cap = 16, k = 0;
@@ -33,6 +34,7 @@ int nd_tokens_parse(const char *text, const char *what, int64_t **out, int64_t *
 }
 
 int nd_tokens_file(const char *path, int64_t **out, int64_t *n, nd_err *e) {
+    ND_TRY(nd_input_regular(path, e));
     FILE *f = fopen(path, "rb");
     if (!f) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open tokens file", path);
     char *buf = NULL;

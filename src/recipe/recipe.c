@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <sys/stat.h>
 #include "nd_config.h"
+#include "util/infile.h"
 
 typedef struct yctx {
     yaml_document_t *doc;
@@ -177,6 +178,7 @@ static int parse_root(yctx *y, nd_recipe *r) {
 }
 
 static int load_file(const char *path, nd_recipe **out, nd_err *e) {
+    ND_TRY(nd_input_regular(path, e));
     FILE *f = fopen(path, "rb");
     if (!f) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open recipe", path);
     int deep_line = 0;

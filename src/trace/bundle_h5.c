@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "util/infile.h"
 
 #define MAX_TEXT (16u << 20)
 #define MAX_BYTES (1ull << 32)
@@ -357,6 +358,7 @@ static int read_all(hid_t f, nd_bundle *b, const char *path, nd_err *e) {
 int nd_bundle_read(const char *path, nd_bundle **out, nd_err *e) {
     *out = NULL;
     nd_h5_quiet();
+    ND_TRY(nd_input_regular(path, e));
     FILE *probe = fopen(path, "rb");
     if (!probe) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open: %s", path, strerror(errno));
     fclose(probe);

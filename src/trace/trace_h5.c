@@ -111,6 +111,37 @@ int nd_h5_put_str_attr(hid_t obj, const char *name, const char *value, size_t ca
     return rc;
 }
 
+typedef struct link_probe { char name[128]; int bad; } link_probe;
+/* the link-info type and the iteration call were renamed in HDF5 1.12 */
+#if H5_VERSION_GE(1, 12, 0)
+typedef H5L_info2_t nd_link_info;
+#define ND_LITERATE H5Literate2
+#else
+typedef H5L_info_t nd_link_info;
+#define ND_LITERATE H5Literate
+#endif
+static herr_t link_cb(hid_t g, const char *name, const nd_link_info *info, void *op) {
+    (void)g;
+    link_probe *lp = op;
+    if (info->type != H5L_TYPE_HARD) {
+        snprintf(lp->name, sizeof lp->name, "%s", name);
+        lp->bad = info->type == H5L_TYPE_EXTERNAL ? 1 : 2;
+        return 1; /* stop */
+    }
+    return 0;
+}
+
+int nd_h5_hard_links_only(hid_t g, const char *where, const char *path, nd_err *e) {
+    link_probe lp = {"", 0};
+    hsize_t idx = 0;
+    if (ND_LITERATE(g, H5_INDEX_NAME, H5_ITER_NATIVE, &idx, link_cb, &lp) < 0)
+        return ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot list the links of a group");
+    if (lp.bad)
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s%s is %s link; refusing to follow it", path, where, lp.name,
+                       lp.bad == 1 ? "an external" : "a soft or user-defined");
+    return 0;
+}
+
 int nd_h5_put_f64_attr(hid_t obj, const char *name, double value, const char *path, nd_err *e) {
     hid_t s = H5Screate(H5S_SCALAR), a = -1;
     int rc = 0;

@@ -69,6 +69,7 @@ static hid_t open_file(const char *path, nd_err *e) {
 }
 
 static int read_root(hid_t f, nd_trace *t, const char *path, nd_err *e) {
+    ND_TRY(nd_h5_hard_links_only(f, "/", path, e));
     int rc = nd_h5_get_str_attr(f, "schema", t->schema, sizeof t->schema, path, e);
     if (rc == 1) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not an nvfp4dbg trace (no schema attribute)", path);
     if (rc) return rc;

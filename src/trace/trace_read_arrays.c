@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "util/infile.h"
 
 /* Bound on what one read may allocate: a dump of one stage, not a whole model. */
 #define MAX_ELEMS (1ll << 31)
@@ -21,6 +22,7 @@ static int read_array(const char *path, const char *grp, const char *stage, cons
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: bad stage name", path);
     char name[512];
     snprintf(name, sizeof name, "/%s/%s/%s", grp, stage, which);
+    ND_TRY(nd_input_regular(path, e));
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     if (fapl >= 0) H5Pset_metadata_read_attempts(fapl, 3);
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl >= 0 ? fapl : H5P_DEFAULT);
@@ -37,9 +39,35 @@ static int read_array(const char *path, const char *grp, const char *stage, cons
         rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: no %s in the trace (written only with --dump tensors)", path, name);
         goto done;
     }
+    /* every step of the path a hard link: an external link would read another file (or block on a FIFO) */
+    const char *steps[3] = {grp, part, name};
+    for (int i = 0; i < 3; i++) {
+#if H5_VERSION_GE(1, 12, 0)
+        H5L_info2_t li;
+        herr_t got = H5Lget_info2(f, steps[i], &li, H5P_DEFAULT);
+#else
+        H5L_info_t li;
+        herr_t got = H5Lget_info(f, steps[i], &li, H5P_DEFAULT);
+#endif
+        if (got < 0 || li.type != H5L_TYPE_HARD) {
+            H5Eclear2(H5E_DEFAULT);
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: %s is not a plain link inside the trace; refusing to follow it", path, steps[i]);
+            goto done;
+        }
+    }
     if ((d = H5Dopen2(f, name, H5P_DEFAULT)) < 0 || (s = H5Dget_space(d)) < 0 || (ty = H5Dget_type(d)) < 0) {
         rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot open a dataset");
         goto done;
+    }
+    {
+        /* a virtual dataset maps its data from other files: refused like an external link */
+        hid_t dcpl = H5Dget_create_plist(d);
+        H5D_layout_t lay = dcpl >= 0 ? H5Pget_layout(dcpl) : H5D_LAYOUT_ERROR;
+        if (dcpl >= 0) H5Pclose(dcpl);
+        if (lay == H5D_VIRTUAL || lay == H5D_LAYOUT_ERROR) {
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: %s is a virtual dataset; refusing to read it", path, name);
+            goto done;
+        }
     }
     *ndim = H5Sget_simple_extent_ndims(s);
     if (*ndim < 1 || *ndim > ND_TRACE_MAXDIM || H5Tget_class(ty) != want ||

@@ -11,6 +11,7 @@
 #include "recipe/yaml_depth.h"
 
 #include "trace/trace.h"
+#include "util/infile.h"
 
 static const struct { const char *name; size_t off; nd_tol def; } figs[ND_NFIG] = {
     {"cosine", offsetof(nd_row, cosine), {1e-4, 0}},
@@ -180,6 +181,7 @@ static int load_root(ctx *c, const yaml_node_t *root, nd_tolerances *t) {
 
 int nd_tolerances_load(const char *path, nd_tolerances *t, nd_err *e) {
     nd_tolerances_default(t);
+    ND_TRY(nd_input_regular(path, e));
     FILE *fp = fopen(path, "rb");
     if (!fp) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open: %s", path, strerror(errno));
     int deep_line = 0;

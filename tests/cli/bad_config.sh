@@ -5,7 +5,7 @@
 # hidden dims, a negative or zero norm epsilon, zero Sinkhorn iterations, --layers past the model.
 #   usage: bad_config.sh NVFP4DBG SOURCE_ROOT
 set -u
-bin="$1"; root="$2"
+bin="$1"; root="$(cd "$2" && pwd)"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 pass=0; fail=0
@@ -43,6 +43,22 @@ done
 rc=$?
 if [ $rc -eq 2 ] && grep -q "has 2 layers" "$tmp/err"; then pass=$((pass + 1))
 else echo "FAIL --layers 5 on a 2-layer model: exit $rc: $(head -c 300 "$tmp/err")"; fail=$((fail + 1)); fi
+# inputs must be regular files: a FIFO as model.safetensors, as config.json, as --tokens-file is
+# refused at once (reading one blocks forever)
+for f in model.safetensors config.json; do
+  rm -rf "$tmp/ck"; mkdir "$tmp/ck"
+  for g in model.safetensors config.json; do [ $g = $f ] || ln -s "$root/golden/clean-v4/$g" "$tmp/ck/$g"; done
+  mkfifo "$tmp/ck/$f"
+  timeout 20 "$bin" trace "$tmp/ck" --backend cpu --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
+  rc=$?
+  if [ $rc -eq 2 ] && grep -q "$f: not a regular file" "$tmp/err"; then pass=$((pass + 1))
+  else echo "FAIL FIFO as $f: exit $rc: $(head -c 300 "$tmp/err")"; fail=$((fail + 1)); fi
+done
+mkfifo "$tmp/tokfifo"
+timeout 20 "$bin" trace "$root/golden/clean-v4" --backend cpu --tokens-file "$tmp/tokfifo" --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "not a regular file" "$tmp/err"; then pass=$((pass + 1))
+else echo "FAIL FIFO as --tokens-file: exit $rc: $(head -c 300 "$tmp/err")"; fail=$((fail + 1)); fi
 # outputs: a FIFO given as --out is refused, not replaced; a trace's mode follows the umask
 mkfifo "$tmp/fifo"
 timeout 20 "$bin" trace "$root/golden/clean-v4" --backend cpu --out "$tmp/fifo" >/dev/null 2>"$tmp/err"

@@ -85,11 +85,16 @@ int main(void) {
     CHECK(strstr(fx_out, "duplicate stage row"), "%s", fx_out);
     CHECK_EQ_INT(fx_compare(run_with("extranan.h5", e_extra_nan, &s), golden, NULL), 1);
     CHECK(strstr(fx_out, "extra stage with NaN/Inf") && strstr(fx_out, "s98"), "%s", fx_out);
-    /* a run whose status is error, and traces of other tokens, are refused, not compared */
+    /* a run whose status is error is a regression (its status differs); a golden whose status is
+     * error is refused, so two failed runs never pass; traces of other tokens are refused */
     nd_trace_summary err_s = fx_summary("error", "", "", "");
-    CHECK_EQ_INT(fx_compare(run_with("error.h5", NULL, &err_s), golden, NULL), 2);
-    CHECK(strstr(fx_err, "status 'error'"), "%s", fx_err);
-    CHECK_EQ_INT(fx_compare(golden, run_with("error2.h5", NULL, &err_s), NULL), 2);
+    CHECK_EQ_INT(fx_compare(run_with("error.h5", NULL, &err_s), golden, NULL), 1);
+    CHECK(strstr(fx_out, "status"), "%s", fx_out);
+    char errgold[640];
+    snprintf(errgold, sizeof errgold, "%s", run_with("error2.h5", NULL, &err_s));
+    CHECK_EQ_INT(fx_compare(golden, errgold, NULL), 2);
+    CHECK(strstr(fx_err, "status 'error'") && strstr(fx_err, "golden"), "%s", fx_err);
+    CHECK_EQ_INT(fx_compare(run_with("error3.h5", NULL, &err_s), errgold, NULL), 2);
     {
         const int64_t other[4] = {11, 22, 34, 44}, fewer[3] = {11, 22, 33};
         nd_err e = {0};

@@ -125,5 +125,27 @@ int main(void) {
     h = H5Fcreate(plain, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     H5Fclose(h);
     expect_bad(plain, "not an nvfp4dbg trace");
+    /* links out of the trace: /stages replaced by an external link to another (valid) trace, and
+     * an extra external link at the root; both refused, never followed (issue 21) */
+    const char *elink = fx_path("elink.h5");
+    with_schema(elink, ND_TRACE_SCHEMA);
+    h = H5Fopen(elink, H5F_ACC_RDWR, H5P_DEFAULT);
+    H5Ldelete(h, "stages", H5P_DEFAULT);
+    H5Lcreate_external(golden, "/stages", h, "stages", H5P_DEFAULT, H5P_DEFAULT);
+    H5Fclose(h);
+    expect_bad(elink, "external link");
+    const char *elink2 = fx_path("elink2.h5");
+    with_schema(elink2, ND_TRACE_SCHEMA);
+    h = H5Fopen(elink2, H5F_ACC_RDWR, H5P_DEFAULT);
+    H5Lcreate_external("/dev/zero", "/x", h, "peek", H5P_DEFAULT, H5P_DEFAULT);
+    H5Lcreate_soft("/stages", h, "alias", H5P_DEFAULT, H5P_DEFAULT);
+    H5Fclose(h);
+    expect_bad(elink2, "link");
+    /* a FIFO named as a trace is refused without blocking */
+    const char *fifo = fx_path("fifo.h5");
+    unlink(fifo);
+    CHECK(mkfifo(fifo, 0600) == 0, "mkfifo %s", fifo);
+    expect_bad(fifo, "not a regular file");
+    unlink(fifo);
     return nd_test_report("test_trace_badfiles");
 }
