@@ -6,12 +6,14 @@
 #include <jansson.h>
 #include "cli.h"
 #include "synth/synth.h"
+#include "synth/synth_from.h"
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: nvfp4dbg synth OUTDIR --recipe NAME [--size tiny|small|full]\n"
             "                      [--format compressed-tensors|modelopt] [--seed N] [--layers N]\n"
-            "                      [--inject FAULT[=F]@MODULE ...] [--json]\n\n"
+            "                      [--unequal-fused-scales] [--inject FAULT[=F]@MODULE ...] [--json]\n"
+            "       nvfp4dbg synth OUTDIR --from CKPT --inject FAULT[=F]@MODULE ...\n\n"
             "Writes a synthetic checkpoint in the real on-disk format to OUTDIR, the unquantized\n"
             "original it was made from to OUTDIR/original/, and the list of injected faults to\n"
             "OUTDIR.faults.json (next to OUTDIR, not inside it).\n\n"
@@ -21,6 +23,12 @@ static void usage(FILE *f) {
             "  --seed     weight generator seed (default 0); the same seed gives the same files\n"
             "  --layers   number of layers (default: the size's)\n"
             "  --experts  routed experts per MoE layer (deepseek_v4; default: the size's)\n"
+            "  --unequal-fused-scales  fused shards (q/k/v, gate/up, q_a/kv) keep each their own weight\n"
+            "             global scale, as writers that calibrate shards separately produce (default: one\n"
+            "             shared value per fused group)\n"
+            "  --from CKPT  plant the faults into a checkpoint another tool wrote (compressed-tensors or\n"
+            "             ModelOpt NVFP4): OUTDIR gets its files and all its tensors, the named ones changed\n"
+            "             exactly as synth changes its own (no original is written)\n"
             "  --inject   FAULT@MODULE, any number; MODULE is a stage name such as\n"
             "             layers.0.self_attn.q_a_proj or layers.1.mlp.experts.3.up_proj. Faults:\n"
             "             input-scale-inverted, input-scale-mul=F, input-scale-inf,\n"
@@ -45,7 +53,8 @@ int nd_cmd_synth(int argc, char **argv) {
     nd_synth_opts o = {.recipe = NULL, .size = ND_SYNTH_TINY, .format = ND_SYNTH_CT,
                        .calibrate = nd_synth_pipeline_calibrate};
     const char **inj = calloc((size_t)(argc > 0 ? argc : 1), sizeof *inj);
-    int json = 0, rc = 0;
+    int json = 0, rc = 0, gen_opts = 0;
+    const char *from = NULL;
     nd_err e = {0};
     if (!inj) return ND_EXIT_INTERNAL;
     for (int i = 1; i < argc && !rc; i++) {
@@ -84,12 +93,24 @@ int nd_cmd_synth(int argc, char **argv) {
             continue;
         }
         if (!missing && (v = opt_value(argc, argv, &i, "--inject", &missing))) { inj[o.n_injects++] = v; continue; }
+        if (!strcmp(a, "--unequal-fused-scales")) { o.unequal_fused = 1; gen_opts = 1; continue; }
+        if (!missing && (v = opt_value(argc, argv, &i, "--from", &missing))) { from = v; continue; }
         if (missing) { rc = nd_cli_usage_error("synth", "%s needs a value", a); break; }
         if (a[0] == '-' && a[1]) { rc = nd_cli_usage_error("synth", "unknown option '%s'", a); break; }
         if (o.outdir) { rc = nd_cli_usage_error("synth", "more than one output directory ('%s', '%s')", o.outdir, a); break; }
         o.outdir = a;
     }
     if (!rc && !o.outdir) rc = nd_cli_usage_error("synth", "no output directory");
+    if (!rc && from) {
+        /* planting into another writer's checkpoint: the generator's options mean nothing there */
+        if (o.recipe || gen_opts || o.layers || o.experts || o.seed || o.size || o.format)
+            rc = nd_cli_usage_error("synth", "--from takes only --inject (the checkpoint fixes recipe, size, format and seed)");
+        else if (!o.n_injects) rc = nd_cli_usage_error("synth", "--from needs at least one --inject");
+        else if ((rc = nd_synth_from(from, o.outdir, inj, o.n_injects, &e))) rc = nd_cli_error(&e);
+        else printf("wrote %s: the tensors of %s with %d fault(s), listed in %s.faults.json\n", o.outdir, from, o.n_injects, o.outdir);
+        free(inj);
+        return rc;
+    }
     if (!rc && !o.recipe) rc = nd_cli_usage_error("synth", "--recipe is required");
     if (rc) {
         free(inj);

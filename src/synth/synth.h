@@ -41,6 +41,9 @@ typedef struct nd_synth_opts {
     nd_synth_calib_fn calibrate;/* required: usually nd_synth_pipeline_calibrate */
     void *calib_user;
     unsigned long long shard_bytes; /* 0: 1 GiB (the HF convention); tests use small values */
+    int unequal_fused;          /* fused shards keep each their own weight global scale (calibrated on
+                                 * their own weight), as writers that calibrate shards separately do;
+                                 * 0: one shared value per fused group (the max amax), as vLLM wants */
 } nd_synth_opts;
 
 /* Recipe name -> family; 0, or 2 with a message listing the known names. */

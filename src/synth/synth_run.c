@@ -183,7 +183,7 @@ int nd_synth_run(const nd_synth_opts *o, nd_err *e) {
     if (!rc) rc = sy_faults_parse(&pl, o->injects, o->n_injects, &faults, e);
     if (!rc) {
         sy_wctx w = {.plan = &pl, .seed = o->seed, .quantized = 0, .fmt = o->format, .faults = &faults,
-                     .shard_bytes = o->shard_bytes};
+                     .shard_bytes = o->shard_bytes, .unequal_fused = o->unequal_fused};
         rc = write_one(&w, orig, e);
         if (!rc) {
             int64_t tok[ND_SYNTH_CALIB_MAX];

@@ -128,7 +128,7 @@ static int emit(sy_wctx *w, long idx, nd_st_writer *st, bufs *B, nd_err *e) {
         if (p->quant == SY_Q_FP8_BLOCK) {
             sy_fp8_block_quantize(wt, n, k, 128, 128, data[0], data[1]);
         } else {
-            const float amax_w = sy_fused_amax(w->plan, idx, w->seed);
+            const float amax_w = w->unequal_fused ? sy_weight_amax(w->plan, idx, w->seed) : sy_fused_amax(w->plan, idx, w->seed);
             const float gw = sy_nvfp4_global_div(amax_w);
             sy_nvfp4_quantize(wt, n, k, gw, data[0], data[1]);
             const float amax_x = (float)p->in_amax;

@@ -17,6 +17,7 @@ typedef struct sy_wctx {
     nd_synth_format fmt;
     sy_faults *faults;
     unsigned long long shard_bytes; /* SY_SHARD_BYTES unless a test asks for smaller shards */
+    int unequal_fused;        /* each fused shard's own weight global (nd_synth_opts) */
 } sy_wctx;
 
 /* Write the safetensors file(s) (and the index when sharded) of the checkpoint into dir. */
