@@ -232,9 +232,9 @@ out:
 
 int nd_st_open(const char *path, nd_st_file **out, nd_err *e) {
     *out = NULL;
+    ND_TRY(nd_input_regular(path, e));
     nd_st_file *f = calloc(1, sizeof *f);
     if (!f || !(f->path = strdup(path))) { free(f); return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", path); }
-    ND_TRY(nd_input_regular(path, e));
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int err = errno;
