@@ -139,6 +139,11 @@ struct nd_backend {
 
     /* ---- elementwise and normalisation ---- */
     int (*round_bf16)(nd_backend *b, float *x, int64_t n, nd_err *e);          /* in place */
+    /* x = f16(x) * scale in place: each value cast to IEEE half as a real cast does
+     * (nd_f16_from_f32: RNE, Inf from 65520 up), then one FP32 product. The epilogue of a kernel
+     * that casts its FP32 accumulator to FP16 before applying its global scale (stack profile
+     * `epilogue: fp16`, docs/stacks.md). */
+    int (*cast_f16_scale)(nd_backend *b, float *x, int64_t n, float scale, nd_err *e);
     /* y = w ⊙ (x · rsqrt(mean(x²) + eps)) per row of d; w may be NULL (no weight). steps
      * (nd_norm_steps, numerics/nd_bf16_steps.h): ND_NORM_FP32, or transformers' BF16 roundings of
      * the Llama/V3 or the V4 unweighted RMSNorm. */

@@ -12,7 +12,12 @@
  *   (d) its magnitude is wrong although its direction is right: cosine is blind to a uniform
  *       scale error (a 4x output has cosine 1), so a non-chained row whose output amax is more than
  *       2x away from the reference's, or whose rel L2 is above 1, diverges; an empty production
- *       output beside a non-empty reference always does.
+ *       output beside a non-empty reference always does. A composite row (no floor) also diverges
+ *       when the part of its relative error that its angle does not explain,
+ *       sqrt(rel_l2^2 - (1 - cosine^2)), is above 0.25: that is |k - 1| for an output k times the
+ *       reference (a routed scaling factor of 1.5 applied twice: 0.5) but only about rel_l2^2 for
+ *       quantization noise (at most 0.21 for a row that passes chained_min_cosine 0.9; clean
+ *       synth and conformance checkpoints stay below 0.1).
  *   Chained rows diverge only by (a)/(b) and by routing: their drift grows with depth by design
  *   and is reported in the figures; a chained row of a stage whose isolated row diverged carries
  *   that verdict too (src/pipeline/run.c).
@@ -37,6 +42,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+/* (d) for composite rows: the largest uniform scale error |k - 1| a healthy block shows */
+#define COMPOSITE_MAX_SCALE_ERR 0.25
 
 static void set(nd_row *r, const char *v) { snprintf(r->verdict, sizeof r->verdict, "%s", v); }
 static int nonfinite(double v) { return !isfinite(v); }
@@ -99,7 +107,11 @@ void nd_verdict_row(nd_row *r, const nd_thresholds *th) {
      * rows and verdicts of their own: they are judged like chained rows */
     int composite = !strcmp(r->op, "mlp") || !strcmp(r->op, "moe_experts");
     int diverged;
-    if (composite) diverged = r->cosine < th->chained_min_cosine;
+    if (composite) {
+        diverged = r->cosine < th->chained_min_cosine;
+        const double mag2 = r->rel_l2 * r->rel_l2 - (1 - r->cosine * r->cosine); /* (d), the scale part */
+        if (isfinite(mag2) && mag2 > COMPOSITE_MAX_SCALE_ERR * COMPOSITE_MAX_SCALE_ERR) diverged = 1;
+    }
     else if (isfinite(r->floor_sqnr_db)) diverged = r->sqnr_db < r->floor_sqnr_db - th->floor_margin_db;
     else if (r->quantized) diverged = r->cosine < th->min_cosine || r->sqnr_db < th->min_sqnr_db;
     else diverged = r->cosine < th->min_cosine;

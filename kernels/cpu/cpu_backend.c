@@ -37,6 +37,7 @@ int nd_backend_cpu_create(nd_backend **out, nd_err *e) {
     b->gemm = nd_cpu_gemm;
     b->gemm_grouped = nd_cpu_gemm_grouped;
     b->round_bf16 = nd_cpu_round_bf16;
+    b->cast_f16_scale = nd_cpu_cast_f16_scale;
     b->rmsnorm = nd_cpu_rmsnorm;
     b->add = nd_cpu_add;
     b->add_bias = nd_cpu_add_bias;

@@ -1,4 +1,4 @@
-/* cpu_elementwise.c — BF16 rounding, RMSNorm, residual add, clamped SwiGLU. */
+/* cpu_elementwise.c — BF16 rounding, the FP16 cast epilogue, RMSNorm, residual add, clamped SwiGLU. */
 #include <math.h>
 #include "cpu_internal.h"
 #include "numerics/nd_numerics.h"
@@ -9,6 +9,14 @@ int nd_cpu_round_bf16(nd_backend *b, float *x, int64_t n, nd_err *e) {
     ND_CPU_SIZES(e, "round_bf16", n);
     ND_CPU_REQUIRE(n == 0 || x, e, "round_bf16", "NULL buffer");
     for (int64_t i = 0; i < n; i++) x[i] = nd_bf16_round(x[i]);
+    return 0;
+}
+
+int nd_cpu_cast_f16_scale(nd_backend *b, float *x, int64_t n, float scale, nd_err *e) {
+    (void)b;
+    ND_CPU_SIZES(e, "cast_f16_scale", n);
+    ND_CPU_REQUIRE(n == 0 || x, e, "cast_f16_scale", "NULL buffer");
+    for (int64_t i = 0; i < n; i++) x[i] = nd_f16_round(x[i]) * scale;
     return 0;
 }
 

@@ -213,6 +213,7 @@ extern "C" int nd_backend_cuda_create(nd_backend **out, int device, nd_err *e) {
     b->gemm = nd_cuda_gemm;
     b->gemm_grouped = nd_cuda_gemm_grouped;
     b->round_bf16 = nd_cuda_round_bf16;
+    b->cast_f16_scale = nd_cuda_cast_f16_scale;
     b->rmsnorm = nd_cuda_rmsnorm;
     b->add = nd_cuda_add;
     b->add_bias = nd_cuda_add_bias;

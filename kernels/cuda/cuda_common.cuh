@@ -100,6 +100,7 @@ int nd_cuda_gemm_grouped(nd_backend *b, const float *x, const float *w, float *y
                          int64_t n, int64_t k, float alpha, int bf16_exact, nd_err *e);
 /* cuda_elementwise.cu */
 int nd_cuda_round_bf16(nd_backend *b, float *x, int64_t n, nd_err *e);
+int nd_cuda_cast_f16_scale(nd_backend *b, float *x, int64_t n, float scale, nd_err *e);
 int nd_cuda_rmsnorm(nd_backend *b, const float *x, const float *w, float eps, int64_t rows, int64_t d,
                     int steps, float *y, nd_err *e);
 int nd_cuda_add(nd_backend *b, float *y, const float *x, int64_t n, nd_err *e);

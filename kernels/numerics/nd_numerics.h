@@ -46,7 +46,8 @@ ND_HD uint16_t nd_bf16_from_f32(float f) {
 ND_HD float nd_bf16_to_f32(uint16_t h) { return nd_bits_f32((uint32_t)h << 16); }
 ND_HD float nd_bf16_round(float f) { return nd_bf16_to_f32(nd_bf16_from_f32(f)); }
 
-/* ---- IEEE half (F16) decode, for F16 checkpoints ---------------------------------------- */
+/* ---- IEEE half (F16) ------------------------------------------------------------------- */
+/* Decode, for F16 checkpoints. */
 ND_HD float nd_f16_to_f32(uint16_t h) {
     uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
     if (e == 0x1f) return nd_bits_f32(s | 0x7f800000u | (m << 13));
@@ -56,6 +57,23 @@ ND_HD float nd_f16_to_f32(uint16_t h) {
     }
     return nd_bits_f32(s | ((e + 112u) << 23) | (m << 13));
 }
+
+/* float -> F16, round-to-nearest-even, as a real cast does (torch .half(), __float2half_rn, a
+ * kernel's float2num): beyond the F16 range it gives Inf, not 65504 — magnitudes from 65520
+ * (the midpoint to the next power of two, a tie that rounds to the even, infinite side) up;
+ * subnormals keep 2^-24 steps; NaN stays a quiet NaN with the sign and top payload bits. */
+ND_HD uint16_t nd_f16_from_f32(float f) {
+    const uint32_t u = nd_f32_bits(f), a = u & 0x7fffffffu;
+    const uint16_t s = (uint16_t)((u >> 16) & 0x8000u);
+    if (a > 0x7f800000u) return (uint16_t)(s | 0x7e00u | ((a >> 13) & 0x3ffu));
+    if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00u);           /* >= 65520 and Inf: Inf */
+    if (a < 0x38800000u)                                            /* below 2^-14: m * 2^-24 */
+        return (uint16_t)(s | (uint16_t)rintf(nd_bits_f32(a) * 16777216.0f)); /* exact scaling; RNE */
+    uint32_t r = a - 0x38000000u;                                   /* exponent bias 127 -> 15 */
+    r += 0xfffu + ((r >> 13) & 1u);                                 /* RNE on the 13 dropped bits */
+    return (uint16_t)(s | (r >> 13));
+}
+ND_HD float nd_f16_round(float f) { return nd_f16_to_f32(nd_f16_from_f32(f)); }
 
 /* ---- FP4 E2M1 ------------------------------------------------------------------------- */
 /* code = s e1 e0 m (bit 3 sign). Magnitudes 0, .5, 1, 1.5, 2, 3, 4, 6. No Inf/NaN. */

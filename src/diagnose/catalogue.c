@@ -51,6 +51,30 @@ static const nd_cause CAUSES[] = {
      "weight_scale_fit: the weight global scale set to the least-squares fit against the original",
      "re-export the weight global scale (weight_global_scale / weight_scale_2) with the value the block scales were "
      "made with"},
+    {"gate_up_order",
+     "the serving stack reads the fused gate/up projection in the other order (W31 where the checkpoint is W13, or "
+     "the reverse): SwiGLU computes act(up) * gate instead of act(gate) * up",
+     "replaying the MLP block (or the routed experts) with gate and up in the other order makes it healthy again "
+     "(the cosine and magnitude of a clean NVFP4 block); every projection's own row is clean either way",
+     "gate_up_swap: <stage>.gate_up_swap toggled (0: act(gate)*up, 1: act(up)*gate)",
+     "fix the loader's W13/W31 choice for this MoE runner or MLP kernel (sglang PR #39388 for MegaMoE); the "
+     "--override shown applies the other order to the stage"},
+    {"moe_output_scale",
+     "the routed experts' output is scaled by routed_scaling_factor twice (or never) instead of once: the "
+     "combine is off by exactly that factor",
+     "replaying the routed experts with the factor applied once brings their output back to the reference "
+     "magnitude (a clean NVFP4 block)",
+     "routed_scaling_once: <stage>.routed_scaling=1 (the stack applied it 0 or 2 times)",
+     "apply routed_scaling_factor in one place only (top-k weights or the final sum: sglang PR #31762); the "
+     "--override shown runs the stage with it applied once"},
+    {"fp16_overflow",
+     "the GEMM casts its FP32 accumulator to FP16 before applying alpha (the global scales): sums past 65504 "
+     "become Inf although the scaled output is small",
+     "replaying the stage with alpha applied before the output cast (no FP16 step) removes the Inf and brings "
+     "it back to the floor",
+     "epilogue_fp32: <stage>.epilogue_fp16=0 (scale first, then cast)",
+     "serve with dtype=bfloat16 or a kernel that scales before casting (vLLM PR #37135 / #33972 for Marlin "
+     "NVFP4); the --override shown runs the stage without the FP16 step"},
     {"routing_divergence",
      "the production path routes tokens to other experts than the reference",
      "the router row's top-k agreement below 0.5 on the chained path",

@@ -1,6 +1,7 @@
 /* repair.c — candidate repairs (repair.h). Which candidates exist is decided from the module alone
- * (its format, scales and fused shards); none of them is preferred here: the diagnosis replays
- * every one and keeps what restores the stage (diagnose.c). */
+ * (its format, scales and fused shards) and from the runtime behaviours the stage ran with (gate/up
+ * order, routed scaling, FP16 epilogue: stack.h); none of them is preferred here: the diagnosis
+ * replays every one and keeps the first that restores the stage (diagnose.c). */
 #include "repair.h"
 #include <math.h>
 #include <stdio.h>
@@ -40,6 +41,29 @@ int nd_repairs_for(const nd_row *row, const nd_stage_info *in, nd_repair *out, i
     int n = 0;
     nd_repair *r;
     if (!in->found) return 0;
+    if (in->composite) {
+        /* an MLP block or the routed experts' combine: the SwiGLU halves in the other order (a
+         * W13/W31 mix-up either way), and the routed scaling factor applied exactly once */
+        if ((r = add(out, &n, cap, "gate_up_swap", "gate_up_order"))) {
+            snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.gate_up_swap=%d", row->name, !in->gate_up_swap);
+            snprintf(r->what, sizeof r->what, "SwiGLU of %s computed as %s instead of %s", row->name,
+                     in->gate_up_swap ? "act(gate)*up (W13)" : "act(up)*gate (W31)",
+                     in->gate_up_swap ? "act(up)*gate" : "act(gate)*up");
+        }
+        if (in->routed_scaling >= 0 && in->routed_scaling != 1 && (r = add(out, &n, cap, "routed_scaling_once", "moe_output_scale"))) {
+            snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.routed_scaling=1", row->name);
+            snprintf(r->what, sizeof r->what, "routed_scaling_factor %.6g applied once in the combine of %s instead of %s",
+                     in->routed_scaling_factor, row->name, in->routed_scaling == 0 ? "never" : in->routed_scaling == 2 ? "twice" : "more often");
+        }
+        return n;
+    }
+    /* an FP16 epilogue (the accumulator cast to FP16 before alpha): the BF16/FP32 one. First: it is
+     * a known behaviour of the stack that ran, and halving a scale can also hide a marginal overflow */
+    if (in->epilogue_fp16 && (r = add(out, &n, cap, "epilogue_fp32", "fp16_overflow"))) {
+        snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.epilogue_fp16=0", row->name);
+        snprintf(r->what, sizeof r->what, "alpha %.6g applied to the FP32 accumulator of %s before its output cast, not after an FP16 cast",
+                 in->alpha, row->name);
+    }
     /* NaN block scales: read each as its row neighbour */
     if (in->nan_block_scales > 0 && (r = add(out, &n, cap, "block_scale_fix", "nan_weight_scale"))) {
         snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.block_scale_fix=1", in->module);

@@ -36,6 +36,7 @@ typedef struct nd_lin {
     double weight_rel_l2, weight_rel_l2_swap;
     int logits;            /* head: also compute KL / top-1 agreement */
     char finding[32];      /* static finding on the module (a cause code) or "" */
+    int epilogue_fp16;     /* NVFP4 W4A4 under an FP16 epilogue: accumulator cast to FP16 before alpha */
 } nd_lin;
 
 enum { LIN_SAME = 0, LIN_NVFP4_W4A4, LIN_WEIGHT_ONLY };

@@ -6,9 +6,10 @@
  * production: NVFP4 W4A4 as the serving kernels compute it: x quantized per 16-block with the
  *             stack's multiplier (e4m3 satfinite scales, RNE e2m1 codes), the FP4×FP4 product as
  *             (codes × block scales) GEMMs in FP32 (exact in BF16, so BF16 tensor cores change no
- *             product), then × alpha. FP8 weight-only modules quantize activations to FP8 in
- *             groups where the recipe says the kernel does (act_fp8_group). Dense modules: same
- *             as the reference.
+ *             product), then × alpha; under an FP16 epilogue (stack profile `epilogue: fp16`)
+ *             the accumulator is cast to FP16 before alpha. FP8 weight-only modules quantize
+ *             activations to FP8 in groups where the recipe says the kernel does
+ *             (act_fp8_group). Dense modules: same as the reference.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -91,6 +92,8 @@ static void stage_info(const nd_run *r, const nd_lin *l, nd_stage_info *in) {
     in->mult = l->pp.mult;
     in->w_div = l->pp.w_div;
     in->alpha = l->pp.alpha;
+    in->routed_scaling = -1;
+    in->epilogue_fp16 = l->prod_kind == LIN_NVFP4_W4A4 && l->epilogue_fp16;
 }
 
 int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char *stage_name, const char *fused_csv,
@@ -130,6 +133,7 @@ int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char
     }
 
     nd_stack_params(&r->stack, &l->m, l->fused, l->n_fused, stage_name, &l->pp);
+    l->epilogue_fp16 = l->prod_kind == LIN_NVFP4_W4A4 && nd_stack_epilogue_fp16(&r->stack, stage_name);
     if (r->opts && r->opts->stage_info && r->opts->only_row && !r->silent && !strcmp(stage_name, r->opts->only_row))
         stage_info(r, l, r->opts->stage_info);
     int rc = 0;
@@ -249,7 +253,10 @@ int nd_lin_prod(nd_run *r, nd_lin *l, const nd_buf *x, double x_ref_amax, nd_buf
         nd_qstats qs;
         memset(&qs, 0, sizeof qs);
         rc = xq ? quant_dequant(r, x, l->pp.mult, r->stack.quant_sem, xq, &qs, e) : e->code;
-        if (!rc) rc = gemm(r, l, xq, l->w_prod, (*y)->p, x->rows, l->pp.alpha, 1, e);
+        /* an FP16 epilogue (stack knob epilogue: fp16) casts the FP32 accumulator to FP16 before
+         * alpha, as vLLM's Marlin NVFP4 kernel did: past 65504 it is Inf whatever alpha brings */
+        if (!rc) rc = gemm(r, l, xq, l->w_prod, (*y)->p, x->rows, l->epilogue_fp16 ? 1.0f : l->pp.alpha, 1, e);
+        if (!rc && l->epilogue_fp16) rc = r->be->cast_f16_scale(r->be, (*y)->p, (*y)->n, l->pp.alpha, e);
         if (xq) r->be->release(r->be, xq);
         fig->sat_frac = qs.n_elems ? (double)qs.n_saturated / (double)qs.n_elems : NAN;
         fig->zero_block_frac = qs.n_nonzero_blocks ? (double)qs.n_zero_scale / (double)qs.n_nonzero_blocks : 0.0;

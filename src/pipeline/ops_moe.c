@@ -34,6 +34,7 @@ static int route(nd_opctx *c, router_ctx *rx, const nd_buf *b, nd_buf **out, nd_
     if (!o) return e->code;
     *out = o;
     o->k = (int)k;
+    o->route_scaling = rx->cfg.scaling;
     o->idx = malloc(sizeof(int32_t) * (size_t)(t * k));
     o->w = malloc(sizeof(float) * (size_t)(t * k));
     o->logits_host = malloc(sizeof(float) * (size_t)(t * E));
@@ -155,8 +156,13 @@ static int swiglu(nd_run *r, const nd_buf *g, const nd_buf *v, float limit, nd_b
 
 static void put_all(nd_run *r, nd_buf **b, int n) { for (int i = 0; i < n; i++) { nd_buf_put(r, b[i]); b[i] = NULL; } }
 
-/* prefix: canonical module prefix (".gate_proj" etc. appended); stage_prefix likewise. */
-static int mlp_run(nd_opctx *c, const char *prefix, const char *stage_prefix, float limit, mlp_io *io, nd_err *e) {
+/* prefix: canonical module prefix (".gate_proj" etc. appended); stage_prefix likewise.
+ * swap: the production path reads the fused gate/up halves in the other order (W31 where the
+ * checkpoint is W13, stack knob gate_up_order): its SwiGLU computes act(up) * gate. The reference
+ * path and every projection's own row are unaffected; the block output and the down projection's
+ * chained input carry it. */
+static int mlp_run(nd_opctx *c, const char *prefix, const char *stage_prefix, float limit, int swap, mlp_io *io,
+                   nd_err *e) {
     nd_run *r = c->r;
     const char *proj[3] = {"gate_proj", "up_proj", "down_proj"};
     nd_lin l[3];
@@ -181,13 +187,13 @@ static int mlp_run(nd_opctx *c, const char *prefix, const char *stage_prefix, fl
     int wi = c->want_iso, wc = c->want_chain && io->x_chain;
     if ((rc = nd_lin_stage(r, c->st, &l[0], io->x_ref, t[0], io->x_chain, wi, wc, &t[3], &t[4], e))) goto done;
     if ((rc = nd_lin_stage(r, c->st, &l[1], io->x_ref, t[1], io->x_chain, wi, wc, &t[5], &t[6], e))) goto done;
-    if (wc && (rc = swiglu(r, t[4], t[6], limit, &t[7], e))) goto done;
+    if (wc && (rc = swiglu(r, swap ? t[6] : t[4], swap ? t[4] : t[6], limit, &t[7], e))) goto done;
     if ((rc = nd_lin_stage(r, c->st, &l[2], t[2], io->o_ref, wc ? t[7] : NULL, wi, wc, &t[8], &io->o_chain, e))) goto done;
     if (wi) {
         /* the block in isolated mode: production projections chained inside the MLP */
         nd_row fig;
         double amax = nd_buf_amax(r, t[2], e);
-        if ((rc = swiglu(r, t[3], t[5], limit, &t[9], e))) goto done;
+        if ((rc = swiglu(r, swap ? t[5] : t[3], swap ? t[3] : t[5], limit, &t[9], e))) goto done;
         if ((rc = nd_lin_prod(r, &l[2], t[9], amax, &io->o_iso, &fig, e))) goto done;
     }
 done:
@@ -202,12 +208,36 @@ static int gather(nd_run *r, const nd_buf *x, const int32_t *rows, int64_t nr, n
     return r->be->gather_rows(r->be, x->p, rows, nr, x->cols, (*out)->p, e);
 }
 
+/* The gate/up order the production path uses for this composite stage (the stack's, or the stage's
+ * override; bisect's reference-only stages keep the checkpoint's order). */
+static int gate_up_swap(nd_opctx *c) {
+    return !c->r->calib_cb && !nd_run_ref_only(c->r, c->st->name) && nd_stack_gate_up_swap(&c->r->stack, c->st->name);
+}
+
+/* Single-stage replay of this composite row (diagnosis): what the candidate repairs need. */
+static nd_stage_info *composite_info(nd_opctx *c) {
+    nd_run *r = c->r;
+    if (!r->opts || !r->opts->stage_info || !r->opts->only_row || r->silent || strcmp(c->st->name, r->opts->only_row))
+        return NULL;
+    nd_stage_info *in = r->opts->stage_info;
+    memset(in, 0, sizeof *in);
+    in->found = 1;
+    in->composite = 1;
+    in->routed_scaling = -1;
+    in->in_amax = in->weight_div_fit = NAN;
+    snprintf(in->module, sizeof in->module, "%s", c->st->module);
+    return in;
+}
+
 int nd_op_mlp(nd_opctx *c, nd_err *e) {
     nd_run *r = c->r;
     double limit;
     ND_TRY(nd_attr_num(r, c->st, "limit", 0, &limit, e));
+    const int swap = gate_up_swap(c);
+    nd_stage_info *in = composite_info(c);
+    if (in) in->gate_up_swap = swap;
     mlp_io io = {.x_ref = c->in_ref[0], .x_chain = c->want_chain ? c->in_chain[0] : NULL};
-    int rc = mlp_run(c, c->st->module, c->st->name, (float)limit, &io, e);
+    int rc = mlp_run(c, c->st->module, c->st->name, (float)limit, swap, &io, e);
     c->out_ref[0] = io.o_ref;
     c->out_iso[0] = io.o_iso;
     c->out_chain[0] = io.o_chain;
@@ -257,9 +287,23 @@ int nd_op_moe_experts(nd_opctx *c, nd_err *e) {
     nd_buf *x_ch = c->want_chain ? c->in_chain[0] : NULL, *rt_ch = c->want_chain ? c->in_chain[1] : NULL;
     if (!rt_ref->idx) return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s: second input must be a router output", r->rc->path, c->st->def->line, c->st->def->name);
     int64_t t = x_ref->rows, d = x_ref->cols;
+    /* The production combine applies the router's routed_scaling_factor (already in the routing
+     * weights once) `times` times, as the stack does (knob routed_scaling, or the stage's
+     * override): the production weights carry the factor s^(times-1). */
+    const int swap = gate_up_swap(c);
+    const int times = c->r->calib_cb || nd_run_ref_only(r, c->st->name) ? 1 : nd_stack_routed_scaling(&r->stack, c->st->name);
+    const float s_route = rt_ref->route_scaling;
+    const float prod_scale = times == 1 || !(s_route > 0) ? 1.0f : times == 2 ? s_route : 1.0f / s_route;
+    nd_stage_info *info = composite_info(c);
+    if (info) {
+        info->gate_up_swap = swap;
+        info->routed_scaling = times;
+        info->routed_scaling_factor = s_route;
+    }
     nd_buf *y[3] = {nd_buf_new(r, t, d, e), c->want_iso ? nd_buf_new(r, t, d, e) : NULL, x_ch ? nd_buf_new(r, t, d, e) : NULL};
     int32_t *rows = malloc(sizeof(int32_t) * (size_t)t * 2);
-    float *w = malloc(sizeof(float) * (size_t)t * 2);
+    float *w = malloc(sizeof(float) * (size_t)t * 3); /* reference picks, production picks, production weights */
+    float *wp = w ? w + 2 * t : NULL;
     int rc = (!y[0] || (c->want_iso && !y[1]) || (x_ch && !y[2]) || !rows || !w) ? nd_fail(e, ND_EXIT_INTERNAL, "out of memory") : 0;
     for (int i = 0; i < 3 && !rc; i++)
         if (y[i]) {
@@ -302,6 +346,8 @@ int nd_op_moe_experts(nd_opctx *c, nd_err *e) {
         int64_t nr = tokens_of(rt_ref, ex, rows, w);
         int64_t nc = rt_ch ? tokens_of(rt_ch, ex, rows + t, w + t) : 0;
         if (!nr && !nc) continue; /* never loaded */
+        for (int64_t i = 0; i < nr; i++) wp[i] = w[i] * prod_scale;
+        for (int64_t i = 0; i < nc; i++) w[t + i] *= prod_scale; /* used by the production combine only */
         prefetch_after(c, ex, (int)E, rt_ref, rt_ch); /* while this one uploads and computes */
         nd_expand(c->st->module, c->st->layer, ex, prefix, sizeof prefix);
         snprintf(stage_prefix, sizeof stage_prefix, "%s", prefix + (strncmp(prefix, "model.", 6) ? 0 : 6));
@@ -311,9 +357,9 @@ int nd_op_moe_experts(nd_opctx *c, nd_err *e) {
             rc = gather(r, x_ref, rows, nr, &io.x_ref, e);
             if (!rc && x_ch) rc = gather(r, x_ch, rows, nr, &xc_same, e);
             io.x_chain = xc_same;
-            if (!rc) rc = mlp_run(c, prefix, stage_prefix, (float)limit, &io, e);
+            if (!rc) rc = mlp_run(c, prefix, stage_prefix, (float)limit, swap, &io, e);
             if (!rc) rc = r->be->scatter_add_rows(r->be, acc[0]->p, io.o_ref->p, rows, w, nr, d, bf16_products, e);
-            if (!rc && y[1]) rc = r->be->scatter_add_rows(r->be, acc[1]->p, io.o_iso->p, rows, w, nr, d, bf16_products, e);
+            if (!rc && y[1]) rc = r->be->scatter_add_rows(r->be, acc[1]->p, io.o_iso->p, rows, wp, nr, d, bf16_products, e);
         }
         /* the chained block output follows the production routing */
         int same = nr == nc && !memcmp(rows, rows + t, sizeof(int32_t) * (size_t)nr);
@@ -328,7 +374,7 @@ int nd_op_moe_experts(nd_opctx *c, nd_err *e) {
                 int saved_iso = c->want_iso, saved_chain = c->want_chain;
                 c->want_iso = 1; c->want_chain = 0;
                 r->silent++; /* rows of this internal run are not reported */
-                if (!rc) rc = mlp_run(c, prefix, stage_prefix, (float)limit, &pio, e);
+                if (!rc) rc = mlp_run(c, prefix, stage_prefix, (float)limit, swap, &pio, e);
                 r->silent--;
                 c->want_iso = saved_iso; c->want_chain = saved_chain;
                 if (!rc) rc = r->be->scatter_add_rows(r->be, acc[2]->p, pio.o_iso->p, rows + t, w + t, nc, d, bf16_products, e);

@@ -38,11 +38,19 @@ typedef struct nd_capture_info {
 typedef int (*nd_capture_fn)(void *user, const nd_capture_info *ci, nd_err *e);
 
 /* What a single-stage replay (nd_trace_opts.only_row) learns about the linear module behind the
- * row: its checkpoint scales in the format's own meaning and the parameters the stack derived.
- * The diagnosis builds its candidate repairs from it (src/diagnose/repair.c). */
+ * row: its checkpoint scales in the format's own meaning and the parameters the stack derived; or,
+ * for a composite row (an MLP block, the routed experts' combine), the runtime behaviours the
+ * production path applied there. The diagnosis builds its candidate repairs from it
+ * (src/diagnose/repair.c). */
 #define ND_STAGE_MAX_FUSED 4
 typedef struct nd_stage_info {
-    int found;                      /* 1 when the row was produced by a linear module */
+    int found;                      /* 1 when the row was produced by a linear module or a composite stage */
+    int composite;                  /* 1: an MLP block / routed-experts row (module = its prefix; only the
+                                     * runtime fields below and gate_up_swap/routed_scaling apply) */
+    int gate_up_swap;               /* composite: SwiGLU ran with gate and up swapped (stack.h) */
+    int routed_scaling;             /* routed experts: times the combine applied routed_scaling_factor; -1 n/a */
+    double routed_scaling_factor;   /* the router's factor (0: unknown) */
+    int epilogue_fp16;              /* linear: the accumulator was cast to FP16 before alpha */
     char module[256];               /* checkpoint module path ("model.layers.0.self_attn.q_a_proj") */
     int modelopt;                   /* 1: ModelOpt names and meaning (input_scale, weight_scale_2) */
     int nvfp4_w4a4;                 /* the production path quantizes activations to NVFP4 */

@@ -203,7 +203,9 @@ static int stage_makes_row(const char *stage, const char *row) {
 }
 
 /* Single-stage replay (opts->only_row): every other stage runs on the reference path only,
- * unreported; the run stops after the stage that makes the row. */
+ * unreported; the run stops after the stage that makes the row. A stage that could make it but did
+ * not (DeepSeek-V3's dense "layers.1.mlp", skipped on a MoE layer, comes before both
+ * "layers.1.mlp.experts" and the MoE layer's own "layers.1.mlp") does not stop the run. */
 static int run_stage(nd_run *r, const nd_stage_def *def, int layer, int modes, nd_err *e) {
     const char *only = r->opts ? r->opts->only_row : NULL;
     if (!only || r->silent) return run_stage_body(r, def, layer, modes, e);
@@ -215,8 +217,11 @@ static int run_stage(nd_run *r, const nd_stage_def *def, int layer, int modes, n
         r->silent--;
         return rc;
     }
+    const int64_t before = r->nrows;
     int rc = run_stage_body(r, def, layer, modes, e);
-    r->captured = 1; /* done: nothing after it is needed */
+    int made = 0;
+    for (int64_t i = before; i < r->nrows && !made; i++) made = !strcmp(r->rows[i].name, only);
+    if (made || rc) r->captured = 1; /* done: nothing after it is needed */
     return rc;
 }
 

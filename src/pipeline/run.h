@@ -20,6 +20,7 @@ typedef struct nd_buf {
     float *w;              /* routing: [rows, k] weights (host) */
     int k;
     float *logits_host;    /* router logits [rows, n_experts] kept for probes (host) */
+    float route_scaling;   /* routing: the routed_scaling_factor already in w (0: unknown) */
 } nd_buf;
 
 #define ND_ENV_MAX 48

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <yaml.h>
 #include "recipe/yaml_depth.h"
 #include "numerics/nd_numerics.h"
@@ -18,8 +19,26 @@ static int parse_rule(const char *v, int *out) {
     return 0;
 }
 
+/* A boolean as profiles write it: true/false, yes/no, 1/0 in any case; anything else is refused
+ * (a typo must not silently mean false). */
+static int parse_bool(const char *v, int *out) {
+    static const char *const yes[] = {"true", "yes", "1"}, *const no[] = {"false", "no", "0"};
+    for (int i = 0; i < 3; i++) {
+        if (!strcasecmp(v, yes[i])) { *out = 1; return 0; }
+        if (!strcasecmp(v, no[i])) { *out = 0; return 0; }
+    }
+    return -1;
+}
+
+/* One of `n` spellings (case-sensitive, as the other enumerated keys); its index, or -1. */
+static int parse_enum(const char *v, const char *const *names, int n) {
+    for (int i = 0; i < n; i++)
+        if (!strcmp(v, names[i])) return i;
+    return -1;
+}
+
 /* A stack file is a flat mapping: stack, description, fused_input, fused_weight,
- * reciprocal_input, quantizer. */
+ * reciprocal_input, quantizer, gate_up_order, routed_scaling, epilogue. */
 int nd_stack_load(const char *name, nd_stack *s, nd_err *e) {
     char path[1024];
     if (strchr(name, '/')) snprintf(path, sizeof path, "%s", name);
@@ -48,6 +67,9 @@ int nd_stack_load(const char *name, nd_stack *s, nd_err *e) {
     if (!root || root->type != YAML_MAPPING_NODE) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: a stack profile must be a mapping", path);
     snprintf(s->name, sizeof s->name, "%s", name);
     s->quant_sem = ND_QSEM_KERNEL;
+    s->routed_scaling = 1;
+    static const char *const gate_up[] = {"w13", "w31"}, *const times[] = {"never", "once", "twice"},
+                             *const epi[] = {"bf16", "fp16"};
     for (yaml_node_pair_t *q = root && !rc ? root->data.mapping.pairs.start : NULL; q && q < root->data.mapping.pairs.top; q++) {
         yaml_node_t *kn = yaml_document_get_node(&doc, q->key), *vn = yaml_document_get_node(&doc, q->value);
         if (kn->type != YAML_SCALAR_NODE || vn->type != YAML_SCALAR_NODE) {
@@ -63,8 +85,27 @@ int nd_stack_load(const char *name, nd_stack *s, nd_err *e) {
                 rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: %s must be own, max, min or first", path, line, k);
                 break;
             }
-        } else if (!strcmp(k, "reciprocal_input")) s->reciprocal_input = !strcmp(v, "true") || !strcmp(v, "1");
-        else if (!strcmp(k, "quantizer")) {
+        } else if (!strcmp(k, "reciprocal_input")) {
+            if (parse_bool(v, &s->reciprocal_input)) {
+                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: reciprocal_input must be true or false (yes/no, 1/0), not '%s'", path, line, v);
+                break;
+            }
+        } else if (!strcmp(k, "gate_up_order")) {
+            if ((s->gate_up_w31 = parse_enum(v, gate_up, 2)) < 0) {
+                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: gate_up_order must be w13 or w31, not '%s'", path, line, v);
+                break;
+            }
+        } else if (!strcmp(k, "routed_scaling")) {
+            if ((s->routed_scaling = parse_enum(v, times, 3)) < 0) {
+                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: routed_scaling must be once, twice or never, not '%s'", path, line, v);
+                break;
+            }
+        } else if (!strcmp(k, "epilogue")) {
+            if ((s->epilogue_fp16 = parse_enum(v, epi, 2)) < 0) {
+                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: epilogue must be bf16 or fp16, not '%s'", path, line, v);
+                break;
+            }
+        } else if (!strcmp(k, "quantizer")) {
             if (!strcmp(v, "kernel")) s->quant_sem = ND_QSEM_KERNEL;
             else if (!strcmp(v, "compressed-tensors")) s->quant_sem = ND_QSEM_CT;
             else { rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: quantizer must be kernel or compressed-tensors", path, line); break; }
@@ -85,6 +126,14 @@ int nd_stack_add_override(nd_stack *s, const char *arg, nd_err *e) {
     if (*end) return nd_fail(e, ND_EXIT_BADINPUT, "--override %s: '%s' is not a number", arg, eq + 1);
     size_t n = (size_t)(eq - arg);
     if (n >= sizeof s->ov[0].name) return nd_fail(e, ND_EXIT_BADINPUT, "--override: name too long");
+    /* the runtime-behaviour switches take a count or a flag, nothing else */
+    static const struct { const char *suffix; int max; } sw[] = {{".gate_up_swap", 1}, {".routed_scaling", 2}, {".epilogue_fp16", 1}};
+    for (size_t i = 0; i < sizeof sw / sizeof sw[0]; i++) {
+        size_t ls = strlen(sw[i].suffix);
+        if (n > ls && !strncmp(arg + n - ls, sw[i].suffix, ls) && !(v >= 0 && v <= sw[i].max && v == (int)v))
+            return nd_fail(e, ND_EXIT_BADINPUT, "--override %s: %s takes %s", arg, sw[i].suffix + 1,
+                           sw[i].max == 1 ? "0 or 1" : "0, 1 or 2 (times applied)");
+    }
     nd_override *o = &s->ov[s->n_ov++];
     memcpy(o->name, arg, n);
     o->name[n] = 0;
@@ -93,12 +142,15 @@ int nd_stack_add_override(nd_stack *s, const char *arg, nd_err *e) {
     return 0;
 }
 
+/* The override of prefix.suffix; the last one given wins (a repair replayed or printed after the
+ * user's own override of the same name), and every one of that name counts as used. */
 static nd_override *find_ov(nd_stack *s, const char *prefix, const char *suffix) {
     char full[256];
     snprintf(full, sizeof full, "%s.%s", prefix, suffix);
+    nd_override *hit = NULL;
     for (int i = 0; i < s->n_ov; i++)
-        if (!strcmp(s->ov[i].name, full)) { s->ov[i].used = 1; return &s->ov[i]; }
-    return NULL;
+        if (!strcmp(s->ov[i].name, full)) { s->ov[i].used = 1; hit = &s->ov[i]; }
+    return hit;
 }
 
 void nd_stack_override_module(nd_stack *s, nd_module *m) {
@@ -146,6 +198,21 @@ void nd_stack_params(nd_stack *s, const nd_module *m, const nd_module *fused, in
     if ((o = find_ov(s, stage, "weight_global_scale"))) out->w_div = (float)(1.0 / o->value);
     out->alpha = 1.0f / (out->mult * out->w_div);
     if ((o = find_ov(s, stage, "alpha"))) out->alpha = (float)o->value;
+}
+
+int nd_stack_gate_up_swap(nd_stack *s, const char *stage) {
+    nd_override *o = find_ov(s, stage, "gate_up_swap");
+    return o ? o->value != 0 : s->gate_up_w31;
+}
+
+int nd_stack_routed_scaling(nd_stack *s, const char *stage) {
+    nd_override *o = find_ov(s, stage, "routed_scaling");
+    return o ? (int)o->value : s->routed_scaling;
+}
+
+int nd_stack_epilogue_fp16(nd_stack *s, const char *stage) {
+    nd_override *o = find_ov(s, stage, "epilogue_fp16");
+    return o ? o->value != 0 : s->epilogue_fp16;
 }
 
 void nd_stack_module_repair(nd_stack *s, const nd_module *m, nd_module_repair *out) {

@@ -34,6 +34,13 @@ typedef struct nd_stack {
     int input_fused, weight_fused;  /* nd_fused_rule for input multipliers and weight globals */
     int reciprocal_input;           /* 1: the stack passes 1/(file value) as the multiplier */
     int quant_sem;                  /* ND_QSEM_* used by the activation quantizer */
+    /* runtime behaviours of the stack's kernels (docs/stacks.md, issue 18) */
+    int gate_up_w31;                /* 1: the fused gate/up halves are read in W31 order: SwiGLU
+                                     * computes act(up) * gate (gate_up_order: w31) */
+    int routed_scaling;             /* times the routed experts' combine applies the router's
+                                     * routed_scaling_factor: 1 once (right), 2 twice, 0 never */
+    int epilogue_fp16;              /* 1: the NVFP4 GEMM casts its FP32 accumulator to FP16 before
+                                     * alpha (epilogue: fp16), Inf past 65504 */
     nd_override ov[ND_MAX_OVERRIDES];
     int n_ov;
 } nd_stack;
@@ -55,6 +62,15 @@ void nd_stack_override_module(nd_stack *s, nd_module *m);
  * ("<stage>.quant_mult", ".alpha", vLLM names ".input_global_scale_inv", ".weight_global_scale"). */
 void nd_stack_params(nd_stack *s, const nd_module *m, const nd_module *fused, int n_fused,
                      const char *stage, nd_prod_params *out);
+/* The runtime behaviours of the stage named `stage` (a composite MLP / routed-experts stage, or a
+ * linear's stage): the profile's value unless the stage's override says otherwise:
+ *   <stage>.gate_up_swap=0|1     SwiGLU with gate and up swapped (1) or in order (0)
+ *   <stage>.routed_scaling=0|1|2 times the combine applies routed_scaling_factor
+ *   <stage>.epilogue_fp16=0|1    the NVFP4 GEMM accumulator cast to FP16 before alpha
+ * nd_stack_add_override refuses other values of these names (exit 2). */
+int nd_stack_gate_up_swap(nd_stack *s, const char *stage);
+int nd_stack_routed_scaling(nd_stack *s, const char *stage);
+int nd_stack_epilogue_fp16(nd_stack *s, const char *stage);
 /* Repairs of a module's bytes, asked for by override (diagnosis, issue 13):
  *   model.<module>.nibble_swap=1      read every packed byte with its two nibbles swapped
  *   model.<module>.block_scale_fix=1  NaN/Inf e4m3 block scales replaced by their row neighbour

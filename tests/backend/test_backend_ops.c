@@ -7,8 +7,8 @@
  * Tolerances, and why:
  *  - bit-exact (NaN compared as "both NaN", since CUDA arithmetic returns the canonical NaN while
  *    x86 propagates the operand's payload and sign): dequant_nvfp4/mxfp4/fp8, to_f32, quant_nvfp4
- *    codes + scales + statistics, fake_quant_fp8, swizzle/unswizzle, round_bf16, add, gather,
- *    scatter_add (same order of FP32 additions), hc_post (same order, no FMA).
+ *    codes + scales + statistics, fake_quant_fp8, swizzle/unswizzle, round_bf16, cast_f16_scale,
+ *    add, gather, scatter_add (same order of FP32 additions), hc_post (same order, no FMA).
  *  - TOL_GEMM rel-L2 1e-5: FP32 sums of K products in another order (cuBLAS blocks/splits K, the
  *    CPU sums in increasing k); the typical error of either is ~eps*sqrt(K), 2e-6 at K = 1040.
  *    The same bound holds for the BF16 path: products of BF16-exact operands are exact in FP32.
@@ -446,7 +446,35 @@ static void case_elementwise(void) {
         dev_free(be, d);
     }
     same_bytes("round_bf16 (bits)", r[0], r[1], n * 4);
-    free(r[0]); free(r[1]); free(bits);
+    free(r[0]); free(r[1]);
+    /* cast_f16_scale on the same bit patterns (beyond 65504: Inf before the scale), and on values
+     * around the F16 range */
+    {
+        float *v = rnd_floats(n, 5e4f);
+        const float scale = 1e-3f * (1.0f + (float)rnd_int(1000) / 1000.0f);
+        for (int src = 0; src < 2; src++) {
+            BOTH(be) {
+                nd_err e = {0};
+                void *d = dev_put(be, src ? (const void *)v : (const void *)bits, n * 4);
+                op_rc(be, "cast_f16_scale", g_be[be]->cast_f16_scale(g_be[be], d, n, scale, &e), &e);
+                r[be] = dev_get(be, d, n * 4);
+                dev_free(be, d);
+            }
+            same_floats(src ? "cast_f16_scale (sigma 5e4)" : "cast_f16_scale (bits)", r[0], r[1], n);
+            if (src) {
+                int bad = 0, inf = 0;
+                for (int64_t i = 0; i < n; i++) {
+                    bad += nd_f32_bits(r[0][i]) != nd_f32_bits(nd_f16_round(v[i]) * scale);
+                    inf += isinf(r[0][i]) != 0; /* glibc's isinf is -1 for -Inf */
+                }
+                CHECK(bad == 0, "cast_f16_scale: %d values differ from f16(x) * scale", bad);
+                CHECK(inf > 0 && inf < n, "cast_f16_scale: %d of %lld values past the F16 range became Inf", inf, (long long)n);
+            }
+            free(r[0]); free(r[1]);
+        }
+        free(v);
+    }
+    free(bits);
     /* add */
     float *a = rnd_floats(n, 2.0f), *c = rnd_floats(n, 1e-3f);
     BOTH(be) {
@@ -1038,7 +1066,7 @@ static const test_case g_cases[] = {
     {"copy2d", case_copy2d}, {"dequant_nvfp4", case_dequant_nvfp4}, {"dequant_mxfp4", case_dequant_mxfp4}, {"dequant_fp8", case_dequant_fp8},
     {"to_f32", case_to_f32}, {"quant_nvfp4", case_quant_nvfp4}, {"fake_quant_fp8", case_fake_quant_fp8},
     {"swizzle_sf+unswizzle_sf", case_swizzle}, {"gemm+gemm_grouped", case_gemm},
-    {"round_bf16+add+swiglu+rmsnorm", case_elementwise}, {"rope", case_rope}, {"attention", case_attention},
+    {"round_bf16+cast_f16_scale+add+swiglu+rmsnorm", case_elementwise}, {"rope", case_rope}, {"attention", case_attention},
     {"hc_pre+hc_post+hc_head", case_hc}, {"router_topk", case_router}, {"gather_rows+scatter_add_rows", case_moe_rows},
     {"compare", case_compare}, {"compress_pool", case_compress_pool}, {"indexer_topk", case_indexer},
     {"attention_compressed", case_attention_compressed},

@@ -1,7 +1,8 @@
 /* test_repair.c — every repair transform applied and undone (issue 13): the byte repairs
  * (nibble swap, NaN block-scale fix), the scale repairs as --override text (reciprocal, 2^k,
  * calibrated, shard value, least-squares fit, both formats' on-disk meaning) and the fused-rule
- * override through nd_stack_params. Fresh random inputs each run (seed printed). */
+ * override through nd_stack_params, the runtime-behaviour switches (gate/up order, routed scaling,
+ * FP16 epilogue). Fresh random inputs each run (seed printed). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -229,6 +230,79 @@ static void test_fused_rule(void) {
     CHECK(mr.nibble_swap == 0, "q_a_proj untouched");
 }
 
+/* The runtime-behaviour repairs (issue 18): each names the stage's own switch with the value that
+ * undoes what the stage ran with, and applying it through the stack gives that value back; applying
+ * the inverse gives the broken behaviour again. */
+static void test_runtime_repairs(void) {
+    nd_row row;
+    memset(&row, 0, sizeof row);
+    nd_stage_info in;
+    nd_repair r[ND_REPAIR_MAX];
+    for (int swapped = 0; swapped < 2; swapped++)
+        for (int times = 0; times < 3; times++) {
+            const char *stage = times == 1 && !swapped ? "layers.0.mlp" : "layers.3.mlp.experts";
+            snprintf(row.name, sizeof row.name, "%s", stage);
+            memset(&in, 0, sizeof in);
+            in.found = in.composite = 1;
+            in.gate_up_swap = swapped;
+            in.routed_scaling = times;
+            in.routed_scaling_factor = 2.5;
+            int n = nd_repairs_for(&row, &in, r, ND_REPAIR_MAX);
+            const nd_repair *g = find(r, n, "gate_up_swap", 0), *m = find(r, n, "routed_scaling_once", 0);
+            CHECK(g && !strcmp(g->cause, "gate_up_order") && g->n_ovr == 1, "gate/up candidate (swapped %d)", swapped);
+            CHECK(g && ovr_value(g, ".gate_up_swap") == !swapped, "toggles the order the stage ran with");
+            CHECK(!m == (times == 1), "routed scaling candidate only when it was not applied once (%d)", times);
+            CHECK(!m || (!strcmp(m->cause, "moe_output_scale") && ovr_value(m, ".routed_scaling") == 1), "applied once");
+            CHECK(!find(r, n, "nibble_swap", 0) && !find(r, n, "input_scale_reciprocal", 0), "no module repairs on a composite row");
+            /* through the stack: the profile's behaviour, the repair's override, and its inverse */
+            nd_stack s, t;
+            memset(&s, 0, sizeof s);
+            s.gate_up_w31 = swapped;
+            s.routed_scaling = times;
+            t = s;
+            nd_err e = {0};
+            CHECK(nd_stack_gate_up_swap(&s, stage) == swapped && nd_stack_routed_scaling(&s, stage) == times, "the profile's values");
+            for (int i = 0; g && i < g->n_ovr; i++) CHECK(!nd_stack_add_override(&s, g->ovr[i], &e), "%s", e.msg);
+            for (int i = 0; m && i < m->n_ovr; i++) CHECK(!nd_stack_add_override(&s, m->ovr[i], &e), "%s", e.msg);
+            CHECK(nd_stack_gate_up_swap(&s, stage) == !swapped, "repaired order");
+            CHECK(nd_stack_routed_scaling(&s, stage) == 1, "repaired scaling");
+            CHECK(nd_stack_gate_up_swap(&s, "layers.9.mlp") == swapped, "other stages keep the profile's order");
+            char inv[128];
+            snprintf(inv, sizeof inv, "%s.gate_up_swap=%d", stage, swapped);
+            CHECK(!nd_stack_add_override(&t, inv, &e), "%s", e.msg);
+            snprintf(inv, sizeof inv, "%s.routed_scaling=%d", stage, times);
+            CHECK(!nd_stack_add_override(&t, inv, &e), "%s", e.msg);
+            CHECK(nd_stack_gate_up_swap(&t, stage) == swapped && nd_stack_routed_scaling(&t, stage) == times, "inverse");
+        }
+    /* a linear row under an FP16 epilogue: turn it off, first among the candidates */
+    base_info(&in, 0, 700);
+    in.epilogue_fp16 = 1;
+    in.alpha = 1e-7;
+    snprintf(row.name, sizeof row.name, "layers.0.self_attn.q_proj");
+    row.scale_ratio = 1;
+    int n = nd_repairs_for(&row, &in, r, ND_REPAIR_MAX);
+    CHECK(n > 1 && !strcmp(r[0].name, "epilogue_fp32") && !strcmp(r[0].cause, "fp16_overflow"), "epilogue first");
+    CHECK(n > 0 && ovr_value(&r[0], "layers.0.self_attn.q_proj.epilogue_fp16") == 0, "the stage's switch off");
+    nd_stack s;
+    memset(&s, 0, sizeof s);
+    s.epilogue_fp16 = 1;
+    nd_err e = {0};
+    CHECK(nd_stack_epilogue_fp16(&s, row.name) == 1, "the profile's epilogue");
+    CHECK(!nd_stack_add_override(&s, r[0].ovr[0], &e), "%s", e.msg);
+    CHECK(nd_stack_epilogue_fp16(&s, row.name) == 0 && nd_stack_epilogue_fp16(&s, "layers.0.self_attn.k_proj") == 1, "one stage only");
+    in.epilogue_fp16 = 0;
+    n = nd_repairs_for(&row, &in, r, ND_REPAIR_MAX);
+    CHECK(!find(r, n, "epilogue_fp32", 0), "no epilogue candidate without an FP16 epilogue");
+    /* the switches take their own values only */
+    const char *bad[] = {"layers.0.mlp.gate_up_swap=2", "layers.0.mlp.gate_up_swap=0.5", "layers.0.mlp.experts.routed_scaling=3",
+                         "layers.0.mlp.experts.routed_scaling=-1", "layers.0.mlp.experts.routed_scaling=1.5",
+                         "layers.0.self_attn.q_proj.epilogue_fp16=2"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        nd_err e2 = {0};
+        CHECK(nd_stack_add_override(&s, bad[i], &e2) == ND_EXIT_BADINPUT && strstr(e2.msg, bad[i]), "refused: %s", bad[i]);
+    }
+}
+
 int main(void) {
     rng_state = (uint64_t)time(NULL) * 2654435761u + 1;
     printf("seed %llu\n", (unsigned long long)rng_state);
@@ -236,5 +310,6 @@ int main(void) {
     test_block_scale_fix();
     test_scale_repairs();
     test_fused_rule();
+    test_runtime_repairs();
     return nd_test_report("test_repair");
 }

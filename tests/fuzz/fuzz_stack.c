@@ -1,5 +1,5 @@
 /* fuzz_stack.c — serving-stack profile YAML (nd_stack_load on a file path). An accepted profile
- * has fused rules and a quantizer from the known sets. */
+ * has fused rules, a quantizer, booleans and runtime behaviours from the known sets. */
 #include "pipeline/stack.h"
 #include "numerics/nd_numerics.h"
 #include "fuzz_common.h"
@@ -11,8 +11,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int rc = nd_stack_load(p, &s, &e);
     fz_check_err(rc, &e, p);
     if (rc) return 0;
-    FZ_ASSERT(s.input_fused >= ND_FUSED_OWN && s.input_fused <= ND_FUSED_MIN, "input_fused %d", s.input_fused);
-    FZ_ASSERT(s.weight_fused >= ND_FUSED_OWN && s.weight_fused <= ND_FUSED_MIN, "weight_fused %d", s.weight_fused);
+    FZ_ASSERT(s.input_fused >= ND_FUSED_OWN && s.input_fused < ND_FUSED_NRULES, "input_fused %d", s.input_fused);
+    FZ_ASSERT(s.weight_fused >= ND_FUSED_OWN && s.weight_fused < ND_FUSED_NRULES, "weight_fused %d", s.weight_fused);
     FZ_ASSERT(s.quant_sem == ND_QSEM_KERNEL || s.quant_sem == ND_QSEM_CT, "quant_sem %d", s.quant_sem);
+    FZ_ASSERT(s.reciprocal_input == 0 || s.reciprocal_input == 1, "reciprocal_input %d", s.reciprocal_input);
+    FZ_ASSERT(s.gate_up_w31 == 0 || s.gate_up_w31 == 1, "gate_up_w31 %d", s.gate_up_w31);
+    FZ_ASSERT(s.routed_scaling >= 0 && s.routed_scaling <= 2, "routed_scaling %d", s.routed_scaling);
+    FZ_ASSERT(s.epilogue_fp16 == 0 || s.epilogue_fp16 == 1, "epilogue_fp16 %d", s.epilogue_fp16);
     return 0;
 }

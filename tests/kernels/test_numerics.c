@@ -177,6 +177,76 @@ static void test_bf16(void) {
     CHECK_EQ_INT(bad, 0);
 }
 
+/* F16 RNE by definition: the nearer of the two finite F16 neighbours of |f| (codes increase with
+ * the value), ties to the even code; past 65504 the upper neighbour is 2^16, which is Inf. */
+static uint16_t f16_def(float f) {
+    const uint16_t sign = (nd_f32_bits(f) >> 31) ? 0x8000u : 0;
+    const double a = fabs((double)f);
+    uint32_t lo = 0, hi = 0x7bffu; /* the largest finite code whose value is <= a */
+    if (a >= 65504.0) lo = 0x7bffu;
+    else
+        while (lo < hi) {
+            uint32_t mid = (lo + hi + 1) / 2;
+            if ((double)nd_f16_to_f32((uint16_t)mid) <= a) lo = mid; else hi = mid - 1;
+        }
+    const double vl = nd_f16_to_f32((uint16_t)lo), vh = lo == 0x7bffu ? 65536.0 : nd_f16_to_f32((uint16_t)(lo + 1));
+    const double dl = a - vl, dh = vh - a;
+    uint32_t pick = dl < dh ? lo : dh < dl ? lo + 1 : ((lo & 1) ? lo + 1 : lo);
+    if (pick > 0x7bffu) pick = 0x7c00u;
+    return (uint16_t)(sign | pick);
+}
+
+static void test_f16(nd_backend *be) {
+    CHECK_EQ_INT(nd_f16_from_f32(1.0f), 0x3c00);
+    CHECK_EQ_INT(nd_f16_from_f32(65504.0f), 0x7bff);
+    CHECK_EQ_INT(nd_f16_from_f32(65519.996f), 0x7bff);              /* below the midpoint: the max */
+    CHECK_EQ_INT(nd_f16_from_f32(65520.0f), 0x7c00);                /* the midpoint ties to Inf */
+    CHECK_EQ_INT(nd_f16_from_f32(-1e6f), 0xfc00);
+    CHECK_EQ_INT(nd_f16_from_f32(INFINITY), 0x7c00);
+    CHECK_EQ_INT(nd_f16_from_f32(1.0f + 0x1p-11f), 0x3c00);         /* tie, even below */
+    CHECK_EQ_INT(nd_f16_from_f32(1.0f + 3 * 0x1p-11f), 0x3c02);     /* tie, even above */
+    CHECK_EQ_INT(nd_f16_from_f32(0x1p-24f), 0x0001);                /* smallest subnormal */
+    CHECK_EQ_INT(nd_f16_from_f32(0x1p-25f), 0x0000);                /* its half ties to zero */
+    CHECK_EQ_INT(nd_f16_from_f32(3 * 0x1p-25f), 0x0002);            /* 1.5 steps ties to 2 */
+    CHECK_EQ_INT(nd_f16_from_f32(0x1p-14f - 0x1p-26f), 0x0400);     /* rounds up into the normals */
+    CHECK_EQ_INT(nd_f16_from_f32(-0.0f), 0x8000);
+    CHECK(isnan(nd_f16_round(NAN)), "NaN stays NaN");
+    /* every F16 value converts back to its own code */
+    int bad = 0;
+    for (uint32_t h = 0; h < 0x10000u; h++) {
+        if ((h & 0x7c00u) == 0x7c00u && (h & 0x3ffu)) continue; /* NaN codes */
+        bad += nd_f16_from_f32(nd_f16_to_f32((uint16_t)h)) != h;
+    }
+    CHECK_EQ_INT(bad, 0);
+    /* random finite floats (every other one an exact tie between two F16 neighbours) */
+    bad = 0;
+    for (int t = 0; t < 200000; t++) {
+        uint32_t u = rnd();
+        if ((u & 0x7f800000u) == 0x7f800000u) continue;
+        if (t % 3 == 0) u = (u & 0x807fffffu) | ((uint32_t)(100 + rnd() % 45) << 23); /* the F16 range */
+        if (t & 1) u = (u & 0xffffe000u) | 0x1000u;
+        float f = nd_bits_f32(u);
+        bad += nd_f16_from_f32(f) != f16_def(f);
+#ifdef __FLT16_MAX__
+        /* and the compiler's own conversion, where it has one */
+        _Float16 h = (_Float16)f;
+        uint16_t hb;
+        memcpy(&hb, &h, 2);
+        bad += nd_f16_from_f32(f) != hb;
+#endif
+    }
+    CHECK_EQ_INT(bad, 0);
+    /* the backend op: cast to F16, then the scale (an accumulator past 65504 is Inf before the scale) */
+    float x[5] = {70000.0f, 65504.0f, -1e5f, 1234.567f, NAN};
+    nd_err e = {0};
+    CHECK(be->cast_f16_scale(be, x, 5, 1e-3f, &e) == 0, "cast_f16_scale: %s", e.msg);
+    CHECK(isinf(x[0]) && x[0] > 0, "70000 cast to F16 is +Inf (got %g)", x[0]);
+    CHECK(x[1] == 65504.0f * 1e-3f, "65504 survives: %.9g", x[1]);
+    CHECK(isinf(x[2]) && x[2] < 0, "-1e5 is -Inf (got %g)", x[2]);
+    CHECK(x[3] == nd_f16_to_f32(nd_f16_from_f32(1234.567f)) * 1e-3f, "rounded to F16 before the scale");
+    CHECK(isnan(x[4]), "NaN stays NaN");
+}
+
 static void test_swizzle(nd_backend *be) {
     /* published examples: K/16 = 8 columns, i.e. 2 K-tiles */
     CHECK_EQ_INT(nd_sf_swizzle_offset(5, 2, 2), 82);
@@ -295,6 +365,7 @@ int main(void) {
     test_e2m1();
     test_e4m3();
     test_bf16();
+    test_f16(be);
     test_swizzle(be);
     test_quant_blocks(be);
     be->destroy(be);
