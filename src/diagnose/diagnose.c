@@ -18,6 +18,17 @@ static const char *static_cause(const nd_row *r, const nd_stage_info *in) {
     return NULL;
 }
 
+/* A repair restores the stage when its replayed row passes the verdict rule AND its SQNR is back
+ * within the margin of the floor measured WITHOUT the repair, and better than before: a repair
+ * that only lowers the floor (a multiplier moved away from 2688/amax makes the healthy
+ * quantization worse too) proves nothing. */
+static int restored(const nd_row *base, const nd_row *t, double margin) {
+    if (strcmp(t->verdict, "ok") || t->prod_nan + t->prod_inf + t->ref_nan + t->ref_inf > 0) return 0;
+    if (!isfinite(margin)) margin = 6.0;
+    if (isfinite(base->floor_sqnr_db) && !(t->sqnr_db >= base->floor_sqnr_db - margin)) return 0;
+    return !(t->sqnr_db <= base->sqnr_db); /* an improvement (NaN before counts as one) */
+}
+
 static int broken_output(const nd_row *r) {
     return r->prod_nan + r->prod_inf + r->ref_nan + r->ref_inf > 0 || (r->ref_amax > 0 && r->prod_amax == 0);
 }
@@ -59,7 +70,7 @@ int nd_diagnose_row(const nd_trace_opts *o, const nd_row *row, nd_diagnosis *d, 
             snprintf(t->row.verdict, sizeof t->row.verdict, "replay failed");
             continue;
         }
-        t->restored = !strcmp(t->row.verdict, "ok") && t->row.prod_nan + t->row.prod_inf + t->row.ref_nan + t->row.ref_inf == 0;
+        t->restored = restored(&d->base, &t->row, d->info.floor_margin_db);
     }
     /* Several repairs can restore a stage (a reciprocal and a power of two both bring an inverted
      * multiplier back within 2x of 2688/amax). Each restores it to its floor, so SQNR cannot

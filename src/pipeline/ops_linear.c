@@ -42,14 +42,17 @@ static int add_bias(nd_run *r, const nd_lin *l, nd_buf *y, nd_err *e) {
 
 static int64_t in_width(const nd_lin *l) { return l->m.in_features * (l->groups > 1 ? l->groups : 1); }
 
-/* What the checkpoint alone says about this module (a cause code, or ""). */
-static void static_finding(nd_lin *l) {
+/* What the checkpoint alone says about this module (a cause code, or ""), after the repairs the
+ * run applies to its bytes (a block-scale fix removes the NaN scales it replaces). */
+static void static_finding(nd_run *r, nd_lin *l) {
     const nd_module *m = &l->m;
+    nd_module_repair fix;
+    nd_stack_module_repair(&r->stack, m, &fix);
     l->finding[0] = 0;
     if (m->wfmt != ND_WF_NVFP4) return;
     float g = m->weight_global_div, x = m->input_global_mult;
     if (!isfinite(g) || g == 0 || (m->act_quant && (!isfinite(x) || x == 0))) { strcpy(l->finding, "nonfinite_scale"); return; }
-    if (m->weight_scale) {
+    if (m->weight_scale && !fix.block_scale_fix) {
         const uint8_t *s = m->weight_scale->data;
         for (size_t i = 0; i < m->weight_scale->nbytes; i++)
             if ((s[i] & 0x7f) == 0x7f) { strcpy(l->finding, "nan_weight_scale"); return; }
@@ -122,7 +125,7 @@ int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char
             l->n_fused++;
         }
     }
-    static_finding(l);
+    static_finding(r, l);
     if (l->m.wfmt == ND_WF_NVFP4 && l->m.act_quant) l->prod_kind = LIN_NVFP4_W4A4;
     else if (l->m.wfmt != ND_WF_DENSE || act_fp8_group) l->prod_kind = LIN_WEIGHT_ONLY;
     else l->prod_kind = LIN_SAME;

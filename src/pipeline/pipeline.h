@@ -65,6 +65,7 @@ typedef struct nd_stage_info {
     int stack_fused_input, stack_fused_weight, stack_reciprocal; /* the stack's rules (stack.h) */
     double mult, w_div, alpha;      /* what the production path used */
     double in_amax;                 /* amax of the stage's reference input (NaN when not finite) */
+    double floor_margin_db;         /* the recipe's allowed gap below the floor (verdict rule) */
     double weight_div_fit;          /* --reference-checkpoint: the weight divisor g that makes the stored
                                      * codes x block scales / g closest to the original weight (least
                                      * squares); NaN without an original */
@@ -128,6 +129,7 @@ typedef struct nd_trace_result {
     double gemm_flops_bf16;     /* and exact-product (BF16 tensor-core) GEMMs */
     double elapsed_s;           /* wall time of the replay (after opening the checkpoint) */
     nd_trace_w *tw;             /* defer_finish: the open trace, for nd_trace_finish() */
+    double floor_margin_db;     /* the recipe's floor_margin_db (the verdict's allowed gap below the floor) */
     char note[160];             /* added to the summary message (--ep: the diverging expert's rank) */
 } nd_trace_result;
 

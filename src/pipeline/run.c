@@ -383,6 +383,7 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     res->n_layers = r.cfg ? (int)r.cfg->num_hidden_layers : 0;
     res->gemm_flops_fp32 = r.gemm_flops_fp32;
     res->gemm_flops_bf16 = r.gemm_flops_bf16;
+    res->floor_margin_db = r.rc ? r.rc->th.floor_margin_db : NAN;
     if (!rc) {
         nd_first_divergence(r.rows, r.nrows, &res->summary);
         /* with expert parallelism, say which rank holds a diverging expert */
@@ -455,6 +456,7 @@ int nd_pipeline_stage(const nd_trace_opts *base, const char *row, const char *co
         if (!strcmp(res.rows[i].name, row) && !strcmp(res.rows[i].mode, "isolated")) hit = &res.rows[i];
     if (!rc && !hit) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: no stage of the recipe produces a row named %s", base->ckpt_dir, row);
     if (!rc) *out = *hit;
+    if (!rc && info) info->floor_margin_db = res.floor_margin_db;
     nd_trace_result_free(&res);
     return rc;
 }
