@@ -227,6 +227,11 @@ typedef struct nd_block_q {
     uint8_t zero_scale;/* 1 if amax > 0 but the stored scale is 0 */
 } nd_block_q;
 
+/* A NaN with its sign dropped: the block scale of g = inf (or NaN) times amax = 0 is a NaN whose sign
+ * the hardware picks (x86 makes -NaN of inf*0, a GPU +NaN), and the stored e4m3 byte keeps the sign;
+ * the quantizer stores the positive one on every backend. */
+ND_HD float nd_nan_unsigned(float t) { return t != t ? nd_bits_f32(0x7fc00000u) : t; }
+
 ND_HD nd_block_q nd_nvfp4_block_params(float amax, float g, int sem) {
     nd_block_q r;
     float sfv;
@@ -237,13 +242,13 @@ ND_HD nd_block_q nd_nvfp4_block_params(float amax, float g, int sem) {
         const float local = amax / ND_E2M1_MAX;
         float t = g * (sem == ND_QSEM_CT_BF16 ? nd_bf16_round(local) : local);
         if (t > ND_E4M3_MAX) t = ND_E4M3_MAX;
-        r.sf = nd_e4m3_from_f32_satfinite(t);
+        r.sf = nd_e4m3_from_f32_satfinite(nd_nan_unsigned(t));
         sfv = nd_e4m3_to_f32(r.sf);
         r.zero_scale = (uint8_t)(sfv == 0.0f && amax > 0.0f);
         if (sfv == 0.0f) sfv = 0.125f;
         r.mult = 1.0f / (sfv / g);   /* x / (s/g) is evaluated as a division in CT; see qdq below */
     } else {
-        r.sf = nd_e4m3_from_f32_satfinite(g * (amax * (1.0f / 6.0f)));
+        r.sf = nd_e4m3_from_f32_satfinite(nd_nan_unsigned(g * (amax * (1.0f / 6.0f))));
         sfv = nd_e4m3_to_f32(r.sf);
         r.zero_scale = (uint8_t)(sfv == 0.0f && amax > 0.0f);
         r.mult = (sfv != 0.0f) ? 1.0f / (sfv * (1.0f / g)) : 0.0f;
