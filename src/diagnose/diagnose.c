@@ -18,6 +18,10 @@ static const char *static_cause(const nd_row *r, const nd_stage_info *in) {
     return NULL;
 }
 
+static int broken_output(const nd_row *r) {
+    return r->prod_nan + r->prod_inf + r->ref_nan + r->ref_inf > 0 || (r->ref_amax > 0 && r->prod_amax == 0);
+}
+
 /* A repair restores the stage when its replayed row passes the verdict rule AND its SQNR is back
  * within the margin of the floor measured WITHOUT the repair, and better than before: a repair
  * that only lowers the floor (a multiplier moved away from 2688/amax makes the healthy
@@ -26,11 +30,10 @@ static int restored(const nd_row *base, const nd_row *t, double margin) {
     if (strcmp(t->verdict, "ok") || t->prod_nan + t->prod_inf + t->ref_nan + t->ref_inf > 0) return 0;
     if (!isfinite(margin)) margin = 6.0;
     if (isfinite(base->floor_sqnr_db) && !(t->sqnr_db >= base->floor_sqnr_db - margin)) return 0;
-    return !(t->sqnr_db <= base->sqnr_db); /* an improvement (NaN before counts as one) */
-}
-
-static int broken_output(const nd_row *r) {
-    return r->prod_nan + r->prod_inf + r->ref_nan + r->ref_inf > 0 || (r->ref_amax > 0 && r->prod_amax == 0);
+    /* better than before; a base with NaN/Inf or an empty output is improved by any repair that
+     * clears them (its SQNR is taken over the finite elements only and says nothing) */
+    if (broken_output(base)) return 1;
+    return !(t->sqnr_db <= base->sqnr_db);
 }
 
 static void command(const nd_trace_opts *o, const nd_diagnosis *d, char *out, size_t cap) {
