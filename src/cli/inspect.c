@@ -1,6 +1,10 @@
-/* inspect.c — `nvfp4dbg inspect CKPT [--json]`: format, architecture, per-module quantization and
- * static scale findings (SPEC §3). Exit 0 clean or warnings only, 1 when a finding is an error,
- * 2 bad usage or a checkpoint that cannot be read or bound. */
+/* inspect.c — `nvfp4dbg inspect CKPT [--stack NAME|all]... [--json]`: format, architecture, per-module
+ * quantization and static scale findings (SPEC §3). Every finding lists the serving-stack profiles
+ * it breaks (SPEC §7), computed from the profiles themselves: each recipes/stack-*.yaml is loaded and
+ * nd_stack_breaks applies the finding's kind to its keys (rules in ckpt/findings.h). A finding is an
+ * error when it breaks a stack judged (--stack, repeatable, or all; default exact, the stack trace
+ * uses by default), else a warning. Exit 0 clean or warnings only, 1 when a finding is an error,
+ * 2 bad usage, an unknown or malformed profile, or a checkpoint that cannot be read or bound. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +13,7 @@
 #include "cli.h"
 #include "ckpt/ckpt.h"
 #include "ckpt/findings.h"
+#include "pipeline/stack.h"
 
 static const char *wfmt_str(const nd_module *m) {
     switch (m->wfmt) {
@@ -92,7 +97,84 @@ static void fmt_val(char *b, size_t n, double v) {
     else snprintf(b, n, "%.5g", v);
 }
 
-static void print_table(const nd_ckpt *c, const nd_module *mods, const nd_scale_stats *st, size_t n, const nd_findings *f) {
+/* The profiles findings are judged against: every shipped one, plus any --stack FILE outside the
+ * recipe directory; judged[i] marks those the user asked about. */
+#define MAX_STACKS 32
+typedef struct stack_set {
+    nd_stack *s;              /* n profiles, by the name --stack takes */
+    char name[MAX_STACKS][64];
+    int judged[MAX_STACKS];
+    int n;
+} stack_set;
+
+static int find_stack(const stack_set *ss, const char *name) {
+    for (int i = 0; i < ss->n; i++)
+        if (!strcmp(ss->name[i], name)) return i;
+    return -1;
+}
+
+/* Mark one --stack argument (NAME, FILE, "all", or a comma-separated list of these) as judged. */
+static int judge_stack(stack_set *ss, const char *arg, nd_err *e) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", arg);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(t, "all")) {
+            for (int i = 0; i < ss->n; i++) ss->judged[i] = 1;
+            continue;
+        }
+        int i = find_stack(ss, t);
+        if (i < 0) {
+            if (ss->n >= MAX_STACKS) return nd_fail(e, ND_EXIT_BADINPUT, "--stack: at most %d profiles", MAX_STACKS);
+            ND_TRY(nd_stack_load(t, &ss->s[ss->n], e));
+            i = ss->n++;
+            snprintf(ss->name[i], sizeof ss->name[i], "%s", t);
+        }
+        ss->judged[i] = 1;
+    }
+    return 0;
+}
+
+/* Every shipped profile (a malformed one is bad input, as for trace --stacks all), then the judged. */
+static int load_stacks(stack_set *ss, char **args, int nargs, nd_err *e) {
+    memset(ss, 0, sizeof *ss);
+    ss->s = calloc(MAX_STACKS, sizeof *ss->s);
+    if (!ss->s) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    ND_TRY(nd_stack_names(ss->name, MAX_STACKS, &ss->n, e));
+    for (int i = 0; i < ss->n; i++) ND_TRY(nd_stack_load(ss->name[i], &ss->s[i], e));
+    if (!nargs) return judge_stack(ss, "exact", e);
+    for (int i = 0; i < nargs; i++) ND_TRY(judge_stack(ss, args[i], e));
+    return 0;
+}
+
+/* Severity of every finding: an error when it breaks a judged stack, else a warning. */
+static void judge_findings(const stack_set *ss, nd_findings *f) {
+    for (size_t i = 0; i < f->n; i++) {
+        f->v[i].sev = ND_SEV_WARNING;
+        for (int j = 0; j < ss->n; j++)
+            if (ss->judged[j] && nd_stack_breaks(&ss->s[j], f->v[i].kind)) f->v[i].sev = ND_SEV_ERROR;
+    }
+}
+
+/* The profiles a finding of this kind breaks, or (judged_only) the judged ones. */
+static json_t *stack_list_json(const stack_set *ss, nd_break_kind kind, int judged_only) {
+    json_t *a = json_array();
+    for (int j = 0; j < ss->n; j++)
+        if (judged_only ? ss->judged[j] : nd_stack_breaks(&ss->s[j], kind)) json_array_append_new(a, json_string(ss->name[j]));
+    return a;
+}
+
+static void print_stack_list(const stack_set *ss, nd_break_kind kind, int judged_only) {
+    int first = 1;
+    for (int j = 0; j < ss->n; j++)
+        if (judged_only ? ss->judged[j] : nd_stack_breaks(&ss->s[j], kind)) {
+            printf("%s%s", first ? "" : ", ", ss->name[j]);
+            first = 0;
+        }
+}
+
+static void print_table(const nd_ckpt *c, const nd_module *mods, const nd_scale_stats *st, size_t n, const nd_findings *f,
+                        const stack_set *ss) {
     const nd_model_cfg *cfg = nd_ckpt_config(c);
     printf("checkpoint  %s\n", nd_ckpt_dir(c));
     printf("format      %s", nd_ckpt_format_str(c));
@@ -127,33 +209,65 @@ static void print_table(const nd_ckpt *c, const nd_module *mods, const nd_scale_
     printf("\nw_global: weight dequant divisor (2688/amax(W) when healthy); in_global: activation quantizer\n"
            "multiplier (2688/amax(x)); both normalised from the checkpoint's convention.\n");
     size_t ne = nd_findings_count(f, ND_SEV_ERROR), nw = nd_findings_count(f, ND_SEV_WARNING);
-    printf("\nfindings: %zu error%s, %zu warning%s\n", ne, ne == 1 ? "" : "s", nw, nw == 1 ? "" : "s");
-    for (size_t i = 0; i < f->n; i++)
+    printf("\nfindings: %zu error%s, %zu warning%s (judged against: ", ne, ne == 1 ? "" : "s", nw,
+           nw == 1 ? "" : "s");
+    print_stack_list(ss, ND_BREAKS_NONE, 1);
+    printf("; an error when it breaks a stack judged)\n");
+    for (size_t i = 0; i < f->n; i++) {
         printf("  %-7s %-20s %s: %s\n", nd_severity_str(f->v[i].sev), f->v[i].code, f->v[i].module, f->v[i].msg);
+        printf("          breaks_stacks: [");
+        print_stack_list(ss, f->v[i].kind, 0);
+        printf("]\n");
+    }
 }
 
 static void usage(FILE *o) {
-    fprintf(o, "usage: nvfp4dbg inspect CKPT [--json]\n\n"
+    fprintf(o, "usage: nvfp4dbg inspect CKPT [--stack NAME|FILE|all]... [--json]\n\n"
                "Format, architecture, per-module quantization (format, shapes, global scales, block-scale\n"
-               "statistics) and static scale findings of a checkpoint folder.\n"
-               "Exit 0: no error finding; 1: an error finding; 2: bad usage or unreadable checkpoint.\n"
-               "\nexample: nvfp4dbg inspect golden/seed-bug-v4\n");
+               "statistics) and static scale findings of a checkpoint folder. Each finding lists the\n"
+               "serving-stack profiles (recipes/stack-*.yaml) it breaks (breaks_stacks); it is an error\n"
+               "when it breaks a stack judged, else a warning.\n\n"
+               "  --stack NAME|FILE|all  judge the findings against this profile (repeatable or comma-\n"
+               "                         separated; all = every shipped profile). Default: exact, the\n"
+               "                         stack trace uses by default, which keeps each fused shard's own\n"
+               "                         scales: fused shards with different global scales are then a\n"
+               "                         warning naming the fusing stacks (vllm, ...) they break\n"
+               "  --json                 one JSON document (each finding with severity and breaks_stacks)\n\n"
+               "Exit 0: no error finding; 1: an error finding; 2: bad usage, unknown stack profile or\n"
+               "unreadable checkpoint.\n"
+               "\nexample: nvfp4dbg inspect golden/seed-bug-v4\n"
+               "example: nvfp4dbg inspect golden/conformance/deepseek_v4/nvfp4 --stack vllm\n");
 }
 
 int nd_cmd_inspect(int argc, char **argv) {
     const char *dir = NULL;
-    int as_json = 0;
+    int as_json = 0, nst = 0;
+    char *stack_args[MAX_STACKS];
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
         else if (!strcmp(argv[i], "--json")) as_json = 1;
+        else if (!strcmp(argv[i], "--stack") || !strncmp(argv[i], "--stack=", 8)) {
+            char *v = argv[i][7] == '=' ? argv[i] + 8 : i + 1 < argc ? argv[++i] : NULL;
+            if (!v || !*v) return nd_cli_usage_error("inspect", "--stack needs a profile name, a file or all");
+            if (nst == MAX_STACKS) return nd_cli_usage_error("inspect", "at most %d --stack options", MAX_STACKS);
+            stack_args[nst++] = v;
+        }
         else if (argv[i][0] == '-' && argv[i][1]) return nd_cli_usage_error("inspect", "unknown option '%s'", argv[i]);
         else if (dir) return nd_cli_usage_error("inspect", "more than one checkpoint given ('%s', '%s')", dir, argv[i]);
         else dir = argv[i];
     }
     if (!dir) return nd_cli_usage_error("inspect", "no checkpoint folder given");
     nd_err e = {0};
+    stack_set ss;
+    if (load_stacks(&ss, stack_args, nst, &e)) {
+        free(ss.s);
+        return nd_cli_error(&e);
+    }
     nd_ckpt *c = NULL;
-    if (nd_ckpt_open(dir, &c, &e)) return nd_cli_error(&e);
+    if (nd_ckpt_open(dir, &c, &e)) {
+        free(ss.s);
+        return nd_cli_error(&e);
+    }
     nd_findings f;
     nd_findings_init(&f);
     nd_scale_stats *st = NULL;
@@ -161,6 +275,7 @@ int nd_cmd_inspect(int argc, char **argv) {
     nd_module *mods = calloc(n ? n : 1, sizeof *mods);
     int rc = mods ? nd_ckpt_check(c, &f, &st, &e) : nd_fail(&e, ND_EXIT_INTERNAL, "out of memory");
     for (size_t i = 0; !rc && i < n; i++) rc = nd_ckpt_module(c, nd_ckpt_module_path(c, i), &mods[i], &e);
+    if (!rc) judge_findings(&ss, &f);
     if (rc) {
         rc = nd_cli_error(&e);
     } else if (as_json) {
@@ -179,17 +294,22 @@ int nd_cmd_inspect(int argc, char **argv) {
         json_object_set_new(root, "modules", ms);
         json_t *fs = json_array();
         for (size_t i = 0; i < f.n; i++)
-            json_array_append_new(fs, json_pack("{s:s,s:s,s:s,s:s,s:s}", "severity", nd_severity_str(f.v[i].sev),
+            json_array_append_new(fs, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o}", "severity", nd_severity_str(f.v[i].sev),
                                                 "code", f.v[i].code, "module", f.v[i].module, "tensor", f.v[i].tensor,
-                                                "message", f.v[i].msg));
+                                                "message", f.v[i].msg, "breaks", nd_break_kind_str(f.v[i].kind),
+                                                "breaks_stacks", stack_list_json(&ss, f.v[i].kind, 0)));
         json_object_set_new(root, "findings", fs);
+        json_object_set_new(root, "stacks_judged", stack_list_json(&ss, ND_BREAKS_NONE, 1));
+        json_t *known = json_array();
+        for (int j = 0; j < ss.n; j++) json_array_append_new(known, json_string(ss.name[j]));
+        json_object_set_new(root, "stacks_known", known);
         json_object_set_new(root, "errors", json_integer((json_int_t)nd_findings_count(&f, ND_SEV_ERROR)));
         json_object_set_new(root, "warnings", json_integer((json_int_t)nd_findings_count(&f, ND_SEV_WARNING)));
         json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
         fputc('\n', stdout);
         json_decref(root);
     } else {
-        print_table(c, mods, st, n, &f);
+        print_table(c, mods, st, n, &f, &ss);
     }
     if (!rc) rc = nd_findings_count(&f, ND_SEV_ERROR) ? ND_EXIT_FINDING : ND_EXIT_OK;
     fflush(stdout);
@@ -197,5 +317,6 @@ int nd_cmd_inspect(int argc, char **argv) {
     free(st);
     nd_findings_free(&f);
     nd_ckpt_close(c);
+    free(ss.s);
     return rc;
 }

@@ -1,5 +1,6 @@
 /* stack.c — serving-stack profiles (YAML data) and --override. */
 #include "stack.h"
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,5 +225,36 @@ void nd_stack_module_repair(nd_stack *s, const nd_module *m, nd_module_repair *o
 int nd_stack_unused(const nd_stack *s, const char **name) {
     for (int i = 0; i < s->n_ov; i++)
         if (!s->ov[i].used) { *name = s->ov[i].name; return 1; }
+    return 0;
+}
+
+int nd_stack_breaks(const nd_stack *s, nd_break_kind kind) {
+    switch (kind) {
+    case ND_BREAKS_NONE: return 0;
+    case ND_BREAKS_ALL: return 1;
+    case ND_BREAKS_FUSED_WEIGHT: return s->weight_fused != ND_FUSED_OWN;
+    case ND_BREAKS_FUSED_INPUT: return s->input_fused != ND_FUSED_OWN;
+    case ND_BREAKS_INPUT_CONVENTION: return !s->reciprocal_input;
+    case ND_BREAKS_NKINDS: break;
+    }
+    return 1;
+}
+
+static int by_name(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+
+int nd_stack_names(char (*out)[64], int cap, int *n, nd_err *e) {
+    *n = 0;
+    const char *dir = nd_recipe_dir();
+    DIR *d = opendir(dir);
+    if (!d) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot list the stack profiles", dir);
+    struct dirent *de;
+    while ((de = readdir(d)) && *n < cap) {
+        size_t len = strlen(de->d_name);
+        if (strncmp(de->d_name, "stack-", 6) || len < 12 || len - 11 >= 64 || strcmp(de->d_name + len - 5, ".yaml")) continue;
+        snprintf(out[*n], 64, "%.*s", (int)(len - 11), de->d_name + 6);
+        (*n)++;
+    }
+    closedir(d);
+    qsort(out, (size_t)*n, sizeof out[0], by_name);
     return 0;
 }

@@ -11,6 +11,7 @@
 
 #include "util/err.h"
 #include "ckpt/ckpt.h"
+#include "ckpt/findings.h"
 
 #define ND_MAX_OVERRIDES 32
 
@@ -81,5 +82,11 @@ void nd_stack_module_repair(nd_stack *s, const nd_module *m, nd_module_repair *o
 const char *nd_fused_rule_name(int rule);
 /* Overrides that matched nothing (to warn the user). */
 int nd_stack_unused(const nd_stack *s, const char **name);
+/* 1 when the profile computes wrong kernel parameters from a checkpoint with a finding of this kind
+ * (the rules are in ckpt/findings.h: NONE never, ALL always, FUSED_WEIGHT when fused_weight is not
+ * own, FUSED_INPUT when fused_input is not own, INPUT_CONVENTION when reciprocal_input is false). */
+int nd_stack_breaks(const nd_stack *s, nd_break_kind kind);
+/* The names of the shipped profiles, every <recipe dir>/stack-NAME.yaml, sorted; at most cap. */
+int nd_stack_names(char (*out)[64], int cap, int *n, nd_err *e);
 
 #endif

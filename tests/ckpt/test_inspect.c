@@ -80,19 +80,29 @@ static int make_mo(const char *dir, float is) {
     return fx_end(&x);
 }
 
-/* Run inspect with stdout sent to a file; returns the exit code. */
-static int inspect(const char *dir, int as_json, const char *out) {
+/* Run inspect with stdout sent to a file; returns the exit code. stack, when not NULL, is passed
+ * as --stack. */
+static int inspect_stack(const char *dir, int as_json, const char *stack, const char *out) {
     fflush(stdout);
     int saved = dup(1), fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(fd, 1);
     close(fd);
-    char a0[] = "inspect", a2[] = "--json", *argv[4] = {a0, (char *)dir, as_json ? a2 : NULL, NULL};
-    int rc = nd_cmd_inspect(as_json ? 3 : 2, argv);
+    char a0[] = "inspect", a2[] = "--json", a3[] = "--stack", *argv[6] = {a0, (char *)dir, NULL};
+    int argc = 2;
+    if (as_json) argv[argc++] = a2;
+    if (stack) {
+        argv[argc++] = a3;
+        argv[argc++] = (char *)stack;
+    }
+    argv[argc] = NULL;
+    int rc = nd_cmd_inspect(argc, argv);
     fflush(stdout);
     dup2(saved, 1);
     close(saved);
     return rc;
 }
+
+static int inspect(const char *dir, int as_json, const char *out) { return inspect_stack(dir, as_json, NULL, out); }
 
 /* The findings list of a JSON report has a finding with this code, severity and module. */
 static int has(json_t *root, const char *code, const char *sev, const char *module) {
@@ -107,28 +117,155 @@ static int has(json_t *root, const char *code, const char *sev, const char *modu
     return 0;
 }
 
-static json_t *run_json(const char *dir, int *rc) {
+static json_t *run_json_stack(const char *dir, const char *stack, int *rc) {
     char out[512];
     snprintf(out, sizeof out, "%s.json", dir);
-    *rc = inspect(dir, 1, out);
+    *rc = inspect_stack(dir, 1, stack, out);
     json_error_t je;
     json_t *r = json_load_file(out, 0, &je);
-    CHECK(r != NULL, "inspect --json output is not JSON: %s", je.text);
+    CHECK(r != NULL || *rc == 2, "inspect --json output is not JSON: %s", je.text);
     remove(out);
     return r;
 }
 
-static void planted(const char *base, enum fault f, int want_rc, const char *code, const char *sev, const char *module) {
+static json_t *run_json(const char *dir, int *rc) { return run_json_stack(dir, NULL, rc); }
+
+/* The breaks_stacks of the first finding with this code and module, as " a b c " (NULL if none). */
+static const char *breaks_of(json_t *root, const char *code, const char *module, char *buf, size_t cap) {
+    json_t *fs = json_object_get(root, "findings"), *v, *s;
+    size_t i, j;
+    json_array_foreach(fs, i, v) {
+        if (strcmp(json_string_value(json_object_get(v, "code")), code) ||
+            strcmp(json_string_value(json_object_get(v, "module")), module))
+            continue;
+        snprintf(buf, cap, " ");
+        json_array_foreach(json_object_get(v, "breaks_stacks"), j, s) {
+            size_t n = strlen(buf);
+            snprintf(buf + n, cap - n, "%s ", json_string_value(s));
+        }
+        return buf;
+    }
+    return NULL;
+}
+
+static void planted_stack(const char *base, enum fault f, const char *stack, int want_rc, const char *code,
+                          const char *sev, const char *module) {
     char dir[512];
     snprintf(dir, sizeof dir, "%s/f%d", base, (int)f);
-    if (mkdir(dir, 0755) && access(dir, F_OK)) return;
+    if (access(dir, F_OK) == 0) fx_rmrf(dir);
+    if (mkdir(dir, 0755)) return;
     CHECK(make_ct(dir, f) == 0, "fixture %d", (int)f);
     int rc;
-    json_t *r = run_json(dir, &rc);
-    CHECK(rc == want_rc, "fault %d: exit %d, want %d", (int)f, rc, want_rc);
+    json_t *r = run_json_stack(dir, stack, &rc);
+    CHECK(rc == want_rc, "fault %d --stack %s: exit %d, want %d", (int)f, stack ? stack : "(default)", rc, want_rc);
     if (!r) return;
-    if (code) CHECK(has(r, code, sev, module), "fault %d: no %s %s on %s", (int)f, sev, code, module);
+    if (code) CHECK(has(r, code, sev, module), "fault %d --stack %s: no %s %s on %s", (int)f, stack ? stack : "(default)", sev, code, module);
     else CHECK(json_array_size(json_object_get(r, "findings")) == 0, "fault %d: unexpected findings", (int)f);
+    json_decref(r);
+}
+
+static void planted(const char *base, enum fault f, int want_rc, const char *code, const char *sev, const char *module) {
+    planted_stack(base, f, NULL, want_rc, code, sev, module);
+}
+
+/* Which stacks each kind of finding breaks, from the shipped profiles: the fused mismatches break
+ * the fusing profiles (vllm, vllm-old, vllm-modelopt) and not exact or modular-6600 (own); a
+ * non-finite scale breaks every profile; an inverted input scale every profile but the one that
+ * inverts the input (modular-6600). Severity follows the stacks judged (default exact). */
+static void stack_judgement(const char *base) {
+    char dir[512], b[1024];
+    snprintf(dir, sizeof dir, "%s/stacks-fused", base);
+    mkdir(dir, 0755);
+    if (make_ct(dir, F_FUSED)) return;
+    int rc;
+    json_t *r = run_json(dir, &rc);
+    const char *br = r ? breaks_of(r, "fused_scale_mismatch", L0 "self_attn.q_a_proj", b, sizeof b) : NULL;
+    CHECK(br && strstr(br, " vllm ") && strstr(br, " vllm-old ") && strstr(br, " vllm-modelopt ") && !strstr(br, " exact ") &&
+              !strstr(br, " modular-6600 "),
+          "fused_scale_mismatch breaks_stacks [%s]", br ? br : "(none)");
+    json_t *judged = r ? json_object_get(r, "stacks_judged") : NULL;
+    CHECK(json_array_size(judged) == 1 && !strcmp(json_string_value(json_array_get(judged, 0)), "exact"),
+          "default judged stack is not exact alone");
+    json_decref(r);
+    /* repeatable, comma lists and all: an error as soon as one judged stack is broken */
+    const char *const errs[] = {"vllm", "vllm-modelopt", "all", "exact,vllm-old"};
+    for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++) {
+        r = run_json_stack(dir, errs[i], &rc);
+        CHECK(rc == 1 && r && has(r, "fused_scale_mismatch", "error", L0 "self_attn.q_a_proj"), "--stack %s: exit %d", errs[i], rc);
+        json_decref(r);
+    }
+    const char *const oks[] = {"exact", "modular-6600", "exact,modular-6600"};
+    for (size_t i = 0; i < sizeof oks / sizeof oks[0]; i++) {
+        r = run_json_stack(dir, oks[i], &rc);
+        CHECK(rc == 0 && r && has(r, "fused_scale_mismatch", "warning", L0 "self_attn.q_a_proj"), "--stack %s: exit %d", oks[i], rc);
+        json_decref(r);
+    }
+    r = run_json_stack(dir, "nosuch", &rc);
+    CHECK_EQ_INT(rc, 2);
+    json_decref(r);
+    /* two --stack options */
+    char out[600], a0[] = "inspect", s1[] = "--stack", v1[] = "exact", s2[] = "--stack=vllm";
+    snprintf(out, sizeof out, "%s.txt", dir);
+    char *argv[] = {a0, dir, s1, v1, s2, NULL};
+    fflush(stdout);
+    int saved = dup(1), fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    close(fd);
+    rc = nd_cmd_inspect(5, argv);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    CHECK_EQ_INT(rc, 1);
+    /* the table shows the severity and breaks_stacks */
+    inspect(dir, 0, out);
+    FILE *fp = fopen(out, "r");
+    char buf[16384] = {0};
+    size_t n = fp ? fread(buf, 1, sizeof buf - 1, fp) : 0;
+    if (fp) fclose(fp);
+    buf[n] = 0;
+    CHECK(strstr(buf, "warning fused_scale_mismatch") && strstr(buf, "breaks_stacks: [") && strstr(buf, "vllm"),
+          "table:\n%s", buf);
+    remove(out);
+
+    /* q/k/v is one fused GEMM in vLLM: checked as the pairs q/k and k/v */
+    snprintf(dir, sizeof dir, "%s/stacks-qkv", base);
+    mkdir(dir, 0755);
+    fx_config(dir, CT_W4A4);
+    fx x;
+    float ig = 1000.0f;
+    if (fx_begin(&x, dir, "model.safetensors") == 0) {
+        fx_nvfp4_ct(&x, L0 "self_attn.q_proj", 32, 64, 3000.0f, &ig, 0x7e);
+        fx_nvfp4_ct(&x, L0 "self_attn.k_proj", 32, 64, 3000.0f, &ig, 0x7e);
+        fx_nvfp4_ct(&x, L0 "self_attn.v_proj", 32, 64, 2000.0f, &ig, 0x7e);
+        fx_dense(&x, "lm_head", 64, 64);
+        if (fx_end(&x) == 0) {
+            r = run_json(dir, &rc);
+            CHECK(rc == 0 && r && has(r, "fused_scale_mismatch", "warning", L0 "self_attn.k_proj") &&
+                      json_array_size(json_object_get(r, "findings")) == 1,
+                  "q/k/v mismatch: exit %d", rc);
+            json_decref(r);
+            r = run_json_stack(dir, "vllm", &rc);
+            CHECK(rc == 1 && r && has(r, "fused_scale_mismatch", "error", L0 "self_attn.k_proj"), "q/k/v under vllm: exit %d", rc);
+            json_decref(r);
+        }
+    }
+
+    /* a NaN input scale breaks every profile: an error under any of them */
+    snprintf(dir, sizeof dir, "%s/stacks-nan", base);
+    mkdir(dir, 0755);
+    if (make_ct(dir, F_IG_NAN)) return;
+    r = run_json_stack(dir, "modular-6600", &rc);
+    CHECK(rc == 1 && r && has(r, "nonfinite_scale", "error", L0 "self_attn.q_a_proj"), "NaN scale under modular-6600: exit %d", rc);
+    br = r ? breaks_of(r, "nonfinite_scale", L0 "self_attn.q_a_proj", b, sizeof b) : NULL;
+    json_t *known = r ? json_object_get(r, "stacks_known") : NULL;
+    CHECK(br && json_array_size(known) >= 5, "stacks_known");
+    size_t i;
+    json_t *s;
+    json_array_foreach(known, i, s) {
+        char w[80];
+        snprintf(w, sizeof w, " %s ", json_string_value(s));
+        CHECK(br && strstr(br, w), "nonfinite_scale does not break %s: [%s]", w, br ? br : "");
+    }
     json_decref(r);
 }
 
@@ -191,7 +328,17 @@ static void modelopt(const char *base) {
         json_t *r = run_json(dir, &rc);
         CHECK_EQ_INT(rc, 1);
         CHECK(r && has(r, "scale_convention", "error", L0 "mlp.experts.0.up_proj"), "ModelOpt input_scale 5 not flagged");
-        CHECK(r && has(r, "fused_input_mismatch", "error", L0 "mlp.experts.0.gate_proj"), "gate/up input mismatch not flagged");
+        CHECK(r && has(r, "fused_input_mismatch", "warning", L0 "mlp.experts.0.gate_proj"), "gate/up input mismatch not flagged");
+        json_decref(r);
+        /* the inverted input scale is undone by a stack that inverts the input, and modular-6600 keeps
+         * each shard's own multiplier: nothing it breaks */
+        r = run_json_stack(dir, "modular-6600", &rc);
+        CHECK_EQ_INT(rc, 0);
+        CHECK(r && has(r, "scale_convention", "warning", L0 "mlp.experts.0.up_proj"), "convention under modular-6600");
+        json_decref(r);
+        r = run_json_stack(dir, "vllm", &rc);
+        CHECK_EQ_INT(rc, 1);
+        CHECK(r && has(r, "fused_input_mismatch", "error", L0 "mlp.experts.0.gate_proj"), "input mismatch under vllm");
         json_decref(r);
     }
 }
@@ -213,9 +360,11 @@ int main(void) {
     planted(base, F_WG_ZERO, 1, "nonfinite_scale", "error", L0 "mlp.experts.0.down_proj");
     planted(base, F_WG_INF, 1, "nonfinite_scale", "error", L0 "mlp.experts.0.down_proj");
     planted(base, F_CT_SMALL, 1, "scale_convention", "error", L0 "mlp.experts.0.gate_proj");
-    planted(base, F_CT_SMALL, 1, "fused_scale_mismatch", "error", L0 "mlp.experts.0.gate_proj");
-    planted(base, F_FUSED, 1, "fused_scale_mismatch", "error", L0 "self_attn.q_a_proj");
-    planted(base, F_GATEUP_INPUT, 1, "fused_input_mismatch", "error", L0 "mlp.experts.0.gate_proj");
+    planted(base, F_CT_SMALL, 1, "fused_scale_mismatch", "warning", L0 "mlp.experts.0.gate_proj");
+    planted(base, F_FUSED, 0, "fused_scale_mismatch", "warning", L0 "self_attn.q_a_proj");
+    planted_stack(base, F_FUSED, "vllm", 1, "fused_scale_mismatch", "error", L0 "self_attn.q_a_proj");
+    planted(base, F_GATEUP_INPUT, 0, "fused_input_mismatch", "warning", L0 "mlp.experts.0.gate_proj");
+    planted_stack(base, F_GATEUP_INPUT, "vllm-modelopt", 1, "fused_input_mismatch", "error", L0 "mlp.experts.0.gate_proj");
     planted(base, F_NAN_BLOCK, 1, "nan_weight_scale", "error", L0 "mlp.experts.0.down_proj");
     planted(base, F_MISFIT, 0, "global_misfit", "warning", L0 "mlp.experts.0.down_proj");
     planted(base, F_MISSING_IG, 1, "missing_scale", "error", L0 "mlp.experts.0.down_proj");
@@ -225,6 +374,7 @@ int main(void) {
     planted(base, F_SHARDS, 1, "fused_scale_mismatch", "error", L0 "mlp.experts.0.down_proj");
     planted(base, F_IGNORED_BUT_QUANTIZED, 0, "config_mismatch", "warning", L0 "mlp.shared_experts.gate_proj");
     modelopt(base);
+    stack_judgement(base);
     usage();
     fx_rmrf(base);
     return nd_test_report("test_inspect");
