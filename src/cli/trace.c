@@ -11,6 +11,7 @@
 #include "diagnose/diagnose.h"
 #include "diagnose/catalogue.h"
 #include "trace_stacks.h"
+#include "trace_findings.h"
 #include "util/term.h"
 
 static const char *usage_text =
@@ -113,8 +114,10 @@ static json_t *diagnosis_json(const nd_diagnosis *d, int n) {
     return list;
 }
 
-static void print_json(const nd_trace_result *res, const char *out, const nd_diagnosis *diag, int ndiag, json_t *check, json_t *sweep) {
+static void print_json(const nd_trace_result *res, const char *out, const nd_diagnosis *diag, int ndiag, json_t *check,
+                       json_t *sweep, json_t *findings) {
     json_t *root = json_object(), *rows = json_array();
+    json_object_set_new(root, "stack_findings", findings ? findings : json_array());
     if (sweep) json_object_set_new(root, "stacks", sweep);
     json_object_set_new(root, "diagnosis", diagnosis_json(diag, ndiag));
     if (check) json_object_set_new(root, "repair_check", check);
@@ -310,7 +313,7 @@ int nd_cmd_trace(int argc, char **argv) {
     int json = 0, no_color = 0, rc = 0, explain_all = 0, apply_repair = 0;
     nd_diagnosis *diag = NULL;
     int ndiag = 0;
-    json_t *check = NULL, *sweep = NULL;
+    json_t *check = NULL, *sweep = NULL, *findings = NULL;
     const char *stacks = NULL;
     nd_err e = {0};
     if (!ovr) return ND_EXIT_INTERNAL;
@@ -386,6 +389,7 @@ int nd_cmd_trace(int argc, char **argv) {
     }
     if (!rc && apply_repair && ndiag && json) rc = check_repair(&o, &res, &diag[0], json, &check, &e);
     if (!rc && stacks && json) rc = nd_trace_stack_sweep(&o, stacks, 1, &sweep, &e);
+    if (!rc && json && !o.no_probes) rc = nd_trace_stack_findings(o.ckpt_dir, o.stack, 1, &findings, &e);
     if (rc) {
         nd_cli_error(&e);
         if (res.nrows && !json) fprintf(stderr, "nvfp4dbg: the trace keeps the %lld rows written before the failure: %s\n", (long long)res.nrows, o.out_path);
@@ -395,13 +399,18 @@ int nd_cmd_trace(int argc, char **argv) {
     int64_t first = -1;
     for (int64_t i = 0; i < res.nrows; i++)
         if (!strcmp(res.rows[i].name, res.summary.first_divergence) && !strcmp(res.rows[i].mode, res.summary.first_divergence_mode)) { first = i; break; }
-    if (json) { print_json(&res, o.out_path, diag, ndiag, check, sweep); check = sweep = NULL; }
+    if (json) { print_json(&res, o.out_path, diag, ndiag, check, sweep, findings); check = sweep = findings = NULL; }
     else {
         printf("nvfp4dbg trace: %s  recipe %s  format %s  stack %s  backend %s (%s)\n", o.ckpt_dir, res.recipe, res.format, res.stack, res.backend, res.device);
         print_table(&res, first, color_on(no_color));
         char msg[4 * sizeof res.summary.message];
         printf("\n%s\n", nd_term_safe(res.summary.message, msg, sizeof msg));
         print_diagnosis(diag, ndiag);
+        if (!o.no_probes && (rc = nd_trace_stack_findings(o.ckpt_dir, o.stack, 0, NULL, &e))) {
+            nd_cli_error(&e);
+            nd_trace_result_free(&res);
+            goto out;
+        }
         if (apply_repair && ndiag && (rc = check_repair(&o, &res, &diag[0], json, &check, &e))) {
             nd_cli_error(&e);
             nd_trace_result_free(&res);
@@ -430,6 +439,7 @@ out:
     free(diag);
     if (check) json_decref(check);
     if (sweep) json_decref(sweep);
+    if (findings) json_decref(findings);
     free(tokens);
     free(ovr);
     return rc;

@@ -52,6 +52,14 @@ ok "clean: modular-6600 does not, cause scale_inverted" '[[ "$flat" == *"{\"stac
 "$bin" trace "$seed" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/x.h5" --stacks nosuch >/dev/null 2>"$tmp/err"
 ok "an unknown stack in the sweep is exit 2" '[ $? -eq 2 ] && grep -q "nosuch" "$tmp/err"'
 
+# the static findings that matter for the stack that ran: unequal fused-shard scales break vllm
+# (listed after the diagnosis) and not exact (nothing listed)
+"$bin" synth "$tmp/u" --recipe deepseek_v4 --size tiny --unequal-fused-scales >/dev/null
+"$bin" trace "$tmp/u" --backend "${ND_TEST_BACKEND:-cpu}" --stack vllm --out "$tmp/u.h5" >"$tmp/u.txt" 2>&1
+ok "vllm: the fused-scale findings are listed as breaking it" 'grep -q "static findings that break stack vllm" "$tmp/u.txt" && grep -q "fused_scale_mismatch   model.layers.0" "$tmp/u.txt"'
+"$bin" trace "$tmp/u" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/u.h5" --json >"$tmp/u.json" 2>&1
+ok "exact: exit 0 and no finding breaks it" '[ $? -eq 0 ] && tr -d "\n " <"$tmp/u.json" | grep -q "\"stack_findings\":\[\]"'
+
 # explain: the catalogue, the docs made from it
 "$bin" explain scale_inverted >"$tmp/e.txt"
 ok "explain a code: exit 0 with its proof" '[ $? -eq 0 ] && grep -q "proof:" "$tmp/e.txt"'

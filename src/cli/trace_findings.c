@@ -1,0 +1,45 @@
+/* trace_findings.c — the static findings that matter for the stack a trace ran (issue 13): the
+ * checkpoint's findings (src/ckpt/findings.c) that this stack profile is broken by. The others are
+ * harmless under it and are left to `inspect`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "trace_findings.h"
+#include "ckpt/ckpt.h"
+#include "ckpt/findings.h"
+#include "pipeline/stack.h"
+#include "util/term.h"
+
+int nd_trace_stack_findings(const char *ckpt_dir, const char *stack_name, int json, json_t **out, nd_err *e) {
+    nd_ckpt *ck = NULL;
+    nd_stack st;
+    nd_findings f;
+    nd_findings_init(&f);
+    int rc = nd_stack_load(stack_name ? stack_name : "exact", &st, e);
+    if (!rc) rc = nd_ckpt_open(ckpt_dir, &ck, e);
+    if (!rc) rc = nd_ckpt_check(ck, &f, NULL, e);
+    json_t *list = json ? json_array() : NULL;
+    int shown = 0;
+    for (size_t i = 0; !rc && i < f.n; i++) {
+        const nd_finding *x = &f.v[i];
+        if (!nd_stack_breaks(&st, x->kind)) continue;
+        if (json) {
+            json_t *o = json_object();
+            json_object_set_new(o, "code", json_string(x->code));
+            json_object_set_new(o, "module", json_string(x->module));
+            json_object_set_new(o, "message", json_string(x->msg));
+            json_array_append_new(list, o);
+        } else if (shown < 8) {
+            char m[1024], mod[1024];
+            if (!shown) printf("\nstatic findings that break stack %s (nvfp4dbg inspect %s --stack %s lists them all):\n", st.name, ckpt_dir, st.name);
+            printf("  %-22s %s: %s\n", x->code, nd_term_safe(x->module, mod, sizeof mod), nd_term_safe(x->msg, m, sizeof m));
+        }
+        shown++;
+    }
+    if (!rc && !json && shown > 8) printf("  ... and %d more\n", shown - 8);
+    if (!rc && json) *out = list;
+    else if (list) json_decref(list);
+    nd_findings_free(&f);
+    if (ck) nd_ckpt_close(ck);
+    return rc;
+}

@@ -1,0 +1,9 @@
+/* trace_findings.h — the static findings that break the stack a trace ran (trace_findings.c). */
+#ifndef ND_TRACE_FINDINGS_H
+#define ND_TRACE_FINDINGS_H
+#include <jansson.h>
+#include "util/err.h"
+
+/* Print them (or with json return them as a list in *out); nothing when there are none. */
+int nd_trace_stack_findings(const char *ckpt_dir, const char *stack_name, int json, json_t **out, nd_err *e);
+#endif
