@@ -139,6 +139,7 @@ int nd_cmd_repro(int argc, char **argv) {
     opt.modes = ND_MODES_ISOLATED;
     opt.overrides = ovr;
     opt.n_overrides = n_ovr;
+    opt.only_row = stage;        /* the single-stage replay: everything before it on the reference path */
     opt.capture_stage = stage;
     opt.capture = nd_bundle_capture_cb;
     opt.capture_user = b;
