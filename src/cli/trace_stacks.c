@@ -1,7 +1,6 @@
 /* trace_stacks.c — `trace --stacks all|A,B`: which serving stacks would serve this checkpoint
  * correctly. Each stack profile (recipes/stack-*.yaml) replays the model in isolated mode; its
  * first divergence is diagnosed by repair as in a normal trace. */
-#include <dirent.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,31 +8,15 @@
 #include <string.h>
 #include "trace_stacks.h"
 #include "diagnose/diagnose.h"
-#include "recipe/recipe.h"
+#include "pipeline/stack.h"
 
-static int by_name(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
-
-/* The profile names: every recipes/stack-NAME.yaml, or the comma-separated list given. */
+/* The profile names: every recipes/stack-NAME.yaml (nd_stack_names), or the comma-separated list given. */
 static int stack_names(const char *spec, char (*out)[64], int cap, int *n, nd_err *e) {
     *n = 0;
-    if (strcmp(spec, "all")) {
-        char buf[1024];
-        snprintf(buf, sizeof buf, "%s", spec);
-        for (char *t = strtok(buf, ","); t && *n < cap; t = strtok(NULL, ",")) snprintf(out[(*n)++], 64, "%s", t);
-        return 0;
-    }
-    const char *dir = nd_recipe_dir();
-    DIR *d = opendir(dir);
-    if (!d) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot list the stack profiles", dir);
-    struct dirent *de;
-    while ((de = readdir(d)) && *n < cap) {
-        size_t len = strlen(de->d_name);
-        if (strncmp(de->d_name, "stack-", 6) || len < 12 || strcmp(de->d_name + len - 5, ".yaml")) continue;
-        snprintf(out[*n], 64, "%.*s", (int)(len - 11), de->d_name + 6);
-        (*n)++;
-    }
-    closedir(d);
-    qsort(out, (size_t)*n, sizeof out[0], by_name);
+    if (!strcmp(spec, "all")) return nd_stack_names(out, cap, n, e);
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", spec);
+    for (char *t = strtok(buf, ","); t && *n < cap; t = strtok(NULL, ",")) snprintf(out[(*n)++], 64, "%s", t);
     return 0;
 }
 
@@ -43,7 +26,7 @@ int nd_trace_stack_sweep(const nd_trace_opts *base, const char *spec, int json, 
     ND_TRY(stack_names(spec, names, 32, &n, e));
     json_t *list = json ? json_array() : NULL;
     if (!json) printf("\nstacks (each replays the model in isolated mode; the first divergence diagnosed by repair):\n"
-                      "  %-16s %-9s %-44s %s\n", "stack", "serves", "first divergence", "cause");
+                      "  %-24s %-7s %-44s %s\n", "stack", "serves", "first divergence", "cause");
     for (int i = 0; i < n; i++) {
         nd_trace_opts o = *base;
         o.stack = names[i];
@@ -73,7 +56,7 @@ int nd_trace_stack_sweep(const nd_trace_opts *base, const char *spec, int json, 
             json_object_set_new(s, "evidence", json_string(res.summary.evidence));
             json_array_append_new(list, s);
         } else {
-            printf("  %-16s %-9s %-44s %s\n", names[i], ok ? "yes" : "no", ok ? "-" : res.summary.first_divergence,
+            printf("  %-24s %-7s %-44s %s\n", names[i], ok ? "yes" : "no", ok ? "-" : res.summary.first_divergence,
                    ok ? "" : res.summary.cause);
         }
         nd_trace_result_free(&res);

@@ -31,7 +31,7 @@ static const struct { const char *name; int needs_value; } KINDS[SY_F_COUNT] = {
 
 const char *sy_fault_name(sy_fault_kind k) { return k < SY_F_COUNT ? KINDS[k].name : "?"; }
 
-static int parse_one(const sy_plan *pl, const char *spec, sy_fault *f, nd_err *e) {
+int sy_fault_parse_spec(const char *spec, sy_fault *f, const char **module, nd_err *e) {
     memset(f, 0, sizeof *f);
     f->stored = NAN;
     const char *at = strrchr(spec, '@');
@@ -67,6 +67,15 @@ static int parse_one(const sy_plan *pl, const char *spec, sy_fault *f, nd_err *e
     } else if (eq) {
         return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': %s takes no value", spec, fault);
     }
+    *module = at + 1;
+    snprintf(f->module, sizeof f->module, "%s", at + 1);
+    return 0;
+}
+
+static int parse_one(const sy_plan *pl, const char *spec, sy_fault *f, nd_err *e) {
+    const char *mod;
+    ND_TRY(sy_fault_parse_spec(spec, f, &mod, e));
+    const char *at = mod - 1;
     long idx = sy_find_module(pl, at + 1);
     if (idx < 0)
         return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': no module '%s' in this model", spec, at + 1);

@@ -40,6 +40,9 @@ typedef struct sy_qmod {
 } sy_qmod;
 
 const char *sy_fault_name(sy_fault_kind k);
+/* Parse "FAULT[=VALUE]@MODULE" alone (the fault, its value, the module text); exit 2 on an unknown
+ * fault or a bad value. *module points into spec. */
+int sy_fault_parse_spec(const char *spec, sy_fault *f, const char **module, nd_err *e);
 /* Parse and validate every spec against the plan; exit 2 on an unknown fault, a bad value, an
  * unknown module or a module the fault cannot apply to. */
 int sy_faults_parse(const sy_plan *pl, const char *const *specs, int n, sy_faults *out, nd_err *e);

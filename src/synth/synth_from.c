@@ -20,32 +20,9 @@ typedef struct planted {
 
 static int parse(const nd_ckpt *ck, const char *spec, planted *p, nd_err *e) {
     memset(p, 0, sizeof *p);
-    p->f.stored = NAN;
-    const char *at = strrchr(spec, '@');
-    if (!at || at == spec || !at[1]) return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: --inject '%s': expected FAULT[=VALUE]@MODULE", spec);
-    char fault[96];
-    size_t fl = (size_t)(at - spec);
-    if (fl >= sizeof fault) return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: --inject '%s': fault name too long", spec);
-    memcpy(fault, spec, fl);
-    fault[fl] = 0;
-    char *eq = strchr(fault, '=');
-    if (eq) *eq++ = 0;
-    int k;
-    for (k = 0; k < SY_F_COUNT; k++)
-        if (!strcmp(fault, sy_fault_name((sy_fault_kind)k))) break;
-    if (k == SY_F_COUNT) return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: --inject '%s': unknown fault '%s'", spec, fault);
-    p->f.kind = (sy_fault_kind)k;
-    const int needs = k == SY_F_INPUT_MUL || k == SY_F_FUSED_MISMATCH;
-    if (needs) {
-        char *end = NULL;
-        p->f.value = eq ? strtod(eq, &end) : NAN;
-        if (!eq || !*eq || *end || !isfinite(p->f.value) || p->f.value <= 0)
-            return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: --inject '%s': %s needs a factor > 0 (%s=F@MODULE)", spec, fault, fault);
-        p->f.has_value = 1;
-    } else if (eq) {
-        return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: --inject '%s': %s takes no value", spec, fault);
-    }
-    snprintf(p->f.module, sizeof p->f.module, "%s", at + 1);
+    const char *mod;
+    ND_TRY(sy_fault_parse_spec(spec, &p->f, &mod, e));
+    const char *at = mod - 1;
     char path[300];
     snprintf(path, sizeof path, "model.%s", at + 1);
     if (!nd_ckpt_has_module(ck, path)) snprintf(path, sizeof path, "%s", at + 1);
