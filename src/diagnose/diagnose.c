@@ -47,6 +47,12 @@ static void command(const nd_trace_opts *o, const nd_diagnosis *d, char *out, si
 #undef ADD
 }
 
+/* " (floor X dB)" for rows that have a floor (quantized linears); composite rows have none */
+static void floor_text(const nd_row *r, char *out, size_t cap) {
+    if (isfinite(r->floor_sqnr_db)) snprintf(out, cap, " (floor %.1f dB)", r->floor_sqnr_db);
+    else out[0] = 0;
+}
+
 int nd_diagnose_row(const nd_trace_opts *o, const nd_row *row, nd_diagnosis *d, nd_err *e) {
     memset(d, 0, sizeof *d);
     snprintf(d->row, sizeof d->row, "%s", row->name);
@@ -89,18 +95,22 @@ int nd_diagnose_row(const nd_trace_opts *o, const nd_row *row, nd_diagnosis *d, 
     if (st) {
         d->proof = ND_PROOF_STATIC;
         snprintf(d->cause, sizeof d->cause, "%s", st);
-        if (d->chosen >= 0)
-            snprintf(d->evidence, sizeof d->evidence, "static fact (%s); repair %s restores the stage: SQNR %.1f -> %.1f dB (floor %.1f dB)",
-                     st, d->tries[d->chosen].rep.name, d->base.sqnr_db, d->tries[d->chosen].row.sqnr_db,
-                     d->tries[d->chosen].row.floor_sqnr_db);
+        if (d->chosen >= 0) {
+            char fl[48];
+            floor_text(&d->tries[d->chosen].row, fl, sizeof fl);
+            snprintf(d->evidence, sizeof d->evidence, "static fact (%s); repair %s restores the stage: SQNR %.1f -> %.1f dB%s",
+                     st, d->tries[d->chosen].rep.name, d->base.sqnr_db, d->tries[d->chosen].row.sqnr_db, fl);
+        }
         else
             snprintf(d->evidence, sizeof d->evidence, "static fact (%s) on the module; %s", st, before);
     } else if (d->chosen >= 0) {
         const nd_diag_try *t = &d->tries[d->chosen];
         d->proof = ND_PROOF_REPAIR;
         snprintf(d->cause, sizeof d->cause, "%s", t->rep.cause);
-        int len = snprintf(d->evidence, sizeof d->evidence, "repair %s (%s) restores the stage: SQNR %.1f -> %.1f dB (floor %.1f dB)",
-                           t->rep.name, t->rep.what, d->base.sqnr_db, t->row.sqnr_db, t->row.floor_sqnr_db);
+        char fl[48];
+        floor_text(&t->row, fl, sizeof fl);
+        int len = snprintf(d->evidence, sizeof d->evidence, "repair %s (%s) restores the stage: SQNR %.1f -> %.1f dB%s",
+                           t->rep.name, t->rep.what, d->base.sqnr_db, t->row.sqnr_db, fl);
         /* other causes whose repairs restore it too */
         for (int i = 0; i < d->n_tries && len > 0 && (size_t)len < sizeof d->evidence; i++)
             if (d->tries[i].restored && strcmp(d->tries[i].rep.cause, t->rep.cause) && !strstr(d->evidence, d->tries[i].rep.cause))
