@@ -28,14 +28,17 @@ static void usage(FILE *f) {
             "             shared value per fused group)\n"
             "  --from CKPT  plant the faults into a checkpoint another tool wrote (compressed-tensors or\n"
             "             ModelOpt NVFP4): OUTDIR gets its files and all its tensors, the named ones changed\n"
-            "             exactly as synth changes its own (no original is written)\n"
+            "             exactly as synth changes its own (no original is written). OUTDIR must be new\n"
+            "             or empty; only --inject goes with --from. MODULE is looked up as model.MODULE,\n"
+            "             then as given (the checkpoint's own names work)\n"
             "  --inject   FAULT@MODULE, any number; MODULE is a stage name such as\n"
             "             layers.0.self_attn.q_a_proj or layers.1.mlp.experts.3.up_proj. Faults:\n"
             "             input-scale-inverted, input-scale-mul=F, input-scale-inf,\n"
             "             weight-global-scale-zero, weight-scale-nan, nibble-swap,\n"
             "             fused-scale-mismatch=F, missing-input-scale\n"
             "  --json     print a JSON summary on stdout\n\n"
-            "example: nvfp4dbg synth v4-seed-bug --recipe deepseek_v4 --inject input-scale-inverted@layers.0.self_attn.q_a_proj\n");
+            "example: nvfp4dbg synth v4-seed-bug --recipe deepseek_v4 --inject input-scale-inverted@layers.0.self_attn.q_a_proj\n"
+            "         nvfp4dbg synth q-inverted --from llama-nvfp4 --inject input-scale-inverted@layers.0.self_attn.q_proj\n");
 }
 
 /* "--name VALUE" or "--name=VALUE"; returns the value or NULL when argv[*i] is not this option. */
@@ -53,7 +56,7 @@ int nd_cmd_synth(int argc, char **argv) {
     nd_synth_opts o = {.recipe = NULL, .size = ND_SYNTH_TINY, .format = ND_SYNTH_CT,
                        .calibrate = nd_synth_pipeline_calibrate};
     const char **inj = calloc((size_t)(argc > 0 ? argc : 1), sizeof *inj);
-    int json = 0, rc = 0, gen_opts = 0;
+    int json = 0, rc = 0, gen_opts = 0; /* gen_opts: a generator option was given (not for --from) */
     const char *from = NULL;
     nd_err e = {0};
     if (!inj) return ND_EXIT_INTERNAL;
@@ -62,17 +65,20 @@ int nd_cmd_synth(int argc, char **argv) {
         int missing = 0;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); free(inj); return 0; }
         if (!strcmp(a, "--json")) { json = 1; continue; }
-        if ((v = opt_value(argc, argv, &i, "--recipe", &missing))) { o.recipe = v; continue; }
+        if ((v = opt_value(argc, argv, &i, "--recipe", &missing))) { o.recipe = v; gen_opts = 1; continue; }
         if (!missing && (v = opt_value(argc, argv, &i, "--size", &missing))) {
+            gen_opts = 1;
             rc = nd_synth_size_from_name(v, &o.size, &e);
             continue;
         }
         if (!missing && (v = opt_value(argc, argv, &i, "--format", &missing))) {
+            gen_opts = 1;
             rc = nd_synth_format_from_name(v, &o.format, &e);
             continue;
         }
         if (!missing && (v = opt_value(argc, argv, &i, "--seed", &missing))) {
             char *end = NULL;
+            gen_opts = 1;
             errno = 0;
             o.seed = strtoull(v, &end, 0);
             if (!*v || *end || errno || v[0] == '-') rc = nd_cli_usage_error("synth", "--seed '%s' is not a number", v);
@@ -80,6 +86,7 @@ int nd_cmd_synth(int argc, char **argv) {
         }
         if (!missing && (v = opt_value(argc, argv, &i, "--layers", &missing))) {
             char *end = NULL;
+            gen_opts = 1;
             long l = strtol(v, &end, 10);
             if (!*v || *end || l < 1 || l > 64) rc = nd_cli_usage_error("synth", "--layers '%s' is not a number in 1..64", v);
             else o.layers = (int)l;
@@ -87,6 +94,7 @@ int nd_cmd_synth(int argc, char **argv) {
         }
         if (!missing && (v = opt_value(argc, argv, &i, "--experts", &missing))) {
             char *end = NULL;
+            gen_opts = 1;
             long x = strtol(v, &end, 10);
             if (!*v || *end || x < 1 || x > 4096) rc = nd_cli_usage_error("synth", "--experts '%s' is not a number in 1..4096", v);
             else o.experts = (int)x;
@@ -103,8 +111,10 @@ int nd_cmd_synth(int argc, char **argv) {
     if (!rc && !o.outdir) rc = nd_cli_usage_error("synth", "no output directory");
     if (!rc && from) {
         /* planting into another writer's checkpoint: the generator's options mean nothing there */
-        if (o.recipe || gen_opts || o.layers || o.experts || o.seed || o.size || o.format)
-            rc = nd_cli_usage_error("synth", "--from takes only --inject (the checkpoint fixes recipe, size, format and seed)");
+        if (gen_opts || json)
+            rc = nd_cli_usage_error("synth", "--from takes only --inject (the checkpoint fixes recipe, size, format, "
+                                    "seed and fused scales; --recipe/--size/--format/--seed/--layers/--experts/"
+                                    "--unequal-fused-scales/--json are for generated checkpoints)");
         else if (!o.n_injects) rc = nd_cli_usage_error("synth", "--from needs at least one --inject");
         else if ((rc = nd_synth_from(from, o.outdir, inj, o.n_injects, &e))) rc = nd_cli_error(&e);
         else printf("wrote %s: the tensors of %s with %d fault(s), listed in %s.faults.json\n", o.outdir, from, o.n_injects, o.outdir);

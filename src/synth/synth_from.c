@@ -10,66 +10,81 @@
 #include "ckpt/ckpt.h"
 #include "synth/synth_faults.h"
 
-typedef struct planted {
-    sy_fault f;
+/* One module some fault targets: its tensors in CKPT and the changed copies written instead.
+ * Faults on the same module act on one state in command-line order, as in synth's own
+ * checkpoints (sy_faults_apply with the target's index as the fault's param). */
+typedef struct target {
     nd_module m;
     uint8_t *packed, *sf;      /* changed copies of the module's weight and block scales */
     float wglobal, iglobal;
     int has_input;
-} planted;
+} target;
 
-static int parse(const nd_ckpt *ck, const char *spec, planted *p, nd_err *e) {
-    memset(p, 0, sizeof *p);
+static int one_f32(const nd_tview *t) { return t->dtype == ND_DT_F32 && t->numel == 1 && t->nbytes == 4; }
+
+/* Parse spec into f and bind its module, adding a target for a module not seen before. */
+static int parse(const nd_ckpt *ck, const char *spec, sy_fault *f, target *ts, int *nt, nd_err *e) {
     const char *mod;
-    ND_TRY(sy_fault_parse_spec(spec, &p->f, &mod, e));
-    const char *at = mod - 1;
+    ND_TRY(sy_fault_parse_spec(spec, f, &mod, e));
     char path[300];
-    snprintf(path, sizeof path, "model.%s", at + 1);
-    if (!nd_ckpt_has_module(ck, path)) snprintf(path, sizeof path, "%s", at + 1);
+    snprintf(path, sizeof path, "model.%s", mod);
+    if (!nd_ckpt_has_module(ck, path)) snprintf(path, sizeof path, "%s", mod);
     if (!nd_ckpt_has_module(ck, path))
-        return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: no module '%s' (nor model.%s)", nd_ckpt_dir(ck), at + 1, at + 1);
-    ND_TRY(nd_ckpt_module(ck, path, &p->m, e));
-    if (p->m.wfmt != ND_WF_NVFP4 || !p->m.weight_scale || !p->m.weight_global)
-        return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: module '%s' is not an NVFP4 linear", nd_ckpt_dir(ck), path);
-    if (p->m.weight_global->dtype != ND_DT_F32 || (p->m.input_global && p->m.input_global->dtype != ND_DT_F32))
-        return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: %s's global scales are not F32", nd_ckpt_dir(ck), path);
+        return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: no module '%s' (nor model.%s)", nd_ckpt_dir(ck), mod, mod);
+    int i;
+    for (i = 0; i < *nt; i++)
+        if (!strcmp(ts[i].m.path, path)) break;
+    if (i == *nt) {
+        target *t = &ts[i];
+        memset(t, 0, sizeof *t);
+        ND_TRY(nd_ckpt_module(ck, path, &t->m, e));
+        (*nt)++;
+        const nd_module *m = &t->m;
+        if (m->wfmt != ND_WF_NVFP4 || !m->weight_scale || !m->weight_global)
+            return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: module '%s' is not an NVFP4 linear", nd_ckpt_dir(ck), path);
+        if (!one_f32(m->weight_global) || (m->input_global && !one_f32(m->input_global)))
+            return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: %s's global scales are not single F32 values", nd_ckpt_dir(ck), path);
+        if (m->weight->nbytes != (size_t)(m->out_features * (m->in_features / 2)) ||
+            m->weight_scale->nbytes != (size_t)(m->out_features * (m->in_features / 16)))
+            return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: %s's packed weight or block scales have an unexpected size", nd_ckpt_dir(ck), path);
+    }
+    if (f->kind == SY_F_MISSING_INPUT && !ts[i].m.input_global)
+        return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: module '%s' has no input scale to remove", nd_ckpt_dir(ck), path);
+    f->param = i;
     return 0;
 }
 
-static int apply(planted *p, nd_err *e) {
-    const nd_module *m = &p->m;
-    p->packed = malloc(m->weight->nbytes);
-    p->sf = malloc(m->weight_scale->nbytes);
-    if (!p->packed || !p->sf) return nd_fail(e, ND_EXIT_INTERNAL, "synth --from: out of memory");
-    memcpy(p->packed, m->weight->data, m->weight->nbytes);
-    memcpy(p->sf, m->weight_scale->data, m->weight_scale->nbytes);
-    memcpy(&p->wglobal, m->weight_global->data, 4);
-    p->iglobal = 1.0f;
-    if (m->input_global) memcpy(&p->iglobal, m->input_global->data, 4);
-    sy_qmod q = {.packed = p->packed, .sf = p->sf, .n = m->out_features, .k = m->in_features,
-                 .wglobal = p->wglobal, .iglobal = p->iglobal, .has_input = m->input_global != NULL};
-    sy_faults one = {.f = &p->f, .n = 1};
-    p->f.param = 0;
-    sy_faults_apply(&one, 0, m->conv == ND_CONV_MODELOPT ? ND_SYNTH_MODELOPT : ND_SYNTH_CT, m->path, &q);
-    p->wglobal = q.wglobal;
-    p->iglobal = q.iglobal;
-    p->has_input = q.has_input;
-    if (p->f.kind == SY_F_MISSING_INPUT && !m->input_global)
-        return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: module '%s' has no input scale to remove", m->path);
+/* Copy the target's on-disk values and apply every fault aimed at it, in command-line order. */
+static int apply(target *t, long idx, sy_faults *fs, nd_err *e) {
+    const nd_module *m = &t->m;
+    t->packed = malloc(m->weight->nbytes);
+    t->sf = malloc(m->weight_scale->nbytes);
+    if (!t->packed || !t->sf) return nd_fail(e, ND_EXIT_INTERNAL, "synth --from: out of memory");
+    memcpy(t->packed, m->weight->data, m->weight->nbytes);
+    memcpy(t->sf, m->weight_scale->data, m->weight_scale->nbytes);
+    memcpy(&t->wglobal, m->weight_global->data, 4);
+    t->iglobal = 1.0f;
+    if (m->input_global) memcpy(&t->iglobal, m->input_global->data, 4);
+    sy_qmod q = {.packed = t->packed, .sf = t->sf, .n = m->out_features, .k = m->in_features,
+                 .wglobal = t->wglobal, .iglobal = t->iglobal, .has_input = m->input_global != NULL};
+    sy_faults_apply(fs, idx, m->conv == ND_CONV_MODELOPT ? ND_SYNTH_MODELOPT : ND_SYNTH_CT, m->path, &q);
+    t->wglobal = q.wglobal;
+    t->iglobal = q.iglobal;
+    t->has_input = q.has_input;
     return 0;
 }
 
-/* The bytes to write for tensor t: a planted module's changed tensor, NULL to leave it out, or t's own. */
-static const void *bytes_for(const nd_tview *t, planted *ps, int n, int *skip) {
+/* The bytes to write for tensor v: a target's changed tensor, NULL to leave it out, or v's own. */
+static const void *bytes_for(const nd_tview *v, target *ts, int n, int *skip) {
     *skip = 0;
     for (int i = 0; i < n; i++) {
-        planted *p = &ps[i];
-        if (t == p->m.weight) return p->packed;
-        if (t == p->m.weight_scale) return p->sf;
-        if (t == p->m.weight_global) return &p->wglobal;
-        if (t == p->m.input_global) { *skip = !p->has_input; return &p->iglobal; }
+        target *t = &ts[i];
+        if (v == t->m.weight) return t->packed;
+        if (v == t->m.weight_scale) return t->sf;
+        if (v == t->m.weight_global) return &t->wglobal;
+        if (v == t->m.input_global) { *skip = !t->has_input; return &t->iglobal; }
     }
-    return t->data;
+    return v->data;
 }
 
 static int copy_file(const char *from, const char *to, nd_err *e) {
@@ -101,14 +116,26 @@ static int prepare_outdir(const char *outdir, nd_err *e) {
     return 0;
 }
 
-int nd_synth_from(const char *src, const char *outdir, const char *const *injects, int n, nd_err *e) {
+int nd_synth_from(const char *src, const char *outdir_arg, const char *const *injects, int n, nd_err *e) {
+    char outdir[1024];
+    size_t ol = strlen(outdir_arg);
+    while (ol > 1 && outdir_arg[ol - 1] == '/') ol--;
+    if (!ol || ol >= sizeof outdir) return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: bad output directory '%s'", outdir_arg);
+    memcpy(outdir, outdir_arg, ol);
+    outdir[ol] = 0;
+
     nd_ckpt *ck = NULL;
-    planted *ps = calloc((size_t)(n ? n : 1), sizeof *ps);
     nd_st_writer *w = NULL;
-    int rc = ps ? 0 : nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    sy_faults fs = {.f = calloc((size_t)(n ? n : 1), sizeof(sy_fault)), .n = 0};
+    target *ts = calloc((size_t)(n ? n : 1), sizeof *ts);
+    int nt = 0;
+    int rc = fs.f && ts ? 0 : nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
     if (!rc) rc = nd_ckpt_open(src, &ck, e);
-    for (int i = 0; !rc && i < n; i++) rc = parse(ck, injects[i], &ps[i], e);
-    for (int i = 0; !rc && i < n; i++) rc = apply(&ps[i], e);
+    for (int i = 0; !rc && i < n; i++) {
+        rc = parse(ck, injects[i], &fs.f[i], ts, &nt, e);
+        if (!rc) fs.n++;
+    }
+    for (int i = 0; !rc && i < nt; i++) rc = apply(&ts[i], i, &fs, e);
     if (!rc) rc = prepare_outdir(outdir, e);
     /* every file but the tensors, as the writer left them */
     DIR *d = rc ? NULL : opendir(src);
@@ -116,9 +143,10 @@ int nd_synth_from(const char *src, const char *outdir, const char *const *inject
     for (struct dirent *de; !rc && d && (de = readdir(d));) {
         const char *nm = de->d_name;
         size_t len = strlen(nm);
-        if (nm[0] == '.' || (len > 12 && !strcmp(nm + len - 12, ".safetensors")) || !strcmp(nm, "model.safetensors.index.json"))
+        if (!strcmp(nm, ".") || !strcmp(nm, "..") || (len > 12 && !strcmp(nm + len - 12, ".safetensors")) ||
+            !strcmp(nm, "model.safetensors.index.json"))
             continue;
-        char a[1200], b[1200];
+        char a[2200], b[2200];
         struct stat st;
         snprintf(a, sizeof a, "%s/%s", src, nm);
         if (stat(a, &st) || !S_ISREG(st.st_mode)) continue; /* sub-folders (an original/) are not part of it */
@@ -126,32 +154,26 @@ int nd_synth_from(const char *src, const char *outdir, const char *const *inject
         rc = copy_file(a, b, e);
     }
     if (d) closedir(d);
-    char out[1200];
+    char out[1100];
     snprintf(out, sizeof out, "%s/model.safetensors", outdir);
     if (!rc) rc = nd_st_writer_open(out, &w, e);
     if (!rc) rc = nd_st_writer_meta(w, "format", "pt", e);
     for (size_t i = 0; !rc && i < nd_ckpt_count(ck); i++) {
         const nd_tview *t = nd_ckpt_at(ck, i);
         int skip;
-        const void *data = bytes_for(t, ps, n, &skip);
+        const void *data = bytes_for(t, ts, nt, &skip);
         if (!skip) rc = nd_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, data, e);
     }
     if (!rc) { rc = nd_st_writer_close(w, e); w = NULL; }
     if (w) nd_st_writer_abort(w);
     if (!rc) {
-        sy_faults fs = {.f = NULL, .n = 0};
-        sy_fault *list = calloc((size_t)(n ? n : 1), sizeof *list);
-        if (!list) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
-        for (int i = 0; !rc && i < n; i++) list[i] = ps[i].f;
-        fs.f = list;
-        fs.n = n;
-        char side[1200];
+        char side[1100];
         snprintf(side, sizeof side, "%s.faults.json", outdir);
-        if (!rc) rc = sy_faults_write(&fs, side, e);
-        free(list);
+        rc = sy_faults_write(&fs, side, e);
     }
-    for (int i = 0; ps && i < n; i++) { free(ps[i].packed); free(ps[i].sf); }
-    free(ps);
+    for (int i = 0; ts && i < nt; i++) { free(ts[i].packed); free(ts[i].sf); }
+    free(ts);
+    free(fs.f);
     if (ck) nd_ckpt_close(ck);
     return rc;
 }
