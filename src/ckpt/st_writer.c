@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <jansson.h>
+#include "util/tmpclean.h"
 #include "ckpt/ckpt_internal.h"
 
 typedef struct wt {
@@ -124,6 +125,7 @@ int nd_st_writer_close(nd_st_writer *w, nd_err *e) {
     unsigned char len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)padded >> (8 * i));
     int fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int slot = fd >= 0 ? nd_tmpclean_add(w->tmp) : -1;
     if (fd < 0) {
         rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot create: %s", w->tmp, strerror(errno));
         free(js);
@@ -141,6 +143,7 @@ int nd_st_writer_close(nd_st_writer *w, nd_err *e) {
         unlink(w->tmp);
         rc = nd_fail(e, ND_EXIT_INTERNAL, "%s: write failed: %s", w->path, strerror(err));
     }
+    nd_tmpclean_drop(slot);
 done:
     writer_free(w);
     return rc;

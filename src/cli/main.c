@@ -4,6 +4,7 @@
 #include <string.h>
 #include "cli.h"
 #include "nd_config.h"
+#include "util/tmpclean.h"
 
 typedef struct nd_command {
     const char *name;
@@ -31,6 +32,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    nd_tmpclean_install();
     if (argc < 2) { usage(stderr); return ND_EXIT_BADINPUT; }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) { usage(stdout); return 0; }
     if (!strcmp(argv[1], "--version")) { printf("nvfp4dbg %s\n", ND_VERSION); return 0; }

@@ -12,8 +12,8 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: nvfp4dbg synth OUTDIR --recipe NAME [--size tiny|small|full]\n"
             "                      [--format compressed-tensors|modelopt] [--seed N] [--layers N]\n"
-            "                      [--unequal-fused-scales] [--inject FAULT[=F]@MODULE ...] [--json]\n"
-            "       nvfp4dbg synth OUTDIR --from CKPT --inject FAULT[=F]@MODULE ...\n\n"
+            "                      [--unequal-fused-scales] [--inject FAULT[=F]@MODULE ...] [--force] [--json]\n"
+            "       nvfp4dbg synth OUTDIR --from CKPT --inject FAULT[=F]@MODULE ... [--force]\n\n"
             "Writes a synthetic checkpoint in the real on-disk format to OUTDIR, the unquantized\n"
             "original it was made from to OUTDIR/original/, and the list of injected faults to\n"
             "OUTDIR.faults.json (next to OUTDIR, not inside it).\n\n"
@@ -36,6 +36,9 @@ static void usage(FILE *f) {
             "             input-scale-inverted, input-scale-mul=F, input-scale-inf,\n"
             "             weight-global-scale-zero, weight-scale-nan, nibble-swap,\n"
             "             fused-scale-mismatch=F, missing-input-scale\n"
+            "  --force    OUTDIR may hold an earlier synth output: exactly the files synth wrote there\n"
+            "             (listed in OUTDIR/.nvfp4dbg-synth) are replaced; a folder holding anything else is\n"
+            "             refused. Without --force OUTDIR must be new or empty\n"
             "  --json     print a JSON summary on stdout\n\n"
             "example: nvfp4dbg synth v4-seed-bug --recipe deepseek_v4 --inject input-scale-inverted@layers.0.self_attn.q_a_proj\n"
             "         nvfp4dbg synth q-inverted --from llama-nvfp4 --inject input-scale-inverted@layers.0.self_attn.q_proj\n");
@@ -102,6 +105,7 @@ int nd_cmd_synth(int argc, char **argv) {
         }
         if (!missing && (v = opt_value(argc, argv, &i, "--inject", &missing))) { inj[o.n_injects++] = v; continue; }
         if (!strcmp(a, "--unequal-fused-scales")) { o.unequal_fused = 1; gen_opts = 1; continue; }
+        if (!strcmp(a, "--force")) { o.force = 1; continue; }
         if (!missing && (v = opt_value(argc, argv, &i, "--from", &missing))) { from = v; continue; }
         if (missing) { rc = nd_cli_usage_error("synth", "%s needs a value", a); break; }
         if (a[0] == '-' && a[1]) { rc = nd_cli_usage_error("synth", "unknown option '%s'", a); break; }
@@ -112,11 +116,11 @@ int nd_cmd_synth(int argc, char **argv) {
     if (!rc && from) {
         /* planting into another writer's checkpoint: the generator's options mean nothing there */
         if (gen_opts || json)
-            rc = nd_cli_usage_error("synth", "--from takes only --inject (the checkpoint fixes recipe, size, format, "
+            rc = nd_cli_usage_error("synth", "--from takes only --inject and --force (the checkpoint fixes recipe, size, format, "
                                     "seed and fused scales; --recipe/--size/--format/--seed/--layers/--experts/"
                                     "--unequal-fused-scales/--json are for generated checkpoints)");
         else if (!o.n_injects) rc = nd_cli_usage_error("synth", "--from needs at least one --inject");
-        else if ((rc = nd_synth_from(from, o.outdir, inj, o.n_injects, &e))) rc = nd_cli_error(&e);
+        else if ((rc = nd_synth_from(from, o.outdir, inj, o.n_injects, o.force, &e))) rc = nd_cli_error(&e);
         else printf("wrote %s: the tensors of %s with %d fault(s), listed in %s.faults.json\n", o.outdir, from, o.n_injects, o.outdir);
         free(inj);
         return rc;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "report.h"
+#include "util/tmpclean.h"
 
 int nd_report_write(const char *out_path, const nd_trace *t, const nd_report_routing *rt, const char *source_name,
                     nd_err *e) {
@@ -12,6 +13,7 @@ int nd_report_write(const char *out_path, const nd_trace *t, const nd_report_rou
     if (!tmp) return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", out_path);
     snprintf(tmp, n, "%s.tmp", out_path);
     FILE *f = fopen(tmp, "w");
+    const int slot = f ? nd_tmpclean_add(tmp) : -1;
     if (!f) {
         int rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot create: %s", tmp, strerror(errno));
         free(tmp);
@@ -22,6 +24,7 @@ int nd_report_write(const char *out_path, const nd_trace *t, const nd_report_rou
     if (fclose(f) && !rc) rc = nd_fail(e, ND_EXIT_INTERNAL, "%s: write error: %s", tmp, strerror(errno));
     if (!rc && rename(tmp, out_path)) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot rename to %s: %s", tmp, out_path, strerror(errno));
     if (rc) remove(tmp);
+    nd_tmpclean_drop(slot);
     free(tmp);
     return rc;
 }

@@ -44,6 +44,7 @@ typedef struct nd_synth_opts {
     int unequal_fused;          /* fused shards keep each their own weight global scale (calibrated on
                                  * their own weight), as writers that calibrate shards separately do;
                                  * 0: one shared value per fused group (the max amax), as vLLM wants */
+    int force;                  /* replace an earlier synth output in outdir (synth_outdir.h) */
 } nd_synth_opts;
 
 /* Recipe name -> family; 0, or 2 with a message listing the known names. */

@@ -1,4 +1,5 @@
 /* synth_from.c — see synth_from.h. */
+#include "synth/synth_outdir.h"
 #include "synth/synth_from.h"
 #include <dirent.h>
 #include <errno.h>
@@ -102,21 +103,7 @@ static int copy_file(const char *from, const char *to, nd_err *e) {
     return rc;
 }
 
-static int prepare_outdir(const char *outdir, nd_err *e) {
-    DIR *d = opendir(outdir);
-    if (d) {
-        struct dirent *de;
-        int used = 0;
-        while ((de = readdir(d))) used |= strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
-        closedir(d);
-        if (used) return nd_fail(e, ND_EXIT_BADINPUT, "%s: exists and is not empty; synth --from writes only into a new or empty folder", outdir);
-        return 0;
-    }
-    if (mkdir(outdir, 0777)) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot create: %s", outdir, strerror(errno));
-    return 0;
-}
-
-int nd_synth_from(const char *src, const char *outdir_arg, const char *const *injects, int n, nd_err *e) {
+int nd_synth_from(const char *src, const char *outdir_arg, const char *const *injects, int n, int force, nd_err *e) {
     char outdir[1024];
     size_t ol = strlen(outdir_arg);
     while (ol > 1 && outdir_arg[ol - 1] == '/') ol--;
@@ -136,7 +123,7 @@ int nd_synth_from(const char *src, const char *outdir_arg, const char *const *in
         if (!rc) fs.n++;
     }
     for (int i = 0; !rc && i < nt; i++) rc = apply(&ts[i], i, &fs, e);
-    if (!rc) rc = prepare_outdir(outdir, e);
+    if (!rc) rc = sy_outdir_prepare(outdir, force, e);
     /* every file but the tensors, as the writer left them */
     DIR *d = rc ? NULL : opendir(src);
     if (!rc && !d) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot list: %s", src, strerror(errno));
@@ -144,7 +131,7 @@ int nd_synth_from(const char *src, const char *outdir_arg, const char *const *in
         const char *nm = de->d_name;
         size_t len = strlen(nm);
         if (!strcmp(nm, ".") || !strcmp(nm, "..") || (len > 12 && !strcmp(nm + len - 12, ".safetensors")) ||
-            !strcmp(nm, "model.safetensors.index.json"))
+            !strcmp(nm, "model.safetensors.index.json") || !strcmp(nm, SY_OUTDIR_MANIFEST))
             continue;
         char a[2200], b[2200];
         struct stat st;
@@ -166,6 +153,7 @@ int nd_synth_from(const char *src, const char *outdir_arg, const char *const *in
     }
     if (!rc) { rc = nd_st_writer_close(w, e); w = NULL; }
     if (w) nd_st_writer_abort(w);
+    if (!rc) rc = sy_outdir_record(outdir, e);
     if (!rc) {
         char side[1100];
         snprintf(side, sizeof side, "%s.faults.json", outdir);

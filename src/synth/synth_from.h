@@ -11,5 +11,5 @@
  * (synth_faults.c), and list the faults in OUTDIR.faults.json. MODULE is a stage name
  * ("layers.0.self_attn.q_proj"), looked up as model.MODULE, then as given. Exit 2 on an unknown
  * fault or module, a module that is not NVFP4, or an unsuitable outdir. */
-int nd_synth_from(const char *src, const char *outdir, const char *const *injects, int n, nd_err *e);
+int nd_synth_from(const char *src, const char *outdir, const char *const *injects, int n, int force, nd_err *e);
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "synth/synth_outdir.h"
 #include "numerics/nd_numerics.h"
 #include "synth/synth.h"
 #include "synth/synth_faults.h"
@@ -55,43 +56,6 @@ void nd_synth_calib_tokens(uint64_t seed, int64_t vocab, int64_t *out, int n) {
 }
 
 int nd_synth_calib_count(nd_synth_size size) { return size == ND_SYNTH_FULL ? 64 : ND_SYNTH_CALIB_MAX; }
-
-static int mkdir_p(const char *dir, nd_err *e) {
-    char tmp[4096];
-    size_t n = strlen(dir);
-    if (n == 0 || n >= sizeof tmp) return nd_fail(e, ND_EXIT_BADINPUT, "synth: bad output directory '%s'", dir);
-    memcpy(tmp, dir, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (tmp[i] != '/' && tmp[i] != 0) continue;
-        char c = tmp[i];
-        tmp[i] = 0;
-        if (mkdir(tmp, 0777) && errno != EEXIST)
-            return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot create directory: %s", tmp, strerror(errno));
-        tmp[i] = c;
-    }
-    struct stat st;
-    if (stat(dir, &st) || !S_ISDIR(st.st_mode)) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not a directory", dir);
-    return 0;
-}
-
-/* Remove what an earlier synth run may have left, so shards of another layout cannot linger. */
-static void remove_stale(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *de;
-    char path[4096];
-    while ((de = readdir(d))) {
-        const char *nm = de->d_name;
-        size_t l = strlen(nm);
-        int ours = !strcmp(nm, "config.json") || !strcmp(nm, "hf_quant_config.json") ||
-                   !strcmp(nm, "model.safetensors.index.json") ||
-                   (l > 12 && !strcmp(nm + l - 12, ".safetensors"));
-        if (!ours) continue;
-        snprintf(path, sizeof path, "%s/%s", dir, nm);
-        unlink(path);
-    }
-    closedir(d);
-}
 
 /* ---- calibration ---------------------------------------------------------------------- */
 
@@ -151,11 +115,12 @@ static int resolve_amax(sy_plan *pl, nd_err *e) {
 
 /* ---- the command ---------------------------------------------------------------------- */
 
+/* dir has been prepared (sy_outdir_prepare): it is new or empty */
 static int write_one(sy_wctx *w, const char *dir, nd_err *e) {
-    ND_TRY(mkdir_p(dir, e));
-    remove_stale(dir);
+    if (mkdir(dir, 0777) && errno != EEXIST) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot create directory: %s", dir, strerror(errno));
     ND_TRY(sy_write_tensors(w, dir, e));
-    return sy_write_configs(w, dir, e);
+    ND_TRY(sy_write_configs(w, dir, e));
+    return sy_outdir_record(dir, e);
 }
 
 int nd_synth_run(const nd_synth_opts *o, nd_err *e) {
@@ -181,6 +146,7 @@ int nd_synth_run(const nd_synth_opts *o, nd_err *e) {
     sy_faults faults = {0};
     int rc = sy_build_ex(&pl, fam, o->size, o->layers, o->experts, e);
     if (!rc) rc = sy_faults_parse(&pl, o->injects, o->n_injects, &faults, e);
+    if (!rc) rc = sy_outdir_prepare(outdir, o->force, e);
     if (!rc) {
         sy_wctx w = {.plan = &pl, .seed = o->seed, .quantized = 0, .fmt = o->format, .faults = &faults,
                      .shard_bytes = o->shard_bytes, .unequal_fused = o->unequal_fused};

@@ -10,6 +10,7 @@
  *   /tensors/<canonical name>  uint8 [nbytes], attrs dtype (string) and shape (int64 [ndim])
  *   /rows        the stage's rows of the original trace (the /stages compound type)
  * Written at PATH.tmp and renamed into place. The reader treats the file as untrusted. */
+#include "util/tmpclean.h"
 #include "trace_h5.h"
 #include "bundle/bundle.h"
 
@@ -134,10 +135,12 @@ int nd_bundle_write(const char *path, const nd_bundle *b, nd_err *e) {
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (f < 0) return ND_H5_FAIL(e, ND_EXIT_BADINPUT, tmp, "cannot create the bundle");
+    const int slot = nd_tmpclean_add(tmp);
     int rc = write_all(f, b, tmp, e);
     if (H5Fclose(f) < 0 && !rc) rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, tmp, "cannot close the bundle");
     if (!rc && rename(tmp, path)) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot rename into place: %s", path, strerror(errno));
     if (rc) remove(tmp);
+    nd_tmpclean_drop(slot);
     return rc;
 }
 

@@ -7,6 +7,7 @@
  * consistent for a reader at every moment, which is what lets a process killed at any point leave
  * a file that opens (with H5F_ACC_SWMR_READ, as nd_trace_read does) and holds every row whose
  * nd_trace_append returned. A kill before the rename leaves at most a stray "PATH.partial.XXXXXX". */
+#include "util/tmpclean.h"
 #include "trace_h5.h"
 
 #include <errno.h>
@@ -136,6 +137,7 @@ int nd_trace_create(const char *path, const nd_trace_meta *meta, const int64_t *
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: exists and is not a regular file; not writing the trace over it", path);
     }
     int fd = mkstemp(tmp);
+    const int slot = fd >= 0 ? nd_tmpclean_add(tmp) : -1;
     if (fd < 0) {
         int rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot create the trace file: %s", path, strerror(errno));
         free(tmp); free(w->path); free(w);
@@ -178,6 +180,7 @@ int nd_trace_create(const char *path, const nd_trace_meta *meta, const int64_t *
         rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot move the trace into place: %s", path, strerror(errno));
         goto fail;
     }
+    nd_tmpclean_drop(slot);
     nd_h5_close(fapl);
     free(tmp);
     *out = w;
@@ -186,6 +189,7 @@ fail:
     close_all(w);
     nd_h5_close(fapl);
     unlink(tmp);
+    nd_tmpclean_drop(slot);
     free(tmp); free(w->path); free(w);
     return rc;
 }

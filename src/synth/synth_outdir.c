@@ -1,0 +1,178 @@
+/* synth_outdir.c — see synth_outdir.h. */
+#include "synth/synth_outdir.h"
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SY_PATH 4352
+
+static int skip_entry(const char *nm) { return !strcmp(nm, ".") || !strcmp(nm, ".."); }
+
+/* The first entry of dir that is not the manifest, or "" when there is none. */
+static int first_entry(const char *dir, char *out, size_t cap, nd_err *e) {
+    DIR *d = opendir(dir);
+    if (!d) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot list: %s", dir, strerror(errno));
+    out[0] = 0;
+    for (struct dirent *de; (de = readdir(d));)
+        if (!skip_entry(de->d_name) && strcmp(de->d_name, SY_OUTDIR_MANIFEST)) {
+            snprintf(out, cap, "%s", de->d_name);
+            break;
+        }
+    closedir(d);
+    return 0;
+}
+
+/* The manifest of dir as one buffer of names separated by NUL (a name of this folder only:
+ * nothing outside it is ever listed). NULL with a message when it is absent or unreadable. */
+static char *read_manifest(const char *dir, size_t *len, nd_err *e) {
+    char path[SY_PATH], line[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, SY_OUTDIR_MANIFEST);
+    struct stat st;
+    if (lstat(path, &st) || !S_ISREG(st.st_mode)) {
+        nd_fail(e, ND_EXIT_BADINPUT, "%s: exists, is not empty and was not written by synth (no %s); --force removes "
+                "only what synth wrote", dir, SY_OUTDIR_MANIFEST);
+        return NULL;
+    }
+    FILE *f = fopen(path, "r");
+    if (!f) { nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot read: %s", path, strerror(errno)); return NULL; }
+    size_t cap = (size_t)st.st_size + 2, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) { fclose(f); nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", path); return NULL; }
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = 0;
+        size_t l = strlen(line);
+        if (!l || skip_entry(line) || strchr(line, '/') || !strcmp(line, SY_OUTDIR_MANIFEST) || n + l + 1 > cap) continue;
+        memcpy(buf + n, line, l + 1);
+        n += l + 1;
+    }
+    fclose(f);
+    *len = n;
+    return buf;
+}
+
+static int listed(const char *names, size_t len, const char *nm) {
+    for (size_t i = 0; i < len; i += strlen(names + i) + 1)
+        if (!strcmp(names + i, nm)) return 1;
+    return 0;
+}
+
+/* 0 when every entry of dir (sub-folders included, depth-bounded) is listed in its manifest;
+ * else exit 2 naming the first one that is not. Nothing is removed. */
+static int check_listed(const char *dir, int depth, nd_err *e) {
+    size_t len = 0;
+    char *names = read_manifest(dir, &len, e);
+    if (!names) return e->code;
+    DIR *d = opendir(dir);
+    if (!d) { free(names); return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot list: %s", dir, strerror(errno)); }
+    int rc = 0;
+    for (struct dirent *de; !rc && (de = readdir(d));) {
+        const char *nm = de->d_name;
+        if (skip_entry(nm) || !strcmp(nm, SY_OUTDIR_MANIFEST)) continue;
+        char p[SY_PATH];
+        snprintf(p, sizeof p, "%s/%s", dir, nm);
+        struct stat st;
+        if (!listed(names, len, nm))
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: holds '%s', which synth did not write; nothing replaced (--force "
+                         "removes only what synth wrote)", dir, nm);
+        else if (!lstat(p, &st) && S_ISDIR(st.st_mode))
+            rc = depth >= 2 ? nd_fail(e, ND_EXIT_BADINPUT, "%s: nested too deep to replace", p) : check_listed(p, depth + 1, e);
+    }
+    closedir(d);
+    free(names);
+    return rc;
+}
+
+/* Remove what the manifest of dir lists (checked by check_listed), then the manifest. */
+static int remove_listed(const char *dir, int depth, nd_err *e) {
+    size_t len = 0;
+    char *names = read_manifest(dir, &len, e);
+    if (!names) return e->code;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < len; i += strlen(names + i) + 1) {
+        char p[SY_PATH];
+        struct stat st;
+        snprintf(p, sizeof p, "%s/%s", dir, names + i);
+        if (lstat(p, &st)) continue; /* already gone */
+        if (S_ISDIR(st.st_mode)) {
+            rc = depth >= 2 ? nd_fail(e, ND_EXIT_BADINPUT, "%s: nested too deep to replace", p) : remove_listed(p, depth + 1, e);
+            if (!rc && rmdir(p)) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot remove: %s", p, strerror(errno));
+        } else if (unlink(p)) {
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot remove: %s", p, strerror(errno));
+        }
+    }
+    free(names);
+    char man[SY_PATH];
+    snprintf(man, sizeof man, "%s/%s", dir, SY_OUTDIR_MANIFEST);
+    if (!rc && unlink(man)) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot remove: %s", man, strerror(errno));
+    return rc;
+}
+
+static int mkdir_parents(const char *dir, nd_err *e) {
+    char tmp[SY_PATH];
+    size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof tmp) return nd_fail(e, ND_EXIT_BADINPUT, "synth: bad output directory '%s'", dir);
+    memcpy(tmp, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (tmp[i] != '/' && tmp[i] != 0) continue;
+        char c = tmp[i];
+        tmp[i] = 0;
+        if (mkdir(tmp, 0777) && errno != EEXIST)
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot create directory: %s", tmp, strerror(errno));
+        tmp[i] = c;
+    }
+    return 0;
+}
+
+int sy_outdir_prepare(const char *dir, int force, nd_err *e) {
+    struct stat st;
+    if (stat(dir, &st)) {
+        if (errno != ENOENT) return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s", dir, strerror(errno));
+        ND_TRY(mkdir_parents(dir, e));
+        if (stat(dir, &st) || !S_ISDIR(st.st_mode)) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not a directory", dir);
+        return 0;
+    }
+    if (!S_ISDIR(st.st_mode)) return nd_fail(e, ND_EXIT_BADINPUT, "%s: exists and is not a directory", dir);
+    char left[512], man[SY_PATH];
+    ND_TRY(first_entry(dir, left, sizeof left, e));
+    snprintf(man, sizeof man, "%s/%s", dir, SY_OUTDIR_MANIFEST);
+    const int has_manifest = lstat(man, &st) == 0;
+    if (!left[0] && !has_manifest) return 0;
+    if (!force)
+        return nd_fail(e, ND_EXIT_BADINPUT,
+                       "%s: exists and is not empty (it holds '%s'); synth writes only into a new or empty folder "
+                       "(--force replaces an earlier synth output, removing only what synth wrote)",
+                       dir, left[0] ? left : SY_OUTDIR_MANIFEST);
+    ND_TRY(check_listed(dir, 0, e));
+    return remove_listed(dir, 0, e);
+}
+
+int sy_outdir_record(const char *dir, nd_err *e) {
+    char path[SY_PATH], tmp[SY_PATH + 8];
+    snprintf(path, sizeof path, "%s/%s", dir, SY_OUTDIR_MANIFEST);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    DIR *d = opendir(dir);
+    if (!d) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot list: %s", dir, strerror(errno));
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        closedir(d);
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot create: %s", tmp, strerror(errno));
+    }
+    for (struct dirent *de; (de = readdir(d));) {
+        const char *nm = de->d_name;
+        size_t l = strlen(nm);
+        if (skip_entry(nm) || !strcmp(nm, SY_OUTDIR_MANIFEST) || (l > 4 && !strcmp(nm + l - 4, ".tmp") &&
+                                                                   !strncmp(nm, SY_OUTDIR_MANIFEST, l - 4)))
+            continue;
+        fprintf(f, "%s\n", nm);
+    }
+    closedir(d);
+    int rc = 0;
+    if (fclose(f)) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: write failed: %s", tmp, strerror(errno));
+    if (!rc && rename(tmp, path)) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot rename into place: %s", path, strerror(errno));
+    if (rc) unlink(tmp);
+    return rc;
+}

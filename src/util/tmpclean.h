@@ -1,0 +1,22 @@
+/* tmpclean.h — temporaries that a SIGINT/SIGTERM/SIGHUP must not leave behind.
+ *
+ * Every output is written to a temporary beside it and renamed into place when complete (trace,
+ * report, bundle, safetensors shard). A writer registers the temporary's path while it exists;
+ * the signal handler (installed once by main) unlinks every registered path, then lets the
+ * signal kill the process as it would have. The handler only calls unlink and reads a fixed
+ * array, both async-signal-safe. */
+#ifndef ND_TMPCLEAN_H
+#define ND_TMPCLEAN_H
+
+#define ND_TMPCLEAN_SLOTS 16
+#define ND_TMPCLEAN_PATH 4200
+
+/* Install the handlers for SIGINT, SIGTERM and SIGHUP (idempotent). */
+void nd_tmpclean_install(void);
+/* Register a temporary; returns a slot (>= 0), or -1 when every slot is taken or the path is too
+ * long (the file is then only cleaned by the writer's own error path). */
+int nd_tmpclean_add(const char *path);
+/* The temporary was renamed or removed by its writer: forget it. slot < 0 is ignored. */
+void nd_tmpclean_drop(int slot);
+
+#endif
