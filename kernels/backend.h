@@ -121,6 +121,10 @@ struct nd_backend {
      * or 2^ceil(log2(max(amax,1e-4)/448)) when pow2; satfinite. In place allowed (x == out). */
     int (*fake_quant_fp8)(nd_backend *b, const float *x, int64_t rows, int64_t k, int group, int pow2,
                           float *out, nd_err *e);
+    /* FP8 KV cache round trip of n values (numerics nd_kv_fp8): out = e4m3_satfinite(x /
+     * write_scale) * read_scale. In place allowed (x == out). */
+    int (*kv_fp8)(nd_backend *b, const float *x, int64_t n, float write_scale, float read_scale, float *out,
+                  nd_err *e);
     /* Linear [rows, k/16] scales <-> the 128x4 swizzled layout (nd_sf_swizzle_offset); the
      * swizzled buffer holds nd_sf_swizzled_bytes(rows,k) bytes, padding zero. */
     int (*swizzle_sf)(nd_backend *b, const uint8_t *linear, int64_t rows, int64_t k, uint8_t *swz, nd_err *e);

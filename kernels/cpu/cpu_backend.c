@@ -32,6 +32,7 @@ int nd_backend_cpu_create(nd_backend **out, nd_err *e) {
     b->to_f32 = nd_cpu_to_f32;
     b->quant_nvfp4 = nd_cpu_quant_nvfp4;
     b->fake_quant_fp8 = nd_cpu_fake_quant_fp8;
+    b->kv_fp8 = nd_cpu_kv_fp8;
     b->swizzle_sf = nd_cpu_swizzle_sf;
     b->unswizzle_sf = nd_cpu_unswizzle_sf;
     b->gemm = nd_cpu_gemm;

@@ -65,6 +65,8 @@ int nd_cpu_gemm_grouped(nd_backend *b, const float *x, const float *w, float *y,
 
 /* elementwise and normalisation: cpu_elementwise.c */
 int nd_cpu_round_bf16(nd_backend *b, float *x, int64_t n, nd_err *e);
+int nd_cpu_kv_fp8(nd_backend *b, const float *x, int64_t n, float write_scale, float read_scale, float *out,
+                  nd_err *e);
 int nd_cpu_cast_f16_scale(nd_backend *b, float *x, int64_t n, float scale, nd_err *e);
 int nd_cpu_rmsnorm(nd_backend *b, const float *x, const float *w, float eps, int64_t rows, int64_t d,
                    int steps, float *y, nd_err *e);

@@ -76,6 +76,15 @@ int nd_cpu_fake_quant_fp8(nd_backend *b, const float *x, int64_t rows, int64_t k
     return 0;
 }
 
+int nd_cpu_kv_fp8(nd_backend *b, const float *x, int64_t n, float write_scale, float read_scale, float *out,
+                  nd_err *e) {
+    (void)b;
+    ND_CPU_SIZES(e, "kv_fp8", n);
+    ND_CPU_REQUIRE(n == 0 || (x && out), e, "kv_fp8", "NULL buffer");
+    for (int64_t i = 0; i < n; i++) out[i] = nd_kv_fp8(x[i], write_scale, read_scale);
+    return 0;
+}
+
 static int sf_layout_args(const char *op, int64_t rows, int64_t k, const void *a, const void *bb,
                           nd_err *e) {
     ND_CPU_SIZES(e, op, rows, k);

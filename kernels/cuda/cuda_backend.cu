@@ -208,6 +208,7 @@ extern "C" int nd_backend_cuda_create(nd_backend **out, int device, nd_err *e) {
     b->to_f32 = nd_cuda_to_f32;
     b->quant_nvfp4 = nd_cuda_quant_nvfp4;
     b->fake_quant_fp8 = nd_cuda_fake_quant_fp8;
+    b->kv_fp8 = nd_cuda_kv_fp8;
     b->swizzle_sf = nd_cuda_swizzle_sf;
     b->unswizzle_sf = nd_cuda_unswizzle_sf;
     b->gemm = nd_cuda_gemm;

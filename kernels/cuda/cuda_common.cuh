@@ -91,6 +91,8 @@ int nd_cuda_quant_nvfp4(nd_backend *b, const float *x, float g, int sem, int64_t
                         uint8_t *codes, uint8_t *sf, nd_qstats *stats_host, nd_err *e);
 int nd_cuda_fake_quant_fp8(nd_backend *b, const float *x, int64_t rows, int64_t k, int group, int pow2,
                            float *out, nd_err *e);
+int nd_cuda_kv_fp8(nd_backend *b, const float *x, int64_t n, float write_scale, float read_scale, float *out,
+                   nd_err *e);
 int nd_cuda_swizzle_sf(nd_backend *b, const uint8_t *linear, int64_t rows, int64_t k, uint8_t *swz, nd_err *e);
 int nd_cuda_unswizzle_sf(nd_backend *b, const uint8_t *swz, int64_t rows, int64_t k, uint8_t *linear, nd_err *e);
 /* cuda_gemm.cu */

@@ -143,6 +143,22 @@ int nd_cuda_fake_quant_fp8(nd_backend *b, const float *x, int64_t rows, int64_t 
     return 0;
 }
 
+/* FP8 KV cache round trip, one thread per value (nd_kv_fp8: the division and the product are single
+ * FP32 operations, the same on both backends). */
+__global__ void kv_fp8_kernel(const float *__restrict__ x, int64_t n, float ws, float rs, float *out) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        out[i] = nd_kv_fp8(x[i], ws, rs);
+}
+
+int nd_cuda_kv_fp8(nd_backend *b, const float *x, int64_t n, float write_scale, float read_scale, float *out,
+                   nd_err *e) {
+    if (n < 0) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: kv_fp8: negative size");
+    if (n == 0) return 0;
+    kv_fp8_kernel<<<nd_cuda_grid(b, n, 256), 256, 0, nd_cu(b)->stream>>>(x, n, write_scale, read_scale, out);
+    ND_LAUNCHED("kv_fp8_kernel");
+    return 0;
+}
+
 /* One thread per swizzled byte: invert nd_sf_swizzle_offset, write the linear scale or the zero
  * padding, so the whole buffer is written in one pass. */
 __global__ void swizzle_sf_kernel(const uint8_t *__restrict__ linear, int64_t rows, int64_t kg, int64_t kt,

@@ -148,6 +148,14 @@ ND_HD uint8_t nd_e4m3_from_f32_satfinite(float x) {
     return (uint8_t)(s | nd_e4m3_code_of_mag(r));
 }
 
+/* FP8 KV cache with per-tensor scales (vLLM --kv-cache-dtype fp8, k_scale / v_scale): the cache
+ * write stores e4m3 satfinite(x / write_scale) (vLLM's scaled_convert, __NV_SATFINITE), the
+ * attention kernel reads it back times read_scale. A consistent stack uses one scale for both; a
+ * stack that drops the checkpoint's scale on one side uses 1.0 there (docs/stacks.md, kv_scales). */
+ND_HD float nd_kv_fp8(float x, float write_scale, float read_scale) {
+    return nd_e4m3_to_f32(nd_e4m3_from_f32_satfinite(x / write_scale)) * read_scale;
+}
+
 /* Non-saturating E4M3 (OCP non-saturating mode; PyTorch's tensor.to(torch.float8_e4m3fn) before
  * pytorch/pytorch PR #178817, c10 fp8e4m3fn_from_fp32_value): RNE, and anything that is >= 480 or
  * rounds up past 448 becomes NaN (0x7F). Inf -> NaN too. PyTorch releases with that PR (2.15 in

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ckpt/findings.h"
+#include "ckpt/kv_scales.h"
 #include "backend.h"
 #include "numerics/nd_numerics.h"
 
@@ -43,7 +44,7 @@ size_t nd_findings_count(const nd_findings *f, nd_severity sev) {
 const char *nd_severity_str(nd_severity s) { return s == ND_SEV_ERROR ? "error" : "warning"; }
 
 const char *nd_break_kind_str(nd_break_kind k) {
-    static const char *const s[ND_BREAKS_NKINDS] = {"none", "all", "fused_weight", "fused_input", "input_convention"};
+    static const char *const s[ND_BREAKS_NKINDS] = {"none", "all", "fused_weight", "fused_input", "input_convention", "kv_fp8"};
     return k >= 0 && k < ND_BREAKS_NKINDS ? s[k] : "?";
 }
 
@@ -239,6 +240,7 @@ int nd_ckpt_check(const nd_ckpt *c, nd_findings *f, nd_scale_stats **stats_out, 
             if (nd_check_fused(&m, &p, f)) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
         }
     }
+    if (!rc) rc = nd_ckpt_check_kv(c, f, e); /* FP8 KV-cache scales (kv_scales.h) */
     if (rc || !stats_out) free(stats);
     else *stats_out = stats;
     return rc;

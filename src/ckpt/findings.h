@@ -24,6 +24,11 @@
  *   block_saturation      none     more than a quarter of the blocks (and more than one) sit at 448:
  *                                  the global scale is too large for the weight, values are clipped
  *   config_mismatch       none     quantized tensors on a module the quantization config excludes
+ *   kv_scale_missing      kv-fp8   the config announces an FP8 KV cache but an attention layer has no
+ *                                  k_scale/v_scale (ckpt/kv_scales.h)
+ *   kv_scale_orphan       kv-fp8   KV-cache scales no loader reads: no config announces them, or they
+ *                                  belong to no attention layer
+ *   nonfinite_scale       kv-fp8   a KV-cache scale that is NaN, Inf, zero or negative
  *
  * Which stacks a finding breaks (SPEC §7: static findings say which stack profiles they break;
  * under a stack they do not break they are warnings). A serving-stack profile
@@ -40,6 +45,8 @@
  *   ND_BREAKS_FUSED_INPUT   profiles whose fused_input is not `own`: one multiplier for both shards is
  *                         the other shard's calibration (max: values clip, min: coarser steps); alpha
  *                         follows the multiplier, so nothing else changes. Under `own` it is harmless.
+ *   ND_BREAKS_KV_FP8      profiles that store the KV cache in FP8 (kv_cache: fp8): only they read
+ *                         KV-cache scales; under a BF16 cache they are inert.
  *   ND_BREAKS_INPUT_CONVENTION  profiles with reciprocal_input false. The ckpt layer normalises by the
  *                         tensor's NAME (CT value as is, ModelOpt 1/value), so an input scale written in
  *                         the other convention becomes the reciprocal of the right multiplier
@@ -69,6 +76,7 @@ typedef enum nd_break_kind {
     ND_BREAKS_FUSED_WEIGHT,
     ND_BREAKS_FUSED_INPUT,
     ND_BREAKS_INPUT_CONVENTION,
+    ND_BREAKS_KV_FP8,
     ND_BREAKS_NKINDS
 } nd_break_kind;
 
@@ -95,7 +103,7 @@ int nd_findings_add(nd_findings *f, nd_break_kind kind, const char *code, const 
                     const char *tensor, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 size_t nd_findings_count(const nd_findings *f, nd_severity sev);
 const char *nd_severity_str(nd_severity s);
-/* "none", "all", "fused_weight", "fused_input", "input_convention" */
+/* "none", "all", "fused_weight", "fused_input", "input_convention", "kv_fp8" */
 const char *nd_break_kind_str(nd_break_kind k);
 
 /* Statistics of a module's block scales (e4m3 for NVFP4, e8m0 for MXFP4, f32/e8m0 for FP8), as

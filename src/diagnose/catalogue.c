@@ -75,6 +75,15 @@ static const nd_cause CAUSES[] = {
      "epilogue_fp32: <stage>.epilogue_fp16=0 (scale first, then cast)",
      "serve with dtype=bfloat16 or a kernel that scales before casting (vLLM PR #37135 / #33972 for Marlin "
      "NVFP4); the --override shown runs the stage without the FP16 step"},
+    {"kv_scale_ignored",
+     "the checkpoint's FP8 KV-cache scales (k_scale / v_scale) are not used as they must be: dropped (the cache "
+     "runs with 1.0), applied when K/V are written but not when attention reads them back, or applied twice",
+     "replaying the KV-cache stage with the scales applied once on write and once on read brings it back to the "
+     "floor of a healthy FP8 cache (each tensor with its own calibrated scale)",
+     "kv_scales_apply: <stage>.kv_scales=1 (x / s written, x s read)",
+     "make the loader hand the scales to both the cache write and the attention kernel (vLLM PR #39418 for "
+     "compressed-tensors with FlashInfer; sglang PR #35455 for the dropped ones); the --override shown applies "
+     "them once in the whole run"},
     {"routing_divergence",
      "the production path routes tokens to other experts than the reference",
      "the router row's top-k agreement below 0.5 on the chained path",

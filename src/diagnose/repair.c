@@ -37,10 +37,41 @@ static void set_weight(nd_repair *r, const nd_stage_info *in, double old_div, do
 
 static int usable(double v) { return isfinite(v) && v > 0; }
 
+/* A KV-cache row (FP8 cache, ops_kvcache.c): the checkpoint's scales applied once on write and read
+ * (the stack dropped them or used them on one side only: kv_scale_ignored), then each scale set to
+ * its calibrated value amax/448 where the one used is unusable or more than 4x off it. */
+static int kv_repairs(const nd_row *row, const nd_stage_info *in, nd_repair *out, int cap) {
+    int n = 0;
+    nd_repair *r;
+    if (in->kv_scales != ND_KV_APPLY && (r = add(out, &n, cap, "kv_scales_apply", "kv_scale_ignored"))) {
+        snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.kv_scales=%d", row->name, ND_KV_APPLY);
+        snprintf(r->what, sizeof r->what, "the KV scales of %s (k_scale %.6g%s) applied once on write and once on read, instead of '%s'",
+                 row->name, in->kv_scale[0], in->kv_n > 1 ? ", v_scale too" : "", nd_kv_use_name(in->kv_scales));
+    }
+    for (int i = 0; i < in->kv_n && i < 2; i++) {
+        const double s = in->kv_scale[i], amax = in->kv_amax[i];
+        if (!usable(amax)) continue;
+        const double cal = amax / 448.0;
+        if (usable(s) && s / cal < 4 && cal / s < 4) continue;
+        const char *cause = !usable(s) ? "nonfinite_scale" : s < cal ? "scale_saturation" : "scale_underflow";
+        if (!(r = add(out, &n, cap, "kv_scale_calibrated", cause))) break;
+        snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s=%.9g", in->kv_scale_name[i], cal);
+        snprintf(r->what, sizeof r->what, "%s %s -> %.6g (amax %.4g / 448)", in->kv_scale_name[i],
+                 in->kv_scale_present[i] ? "" : "(absent: 1.0)", cal, amax);
+        if (in->kv_scale_present[i]) {
+            char v[32];
+            snprintf(v, sizeof v, "%.6g", s);
+            snprintf(r->what, sizeof r->what, "%s %s -> %.6g (amax %.4g / 448)", in->kv_scale_name[i], v, cal, amax);
+        }
+    }
+    return n;
+}
+
 int nd_repairs_for(const nd_row *row, const nd_stage_info *in, nd_repair *out, int cap) {
     int n = 0;
     nd_repair *r;
     if (!in->found) return 0;
+    if (in->kv_cache) return kv_repairs(row, in, out, cap);
     if (in->composite) {
         /* an MLP block or the routed experts' combine: the SwiGLU halves in the other order (a
          * W13/W31 mix-up either way), and the routed scaling factor applied exactly once */

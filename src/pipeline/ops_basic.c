@@ -271,6 +271,7 @@ static const struct { const char *name; nd_op_fn fn; } ops[] = {
     {"add", op_add}, {"identity", op_identity},
     {"linear", nd_op_linear}, {"grouped_linear", nd_op_grouped_linear}, {"router", nd_op_router},
     {"moe_experts", nd_op_moe_experts}, {"mlp", nd_op_mlp}, {"split", nd_op_split}, {"concat", nd_op_concat}, {"fp8_sim", nd_op_fp8_sim},
+    {"kv_cache", nd_op_kv_cache},
     {"tensor", nd_op_tensor},
     {"compress", nd_op_compress}, {"indexer", nd_op_indexer}, {"attention_compressed", nd_op_attention_compressed},
 };

@@ -51,6 +51,15 @@ typedef struct nd_stage_info {
     int routed_scaling;             /* routed experts: times the combine applied routed_scaling_factor; -1 n/a */
     double routed_scaling_factor;   /* the router's factor (0: unknown) */
     int epilogue_fp16;              /* linear: the accumulator was cast to FP16 before alpha */
+    int kv_cache;                   /* 1: a KV-cache row (op kv_cache under an FP8 cache); module = the
+                                     * attention module, only the kv_ fields below apply */
+    int kv_scales;                  /* nd_kv_use (stack.h) the production path applied */
+    int kv_n;                       /* scales read: 1 (MLA latent: k_scale) or 2 (k_scale, v_scale) */
+    char kv_scale_name[2][320];     /* their checkpoint tensor names (the format's own when absent) */
+    double kv_scale[2];             /* the values used (1.0 for an absent one, as the stacks default it) */
+    int kv_scale_present[2];        /* the checkpoint holds the tensor */
+    double kv_amax[2];              /* amax of the reference K and V (latent: of the row): the calibrated
+                                     * scale is amax / 448 */
     char module[256];               /* checkpoint module path ("model.layers.0.self_attn.q_a_proj") */
     int modelopt;                   /* 1: ModelOpt names and meaning (input_scale, weight_scale_2) */
     int nvfp4_w4a4;                 /* the production path quantizes activations to NVFP4 */

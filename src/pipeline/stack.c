@@ -39,7 +39,7 @@ static int parse_enum(const char *v, const char *const *names, int n) {
 }
 
 /* A stack file is a flat mapping: stack, description, fused_input, fused_weight,
- * reciprocal_input, quantizer, gate_up_order, routed_scaling, epilogue. */
+ * reciprocal_input, quantizer, gate_up_order, routed_scaling, epilogue, kv_cache, kv_scales. */
 int nd_stack_load(const char *name, nd_stack *s, nd_err *e) {
     char path[1024];
     if (strchr(name, '/')) snprintf(path, sizeof path, "%s", name);
@@ -70,7 +70,9 @@ int nd_stack_load(const char *name, nd_stack *s, nd_err *e) {
     s->quant_sem = ND_QSEM_KERNEL;
     s->routed_scaling = 1;
     static const char *const gate_up[] = {"w13", "w31"}, *const times[] = {"never", "once", "twice"},
-                             *const epi[] = {"bf16", "fp16"};
+                             *const epi[] = {"bf16", "fp16"}, *const kvc[] = {"bf16", "fp8"},
+                             *const kvs[ND_KV_NUSES] = {"ignore", "apply", "twice", "write_only"};
+    s->kv_scales = ND_KV_APPLY;
     for (yaml_node_pair_t *q = root && !rc ? root->data.mapping.pairs.start : NULL; q && q < root->data.mapping.pairs.top; q++) {
         yaml_node_t *kn = yaml_document_get_node(&doc, q->key), *vn = yaml_document_get_node(&doc, q->value);
         if (kn->type != YAML_SCALAR_NODE || vn->type != YAML_SCALAR_NODE) {
@@ -106,6 +108,16 @@ int nd_stack_load(const char *name, nd_stack *s, nd_err *e) {
                 rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: epilogue must be bf16 or fp16, not '%s'", path, line, v);
                 break;
             }
+        } else if (!strcmp(k, "kv_cache")) {
+            if ((s->kv_cache_fp8 = parse_enum(v, kvc, 2)) < 0) {
+                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: kv_cache must be bf16 or fp8, not '%s'", path, line, v);
+                break;
+            }
+        } else if (!strcmp(k, "kv_scales")) {
+            if ((s->kv_scales = parse_enum(v, kvs, ND_KV_NUSES)) < 0) {
+                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: kv_scales must be apply, ignore, twice or write_only, not '%s'", path, line, v);
+                break;
+            }
         } else if (!strcmp(k, "quantizer")) {
             if (!strcmp(v, "kernel")) s->quant_sem = ND_QSEM_KERNEL;
             else if (!strcmp(v, "compressed-tensors")) s->quant_sem = ND_QSEM_CT;
@@ -128,12 +140,13 @@ int nd_stack_add_override(nd_stack *s, const char *arg, nd_err *e) {
     size_t n = (size_t)(eq - arg);
     if (n >= sizeof s->ov[0].name) return nd_fail(e, ND_EXIT_BADINPUT, "--override: name too long");
     /* the runtime-behaviour switches take a count or a flag, nothing else */
-    static const struct { const char *suffix; int max; } sw[] = {{".gate_up_swap", 1}, {".routed_scaling", 2}, {".epilogue_fp16", 1}};
+    static const struct { const char *suffix; int max; const char *takes; } sw[] = {
+        {".gate_up_swap", 1, "0 or 1"}, {".routed_scaling", 2, "0, 1 or 2 (times applied)"}, {".epilogue_fp16", 1, "0 or 1"},
+        {".kv_cache_fp8", 1, "0 or 1"}, {".kv_scales", 3, "0 (ignore), 1 (apply), 2 (twice) or 3 (write_only)"}};
     for (size_t i = 0; i < sizeof sw / sizeof sw[0]; i++) {
         size_t ls = strlen(sw[i].suffix);
         if (n > ls && !strncmp(arg + n - ls, sw[i].suffix, ls) && !(v >= 0 && v <= sw[i].max && v == (int)v))
-            return nd_fail(e, ND_EXIT_BADINPUT, "--override %s: %s takes %s", arg, sw[i].suffix + 1,
-                           sw[i].max == 1 ? "0 or 1" : "0, 1 or 2 (times applied)");
+            return nd_fail(e, ND_EXIT_BADINPUT, "--override %s: %s takes %s", arg, sw[i].suffix + 1, sw[i].takes);
     }
     nd_override *o = &s->ov[s->n_ov++];
     memcpy(o->name, arg, n);
@@ -216,6 +229,28 @@ int nd_stack_epilogue_fp16(nd_stack *s, const char *stage) {
     return o ? o->value != 0 : s->epilogue_fp16;
 }
 
+int nd_stack_kv_cache_fp8(nd_stack *s, const char *stage) {
+    nd_override *o = find_ov(s, stage, "kv_cache_fp8");
+    return o ? o->value != 0 : s->kv_cache_fp8;
+}
+
+int nd_stack_kv_scales(nd_stack *s, const char *stage) {
+    nd_override *o = find_ov(s, stage, "kv_scales");
+    return o ? (int)o->value : s->kv_scales;
+}
+
+const char *nd_kv_use_name(int use) {
+    static const char *const names[ND_KV_NUSES] = {"ignore", "apply", "twice", "write_only"};
+    return use >= 0 && use < ND_KV_NUSES ? names[use] : "?";
+}
+
+double nd_stack_scalar(nd_stack *s, const char *tensor, double dflt) {
+    nd_override *hit = NULL;
+    for (int i = 0; i < s->n_ov; i++)
+        if (!strcmp(s->ov[i].name, tensor)) { s->ov[i].used = 1; hit = &s->ov[i]; }
+    return hit ? hit->value : dflt;
+}
+
 void nd_stack_module_repair(nd_stack *s, const nd_module *m, nd_module_repair *out) {
     nd_override *o;
     out->nibble_swap = (o = find_ov(s, m->path, "nibble_swap")) && o->value != 0;
@@ -235,6 +270,7 @@ int nd_stack_breaks(const nd_stack *s, nd_break_kind kind) {
     case ND_BREAKS_FUSED_WEIGHT: return s->weight_fused != ND_FUSED_OWN;
     case ND_BREAKS_FUSED_INPUT: return s->input_fused != ND_FUSED_OWN;
     case ND_BREAKS_INPUT_CONVENTION: return !s->reciprocal_input;
+    case ND_BREAKS_KV_FP8: return s->kv_cache_fp8;
     case ND_BREAKS_NKINDS: break;
     }
     return 1;

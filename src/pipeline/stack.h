@@ -29,6 +29,16 @@ typedef enum nd_fused_rule {
     ND_FUSED_NRULES
 } nd_fused_rule;
 
+/* How the stack uses the checkpoint's KV-cache scales s (k_scale / v_scale) when its KV cache is
+ * FP8 (kv_cache: fp8): the cache write divides by w, the read multiplies by r. */
+typedef enum nd_kv_use {
+    ND_KV_IGNORE = 0,     /* w = r = 1: the scales are dropped, the cache runs unscaled */
+    ND_KV_APPLY = 1,      /* w = r = s: the right use */
+    ND_KV_TWICE = 2,      /* w = s, r = s^2: the read applies it twice */
+    ND_KV_WRITE_ONLY = 3, /* w = s, r = 1: written with the scale, read back as if it were 1.0 */
+    ND_KV_NUSES
+} nd_kv_use;
+
 typedef struct nd_stack {
     char name[32];
     char description[160];
@@ -42,6 +52,9 @@ typedef struct nd_stack {
                                      * routed_scaling_factor: 1 once (right), 2 twice, 0 never */
     int epilogue_fp16;              /* 1: the NVFP4 GEMM casts its FP32 accumulator to FP16 before
                                      * alpha (epilogue: fp16), Inf past 65504 */
+    int kv_cache_fp8;               /* 1: K and V (or MLA's latent) go through an FP8 E4M3 cache with
+                                     * per-tensor scales (kv_cache: fp8); 0: BF16 cache (default) */
+    int kv_scales;                  /* nd_kv_use: what the FP8 cache does with the checkpoint's scales */
     nd_override ov[ND_MAX_OVERRIDES];
     int n_ov;
 } nd_stack;
@@ -72,6 +85,16 @@ void nd_stack_params(nd_stack *s, const nd_module *m, const nd_module *fused, in
 int nd_stack_gate_up_swap(nd_stack *s, const char *stage);
 int nd_stack_routed_scaling(nd_stack *s, const char *stage);
 int nd_stack_epilogue_fp16(nd_stack *s, const char *stage);
+/* The KV cache of the stage named `stage` (a recipe `kv_cache` stage): 1 when it is FP8
+ * (<stage>.kv_cache_fp8=0|1 overrides the profile), and the use of the scales
+ * (<stage>.kv_scales=0 ignore, 1 apply, 2 twice, 3 write_only). */
+int nd_stack_kv_cache_fp8(nd_stack *s, const char *stage);
+int nd_stack_kv_scales(nd_stack *s, const char *stage);
+/* "ignore", "apply", "twice", "write_only" */
+const char *nd_kv_use_name(int use);
+/* The value of an override of a checkpoint scalar by its full tensor name
+ * ("model.layers.0.self_attn.k_scale=0.02"), or `dflt` when none is given. */
+double nd_stack_scalar(nd_stack *s, const char *tensor, double dflt);
 /* Repairs of a module's bytes, asked for by override (diagnosis, issue 13):
  *   model.<module>.nibble_swap=1      read every packed byte with its two nibbles swapped
  *   model.<module>.block_scale_fix=1  NaN/Inf e4m3 block scales replaced by their row neighbour

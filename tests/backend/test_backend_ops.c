@@ -7,7 +7,7 @@
  * Tolerances, and why:
  *  - bit-exact (NaN compared as "both NaN", since CUDA arithmetic returns the canonical NaN while
  *    x86 propagates the operand's payload and sign): dequant_nvfp4/mxfp4/fp8, to_f32, quant_nvfp4
- *    codes + scales + statistics, fake_quant_fp8, swizzle/unswizzle, round_bf16, cast_f16_scale,
+ *    codes + scales + statistics, fake_quant_fp8, kv_fp8, swizzle/unswizzle, round_bf16, cast_f16_scale,
  *    add, gather, scatter_add (same order of FP32 additions), hc_post (same order, no FMA).
  *  - TOL_GEMM rel-L2 1e-5: FP32 sums of K products in another order (cuBLAS blocks/splits K, the
  *    CPU sums in increasing k); the typical error of either is ~eps*sqrt(K), 2e-6 at K = 1040.
@@ -374,6 +374,55 @@ static void case_fake_quant_fp8(void) {
             same_floats(w, out[0], out[1], R * K);
             free(out[0]); free(out[1]); free(x);
         }
+}
+
+/* kv_fp8: the FP8 KV cache round trip with per-tensor scales; values spread past 448*s and into
+ * the e4m3 subnormals, NaN and Inf included; consistent (s, s), ignored (1, 1), write-only (s, 1)
+ * and twice (s, s^2) scale pairs. Bit-exact across backends, and against the e4m3 grid itself. */
+static void case_kv_fp8(void) {
+    const int64_t n = 4096 + rnd_int(4096);
+    const float s = 0.01f + (float)rnd_int(1000) / 250.0f;
+    const float pairs[][2] = {{s, s}, {1.0f, 1.0f}, {s, 1.0f}, {s, s * s}, {1.0f / s, 1.0f / s}};
+    float *x = rnd_floats(n, 300.0f * s);
+    for (int64_t i = 0; i < 64; i++) x[i] *= 1e-4f; /* near zero: subnormal codes */
+    x[64] = NAN; x[65] = INFINITY; x[66] = -INFINITY; x[67] = 0.0f; x[68] = -0.0f;
+    for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++) {
+        const float ws = pairs[p][0], rs = pairs[p][1];
+        float *out[2];
+        BOTH(be) {
+            nd_err e = {0};
+            void *dx = dev_put(be, x, n * 4), *o = dev_poisoned(be, n * 4);
+            op_rc(be, "kv_fp8", g_be[be]->kv_fp8(g_be[be], dx, n, ws, rs, o, &e), &e);
+            out[be] = dev_get(be, o, n * 4);
+            op_rc(be, "kv_fp8 (in place)", g_be[be]->kv_fp8(g_be[be], dx, n, ws, rs, dx, &e), &e);
+            float *inpl = dev_get(be, dx, n * 4);
+            same_floats("kv_fp8 in place", out[be], inpl, n);
+            free(inpl);
+            dev_free(be, dx); dev_free(be, o);
+        }
+        char w[96];
+        snprintf(w, sizeof w, "kv_fp8 write %.6g read %.6g", ws, rs);
+        same_floats(w, out[0], out[1], n);
+        /* the definition, independently: a finite |x/ws| <= 448 lands on the nearest e4m3 value
+         * (within half a step: 2^-4 relative in the normals, 2^-10 absolute in the subnormals), a
+         * larger one (Inf too) on ±448, NaN stays NaN; then times rs */
+        int bad = 0, sat = 0;
+        for (int64_t i = 0; i < n; i++) {
+            const float y = x[i] / ws, got = out[0][i] / rs;
+            if (y != y) { bad += got == got; continue; }
+            if (fabsf(y) >= ND_E4M3_MAX) {
+                sat++;
+                bad += fabsf(out[0][i]) != ND_E4M3_MAX * rs || (out[0][i] < 0) != (y < 0);
+                continue;
+            }
+            const float tol = fabsf(y) < 0.015625f ? 1.0f / 1024.0f : fabsf(y) / 16.0f;
+            bad += !(fabsf(got - y) <= tol * 1.0001f);
+        }
+        CHECK(bad == 0, "%s: %d values off the e4m3 grid definition", w, bad);
+        if (p == 0) CHECK(sat > 2, "%s: only %d values past 448 (the case must exercise saturation)", w, sat);
+        free(out[0]); free(out[1]);
+    }
+    free(x);
 }
 
 static void case_swizzle(void) {
@@ -1065,6 +1114,7 @@ typedef struct test_case { const char *name; void (*fn)(void); } test_case;
 static const test_case g_cases[] = {
     {"copy2d", case_copy2d}, {"dequant_nvfp4", case_dequant_nvfp4}, {"dequant_mxfp4", case_dequant_mxfp4}, {"dequant_fp8", case_dequant_fp8},
     {"to_f32", case_to_f32}, {"quant_nvfp4", case_quant_nvfp4}, {"fake_quant_fp8", case_fake_quant_fp8},
+    {"kv_fp8", case_kv_fp8},
     {"swizzle_sf+unswizzle_sf", case_swizzle}, {"gemm+gemm_grouped", case_gemm},
     {"round_bf16+cast_f16_scale+add+swiglu+rmsnorm", case_elementwise}, {"rope", case_rope}, {"attention", case_attention},
     {"hc_pre+hc_post+hc_head", case_hc}, {"router_topk", case_router}, {"gather_rows+scatter_add_rows", case_moe_rows},
