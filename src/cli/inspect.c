@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "ckpt/ckpt.h"
 #include "ckpt/findings.h"
+#include "cli/inspect_kv.h"
 #include "pipeline/stack.h"
 
 static const char *wfmt_str(const nd_module *m) {
@@ -208,6 +209,7 @@ static void print_table(const nd_ckpt *c, const nd_module *mods, const nd_scale_
     }
     printf("\nw_global: weight dequant divisor (2688/amax(W) when healthy); in_global: activation quantizer\n"
            "multiplier (2688/amax(x)); both normalised from the checkpoint's convention.\n");
+    nd_inspect_kv_print(c);
     size_t ne = nd_findings_count(f, ND_SEV_ERROR), nw = nd_findings_count(f, ND_SEV_WARNING);
     printf("\nfindings: %zu error%s, %zu warning%s (judged against: ", ne, ne == 1 ? "" : "s", nw,
            nw == 1 ? "" : "s");
@@ -292,6 +294,7 @@ int nd_cmd_inspect(int argc, char **argv) {
         json_t *ms = json_array();
         for (size_t i = 0; i < n; i++) json_array_append_new(ms, module_json(c, &mods[i], &st[i]));
         json_object_set_new(root, "modules", ms);
+        json_object_set_new(root, "kv_cache", nd_inspect_kv_json(c));
         json_t *fs = json_array();
         for (size_t i = 0; i < f.n; i++)
             json_array_append_new(fs, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o}", "severity", nd_severity_str(f.v[i].sev),

@@ -10,7 +10,9 @@
  *  nibble-swap            the two nibbles of every byte of the packed weight are swapped
  *  fused-scale-mismatch=F this shard's weight global divisor is F times the one its block scales
  *                         were made with (CT weight_global_scale * F; ModelOpt weight_scale_2 / F)
- *  missing-input-scale    the input scale tensor is left out */
+ *  missing-input-scale    the input scale tensor is left out
+ *  kv-scales, kv-scale-mul=F, kv-scale-inverted   FP8 KV-cache scales of an attention module, with
+ *                         --from only (synth_kv.h) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +29,9 @@ static const struct { const char *name; int needs_value; } KINDS[SY_F_COUNT] = {
     [SY_F_NIBBLE_SWAP] = {"nibble-swap", 0},
     [SY_F_FUSED_MISMATCH] = {"fused-scale-mismatch", 1},
     [SY_F_MISSING_INPUT] = {"missing-input-scale", 0},
+    [SY_F_KV_SCALES] = {"kv-scales", 0},
+    [SY_F_KV_MUL] = {"kv-scale-mul", 1},
+    [SY_F_KV_INVERTED] = {"kv-scale-inverted", 0},
 };
 
 const char *sy_fault_name(sy_fault_kind k) { return k < SY_F_COUNT ? KINDS[k].name : "?"; }
@@ -76,6 +81,9 @@ static int parse_one(const sy_plan *pl, const char *spec, sy_fault *f, nd_err *e
     const char *mod;
     ND_TRY(sy_fault_parse_spec(spec, f, &mod, e));
     const char *at = mod - 1;
+    if (f->kind >= SY_F_KV_SCALES && f->kind <= SY_F_KV_INVERTED)
+        return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': KV-cache scale faults apply to an existing checkpoint "
+                       "(synth OUTDIR --from CKPT --inject %s@layers.L.self_attn)", spec, sy_fault_name(f->kind));
     long idx = sy_find_module(pl, at + 1);
     if (idx < 0)
         return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': no module '%s' in this model", spec, at + 1);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include "ckpt/ckpt.h"
 #include "synth/synth_faults.h"
+#include "synth/synth_kv.h"
 
 /* One module some fault targets: its tensors in CKPT and the changed copies written instead.
  * Faults on the same module act on one state in command-line order, as in synth's own
@@ -27,6 +28,11 @@ static int one_f32(const nd_tview *t) { return t->dtype == ND_DT_F32 && t->numel
 static int parse(const nd_ckpt *ck, const char *spec, sy_fault *f, target *ts, int *nt, nd_err *e) {
     const char *mod;
     ND_TRY(sy_fault_parse_spec(spec, f, &mod, e));
+    if (sy_kv_fault(f->kind)) { /* an attention module's KV-cache scales (synth_kv.c) */
+        char attn[300];
+        f->param = -1;
+        return sy_kv_module(ck, spec, mod, attn, sizeof attn, e);
+    }
     char path[300];
     snprintf(path, sizeof path, "model.%s", mod);
     if (!nd_ckpt_has_module(ck, path)) snprintf(path, sizeof path, "%s", mod);
@@ -123,6 +129,9 @@ int nd_synth_from(const char *src, const char *outdir_arg, const char *const *in
         if (!rc) fs.n++;
     }
     for (int i = 0; !rc && i < nt; i++) rc = apply(&ts[i], i, &fs, e);
+    sy_kv_edits *kv = rc ? NULL : calloc(1, sizeof *kv);
+    if (!rc && !kv) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    if (!rc) rc = sy_kv_plan(ck, src, fs.f, fs.n, kv, e);
     if (!rc) rc = sy_outdir_prepare(outdir, force, e);
     /* every file but the tensors, as the writer left them */
     DIR *d = rc ? NULL : opendir(src);
@@ -148,10 +157,13 @@ int nd_synth_from(const char *src, const char *outdir_arg, const char *const *in
     for (size_t i = 0; !rc && i < nd_ckpt_count(ck); i++) {
         const nd_tview *t = nd_ckpt_at(ck, i);
         int skip;
-        const void *data = bytes_for(t, ts, nt, &skip);
+        const void *data = bytes_for(t, ts, nt, &skip), *kvb = sy_kv_bytes_for(kv, t);
+        if (kvb) data = kvb;
         if (!skip) rc = nd_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, data, e);
     }
+    if (!rc) rc = sy_kv_add_new(kv, w, e);
     if (!rc) { rc = nd_st_writer_close(w, e); w = NULL; }
+    if (!rc) rc = sy_kv_announce(kv, ck, outdir, e);
     if (w) nd_st_writer_abort(w);
     if (!rc) rc = sy_outdir_record(outdir, e);
     if (!rc) {
@@ -161,6 +173,7 @@ int nd_synth_from(const char *src, const char *outdir_arg, const char *const *in
     }
     for (int i = 0; ts && i < nt; i++) { free(ts[i].packed); free(ts[i].sf); }
     free(ts);
+    free(kv);
     free(fs.f);
     if (ck) nd_ckpt_close(ck);
     return rc;
