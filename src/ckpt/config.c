@@ -282,6 +282,25 @@ static json_t *lookup_in(json_t *cur, const char *key) {
     return cur;
 }
 
+/* The rotated dims of a partial rotary (no `rotary_dim` key of its own, as MiniMax writes):
+ * int(head_dim * partial_rotary_factor) as transformers computes it, the factor at the top level
+ * (GLM-4.x, Phi-3, transformers 4) or inside rope_parameters / rope_scaling (transformers 5);
+ * without a factor the whole head. */
+static int rotary_dim(const nd_model_cfg *c, double *out) {
+    static const char *const keys[] = {"partial_rotary_factor", "rope_parameters.partial_rotary_factor",
+                                       "rope_scaling.partial_rotary_factor"};
+    double f = 1.0;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        json_t *v = lookup(c, keys[i]);
+        if (!v) continue;
+        if (!json_is_number(v) || !(json_number_value(v) > 0 && json_number_value(v) <= 1)) return ND_EXIT_BADINPUT;
+        f = json_number_value(v);
+        break;
+    }
+    *out = (double)(int64_t)((double)c->head_dim * f);
+    return *out > 0 ? 0 : ND_EXIT_BADINPUT;
+}
+
 int nd_cfg_number(const nd_model_cfg *c, const char *key, double *out) {
     json_t *v = lookup(c, key);
     if (json_is_number(v)) { *out = json_number_value(v); return 0; }
@@ -300,6 +319,7 @@ int nd_cfg_number(const nd_model_cfg *c, const char *key, double *out) {
     };
     for (size_t i = 0; i < sizeof derived / sizeof derived[0]; i++)
         if (!strcmp(derived[i].k, key) && derived[i].v > 0) { *out = derived[i].v; return 0; }
+    if (!strcmp(key, "rotary_dim")) return rotary_dim(c, out);
     return ND_EXIT_BADINPUT;
 }
 

@@ -100,16 +100,22 @@ static int rmsnorm_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
 }
 static int op_rmsnorm(nd_opctx *c, nd_err *e) { return nd_run_pure(c, rmsnorm_fn, e); }
 
-/* ---- rotary embedding on the last rot_dim dims of each head ---- */
+/* ---- rotary embedding on rot_dim dims of each head: the last ones (DeepSeek's rope part), or the
+ * first ones with rot_first: 1 (partial rotary of GLM-4.x, Qwen3-Next, MiniMax, Phi-3: the rest of
+ * the head passes through) ---- */
 int nd_rope_freqs(nd_run *r, const nd_stage *st, int64_t rot_dim, float *inv_freq, nd_err *e);
 static int rope_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     nd_run *r = c->r;
-    double heads, head_dim, rot_dim, inverse, interleaved;
+    double heads, head_dim, rot_dim, inverse, interleaved, rot_first;
     ND_TRY(nd_attr_req(r, c->st, "heads", &heads, e));
     ND_TRY(nd_attr_req(r, c->st, "head_dim", &head_dim, e));
     ND_TRY(nd_attr_req(r, c->st, "rot_dim", &rot_dim, e));
     ND_TRY(nd_attr_num(r, c->st, "inverse", 0, &inverse, e));
     ND_TRY(nd_attr_num(r, c->st, "interleaved", 1, &interleaved, e));
+    ND_TRY(nd_attr_num(r, c->st, "rot_first", 0, &rot_first, e));
+    if (!(rot_dim >= 2 && rot_dim <= head_dim && fmod(rot_dim, 2) == 0))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: stage %s: rotary dims %g must be even and in [2, head_dim %g] (config.json "
+                       "head_dim, partial_rotary_factor / rotary_dim)", nd_ckpt_dir(r->ck), c->st->name, rot_dim, head_dim);
     nd_buf *x = in[0];
     if (x->cols != (int64_t)(heads * head_dim)) return nd_fail(e, ND_EXIT_BADINPUT, "stage %s: input has %lld columns, expected heads*head_dim = %lld", c->st->name, (long long)x->cols, (long long)(heads * head_dim));
     float *freq = malloc(sizeof(float) * (size_t)(rot_dim / 2 + 1));
@@ -118,7 +124,8 @@ static int rope_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     out[0] = rc ? NULL : nd_buf_new(r, x->rows, x->cols, e);
     if (!rc && !out[0]) rc = e->code;
     if (!rc) rc = r->be->copy(r->be, out[0]->p, x->p, (size_t)x->n * sizeof(float), e);
-    if (!rc) rc = r->be->rope(r->be, out[0]->p, x->rows, (int64_t)heads, (int64_t)head_dim, (int64_t)(head_dim - rot_dim),
+    if (!rc) rc = r->be->rope(r->be, out[0]->p, x->rows, (int64_t)heads, (int64_t)head_dim,
+                              rot_first ? 0 : (int64_t)(head_dim - rot_dim),
                               (int64_t)rot_dim, r->pos, freq, (int)interleaved, (int)inverse, nd_stage_rope_steps(r, c->st), e);
     free(freq);
     if (!rc) rc = round_out(c, out[0], e);

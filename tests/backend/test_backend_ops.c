@@ -594,7 +594,8 @@ static void case_elementwise(void) {
 }
 
 static void case_rope(void) {
-    static const int64_t shapes[][5] = {{5, 3, 64, 0, 64}, {7, 4, 512, 448, 64}, {2, 1, 18, 4, 10}};
+    static const int64_t shapes[][5] = {{5, 3, 64, 0, 64}, {7, 4, 512, 448, 64}, {2, 1, 18, 4, 10},
+                                           {3, 2, 16, 0, 8}}; /* partial rotary on the first dims (GLM-4.x) */
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
         for (int mode = 0; mode < 12; mode++) { /* interleaved x inverse x nd_rope_steps */
             const int64_t R = shapes[s][0], H = shapes[s][1], D = shapes[s][2], off = shapes[s][3], rd = shapes[s][4];

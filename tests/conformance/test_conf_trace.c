@@ -5,7 +5,9 @@
  *                     transformers' forward on the decompressed model (reference.safetensors):
  *                     cosine >= 0.9999 and relative L2 <= 1e-2 for the embedding, every decoder
  *                     layer's output, the final norm and the logits.
- * usage: test_conf_trace NVFP4DBG MODEL exit|reference [CHECKPOINT_DIR (default: the fixture's)] */
+ *                     The logits' top-1 token must agree on every position.
+ * usage: test_conf_trace NVFP4DBG MODEL exit|reference [CHECKPOINT_DIR (default: the fixture's)
+ *                        [REFERENCE_FILE (default: reference.safetensors)]] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +45,21 @@ static void compare(const char *h5, const nd_st_file *ref, const char *stage, co
                rel, maxabs, 100.0 * (double)same / (double)n, ok ? "ok" : "FAIL");
         CHECK(ok, "%s: cosine %.7f (min %.4f), rel_l2 %.3e (max %.0e) against transformers' %s", stage, cs, MIN_COS,
               rel, MAX_REL, fixture_name);
+        if (!strcmp(fixture_name, "logits") && ndim >= 2 && shape[ndim - 1] > 0) {
+            const int64_t v = shape[ndim - 1], rows = n / v;
+            int64_t agree = 0;
+            for (int64_t i = 0; i < rows; i++) {
+                int64_t a = 0, b = 0;
+                for (int64_t j = 1; j < v; j++) {
+                    if (ours[i * v + j] > ours[i * v + a]) a = j;
+                    if (theirs[i * v + j] > theirs[i * v + b]) b = j;
+                }
+                agree += a == b;
+            }
+            printf("%-12s top-1 agrees with transformers on %lld of %lld positions\n", stage, (long long)agree,
+                   (long long)rows);
+            CHECK(agree == rows, "%s: top-1 agrees on %lld of %lld positions", stage, (long long)agree, (long long)rows);
+        }
     }
     free(ours);
     free(theirs);
@@ -50,7 +67,7 @@ static void compare(const char *h5, const nd_st_file *ref, const char *stage, co
 
 int main(int argc, char **argv) {
     if (argc < 4 || (strcmp(argv[3], "exit") && strcmp(argv[3], "reference"))) {
-        fprintf(stderr, "usage: test_conf_trace NVFP4DBG MODEL exit|reference [CHECKPOINT_DIR]\n");
+        fprintf(stderr, "usage: test_conf_trace NVFP4DBG MODEL exit|reference [CHECKPOINT_DIR [REFERENCE_FILE]]\n");
         return 2;
     }
     const char *bin = argv[1], *model = argv[2], *mode = argv[3];
@@ -81,8 +98,9 @@ int main(int argc, char **argv) {
         CHECK(0, "%s: nvfp4dbg trace exit %d, no reference tensors", dir, rc);
         return nd_test_report("conf_trace");
     }
-    nd_st_file *ref = conf_open(model, "reference.safetensors");
-    CHECK(ref != NULL, "%s: reference.safetensors", model);
+    const char *ref_file = argc > 5 ? argv[5] : "reference.safetensors";
+    nd_st_file *ref = conf_open(model, ref_file);
+    CHECK(ref != NULL, "%s: %s", model, ref_file);
     if (!ref) return nd_test_report("conf_trace");
     int layers = 0;
     char name[64];

@@ -18,6 +18,18 @@ Kinds:
            config under text_config; transformers 5.17 saves the decoder as language_model.model.*,
            bf16-other-prefix/ holds the same tensors as model.language_model.* / lm_head.
            The reference is the text-only forward (no image tokens in the prompt).
+  glm4_moe Glm4MoeForCausalLM (GLM-4.5/4.6): partial rotary on the FIRST half of each head
+           (partial_rotary_factor 0.5 under rope_parameters), q/k/v bias, a dense first layer, then
+           DeepSeek-V3-style MoE (sigmoid, grouped top-k with correction bias, shared expert)
+  qwen3    Qwen3ForCausalLM: RMSNorm of each q and k head (q_norm / k_norm) before RoPE
+  qwen3_moe Qwen3MoeForCausalLM: softmax top-k router with norm_topk_prob, no shared expert
+  mixtral  MixtralForCausalLM: softmax over the experts, top-k renormalised
+For the kinds in QUANTIZE also:
+  nvfp4/                      llmcompressor.oneshot NVFP4 (W4A4) of bf16/, save_compressed=True
+  reference_nvfp4.safetensors transformers' eager BF16 forward of that checkpoint decompressed by
+                              compressed-tensors (what `trace` of nvfp4/ compares its reference with)
+manifest.json also holds transformers' own FP32-vs-BF16 difference per layer (rel L2 of the FP32
+forward of the same weights against the BF16 one), the noise floor the agreement is judged beside.
 Only for making fixtures (run where torch and transformers are installed); nothing in the build or
 the tests runs it. Usage: python tools/conformance/make_family_fixtures.py [--out golden/conformance]
 """
@@ -25,6 +37,7 @@ import argparse
 import json
 import os
 import shutil
+import sys
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("USE_HUB_KERNELS", "0")
@@ -50,6 +63,23 @@ def config(kind):
         vision = tf.PixtralVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
                                         num_attention_heads=2, image_size=32, patch_size=16)
         return tf.Mistral3Config(text_config=text, vision_config=vision, image_token_index=255)
+    moe = dict(moe_intermediate_size=32, num_experts_per_tok=2)
+    if kind == "glm4_moe":
+        return tf.Glm4MoeConfig(**common, **moe, n_routed_experts=8, n_shared_experts=1, n_group=2, topk_group=1,
+                                first_k_dense_replace=1, routed_scaling_factor=2.5, norm_topk_prob=True,
+                                attention_bias=True, use_qk_norm=False,
+                                rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                                 "partial_rotary_factor": 0.5})
+    if kind == "qwen3":
+        return tf.Qwen3Config(**common, head_dim=16, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    if kind == "qwen3_moe":
+        return tf.Qwen3MoeConfig(**common, **moe, head_dim=16, num_experts=8, norm_topk_prob=True,
+                                 decoder_sparse_step=1, mlp_only_layers=[0],
+                                 rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    if kind == "mixtral":
+        c = dict(common, intermediate_size=32)
+        return tf.MixtralConfig(**c, num_local_experts=8, num_experts_per_tok=2, sliding_window=None,
+                                rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
     if kind == "llama31":
         return tf.LlamaConfig(**common, rope_parameters={
             "rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0, "low_freq_factor": 1.0,
@@ -60,7 +90,13 @@ def config(kind):
 def model_class(kind):
     import transformers as tf
     return {"qwen2": tf.Qwen2ForCausalLM, "llama31": tf.LlamaForCausalLM,
-            "mistral3": tf.Mistral3ForConditionalGeneration}[kind]
+            "mistral3": tf.Mistral3ForConditionalGeneration, "glm4_moe": tf.Glm4MoeForCausalLM,
+            "qwen3": tf.Qwen3ForCausalLM, "qwen3_moe": tf.Qwen3MoeForCausalLM,
+            "mixtral": tf.MixtralForCausalLM}[kind]
+
+
+QUANTIZE = ("glm4_moe", "qwen3", "qwen3_moe", "mixtral")
+MOE = ("glm4_moe", "qwen3_moe", "mixtral")
 
 
 def decoder_layers(model):
@@ -70,10 +106,14 @@ def decoder_layers(model):
 
 @torch.no_grad()
 def randomize(model, gen):
-    """Norm weights and biases are initialised to constants; random values make them count."""
-    for name, p in model.named_parameters():
+    """Norm weights, biases and the router's correction bias are initialised to constants; random
+    values make them count."""
+    for name, p in list(model.named_parameters()) + list(model.named_buffers()):
         if name.endswith("layernorm.weight") or name.endswith("norm.weight"):
             p.copy_((1 + 0.1 * torch.randn(p.shape, generator=gen)).to(p.dtype))
+        elif name.endswith("e_score_correction_bias"):
+            # small next to the score spread, so that the routing still depends on the token
+            p.copy_((0.05 * torch.randn(p.shape, generator=gen)).to(p.dtype))
         elif name.endswith(".bias"):
             p.copy_((0.5 * torch.randn(p.shape, generator=gen)).to(p.dtype))
 
@@ -128,6 +168,56 @@ def other_prefix(bf16_dir, out_dir):
     save_file(ren, path, metadata={"format": "pt"})
 
 
+def rel_l2(a, b):
+    a, b = a.double().flatten(), b.double().flatten()
+    return float((a - b).norm() / b.norm())
+
+
+@torch.no_grad()
+def fp32_vs_bf16(bf16_dir, kind, ref):
+    """transformers' own FP32 forward of the same (BF16) weights against its BF16 forward: rel L2
+    per recorded tensor and top-1 agreement of the logits; the BF16 noise floor of the fixture."""
+    m = model_class(kind).from_pretrained(bf16_dir, dtype=torch.float32, attn_implementation="eager").eval()
+    f = forward_record(m)
+    out = {k: rel_l2(ref[k], f[k]) for k in ref if k != "input_ids"}
+    out["top1_agreement"] = float((ref["logits"].argmax(-1) == f["logits"].argmax(-1)).double().mean())
+    return out
+
+
+def quantize(kind, bf16_dir, out_dir, notes):
+    """llmcompressor.oneshot NVFP4 W4A4 (MoE experts as per-expert Linears), saved compressed;
+    returns transformers' forward of the checkpoint decompressed by compressed-tensors."""
+    import tempfile
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import make_fixtures as mf
+    from llmcompressor import oneshot
+    from llmcompressor.modifiers.quantization import QuantizationModifier
+    cls = model_class(kind)
+    ignore = ["lm_head", "re:.*mlp.gate$"]
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "src")
+        shutil.copytree(bf16_dir, src)
+        mf.tokenizer().save_pretrained(src)
+        with mf.keep_conversion_mapping(kind):
+            if kind in MOE:
+                from llmcompressor.modeling.moe.linearize import load_quantizable_moe
+                with load_quantizable_moe(cls):
+                    model = cls.from_pretrained(src, dtype=torch.bfloat16, attn_implementation="eager")
+            else:
+                model = cls.from_pretrained(src, dtype=torch.bfloat16, attn_implementation="eager")
+            recipe = QuantizationModifier(targets="Linear", scheme="NVFP4", ignore=ignore)
+            oneshot(model=model, dataset=mf.calib_dataset(), processor=mf.tokenizer(), recipe=recipe,
+                    num_calibration_samples=mf.CALIB_SAMPLES, max_seq_length=mf.CALIB_LEN)
+            model.save_pretrained(out_dir, save_compressed=True)
+        notes["quantized_by"] = ("llmcompressor.oneshot QuantizationModifier(targets='Linear', scheme='NVFP4', "
+                                 f"ignore={ignore!r}), save_compressed=True; calibration "
+                                 f"{mf.CALIB_SAMPLES} x {mf.CALIB_LEN} random ids (seed {mf.SEED + 1})")
+        tensors, dec_w = mf.decompress_checkpoint(out_dir, os.path.join(tmp, "deq"))
+        notes["nvfp4_modules"] = sorted(dec_w)
+        stock = cls.from_pretrained(os.path.join(tmp, "deq"), dtype=torch.bfloat16, attn_implementation="eager").eval()
+        return forward_record(stock)
+
+
 def make(kind, root):
     import transformers
     out = os.path.join(root, kind)
@@ -147,10 +237,27 @@ def make(kind, root):
     if kind == "mistral3":
         other_prefix(bf16, os.path.join(out, "bf16-other-prefix"))
     notes = {"model": kind, "tokens": TOKENS, "seed": SEED, "class": type(stock).__name__,
-             "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
+             "versions": versions(),
              "attn_implementation": "eager", "config": json.load(open(os.path.join(bf16, "config.json")))}
+    if kind in QUANTIZE:
+        notes["transformers_fp32_vs_bf16"] = fp32_vs_bf16(bf16, kind, ref)
+        qref = quantize(kind, bf16, os.path.join(out, "nvfp4"), notes)
+        save_file(qref, os.path.join(out, "reference_nvfp4.safetensors"))
+        notes["top1_bf16_vs_nvfp4_dequantized"] = float((qref["logits"].argmax(-1) == ref["logits"].argmax(-1)).double().mean())
     json.dump(notes, open(os.path.join(out, "manifest.json"), "w"), indent=1)
     print(kind, "logits", tuple(ref["logits"].shape), "written to", out)
+
+
+def versions():
+    import importlib.metadata as md
+    v = {}
+    for p in ("torch", "transformers", "compressed-tensors", "llmcompressor", "safetensors"):
+        try:
+            v[p] = md.version(p)
+        except md.PackageNotFoundError:
+            v[p] = None
+    v["python"] = sys.version.split()[0]
+    return v
 
 
 def main():

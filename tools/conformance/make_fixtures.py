@@ -268,8 +268,9 @@ def decompress_checkpoint(nvfp4_dir, deq_dir):
             tensors.update(read_all(os.path.join(nvfp4_dir, fn)))
     prefixes = sorted(k[: -len(".weight_packed")] for k in tensors if k.endswith(".weight_packed"))
     out, dec_w = {}, {}
-    for k, v in tensors.items():
-        if not any(k.startswith(p + ".") for p in prefixes):
+    qparams = ("weight_packed", "weight_scale", "weight_global_scale", "input_global_scale")
+    for k, v in tensors.items():   # everything but the quantization parameters (a bias stays)
+        if not any(k.startswith(p + ".") and k[len(p) + 1:] in qparams for p in prefixes):
             out[k] = v
     for p in prefixes:
         sd = {s: tensors[f"{p}.{s}"] for s in ("weight_packed", "weight_scale", "weight_global_scale")}
