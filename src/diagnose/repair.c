@@ -48,21 +48,21 @@ static int kv_repairs(const nd_row *row, const nd_stage_info *in, nd_repair *out
         snprintf(r->what, sizeof r->what, "the KV scales of %s (k_scale %.6g%s) applied once on write and once on read, instead of '%s'",
                  row->name, in->kv_scale[0], in->kv_n > 1 ? ", v_scale too" : "", nd_kv_use_name(in->kv_scales));
     }
+    /* every scale that is off, in one repair (an exporter bug hits k_scale and v_scale alike) */
+    r = NULL;
     for (int i = 0; i < in->kv_n && i < 2; i++) {
         const double s = in->kv_scale[i], amax = in->kv_amax[i];
         if (!usable(amax)) continue;
         const double cal = amax / 448.0;
         if (usable(s) && s / cal < 4 && cal / s < 4) continue;
         const char *cause = !usable(s) ? "nonfinite_scale" : s < cal ? "scale_saturation" : "scale_underflow";
-        if (!(r = add(out, &n, cap, "kv_scale_calibrated", cause))) break;
+        if (!r && !(r = add(out, &n, cap, "kv_scale_calibrated", cause))) break;
         snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s=%.9g", in->kv_scale_name[i], cal);
-        snprintf(r->what, sizeof r->what, "%s %s -> %.6g (amax %.4g / 448)", in->kv_scale_name[i],
-                 in->kv_scale_present[i] ? "" : "(absent: 1.0)", cal, amax);
-        if (in->kv_scale_present[i]) {
-            char v[32];
-            snprintf(v, sizeof v, "%.6g", s);
-            snprintf(r->what, sizeof r->what, "%s %s -> %.6g (amax %.4g / 448)", in->kv_scale_name[i], v, cal, amax);
-        }
+        char v[32];
+        snprintf(v, sizeof v, in->kv_scale_present[i] ? "%.6g" : "(absent: 1.0)", s);
+        size_t len = strlen(r->what);
+        snprintf(r->what + len, sizeof r->what - len, "%s%s %s -> %.6g (amax %.4g / 448)", len ? ", " : "",
+                 strrchr(in->kv_scale_name[i], '.') + 1, v, cal, amax);
     }
     return n;
 }

@@ -171,6 +171,11 @@ int nd_op_kv_cache(nd_opctx *c, nd_err *e) {
     if (!rc && !(ref_cat = side_by_side(r, c->out_ref, p.n, e))) rc = e->code;
     if (!rc && !(flc = side_by_side(r, fl, p.n, e))) rc = e->code;
     if (!rc) fig.floor_sqnr_db = sqnr_of(r, ref_cat, flc, e);
+    /* the quantizer's figures in the linears' terms, of the first tensor (K, or the latent row): the
+     * multiplier 1/w, the factor read back r, and the multiplier over the healthy one 448/amax */
+    fig.scale_mult = 1.0 / p.w[0];
+    fig.alpha = p.rd[0];
+    if (amax[0] > 0) fig.scale_ratio = amax[0] / (ND_E4M3_MAX * (double)p.w[0]);
     if (!rc && c->want_iso) rc = through_cache(r, c->in_ref, p.n, p.w, p.rd, c->out_iso, e);
     if (!rc && c->want_iso) rc = emit(c, ND_MODE_ISOLATED, ref_cat, c->out_iso, &fig, e);
     if (!rc && c->want_chain) rc = through_cache(r, c->in_chain, p.n, p.w, p.rd, c->out_chain, e);
