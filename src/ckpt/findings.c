@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ckpt/findings.h"
+#include "ckpt/audit.h"
 #include "ckpt/kv_scales.h"
 #include "backend.h"
 #include "numerics/nd_numerics.h"
@@ -24,6 +25,7 @@ int nd_findings_add(nd_findings *f, nd_break_kind kind, const char *code, const 
     nd_finding *x = &f->v[f->n++];
     memset(x, 0, sizeof *x);
     x->kind = kind;
+    x->row = x->col = -1;
     x->sev = kind == ND_BREAKS_NONE ? ND_SEV_WARNING : ND_SEV_ERROR;
     snprintf(x->code, sizeof x->code, "%s", code);
     snprintf(x->module, sizeof x->module, "%s", module ? module : "");
@@ -33,6 +35,12 @@ int nd_findings_add(nd_findings *f, nd_break_kind kind, const char *code, const 
     vsnprintf(x->msg, sizeof x->msg, fmt, ap);
     va_end(ap);
     return 0;
+}
+
+void nd_findings_set_coord(nd_findings *f, int64_t row, int64_t col) {
+    if (!f->n) return;
+    f->v[f->n - 1].row = row;
+    f->v[f->n - 1].col = col;
 }
 
 size_t nd_findings_count(const nd_findings *f, nd_severity sev) {
@@ -136,7 +144,7 @@ int nd_check_module(const nd_ckpt *c, const nd_module *m, const nd_scale_stats *
         ND_TRY(nd_findings_add(f, ND_BREAKS_ALL, "nan_weight_scale", P, m->weight_scale->name,
                                "%lld of %lld block scales are NaN or Inf", (long long)(st->nan + st->inf), (long long)st->count));
     if (m->wfmt != ND_WF_NVFP4) return 0;
-    if (!m->weight_global) {
+    if (!m->weight_global && !nd_module_scale_unloaded(c, m, 1)) {
         snprintf(tn, sizeof tn, "%s.%s", P, wg_name(m));
         ND_TRY(nd_findings_add(f, ND_BREAKS_ALL, "missing_scale", P, tn,
                                "NVFP4 weight without its global scale %s: the weight cannot be dequantized", tn));
@@ -147,7 +155,7 @@ int nd_check_module(const nd_ckpt *c, const nd_module *m, const nd_scale_stats *
     if (m->input_global) {
         ND_TRY(check_global(m, m->input_global, ig_name(m), f));
         ND_TRY(check_shards(m, m->input_global, "fused_input_mismatch", f));
-    } else if (m->act_quant) {
+    } else if (m->act_quant && !nd_module_scale_unloaded(c, m, 0)) {
         snprintf(tn, sizeof tn, "%s.%s", P, ig_name(m));
         ND_TRY(nd_findings_add(f, ND_BREAKS_ALL, "missing_scale", P, tn,
                                "W4A4 module without its input scale %s: the activation quantizer multiplier is "
@@ -166,10 +174,7 @@ int nd_check_module(const nd_ckpt *c, const nd_module *m, const nd_scale_stats *
                                    "%lld of %lld block scales sit at 448: the global scale is too large for the "
                                    "weight and values are clipped", (long long)st->at_max, (long long)st->count));
     }
-    if (nd_ckpt_module_ignored(c, P) && nd_ckpt_format(c) != ND_CKPT_UNQUANTIZED)
-        ND_TRY(nd_findings_add(f, ND_BREAKS_NONE, "config_mismatch", P, m->weight->name,
-                               "module holds NVFP4 tensors but the %s quantization config does not quantize it",
-                               nd_ckpt_format_str(c)));
+    /* a module the config ignores that holds quantized tensors: quant_config_mismatch (audit.c) */
     return 0;
 }
 
@@ -241,6 +246,7 @@ int nd_ckpt_check(const nd_ckpt *c, nd_findings *f, nd_scale_stats **stats_out, 
         }
     }
     if (!rc) rc = nd_ckpt_check_kv(c, f, e); /* FP8 KV-cache scales (kv_scales.h) */
+    if (!rc) rc = nd_ckpt_audit(c, f, e);    /* config vs tensors, roles, orphans, scale health (audit.h) */
     if (rc || !stats_out) free(stats);
     else *stats_out = stats;
     return rc;

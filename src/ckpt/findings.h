@@ -23,7 +23,9 @@
  *                                  does not fit the weight (precision is lost)
  *   block_saturation      none     more than a quarter of the blocks (and more than one) sit at 448:
  *                                  the global scale is too large for the weight, values are clipped
- *   config_mismatch       none     quantized tensors on a module the quantization config excludes
+ *   (quant_config_mismatch, precision_policy_violation, scale_not_loaded, scale_underflow,
+ *   scale_encoding_mismatch, scale_pow2_rounding, expert_scale_outlier: the static audit, ckpt/audit.h;
+ *   it replaces the config_mismatch warning of earlier versions)
  *   kv_scale_missing      kv-fp8   the config announces an FP8 KV cache but an attention layer has no
  *                                  k_scale/v_scale (ckpt/kv_scales.h)
  *   kv_scale_orphan       kv-fp8   KV-cache scales no loader reads: no config announces them, or they
@@ -88,6 +90,8 @@ typedef struct nd_finding {
     char module[256];
     char tensor[320];   /* the tensor concerned, "" when none */
     char msg[512];      /* one sentence for a person */
+    int64_t row, col;   /* coordinates in the tensor: block row/col of a block-scale finding (-1: none;
+                         * set with nd_findings_set_coord) */
 } nd_finding;
 
 typedef struct nd_findings {
@@ -101,6 +105,8 @@ void nd_findings_free(nd_findings *f);
  * when out of memory. */
 int nd_findings_add(nd_findings *f, nd_break_kind kind, const char *code, const char *module,
                     const char *tensor, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* Coordinates (block row, block column) of the last finding added. */
+void nd_findings_set_coord(nd_findings *f, int64_t row, int64_t col);
 size_t nd_findings_count(const nd_findings *f, nd_severity sev);
 const char *nd_severity_str(nd_severity s);
 /* "none", "all", "fused_weight", "fused_input", "input_convention", "kv_fp8" */

@@ -13,6 +13,8 @@
 #include "cli.h"
 #include "ckpt/ckpt.h"
 #include "ckpt/findings.h"
+#include "ckpt/audit.h"
+#include "ckpt/tp_split.h"
 #include "cli/inspect_kv.h"
 #include "pipeline/stack.h"
 
@@ -184,7 +186,9 @@ static void print_table(const nd_ckpt *c, const nd_module *mods, const nd_scale_
     printf("\nmodel       %s%s%s%s, %lld layers, hidden %lld, vocab %lld\n", cfg->model_type,
            cfg->architecture[0] ? " (" : "", cfg->architecture, cfg->architecture[0] ? ")" : "",
            (long long)cfg->num_hidden_layers, (long long)cfg->hidden_size, (long long)cfg->vocab_size);
-    printf("tensors     %zu, modules %zu\n\n", nd_ckpt_count(c), n);
+    size_t un = nd_ckpt_unaccounted(c);
+    printf("tensors     %zu, modules %zu, %zu tensor%s no loader of the format reads (inspect --json: audit)\n\n",
+           nd_ckpt_count(c), n, un, un == 1 ? "" : "s");
     printf("%-48s %-6s %-8s %-13s %-11s %-11s %-9s %-9s %6s %5s %7s\n", "module", "format", "conv", "shape",
            "w_global", "in_global", "bs_min", "bs_max", "zeros", "nan", "at448");
     for (size_t i = 0; i < n; i++) {
@@ -217,6 +221,9 @@ static void print_table(const nd_ckpt *c, const nd_module *mods, const nd_scale_
     printf("; an error when it breaks a stack judged)\n");
     for (size_t i = 0; i < f->n; i++) {
         printf("  %-7s %-20s %s: %s\n", nd_severity_str(f->v[i].sev), f->v[i].code, f->v[i].module, f->v[i].msg);
+        if (f->v[i].tensor[0] && (f->v[i].row >= 0 || f->v[i].col >= 0))
+            printf("          at: %s%s%lld%s%lld\n", f->v[i].tensor, f->v[i].row >= 0 ? " block row " : "", f->v[i].row >= 0 ? (long long)f->v[i].row : 0LL,
+                   f->v[i].col >= 0 ? " block col " : "", f->v[i].col >= 0 ? (long long)f->v[i].col : 0LL);
         printf("          breaks_stacks: [");
         print_stack_list(ss, f->v[i].kind, 0);
         printf("]\n");
@@ -224,7 +231,7 @@ static void print_table(const nd_ckpt *c, const nd_module *mods, const nd_scale_
 }
 
 static void usage(FILE *o) {
-    fprintf(o, "usage: nvfp4dbg inspect CKPT [--stack NAME|FILE|all]... [--json]\n\n"
+    fprintf(o, "usage: nvfp4dbg inspect CKPT [--stack NAME|FILE|all]... [--tp N] [--json]\n\n"
                "Format, architecture, per-module quantization (format, shapes, global scales, block-scale\n"
                "statistics) and static scale findings of a checkpoint folder. Each finding lists the\n"
                "serving-stack profiles (recipes/stack-*.yaml) it breaks (breaks_stacks); it is an error\n"
@@ -234,7 +241,11 @@ static void usage(FILE *o) {
                "                         stack trace uses by default, which keeps each fused shard's own\n"
                "                         scales: fused shards with different global scales are then a\n"
                "                         warning naming the fusing stacks (vllm, ...) they break\n"
-               "  --json                 one JSON document (each finding with severity and breaks_stacks)\n\n"
+               "  --tp N                 also check the tensor-parallel split of every NVFP4 linear over N\n"
+               "                         ranks: partial 16-blocks and kernel-tile remainders per rank\n"
+               "                         (padding_scale_contamination)\n"
+               "  --json                 one JSON document (each finding with severity, breaks_stacks and\n"
+               "                         coordinates; audit: the config against the tensors per module)\n\n"
                "Exit 0: no error finding; 1: an error finding; 2: bad usage, unknown stack profile or\n"
                "unreadable checkpoint.\n"
                "\nexample: nvfp4dbg inspect golden/seed-bug-v4\n"
@@ -243,11 +254,17 @@ static void usage(FILE *o) {
 
 int nd_cmd_inspect(int argc, char **argv) {
     const char *dir = NULL;
-    int as_json = 0, nst = 0;
+    int as_json = 0, nst = 0, tp = 0;
     char *stack_args[MAX_STACKS];
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
         else if (!strcmp(argv[i], "--json")) as_json = 1;
+        else if (!strcmp(argv[i], "--tp") || !strncmp(argv[i], "--tp=", 5)) {
+            char *v = argv[i][4] == '=' ? argv[i] + 5 : i + 1 < argc ? argv[++i] : NULL, *end = NULL;
+            long t = v ? strtol(v, &end, 10) : 0;
+            if (!v || !*v || *end || t < 1 || t > 4096) return nd_cli_usage_error("inspect", "--tp needs a rank count from 1 to 4096");
+            tp = (int)t;
+        }
         else if (!strcmp(argv[i], "--stack") || !strncmp(argv[i], "--stack=", 8)) {
             char *v = argv[i][7] == '=' ? argv[i] + 8 : i + 1 < argc ? argv[++i] : NULL;
             if (!v || !*v) return nd_cli_usage_error("inspect", "--stack needs a profile name, a file or all");
@@ -277,6 +294,7 @@ int nd_cmd_inspect(int argc, char **argv) {
     nd_module *mods = calloc(n ? n : 1, sizeof *mods);
     int rc = mods ? nd_ckpt_check(c, &f, &st, &e) : nd_fail(&e, ND_EXIT_INTERNAL, "out of memory");
     for (size_t i = 0; !rc && i < n; i++) rc = nd_ckpt_module(c, nd_ckpt_module_path(c, i), &mods[i], &e);
+    if (!rc && tp) rc = nd_tp_check(c, tp, &f, &e);
     if (!rc) judge_findings(&ss, &f);
     if (rc) {
         rc = nd_cli_error(&e);
@@ -297,11 +315,16 @@ int nd_cmd_inspect(int argc, char **argv) {
         json_object_set_new(root, "kv_cache", nd_inspect_kv_json(c));
         json_t *fs = json_array();
         for (size_t i = 0; i < f.n; i++)
-            json_array_append_new(fs, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o}", "severity", nd_severity_str(f.v[i].sev),
+            json_array_append_new(fs, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o}", "severity", nd_severity_str(f.v[i].sev),
                                                 "code", f.v[i].code, "module", f.v[i].module, "tensor", f.v[i].tensor,
                                                 "message", f.v[i].msg, "breaks", nd_break_kind_str(f.v[i].kind),
-                                                "breaks_stacks", stack_list_json(&ss, f.v[i].kind, 0)));
+                                                "breaks_stacks", stack_list_json(&ss, f.v[i].kind, 0),
+                                                "coord", f.v[i].row >= 0 || f.v[i].col >= 0 ?
+                                                    json_pack("{s:I,s:I}", "block_row", (json_int_t)f.v[i].row,
+                                                              "block_col", (json_int_t)f.v[i].col) : json_null()));
         json_object_set_new(root, "findings", fs);
+        json_object_set_new(root, "audit", nd_ckpt_inventory_json(c));
+        if (tp) json_object_set_new(root, "tp", json_integer(tp));
         json_object_set_new(root, "stacks_judged", stack_list_json(&ss, ND_BREAKS_NONE, 1));
         json_t *known = json_array();
         for (int j = 0; j < ss.n; j++) json_array_append_new(known, json_string(ss.name[j]));

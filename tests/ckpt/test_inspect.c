@@ -372,7 +372,8 @@ int main(void) {
     planted(base, F_MISSING_WG, 1, "missing_scale", "error", L0 "mlp.experts.0.down_proj");
     planted(base, F_SATURATED, 0, "block_saturation", "warning", L0 "mlp.experts.0.down_proj");
     planted(base, F_SHARDS, 1, "fused_scale_mismatch", "error", L0 "mlp.experts.0.down_proj");
-    planted(base, F_IGNORED_BUT_QUANTIZED, 0, "config_mismatch", "warning", L0 "mlp.shared_experts.gate_proj");
+    /* config_mismatch became quant_config_mismatch (issue 18): a loader that follows the config cannot load it */
+    planted(base, F_IGNORED_BUT_QUANTIZED, 1, "quant_config_mismatch", "error", L0 "mlp.shared_experts.gate_proj");
     modelopt(base);
     stack_judgement(base);
     usage();
