@@ -38,7 +38,7 @@ static const char *usage_text =
     "\n"
     "  --recipe NAME|FILE, --tokens 1,2,3, --tokens-file FILE, --layers A-B|N|all,\n"
     "  --backend auto|cpu|cuda, --device N, --stack NAME, --override NAME=VALUE (repeatable),\n"
-    "  --reference-checkpoint DIR    as for trace\n"
+    "  --reference-checkpoint DIR, --max-memory SIZE    as for trace\n"
     "  --min-cosine X    the symptom: final chained cosine below X (default: halfway between the\n"
     "                    full NVFP4 run's and the clean chain's, every stage at its NVFP4 floor)\n"
     "  --off floor|reference  how the stages outside a probed set run: NVFP4 the healthy way\n"
@@ -130,6 +130,7 @@ int nd_cmd_bisect(int argc, char **argv) {
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage_text, stdout); goto out; }
         else if (!strcmp(a, "--recipe")) { NEED(); b.o.recipe = v; }
         else if (!strcmp(a, "--tokens")) { NEED(); free(tokens); tokens = NULL; if (nd_tokens_parse(v, "--tokens", &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
+        else if (!strcmp(a, "--max-memory")) { NEED(); if (nd_parse_size(v, &b.o.max_memory)) { rc = nd_cli_usage_error("bisect", "--max-memory %s: expected a size such as 8G, 512M or 1.5G (at least 1M)", v); goto out; } }
         else if (!strcmp(a, "--tokens-file")) { NEED(); free(tokens); tokens = NULL; if (nd_tokens_file(v, &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
         else if (!strcmp(a, "--layers")) { NEED(); if (nd_parse_layers(v, &b.o.layer_lo, &b.o.layer_hi)) { rc = nd_cli_usage_error("bisect", "--layers %s: expected N, A-B or all", v); goto out; } }
         else if (!strcmp(a, "--backend")) { NEED(); b.o.backend = v; }

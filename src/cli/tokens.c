@@ -74,3 +74,24 @@ int nd_parse_layers(const char *s, int *lo, int *hi) {
     *hi = (int)b;
     return 0;
 }
+
+int nd_parse_size(const char *s, uint64_t *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !(v > 0) || v != v) return -1;
+    double mul = 1;
+    switch (*end) {
+    case 'K': case 'k': mul = 1024.0; end++; break;
+    case 'M': case 'm': mul = 1024.0 * 1024; end++; break;
+    case 'G': case 'g': mul = 1024.0 * 1024 * 1024; end++; break;
+    case 'T': case 't': mul = 1024.0 * 1024 * 1024 * 1024; end++; break;
+    default: break;
+    }
+    if (*end == 'B' || *end == 'b') end++;
+    if (*end) return -1;
+    v *= mul;
+    if (v < 1024.0 * 1024 || v > 1152921504606846976.0) return -1;
+    *out = (uint64_t)v;
+    return 0;
+}

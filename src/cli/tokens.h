@@ -6,4 +6,7 @@ int nd_tokens_parse(const char *text, const char *what, int64_t **out, int64_t *
 int nd_tokens_file(const char *path, int64_t **out, int64_t *n, nd_err *e);
 /* --layers: "all", "N" or "A-B" (inclusive); -1 on malformed text. */
 int nd_parse_layers(const char *s, int *lo, int *hi);
+/* --max-memory: a byte count with an optional K, M, G or T suffix (powers of 1024; "1.5G" too),
+ * at least 1 MiB and at most 2^60; -1 on anything else. */
+int nd_parse_size(const char *s, uint64_t *out);
 #endif

@@ -25,6 +25,8 @@ static const char *usage_text =
     "  --recipe NAME|FILE        model recipe (default: from config.json model_type)\n"
     "  --tokens 1,2,3            token ids (default: 16 built-in ids modulo the vocabulary)\n"
     "  --tokens-file FILE        token ids, one per line or comma separated\n"
+    "  --max-memory SIZE         activations the run may hold (8G, 512M; default half the machine's\n"
+    "                            memory); a prompt that needs more is refused up front (exit 2)\n"
     "  --layers 0-3|N|all        layers to replay (earlier layers run on the reference path only)\n"
     "  --backend auto|cpu|cuda   compute backend (auto: CUDA when a GPU is present)\n"
     "  --device N                CUDA device\n"
@@ -324,6 +326,7 @@ int nd_cmd_trace(int argc, char **argv) {
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage_text, stdout); goto out; }
         else if (!strcmp(a, "--recipe")) { NEED(); o.recipe = v; }
         else if (!strcmp(a, "--tokens")) { NEED(); free(tokens); if (nd_tokens_parse(v, "--tokens", &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
+        else if (!strcmp(a, "--max-memory")) { NEED(); if (nd_parse_size(v, &o.max_memory)) { rc = nd_cli_usage_error("trace", "--max-memory %s: expected a size such as 8G, 512M or 1.5G (at least 1M)", v); goto out; } }
         else if (!strcmp(a, "--tokens-file")) { NEED(); free(tokens); if (nd_tokens_file(v, &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
         else if (!strcmp(a, "--layers")) { NEED(); if (nd_parse_layers(v, &o.layer_lo, &o.layer_hi)) { rc = nd_cli_usage_error("trace", "--layers %s: expected N, A-B or all", v); goto out; } }
         else if (!strcmp(a, "--backend")) { NEED(); o.backend = v; }

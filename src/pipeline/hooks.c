@@ -39,6 +39,7 @@ nd_buf *nd_run_captured(nd_run *r, const char *stage, const char *module, const 
     b->cols = cols;
     b->n = t->numel;
     if (nd_tensor_f32(r, t, &b->p, e)) { free(b); return NULL; }
+    nd_buf_count(r, b);
     return b;
 }
 

@@ -22,6 +22,7 @@ static int tensor_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     b->cols = t->shape[1];
     b->n = t->numel;
     if (nd_tensor_f32(r, t, &b->p, e)) { free(b); return e->code; }
+    nd_buf_count(r, b);
     out[0] = b;
     return 0;
 }

@@ -123,6 +123,10 @@ typedef struct nd_trace_opts {
     /* leave the trace file open in nd_trace_result.tw: the caller writes /summary with
      * nd_trace_finish() after diagnosing (the pipeline does not diagnose) */
     int defer_finish;
+    /* --max-memory: the activations the run may hold at once, in bytes (0: half the machine's
+     * memory). Refused up front when the estimate (nd_pipeline_memory_estimate) is past it, and
+     * at the allocation that would pass it: exit 2 naming the token count and the limit. */
+    uint64_t max_memory;
 } nd_trace_opts;
 
 typedef struct nd_trace_result {
@@ -151,6 +155,13 @@ int nd_pipeline_stage(const nd_trace_opts *base, const char *row, const char *co
  * completed, else an exit code. res->summary holds the first diverged row by the figure rules
  * (nd_first_divergence); the cause a user sees comes from the diagnosis above (src/diagnose). */
 int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e);
+/* A lower bound of the activation bytes a run of ntok tokens holds at once: the reference and the
+ * chained production path each hold the widest per-token activation of the model (the residual
+ * stream times hc_mult, the attention heads, the MLP or the routed experts' top-k rows, and the
+ * logits when the head runs) for every token. 64-bit checked: UINT64_MAX on overflow. */
+uint64_t nd_pipeline_memory_estimate(const nd_model_cfg *cfg, int64_t ntok, int with_head);
+/* The default --max-memory: half the machine's physical memory. */
+uint64_t nd_pipeline_default_max_memory(void);
 void nd_trace_result_free(nd_trace_result *res);
 
 #endif

@@ -330,6 +330,39 @@ int nd_pipeline_calibrate(const char *ckpt_dir, const char *recipe, const int64_
     return rc;
 }
 
+static uint64_t widest(uint64_t a, int64_t b) { return b > 0 && (uint64_t)b > a ? (uint64_t)b : a; }
+
+uint64_t nd_pipeline_memory_estimate(const nd_model_cfg *cfg, int64_t ntok, int with_head) {
+    uint64_t w = 0, x;
+    if (!__builtin_mul_overflow((uint64_t)(cfg->hidden_size > 0 ? cfg->hidden_size : 0),
+                                (uint64_t)(cfg->hc_mult > 1 ? cfg->hc_mult : 1), &x))
+        w = widest(w, (int64_t)(x > INT64_MAX ? INT64_MAX : x));
+    else
+        return UINT64_MAX;
+    const int64_t hd = cfg->head_dim > 0 ? cfg->head_dim : cfg->qk_nope_head_dim + cfg->qk_rope_head_dim;
+    if (hd > 0 && cfg->num_attention_heads > 0) {
+        if (__builtin_mul_overflow((uint64_t)hd, (uint64_t)cfg->num_attention_heads, &x)) return UINT64_MAX;
+        w = widest(w, (int64_t)(x > INT64_MAX ? INT64_MAX : x));
+    }
+    w = widest(w, cfg->intermediate_size);
+    if (cfg->moe_intermediate_size > 0 && cfg->num_experts_per_tok > 0) {
+        if (__builtin_mul_overflow((uint64_t)cfg->moe_intermediate_size, (uint64_t)cfg->num_experts_per_tok, &x)) return UINT64_MAX;
+        w = widest(w, (int64_t)(x > INT64_MAX ? INT64_MAX : x));
+    }
+    if (with_head) w = widest(w, cfg->vocab_size);
+    uint64_t bytes;
+    if (__builtin_mul_overflow(w, (uint64_t)(ntok > 0 ? ntok : 0), &bytes) ||
+        __builtin_mul_overflow(bytes, (uint64_t)(2 * sizeof(float)), &bytes))
+        return UINT64_MAX;
+    return bytes;
+}
+
+uint64_t nd_pipeline_default_max_memory(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || size <= 0) return (uint64_t)8 << 30;
+    return (uint64_t)pages * (uint64_t)size / 2;
+}
+
 static const char *modes_str(int m) { return m == 3 ? "isolated,chained" : m == 1 ? "isolated" : "chained"; }
 
 int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
@@ -353,6 +386,21 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
         rc = nd_fail(e, ND_EXIT_BADINPUT, "--layers %d-%d: %s has %lld layers (0-%lld)", o->layer_lo,
                      o->layer_hi < 0 ? o->layer_lo : o->layer_hi, o->ckpt_dir, (long long)r.cfg->num_hidden_layers,
                      (long long)r.cfg->num_hidden_layers - 1);
+    r.act_limit = o->max_memory ? o->max_memory : nd_pipeline_default_max_memory();
+    double max_pos = 0;
+    /* as a server refuses a prompt longer than the model's context (vLLM's max_model_len) */
+    if (!rc && nd_cfg_number(r.cfg, "max_position_embeddings", &max_pos) == 0 && max_pos >= 1 && (double)r.t > max_pos)
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: %lld tokens are more than the model's context (max_position_embeddings %.0f "
+                     "in config.json)", o->ckpt_dir, (long long)r.t, max_pos);
+    if (!rc) {
+        const int head = o->layer_hi < 0 || o->layer_hi == r.cfg->num_hidden_layers - 1;
+        const uint64_t need = nd_pipeline_memory_estimate(r.cfg, r.t, head);
+        if (need > r.act_limit)
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: %lld tokens need at least %.3g GiB of activations (the widest activation of "
+                         "this model on both paths), more than --max-memory %.3g GiB; use fewer tokens or raise --max-memory",
+                         o->ckpt_dir, (long long)r.t, need == UINT64_MAX ? INFINITY : (double)need / 1073741824.0,
+                         (double)r.act_limit / 1073741824.0);
+    }
     r.dump_tensors = o->dump_tensors;
     r.progress = o->progress && isatty(2);
     if (!rc) {

@@ -98,10 +98,15 @@ struct nd_run {
     double upload_s;           /* wall time spent in those uploads */
     double gemm_flops_fp32, gemm_flops_bf16; /* linear-stage GEMM work by kind (ops_linear.c) */
     nd_prefetch prefetch;      /* the next routed expert's bytes (prefetch.c) */
+    uint64_t act_bytes, act_peak; /* activation bytes held now and at most (env.c) */
+    uint64_t act_limit;        /* --max-memory (0: none, calibration) */
 };
 
 /* ---- environment ---- */
 nd_buf *nd_buf_new(nd_run *r, int64_t rows, int64_t cols, nd_err *e);
+/* Count a buffer made without nd_buf_new (a tensor read as a buffer) in r->act_bytes; nd_buf_put
+ * takes it off again. */
+void nd_buf_count(nd_run *r, const nd_buf *b);
 nd_buf *nd_buf_ref(nd_buf *b);
 void nd_buf_put(nd_run *r, nd_buf *b);
 nd_buf *nd_env_get(nd_env *env, const char *name);

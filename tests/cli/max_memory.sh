@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Prompt length and memory (issue 21): a prompt is refused before anything is allocated when the
+# activations it needs (a lower bound from config.json) pass --max-memory, or when it is longer
+# than the model's context (max_position_embeddings, as a server refuses it); an allocation that
+# would pass the limit during the run is refused too, naming the stage; malformed sizes are exit 2;
+# a run inside the limit gives the same verdict as one without it.
+#   usage: max_memory.sh NVFP4DBG SOURCE_ROOT
+set -u
+bin="$1"; root="$2"
+be="${ND_TEST_BACKEND:-cpu}"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+pass=0; fail=0
+ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+seed="$root/golden/seed-bug-v4"
+
+# 10^6 tokens on the tiny seed model (context 1048576): 256 values per token on both paths is
+# 1.91 GiB at least; refused up front under --max-memory 1G, and no trace is left behind
+seq 0 999999 | awk '{ print $1 % 256 }' >"$tmp/million"
+"$bin" trace "$seed" --backend "$be" --tokens-file "$tmp/million" --max-memory 1G --out "$tmp/m.h5" >/dev/null 2>"$tmp/err"
+rc=$?
+ok "10^6 tokens under 1G: exit $rc (want 2)" '[ $rc -eq 2 ]'
+ok "message names the tokens, the need and the limit: $(cat "$tmp/err")" \
+   'grep -q "1000000 tokens need at least 1.91 GiB of activations .*more than --max-memory 1 GiB" "$tmp/err"'
+ok "no trace written" '[ ! -e "$tmp/m.h5" ]'
+
+# longer than the model's context (the llmcompressor llama fixture: max_position_embeddings 256)
+seq 0 256 >"$tmp/t257"
+"$bin" trace "$root/golden/conformance/llama/nvfp4" --backend "$be" --tokens-file "$tmp/t257" --out "$tmp/c.h5" >/dev/null 2>"$tmp/err"
+rc=$?
+ok "257 tokens on a 256-position model: exit $rc (want 2): $(cat "$tmp/err")" \
+   '[ $rc -eq 2 ] && grep -q "257 tokens are more than the model.s context (max_position_embeddings 256" "$tmp/err"'
+seq 0 255 >"$tmp/t256"
+"$bin" trace "$root/golden/conformance/llama/nvfp4" --backend "$be" --tokens-file "$tmp/t256" --layers 0 --out "$tmp/c.h5" >/dev/null 2>"$tmp/err"
+rc=$?
+ok "256 tokens on it run: exit $rc (want 0 or 1)" '[ $rc -le 1 ]'
+
+# the estimate passes (2000 tokens: 3.9 MiB) but the run holds more than 8 MiB: refused at the
+# allocation, naming the stage; the rows written before stay in the trace
+seq 0 1999 | awk '{ print $1 % 256 }' >"$tmp/t2k"
+"$bin" trace "$seed" --backend "$be" --tokens-file "$tmp/t2k" --max-memory 8M --out "$tmp/r.h5" >/dev/null 2>"$tmp/err"
+rc=$?
+ok "2000 tokens under 8M: exit $rc (want 2)" '[ $rc -eq 2 ]'
+ok "refused at an allocation, naming the stage: $(head -c 300 "$tmp/err")" \
+   'grep -q "stage .*: the activations of 2000 tokens need more than --max-memory 0.00781 GiB" "$tmp/err"'
+
+# inside the limit: the same first divergence and cause as without it
+"$bin" trace "$seed" --backend "$be" --json --out "$tmp/a.h5" >"$tmp/a.json" 2>/dev/null; ra=$?
+"$bin" trace "$seed" --backend "$be" --json --max-memory 64M --out "$tmp/b.h5" >"$tmp/b.json" 2>/dev/null; rb=$?
+fd() { grep -m1 "\"$1\":" "$2"; }
+ok "within 64M: exit $rb = $ra, same first divergence and cause" \
+   '[ $ra -eq 1 ] && [ $rb -eq 1 ] && [ "$(fd first_divergence "$tmp/a.json")" = "$(fd first_divergence "$tmp/b.json")" ] && [ "$(fd cause "$tmp/a.json")" = "$(fd cause "$tmp/b.json")" ]'
+
+# malformed sizes, on trace and bisect
+for s in 0 -1 12Q 1.5.5G "" 512K 1e30T nan; do
+  "$bin" trace "$seed" --backend "$be" --max-memory "$s" --out "$tmp/x.h5" >/dev/null 2>"$tmp/err"
+  rc=$?
+  ok "trace --max-memory '$s': exit $rc (want 2)" '[ $rc -eq 2 ] && grep -q -- "--max-memory" "$tmp/err"'
+done
+"$bin" bisect "$seed" --backend "$be" --max-memory 12Q >/dev/null 2>"$tmp/err"
+rc=$?
+ok "bisect --max-memory 12Q: exit $rc (want 2)" '[ $rc -eq 2 ]'
+"$bin" bisect "$seed" --backend "$be" --tokens-file "$tmp/million" --max-memory 1G >/dev/null 2>"$tmp/err"
+rc=$?
+ok "bisect with 10^6 tokens under 1G: exit $rc (want 2)" '[ $rc -eq 2 ] && grep -q "more than --max-memory" "$tmp/err"'
+
+echo "prompt length and memory: $pass passed, $fail failed"
+[ $fail -eq 0 ]
