@@ -5,7 +5,7 @@
  * wrong type is an error naming the key; JSON null counts as absent (some exporters write null for
  * keys the architecture does not use). Defaults of absent optional keys:
  *   num_key_value_heads = num_attention_heads; head_dim = hidden_size / num_attention_heads;
- *   moe_intermediate_size = intermediate_size; n_routed_experts = num_local_experts or 0;
+ *   moe_intermediate_size = intermediate_size; n_routed_experts = num_local_experts, num_experts or 0;
  *   n_group = topk_group = 1; hc_sinkhorn_iters = 20; hc_eps = rms_norm_eps = 1e-6;
  *   routed_scaling_factor = 1; rope_theta = 10000 (rope_parameters.rope_theta if there);
  *   compress_rope_theta = rope_theta; scoring_func "softmax"; norm_topk_prob 0;
@@ -189,6 +189,9 @@ static int parse(cfgctx *x, nd_model_cfg *c) {
         TRY_GET(get_int(x, r, ints[i].k, ints[i].k, (int64_t *)((char *)c + ints[i].off)));
     if (!get(r, "moe_intermediate_size")) c->moe_intermediate_size = c->intermediate_size;
     if (!get(r, "n_routed_experts")) TRY_GET(get_int(x, r, "num_local_experts", "num_local_experts", &c->n_routed_experts));
+    /* Qwen2/3-MoE Hub configs spell it num_experts (transformers 5 saves num_local_experts) */
+    if (!get(r, "n_routed_experts") && !get(r, "num_local_experts"))
+        TRY_GET(get_int(x, r, "num_experts", "num_experts", &c->n_routed_experts));
     static const struct { const char *k; size_t off; } nums[] = {
 #define F(name) { #name, offsetof(nd_model_cfg, name) }
         F(hc_eps), F(rms_norm_eps), F(routed_scaling_factor), F(swiglu_limit), F(rope_theta),
@@ -307,7 +310,7 @@ int nd_cfg_number(const nd_model_cfg *c, const char *key, double *out) {
     if (json_is_boolean(v)) { *out = json_is_true(v) ? 1.0 : 0.0; return 0; }
     /* keys the parser derives or defaults (rope_theta nested in rope_parameters, head_dim from
      * hidden_size / heads, ...): the parsed value, as documented at the top of this file */
-    if (v) return ND_EXIT_BADINPUT;
+    if (v && !json_is_null(v)) return ND_EXIT_BADINPUT; /* null counts as absent, as everywhere here */
     const struct { const char *k; double v; } derived[] = {
         {"rope_theta", c->rope_theta}, {"compress_rope_theta", c->compress_rope_theta},
         {"head_dim", (double)c->head_dim}, {"rms_norm_eps", c->rms_norm_eps}, {"hc_eps", c->hc_eps},

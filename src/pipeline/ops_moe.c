@@ -24,6 +24,8 @@ typedef struct router_ctx {
     float *w_gate;          /* [E, D] FP32 on the backend */
     float *bias;            /* [E] on the backend or NULL */
     const nd_tview *hash;   /* tid2eid [V, k] I32 or NULL */
+    int bf16_logits;        /* tf: bf16_logits[_weights]: a BF16 gate's logits, FP32 softmax and weights */
+    int bf16_weights;       /* tf: bf16_logits_weights: the final weights cast to BF16 (Qwen3-MoE) */
 } router_ctx;
 
 /* logits, picks and weights for one path's input */
@@ -40,7 +42,7 @@ static int route(nd_opctx *c, router_ctx *rx, const nd_buf *b, nd_buf **out, nd_
     o->logits_host = malloc(sizeof(float) * (size_t)(t * E));
     if (!o->idx || !o->w || !o->logits_host) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
     ND_TRY(r->be->gemm(r->be, b->p, rx->w_gate, o->p, t, E, b->cols, 1.0f, 0, e));
-    if (rx->cfg.bf16_steps) ND_TRY(r->be->round_bf16(r->be, o->p, o->n, e)); /* a BF16 linear's logits */
+    if (rx->cfg.bf16_steps || rx->bf16_logits) ND_TRY(r->be->round_bf16(r->be, o->p, o->n, e)); /* a BF16 linear's logits */
     ND_TRY(r->be->download(r->be, o->logits_host, o->p, sizeof(float) * (size_t)(t * E), e));
     if (!rx->hash) {
         /* the op writes backend memory; the routing decision lives on the host */
@@ -51,6 +53,8 @@ static int route(nd_opctx *c, router_ctx *rx, const nd_buf *b, nd_buf **out, nd_
         if (!rc) rc = r->be->download(r->be, o->w, dw, sizeof(float) * (size_t)(t * k), e);
         if (di) r->be->release(r->be, di);
         if (dw) r->be->release(r->be, dw);
+        if (!rc && rx->bf16_weights)
+            for (int64_t i = 0; i < t * k; i++) o->w[i] = nd_bf16_round(o->w[i]);
         return rc;
     }
     /* hash routing: experts from the token id, weights from the scores of those experts */
@@ -109,6 +113,10 @@ int nd_op_router(nd_opctx *c, nd_err *e) {
     if (!sf) sf = nd_stage_attr(c->st->def, "score_default");
     rx.cfg = (nd_router_cfg){(int)E, (int)k, score_func_of(sf), (int)ng, (int)tg, (int)norm, (float)scal,
                              nd_stage_tf(r, c->st, "bf16")};
+    /* Qwen3-MoE / Mixtral routers: a BF16 linear's logits, softmax and top-k weights in FP32, the
+     * weights cast to BF16 (Qwen3-MoE) or left FP32 (Mixtral) */
+    rx.bf16_weights = nd_stage_tf(r, c->st, "bf16_logits_weights");
+    rx.bf16_logits = rx.bf16_weights || nd_stage_tf(r, c->st, "bf16_logits");
     if (rx.cfg.score_func < 0) return nd_fail(e, ND_EXIT_BADINPUT, "%s: unknown scoring function '%s' (softmax, sigmoid, sqrtsoftplus)", nd_ckpt_dir(r->ck), sf);
     const char *wn = nd_attr_str(c->st, "weight", buf, sizeof buf);
     const nd_tview *wt = wn ? nd_run_tensor(r, 0, wn) : NULL;

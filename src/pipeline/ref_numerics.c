@@ -11,6 +11,8 @@
  *   rope:    tf: bf16_products     (Llama / DeepseekV3: each product and the sum rounded)
  *            absent                (DeepseekV4: BF16 cos/sin, FP32 rotation)
  *   router:  tf: bf16              (DeepseekV4 routers: BF16 gate weight, logits, scores, weights)
+ *            tf: bf16_logits       (MixtralTopKRouter: BF16 logits, FP32 softmax, top-k, weights)
+ *            tf: bf16_logits_weights (Qwen3MoeTopKRouter: the same, the weights then cast to BF16)
  *            absent                (DeepseekV3TopkRouter: FP32 gate, as fp32)
  *   moe_experts: tf: bf16_products (BF16 routing weights: each weight·output product rounded)
  * Attention (scores, probabilities), SwiGLU and V4's hc_post take their steps in every model. */

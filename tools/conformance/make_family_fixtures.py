@@ -212,10 +212,28 @@ def quantize(kind, bf16_dir, out_dir, notes):
         notes["quantized_by"] = ("llmcompressor.oneshot QuantizationModifier(targets='Linear', scheme='NVFP4', "
                                  f"ignore={ignore!r}), save_compressed=True; calibration "
                                  f"{mf.CALIB_SAMPLES} x {mf.CALIB_LEN} random ids (seed {mf.SEED + 1})")
-        tensors, dec_w = mf.decompress_checkpoint(out_dir, os.path.join(tmp, "deq"))
+        deq = os.path.join(tmp, "deq")
+        tensors, dec_w = mf.decompress_checkpoint(out_dir, deq)
         notes["nvfp4_modules"] = sorted(dec_w)
-        stock = cls.from_pretrained(os.path.join(tmp, "deq"), dtype=torch.bfloat16, attn_implementation="eager").eval()
-        return forward_record(stock)
+        if kind == "mixtral":
+            # llmcompressor 0.14 saves Mixtral's experts as block_sparse_moe.experts.E.{gate,up,down}_proj
+            # (its linearized names under the checkpoint prefix); stock transformers reads w1/w3/w2
+            from safetensors.torch import load_file
+            t = load_file(os.path.join(deq, "model.safetensors"))
+            ren = {".gate_proj.": ".w1.", ".up_proj.": ".w3.", ".down_proj.": ".w2."}
+            fixed = {}
+            for k, v in t.items():
+                if ".block_sparse_moe.experts." in k:
+                    for a, b in ren.items():
+                        k = k.replace(a, b)
+                fixed[k] = v
+            save_file(fixed, os.path.join(deq, "model.safetensors"), metadata={"format": "pt"})
+            notes["nvfp4_expert_names"] = "block_sparse_moe.experts.E.{gate,up,down}_proj (as llmcompressor 0.14 saves them)"
+        stock, info = cls.from_pretrained(deq, dtype=torch.bfloat16, attn_implementation="eager",
+                                          output_loading_info=True)
+        if info["missing_keys"] or info["unexpected_keys"]:
+            raise RuntimeError(f"{kind}: decompressed checkpoint does not load: {info}")
+        return forward_record(stock.eval())
 
 
 def make(kind, root):
