@@ -12,13 +12,19 @@
  *                         were made with (CT weight_global_scale * F; ModelOpt weight_scale_2 / F)
  *  missing-input-scale    the input scale tensor is left out
  *  kv-scales, kv-scale-mul=F, kv-scale-inverted   FP8 KV-cache scales of an attention module, with
- *                         --from only (synth_kv.h) */
+ *                         --from only (synth_kv.h)
+ *  weight-global-scale-mul=F  the weight global divisor times F (CT weight_global_scale * F; ModelOpt
+ *                         weight_scale_2 / F), codes and block scales re-quantized with it
+ *                         (synth_static.c: sy_requant_global); F < 1 pushes block scales into subnormals
+ *  config-ignore, dequantize, scale-renamed, weight-scale-renamed, scale-missing-expert, quantize
+ *                         config, names and precision of a module: --from only (synth_static.h) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
 #include "synth/synth_faults.h"
+#include "synth/synth_static.h"
 
 static const struct { const char *name; int needs_value; } KINDS[SY_F_COUNT] = {
     [SY_F_INPUT_INVERTED] = {"input-scale-inverted", 0},
@@ -32,6 +38,13 @@ static const struct { const char *name; int needs_value; } KINDS[SY_F_COUNT] = {
     [SY_F_KV_SCALES] = {"kv-scales", 0},
     [SY_F_KV_MUL] = {"kv-scale-mul", 1},
     [SY_F_KV_INVERTED] = {"kv-scale-inverted", 0},
+    [SY_F_WGLOBAL_MUL] = {"weight-global-scale-mul", 1},
+    [SY_F_CONFIG_IGNORE] = {"config-ignore", 0},
+    [SY_F_DEQUANTIZE] = {"dequantize", 0},
+    [SY_F_SCALE_RENAMED] = {"scale-renamed", 0},
+    [SY_F_WSCALE_RENAMED] = {"weight-scale-renamed", 0},
+    [SY_F_SCALE_MISSING_EXPERT] = {"scale-missing-expert", 0},
+    [SY_F_QUANTIZE] = {"quantize", 0},
 };
 
 const char *sy_fault_name(sy_fault_kind k) { return k < SY_F_COUNT ? KINDS[k].name : "?"; }
@@ -84,6 +97,10 @@ static int parse_one(const sy_plan *pl, const char *spec, sy_fault *f, nd_err *e
     if (f->kind >= SY_F_KV_SCALES && f->kind <= SY_F_KV_INVERTED)
         return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': KV-cache scale faults apply to an existing checkpoint "
                        "(synth OUTDIR --from CKPT --inject %s@layers.L.self_attn)", spec, sy_fault_name(f->kind));
+    if (f->kind >= SY_F_CONFIG_IGNORE && f->kind <= SY_F_QUANTIZE)
+        return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': %s changes the config, names or precision of an existing "
+                       "checkpoint (synth OUTDIR --from CKPT --inject %s@MODULE)", spec, sy_fault_name(f->kind),
+                       sy_fault_name(f->kind));
     long idx = sy_find_module(pl, at + 1);
     if (idx < 0)
         return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': no module '%s' in this model", spec, at + 1);
@@ -157,6 +174,9 @@ void sy_faults_apply(sy_faults *fs, long param, nd_synth_format fmt, const char 
             break;
         }
         case SY_F_MISSING_INPUT: m->has_input = 0; t = in_name; break;
+        case SY_F_WGLOBAL_MUL:
+            sy_requant_global(m->packed, m->sf, m->n, m->k, &m->wglobal, f->value, !ct);
+            f->stored = m->wglobal; t = wg_name; break;
         default: break;
         }
         snprintf(f->tensor, sizeof f->tensor, "%s.%s", prefix, t ? t : "?");

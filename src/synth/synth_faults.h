@@ -11,6 +11,9 @@ typedef enum sy_fault_kind {
     SY_F_INPUT_INVERTED = 0, SY_F_INPUT_MUL, SY_F_INPUT_INF, SY_F_WGLOBAL_ZERO, SY_F_WSCALE_NAN,
     SY_F_NIBBLE_SWAP, SY_F_FUSED_MISMATCH, SY_F_MISSING_INPUT,
     SY_F_KV_SCALES, SY_F_KV_MUL, SY_F_KV_INVERTED, /* synth --from only (synth_kv.h) */
+    SY_F_WGLOBAL_MUL,
+    SY_F_CONFIG_IGNORE, SY_F_DEQUANTIZE, SY_F_SCALE_RENAMED, SY_F_WSCALE_RENAMED, SY_F_SCALE_MISSING_EXPERT,
+    SY_F_QUANTIZE, /* synth --from only (synth_static.h) */
     SY_F_COUNT
 } sy_fault_kind;
 

@@ -11,6 +11,7 @@
 #include "ckpt/ckpt.h"
 #include "synth/synth_faults.h"
 #include "synth/synth_kv.h"
+#include "synth/synth_static.h"
 
 /* One module some fault targets: its tensors in CKPT and the changed copies written instead.
  * Faults on the same module act on one state in command-line order, as in synth's own
@@ -28,6 +29,10 @@ static int one_f32(const nd_tview *t) { return t->dtype == ND_DT_F32 && t->numel
 static int parse(const nd_ckpt *ck, const char *spec, sy_fault *f, target *ts, int *nt, nd_err *e) {
     const char *mod;
     ND_TRY(sy_fault_parse_spec(spec, f, &mod, e));
+    if (sy_static_fault(f->kind)) { /* config, names, precision of a module (synth_static.c) */
+        f->param = -1;
+        return 0;
+    }
     if (sy_kv_fault(f->kind)) { /* an attention module's KV-cache scales (synth_kv.c) */
         char attn[300];
         f->param = -1;
@@ -132,6 +137,8 @@ int nd_synth_from(const char *src, const char *outdir_arg, const char *const *in
     sy_kv_edits *kv = rc ? NULL : calloc(1, sizeof *kv);
     if (!rc && !kv) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
     if (!rc) rc = sy_kv_plan(ck, src, fs.f, fs.n, kv, e);
+    sy_static sedits = {0};
+    if (!rc) rc = sy_static_plan(ck, fs.f, fs.n, &sedits, e);
     if (!rc) rc = sy_outdir_prepare(outdir, force, e);
     /* every file but the tensors, as the writer left them */
     DIR *d = rc ? NULL : opendir(src);
@@ -159,11 +166,16 @@ int nd_synth_from(const char *src, const char *outdir_arg, const char *const *in
         int skip;
         const void *data = bytes_for(t, ts, nt, &skip), *kvb = sy_kv_bytes_for(kv, t);
         if (kvb) data = kvb;
-        if (!skip) rc = nd_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, data, e);
+        const sy_static_edit *se = sy_static_for(&sedits, t);
+        if (se && se->drop) continue;
+        if (se) rc = nd_st_writer_add(w, se->name, se->dtype, se->ndim, se->shape, se->data == t->data ? data : se->data, e);
+        else if (!skip) rc = nd_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, data, e);
     }
+    if (!rc) rc = sy_static_add_new(&sedits, w, e);
     if (!rc) rc = sy_kv_add_new(kv, w, e);
     if (!rc) { rc = nd_st_writer_close(w, e); w = NULL; }
     if (!rc) rc = sy_kv_announce(kv, ck, outdir, e);
+    if (!rc) rc = sy_static_config(&sedits, outdir, e);
     if (w) nd_st_writer_abort(w);
     if (!rc) rc = sy_outdir_record(outdir, e);
     if (!rc) {
@@ -174,6 +186,7 @@ int nd_synth_from(const char *src, const char *outdir_arg, const char *const *in
     for (int i = 0; ts && i < nt; i++) { free(ts[i].packed); free(ts[i].sf); }
     free(ts);
     free(kv);
+    sy_static_free(&sedits);
     free(fs.f);
     if (ck) nd_ckpt_close(ck);
     return rc;
