@@ -232,12 +232,18 @@ int nd_recipe_load(const char *name, nd_recipe **out, nd_err *e) {
     return load_file(path, out, e);
 }
 
+static int cmp_str(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+
 int nd_recipe_for_model_type(const char *model_type, nd_recipe **out, nd_err *e) {
     const char *dir = nd_recipe_dir();
     DIR *d = opendir(dir);
     if (!d) return nd_fail(e, ND_EXIT_INTERNAL, "%s: cannot list recipes", dir);
     struct dirent *de;
     int rc = ND_EXIT_BADINPUT;
+    /* what the recipes cover, for the message when none matches: "name (type, type)", sorted */
+    enum { MAX_LISTED = 48 };
+    char listed[MAX_LISTED][160];
+    int n_listed = 0;
     while ((de = readdir(d))) {
         size_t n = strlen(de->d_name);
         if (n < 6 || strcmp(de->d_name + n - 5, ".yaml") || !strncmp(de->d_name, "tolerances", 10)) continue;
@@ -250,10 +256,27 @@ int nd_recipe_for_model_type(const char *model_type, nd_recipe **out, nd_err *e)
         for (int i = 0; i < r->n_match; i++)
             if (!strcmp(r->match[i], model_type)) { *out = r; rc = 0; break; }
         if (!rc) break;
+        if (n_listed < MAX_LISTED && r->n_match > 0) {
+            char *l = listed[n_listed++];
+            size_t o = (size_t)snprintf(l, sizeof listed[0], "%s (", r->name);
+            for (int i = 0; i < r->n_match && o < sizeof listed[0]; i++)
+                o += (size_t)snprintf(l + o, sizeof listed[0] - o, "%s%s", i ? ", " : "", r->match[i]);
+            if (o < sizeof listed[0]) snprintf(l + o, sizeof listed[0] - o, ")");
+        }
         nd_recipe_free(r);
     }
     closedir(d);
-    if (rc) return nd_fail(e, rc, "no recipe in %s matches model_type '%s'; pass --recipe NAME|FILE", dir, model_type);
+    if (rc) {
+        qsort(listed, (size_t)n_listed, sizeof listed[0], cmp_str);
+        char all[2048];
+        size_t o = 0;
+        all[0] = 0;
+        for (int i = 0; i < n_listed && o < sizeof all; i++)
+            o += (size_t)snprintf(all + o, sizeof all - o, "%s%s", i ? "; " : "", listed[i]);
+        return nd_fail(e, rc, "no recipe in %s matches model_type '%s'. Supported (recipe (model_type, ...)): %s. "
+                       "A family whose ops exist is added with a recipe YAML (docs/families.md); or pass --recipe NAME|FILE",
+                       dir, model_type, n_listed ? all : "none");
+    }
     return 0;
 }
 
