@@ -18,5 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FZ_ASSERT(s.gate_up_w31 == 0 || s.gate_up_w31 == 1, "gate_up_w31 %d", s.gate_up_w31);
     FZ_ASSERT(s.routed_scaling >= 0 && s.routed_scaling <= 2, "routed_scaling %d", s.routed_scaling);
     FZ_ASSERT(s.epilogue_fp16 == 0 || s.epilogue_fp16 == 1, "epilogue_fp16 %d", s.epilogue_fp16);
+    FZ_ASSERT(s.kv_cache_fp8 == 0 || s.kv_cache_fp8 == 1, "kv_cache_fp8 %d", s.kv_cache_fp8);
+    FZ_ASSERT(s.kv_scales >= ND_KV_IGNORE && s.kv_scales < ND_KV_NUSES, "kv_scales %d", s.kv_scales);
     return 0;
 }
