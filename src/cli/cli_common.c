@@ -1,9 +1,12 @@
 #include <stdarg.h>
 #include <stdio.h>
+#include "util/term.h"
 #include "cli.h"
 
 int nd_cli_error(const nd_err *e) {
-    fprintf(stderr, "nvfp4dbg: %s\n", e->msg[0] ? e->msg : "internal error");
+    /* messages quote names taken from files and arguments: never raw control characters */
+    char safe[sizeof e->msg * 4];
+    fprintf(stderr, "nvfp4dbg: %s\n", e->msg[0] ? nd_term_safe(e->msg, safe, sizeof safe) : "internal error");
     fflush(stderr);
     return e->code ? e->code : ND_EXIT_INTERNAL;
 }
@@ -11,8 +14,9 @@ int nd_cli_error(const nd_err *e) {
 int nd_cli_usage_error(const char *cmd, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "nvfp4dbg: %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
+    char msg[2048], safe[sizeof msg * 4];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    fprintf(stderr, "nvfp4dbg: %s: %s", cmd, nd_term_safe(msg, safe, sizeof safe));
     fprintf(stderr, " (see 'nvfp4dbg %s --help')\n", cmd);
     va_end(ap);
     return ND_EXIT_BADINPUT;

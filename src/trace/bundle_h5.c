@@ -370,7 +370,9 @@ int nd_bundle_read(const char *path, nd_bundle **out, nd_err *e) {
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) return ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot open the bundle (truncated or corrupt?)");
     nd_bundle *b = calloc(1, sizeof *b);
-    int rc = b ? read_all(f, b, path, e) : nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    /* a bundle comes with a bug report: nothing in it may point at another file */
+    int rc = b ? nd_h5_hard_links_only(f, "/", path, e) : nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    if (!rc) rc = read_all(f, b, path, e);
     H5Fclose(f);
     H5Eclear2(H5E_DEFAULT);
     if (rc) { nd_bundle_free(b); return rc; }

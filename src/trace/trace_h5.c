@@ -115,10 +115,10 @@ typedef struct link_probe { char name[128]; int bad; } link_probe;
 /* the link-info type and the iteration call were renamed in HDF5 1.12 */
 #if H5_VERSION_GE(1, 12, 0)
 typedef H5L_info2_t nd_link_info;
-#define ND_LITERATE H5Literate2
+#define ND_LVISIT H5Lvisit2
 #else
 typedef H5L_info_t nd_link_info;
-#define ND_LITERATE H5Literate
+#define ND_LVISIT H5Lvisit
 #endif
 static herr_t link_cb(hid_t g, const char *name, const nd_link_info *info, void *op) {
     (void)g;
@@ -133,8 +133,9 @@ static herr_t link_cb(hid_t g, const char *name, const nd_link_info *info, void 
 
 int nd_h5_hard_links_only(hid_t g, const char *where, const char *path, nd_err *e) {
     link_probe lp = {"", 0};
-    hsize_t idx = 0;
-    if (ND_LITERATE(g, H5_INDEX_NAME, H5_ITER_NATIVE, &idx, link_cb, &lp) < 0)
+    /* every link below g, recursively (/tensors/<stage>/... too): a visit lists an external or soft
+     * link without following it */
+    if (ND_LVISIT(g, H5_INDEX_NAME, H5_ITER_NATIVE, link_cb, &lp) < 0)
         return ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot list the links of a group");
     if (lp.bad)
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s%s is %s link; refusing to follow it", path, where, lp.name,

@@ -28,7 +28,7 @@ int nd_h5_backed(hid_t d, unsigned long long nelem, size_t esize);
 int nd_h5_put_str_attr(hid_t obj, const char *name, const char *value, size_t cap, const char *path,
                        nd_err *e);
 /* Overwrite an existing string attribute (created by nd_h5_put_str_attr). */
-/* Every link in group g is a hard link: an external or soft link (to another file, a FIFO, a path
+/* Every link in group g and below it is a hard link: an external or soft link (to another file, a FIFO, a path
  * outside the trace) is refused, exit 2 naming the link (issue 21). */
 int nd_h5_hard_links_only(hid_t g, const char *where, const char *path, nd_err *e);
 /* A scalar float64 attribute: create (put) or overwrite in place (set). */

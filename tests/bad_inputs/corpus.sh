@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# The bad-input corpus (issue 21): one case per kind of hostile or broken input, each run as a user
+# would run it, under the same limits: 20 s of wall time and (outside sanitizer builds) 2 GB of
+# address space. Every case asserts its exit code (2 for bad input; 1 with the right verdict for
+# the gate's regressions), the file or key named in the message, and never exit 3 or a signal.
+# The cases in depth live beside the code (bad_config.sh, test_compare.c, test_trace_badfiles.c,
+# synth_outdir.sh, max_memory.sh, test_tmpclean.c); this is the one list that covers them all.
+#   usage: corpus.sh NVFP4DBG MK_GATE_CASES SOURCE_ROOT
+set -u
+bin="$1"; mk="$2"; root="$(cd "$3" && pwd)"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+pass=0; fail=0
+sanitized=0
+ldd "$bin" 2>/dev/null | grep -q 'libasan\|libubsan' && sanitized=1
+
+# run CASE WANT_RC PATTERN -- ARGS...: nvfp4dbg ARGS under the limits; stderr+stdout in $tmp/out
+run() {
+  local name="$1" want="$2" pat="$3"; shift 4
+  ( [ $sanitized -eq 0 ] && ulimit -v 2097152; exec timeout 20 "$bin" "$@" ) >"$tmp/out" 2>&1
+  local rc=$?
+  if [ $rc -eq "$want" ] && grep -q -- "$pat" "$tmp/out"; then pass=$((pass + 1)); return 0; fi
+  echo "FAIL $name: exit $rc (want $want), message: $(head -c 400 "$tmp/out" | tr '\n' ' ')"
+  fail=$((fail + 1)); return 1
+}
+ck_with() { # name: a copy of clean-v4 whose config.json has key=value -> $tmp/name
+  local d="$tmp/$1"; mkdir -p "$d"
+  ln -sf "$root/golden/clean-v4/model.safetensors" "$d/model.safetensors"
+  sed "s/^\(  \"$2\": \)[^,]*,/\1$3,/" "$root/golden/clean-v4/config.json" >"$d/config.json"
+  cmp -s "$d/config.json" "$root/golden/clean-v4/config.json" && echo "corpus: $2 not changed" >&2
+}
+T=(--backend cpu --out "$tmp/t.h5")
+
+# 1. config values out of range: exit 2 naming the file and the key, before anything is allocated
+for kv in "hc_mult 0" "num_hidden_layers 4294967297" "num_hidden_layers 1e12" "hc_sinkhorn_iters 1000000000" \
+          "hc_sinkhorn_iters 0" "qk_rope_head_dim 1000000000" "hidden_size 1000000000" \
+          "moe_intermediate_size 1000000000" "rms_norm_eps -1e-6"; do
+  read -r k v <<<"$kv"
+  ck_with "cfg-$k-$v" "$k" "$v"
+  run "config $k=$v" 2 "config.json.*'$k'" -- trace "$tmp/cfg-$k-$v" "${T[@]}"
+done
+
+# 2. inputs must be regular files: a FIFO as a shard or as the tokens file never hangs
+mkdir -p "$tmp/fifo-ck"; cp "$root/golden/clean-v4/config.json" "$tmp/fifo-ck/"; mkfifo "$tmp/fifo-ck/model.safetensors"
+run "FIFO as model.safetensors" 2 "model.safetensors.*not a regular file" -- trace "$tmp/fifo-ck" "${T[@]}"
+mkfifo "$tmp/tokfifo"
+run "FIFO as --tokens-file" 2 "tokfifo.*not a regular file" -- trace "$root/golden/clean-v4" --tokens-file "$tmp/tokfifo" "${T[@]}"
+
+# 3. contradictory quantization configs: the audit names the module and the fields (a finding)
+cp -r "$root/golden/conformance/llama/nvfp4" "$tmp/g7"
+sed -i 's/"group_size": 16/"group_size": 7/' "$tmp/g7/config.json"
+run "CT group_size 7" 1 "quant_config_mismatch.*group_size 7" -- inspect "$tmp/g7"
+cp -r "$root/golden/conformance/llama/nvfp4" "$tmp/fmt"
+sed -i 's/"format": "nvfp4-pack-quantized"/"format": "banana-quantized"/' "$tmp/fmt/config.json"
+run "CT unknown format" 1 "quant_config_mismatch.*banana-quantized" -- inspect "$tmp/fmt"
+cp -r "$root/golden/conformance/llama/modelopt" "$tmp/mo0"
+sed -i 's/"group_size": 16/"group_size": 0/' "$tmp/mo0/hf_quant_config.json"
+run "ModelOpt group_size 0" 2 "hf_quant_config.json.*group_size" -- trace "$tmp/mo0" "${T[@]}"
+
+# 4. YAML: booleans are YAML booleans, anything else names file, line and key
+# (reciprocal_input true on a healthy checkpoint inverts every input scale: the first NVFP4 linear
+# diverges, scale_inverted; false leaves it clean)
+for b in True true yes 1 False false no 0; do
+  printf 'stack: b\nreciprocal_input: %s\n' "$b" >"$tmp/stack-$b.yaml"
+  case "$b" in True|true|yes|1) want=1; pat="scale_inverted" ;; *) want=0; pat="no divergence" ;; esac
+  run "stack boolean '$b'" $want "$pat" -- trace "$root/golden/clean-v4" --stack "$tmp/stack-$b.yaml" --layers 0 "${T[@]}"
+done
+printf 'stack: b\nreciprocal_input: banana\n' >"$tmp/stack-banana.yaml"
+run "stack boolean 'banana'" 2 "stack-banana.yaml:2: reciprocal_input" -- trace "$root/golden/seed-bug-v4" --stack "$tmp/stack-banana.yaml" "${T[@]}"
+printf 'default:\n  cosine: {abs: banana}\n' >"$tmp/tol.yaml"
+"$mk" "$tmp" || { echo "FAIL: mk_gate_cases"; exit 1; }
+run "tolerance 'banana'" 2 "tol.yaml" -- compare "$tmp/golden.h5" "$tmp/golden.h5" --tolerances "$tmp/tol.yaml"
+
+# 5. the gate: what hides a broken run is a regression, what cannot be compared is refused
+run "gate: same run passes" 0 "" -- compare "$tmp/golden.h5" "$tmp/golden.h5"
+run "gate: duplicate stage row" 1 "duplicate stage row" -- compare "$tmp/dup-row.h5" "$tmp/golden.h5"
+run "gate: extra row of NaN figures" 1 "extra stage with NaN/Inf" -- compare "$tmp/extra-nan-row.h5" "$tmp/golden.h5"
+run "gate: missing stage" 1 "missing stage" -- compare "$tmp/missing-stage.h5" "$tmp/golden.h5"
+run "gate: NaN figure where the golden has a number" 1 "regression" -- compare "$tmp/nan-figure.h5" "$tmp/golden.h5"
+run "gate: run status error" 1 "status" -- compare "$tmp/status-error.h5" "$tmp/golden.h5"
+run "gate: golden status error" 2 "status 'error'" -- compare "$tmp/golden.h5" "$tmp/status-error.h5"
+run "gate: other tokens" 2 "not comparable" -- compare "$tmp/other-tokens.h5" "$tmp/golden.h5"
+run "gate: other recipe" 2 "not comparable" -- compare "$tmp/other-recipe.h5" "$tmp/golden.h5"
+run "gate: external link" 2 "external-link.h5.*link" -- compare "$tmp/golden.h5" "$tmp/external-link.h5"
+
+# 6. outputs: never over a non-regular file, never into a user's folder, no temporaries on SIGTERM
+mkfifo "$tmp/outfifo"
+run "--out over a FIFO" 2 "outfifo: exists and is not a regular file" -- trace "$root/golden/clean-v4" --backend cpu --out "$tmp/outfifo"
+mkdir "$tmp/user"; echo mine >"$tmp/user/model.safetensors"
+run "synth into a user's folder" 2 "user: exists and is not empty" -- synth "$tmp/user" --recipe llama
+[ "$(cat "$tmp/user/model.safetensors")" = mine ] && pass=$((pass + 1)) || { echo "FAIL: user's file changed"; fail=$((fail + 1)); }
+"$bin" trace "$root/golden/clean-v4" --backend cpu --out "$tmp/r.h5" >/dev/null 2>&1
+left=0
+for d in 0.01 0.02 0.05 0.1 0.2; do
+  "$bin" report "$tmp/r.h5" --html "$tmp/page.html" >/dev/null 2>&1 &
+  p=$!; sleep "$d"; kill -TERM $p 2>/dev/null; wait $p 2>/dev/null
+  ls "$tmp"/page.html.tmp >/dev/null 2>&1 && left=$((left + 1))
+done
+[ $left -eq 0 ] && pass=$((pass + 1)) || { echo "FAIL: SIGTERM during report left page.html.tmp ($left of 5)"; fail=$((fail + 1)); }
+( umask 027; "$bin" trace "$root/golden/clean-v4" --backend cpu --out "$tmp/mode.h5" >/dev/null 2>&1 )
+[ "$(stat -c %a "$tmp/mode.h5")" = 640 ] && pass=$((pass + 1)) || { echo "FAIL: trace mode $(stat -c %a "$tmp/mode.h5") under umask 027 (want 640)"; fail=$((fail + 1)); }
+
+# 7. options that match nothing, prompts that do not fit
+run "--layers past the model" 2 "--layers 7-7: .* has 2 layers" -- trace "$root/golden/clean-v4" --layers 7 "${T[@]}"
+run "--override matching nothing" 2 "nothing.by.this.name" -- trace "$root/golden/clean-v4" --override nothing.by.this.name=1 "${T[@]}"
+seq 0 999999 | awk '{ print $1 % 256 }' >"$tmp/million"
+run "10^6 tokens" 2 "1000000 tokens need at least" -- trace "$root/golden/seed-bug-v4" --tokens-file "$tmp/million" --max-memory 1G "${T[@]}"
+seq 0 256 >"$tmp/t257"
+run "prompt past the context" 2 "max_position_embeddings 256" -- trace "$root/golden/conformance/llama/nvfp4" --tokens-file "$tmp/t257" "${T[@]}"
+
+# 8. a checkpoint with nothing quantized says so; control characters never reach the terminal raw
+run "unquantized checkpoint" 0 "holds no quantized stage" -- trace "$root/golden/conformance/llama/bf16" "${T[@]}"
+run "control characters in a name" 2 'no\\x1b\[31m' -- trace "$root/golden/clean-v4" --recipe "$(printf 'no\033[31mred')" "${T[@]}"
+grep -q "$(printf '\033')" "$tmp/out" && { echo "FAIL: raw ESC on the terminal"; fail=$((fail + 1)); } || pass=$((pass + 1))
+
+echo "bad-input corpus: $pass passed, $fail failed"
+[ $fail -eq 0 ]
