@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 secs="${1:-60}"
 shift || true
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(safetensors ckpt recipe stack tolerances trace tokens)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(safetensors ckpt recipe stack tolerances trace tokens pipeline bundle index)
 CC="${CC:-clang}"
 command -v "$CC" >/dev/null || { echo "fuzz.sh: $CC not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
 
