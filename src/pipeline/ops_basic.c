@@ -283,6 +283,9 @@ static const struct { const char *name; nd_op_fn fn; } ops[] = {
     {"compress", nd_op_compress}, {"indexer", nd_op_indexer}, {"attention_compressed", nd_op_attention_compressed},
 };
 
+int nd_op_count(void) { return (int)(sizeof ops / sizeof ops[0]); }
+const char *nd_op_name(int i) { return i >= 0 && i < nd_op_count() ? ops[i].name : NULL; }
+
 nd_op_fn nd_op_lookup(const char *name) {
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         if (!strcmp(ops[i].name, name)) return ops[i].fn;

@@ -13,6 +13,7 @@
 #include "probes.h"
 #include "verdict.h"
 #include "nd_config.h"
+#include "op_desc.h"
 
 static void row_init(nd_row *f) {
     memset(f, 0, sizeof *f);
@@ -298,6 +299,7 @@ static int run_open(nd_run *r, const char *ckpt_dir, const char *recipe, const c
     r->cfg = nd_ckpt_config(r->ck);
     if (recipe) ND_TRY(nd_recipe_load(recipe, &r->rc, e));
     else ND_TRY(nd_recipe_for_model_type(r->cfg->model_type, &r->rc, e));
+    ND_TRY(nd_op_validate_recipe(r->rc, e));
     r->naming = pick_naming(r->rc, r->ck);
     ND_TRY(open_backend(backend, device, &r->be, e));
     if (!tokens || !ntok) {

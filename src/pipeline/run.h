@@ -143,6 +143,9 @@ int nd_head_logits(nd_run *r, const nd_buf *ref, const nd_buf *prod, nd_row *f, 
 
 /* ---- ops ---- */
 nd_op_fn nd_op_lookup(const char *name);
+/* The ops the pipeline runs, by index (their descriptors: op_desc.h). */
+int nd_op_count(void);
+const char *nd_op_name(int i);
 
 
 /* (weights.c) production operand: codes x e4m3 block scales, global factors left to alpha */

@@ -1,0 +1,238 @@
+/* op_desc.c — the op table (op_desc.h). Keep each entry in step with what its op reads
+ * (tests/pipeline/op_desc_coverage.sh checks the names against the source). */
+#include "op_desc.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REQ(n, k, doc) {n, k, 1, "", doc}
+#define OPT(n, k, d, doc) {n, k, 0, d, doc}
+
+static const nd_op_desc OPS[] = {
+    {"embedding", "the rows of the embedding matrix for the prompt's token ids", 0,
+     {REQ("weight", ND_AK_TENSOR, "the embedding matrix [vocab, hidden]")}},
+    {"tensor", "a checkpoint tensor as a buffer (e.g. a learned bias added later)", 0,
+     {REQ("weight", ND_AK_TENSOR, "the 2-D tensor")}},
+    {"hc_expand", "hyper-connections: the residual stream copied into n streams", 0,
+     {REQ("n", ND_AK_NUM, "hc_mult, the number of streams")}},
+    {"rmsnorm", "RMSNorm over the last dimension (or over groups of it), times the weight", 0,
+     {REQ("eps", ND_AK_NUM, "epsilon added to the mean square"),
+      OPT("group", ND_AK_NUM, "0 (the whole row)", "normalise each group of this many values (per-head q/k norms)"),
+      OPT("weight", ND_AK_TENSOR, "none (no scale)", "the norm weight")}},
+    {"rope", "rotary position embedding of the rotated part of each head", 0,
+     {REQ("heads", ND_AK_NUM, "heads in the input"), REQ("head_dim", ND_AK_NUM, "values per head"),
+      REQ("rot_dim", ND_AK_NUM, "rotated values per head"), REQ("theta", ND_AK_NUM, "rope_theta"),
+      OPT("inverse", ND_AK_FLAG, "0", "rotate by the negative angle (V4's output de-rotation)"),
+      OPT("interleaved", ND_AK_FLAG, "1", "pairs are adjacent values (1) or the two halves (0, GPT-NeoX style)"),
+      OPT("rot_first", ND_AK_FLAG, "0", "the rotated part is the first rot_dim values of a head (1) or the last (0)"),
+      OPT("yarn", ND_AK_FLAG, "0", "apply the config's YaRN rope scaling"),
+      OPT("compressed_theta", ND_AK_NUM, "none", "the theta of compressed layers (V4), used where the layer compresses")}},
+    {"attention", "causal softmax attention, optional sliding window and attention sinks", 0,
+     {REQ("heads", ND_AK_NUM, "query heads"), REQ("head_dim", ND_AK_NUM, "values per head"),
+      OPT("kv_heads", ND_AK_NUM, "1", "key/value heads (grouped-query attention)"),
+      OPT("window", ND_AK_NUM, "0 (none)", "sliding window in tokens"),
+      OPT("scale", ND_AK_NUM, "1/sqrt(head_dim)", "score scale"),
+      OPT("yarn_mscale", ND_AK_NUM, "0", "YaRN mscale applied to the score scale"),
+      OPT("sinks", ND_AK_TENSOR, "none", "per-head sink logits (in the softmax denominator only)")}},
+    {"attention_compressed", "V4 attention over the sliding window and the compressed KV of the layer", 0,
+     {REQ("heads", ND_AK_NUM, "query heads"), REQ("head_dim", ND_AK_NUM, "values per head"),
+      OPT("rate", ND_AK_NUM, "the layer's compress_ratios entry", "compression rate"),
+      OPT("window", ND_AK_NUM, "0", "sliding window in tokens"), OPT("scale", ND_AK_NUM, "1/sqrt(head_dim)", "score scale"),
+      OPT("sinks", ND_AK_TENSOR, "none", "per-head sink logits")}},
+    {"compress", "V4 KV compressor: gated pooling of rate tokens (with overlap), norm and rope", 0,
+     {REQ("head_dim", ND_AK_NUM, "values per compressed entry"), REQ("eps", ND_AK_NUM, "norm epsilon"),
+      REQ("rot_dim", ND_AK_NUM, "rotated values"), REQ("position_bias", ND_AK_TENSOR, "the learned position bias"),
+      OPT("norm", ND_AK_TENSOR, "", "the norm weight (required with position_bias)"),
+      OPT("rate", ND_AK_NUM, "the layer's compress_ratios entry", "compression rate"),
+      OPT("overlap", ND_AK_FLAG, "0", "windows overlap by half (CSA)"),
+      OPT("theta", ND_AK_NUM, "", "rope theta (required when rot_dim > 0)"),
+      OPT("compressed_theta", ND_AK_NUM, "none", "rope theta of compressed layers"),
+      OPT("yarn", ND_AK_FLAG, "0", "apply YaRN rope scaling")}},
+    {"indexer", "V4 lightning indexer: top-k compressed entries per query", 0,
+     {REQ("heads", ND_AK_NUM, "indexer heads"), REQ("head_dim", ND_AK_NUM, "values per head"),
+      REQ("topk", ND_AK_NUM, "entries kept per query"),
+      OPT("rate", ND_AK_NUM, "the layer's compress_ratios entry", "compression rate"),
+      OPT("scale", ND_AK_NUM, "1/sqrt(head_dim)", "score scale"),
+      OPT("weights_scale", ND_AK_NUM, "1/sqrt(heads)", "scale of the per-head weights")}},
+    {"hc_pre", "hyper-connections before a block: Sinkhorn-normalised mixing of the n streams into one", 0,
+     {REQ("n", ND_AK_NUM, "hc_mult"), REQ("iters", ND_AK_NUM, "Sinkhorn iterations"), REQ("eps", ND_AK_NUM, "norm epsilon"),
+      REQ("hc_eps", ND_AK_NUM, "hc epsilon"), REQ("params", ND_AK_TENSOR, "prefix of the .fn/.base/.scale tensors")}},
+    {"hc_post", "hyper-connections after a block: the block output mixed back into the n streams", 0, {{0}}},
+    {"hc_head", "hyper-connections before the head: the n streams reduced to one", 0,
+     {REQ("n", ND_AK_NUM, "hc_mult"), REQ("eps", ND_AK_NUM, "norm epsilon"), REQ("hc_eps", ND_AK_NUM, "hc epsilon"),
+      REQ("params", ND_AK_TENSOR, "prefix of the .hc_fn/.hc_base/.hc_scale tensors")}},
+    {"add", "elementwise sum of the inputs (residual)", 0, {{0}}},
+    {"identity", "the input unchanged (a named point of the trace)", 0, {{0}}},
+    {"split", "the input's columns split into the outputs", 0,
+     {OPT("groups", ND_AK_NUM, "1", "split each of this many groups the same way"),
+      OPT("sizes", ND_AK_TEXT, "equal parts", "comma-separated column counts (numbers or $config keys)")}},
+    {"concat", "the inputs' columns side by side", 0,
+     {OPT("groups", ND_AK_NUM, "1", "interleave per group"),
+      OPT("broadcast", ND_AK_TEXT, "none", "inputs repeated across heads (comma-separated input positions)")}},
+    {"linear", "a checkpoint linear module on both paths: the reference with dequantized weights, production "
+               "as the stack's kernel computes it (NVFP4 W4A4, weight-only or FP8)", 1,
+     {OPT("fused", ND_AK_TEXT, "none", "comma-separated sibling modules fused with this one (the stack's shared-scale rule)"),
+      OPT("act_fp8_group", ND_AK_NUM, "0 (none)", "production FP8 activation quantization group (DeepSeek FP8)"),
+      OPT("logits", ND_AK_FLAG, "0", "the model's head: also KL divergence and top-1 agreement of the logits")}},
+    {"grouped_linear", "a grouped projection (V4's o_a): groups independent linears over column groups", 1,
+     {REQ("groups", ND_AK_NUM, "number of groups"),
+      OPT("fused", ND_AK_TEXT, "none", "fused siblings"),
+      OPT("act_fp8_group", ND_AK_NUM, "0 (none)", "production FP8 activation group"),
+      OPT("logits", ND_AK_FLAG, "0", "as for linear")}},
+    {"router", "MoE router: scores, grouped top-k with correction bias or hash routing, weights", 0,
+     {REQ("experts", ND_AK_NUM, "routed experts"), REQ("top_k", ND_AK_NUM, "experts per token"),
+      OPT("n_group", ND_AK_NUM, "0 (no groups)", "expert groups (DeepSeek grouped top-k)"),
+      OPT("topk_group", ND_AK_NUM, "0", "groups kept per token"),
+      OPT("norm", ND_AK_FLAG, "1", "renormalise the top-k weights"),
+      OPT("scaling", ND_AK_NUM, "1", "routed_scaling_factor"),
+      OPT("score", ND_AK_TEXT, "score_default", "scoring function (softmax, sigmoid, sqrtsoftplus) or a $config key"),
+      OPT("score_default", ND_AK_TEXT, "softmax", "scoring function when the config has none"),
+      OPT("weight", ND_AK_TENSOR, "none", "router gate weight"),
+      OPT("hash", ND_AK_TENSOR, "none", "token-to-expert table (hash layers)"),
+      OPT("bias", ND_AK_TENSOR, "none", "score correction bias")}},
+    {"moe_experts", "the routed experts (SwiGLU) combined with the router's weights", 1,
+     {REQ("experts", ND_AK_NUM, "routed experts"),
+      OPT("limit", ND_AK_NUM, "0 (none)", "SwiGLU clamp (swiglu_limit)")}},
+    {"mlp", "a dense SwiGLU MLP (gate/up/down) or shared expert", 1,
+     {OPT("limit", ND_AK_NUM, "0 (none)", "SwiGLU clamp")}},
+    {"fp8_sim", "production FP8 block quantization of an activation (DeepSeek FP8 recipes)", 0,
+     {REQ("cols", ND_AK_NUM, "columns"), OPT("group", ND_AK_NUM, "64", "values per scale"),
+      OPT("pow2", ND_AK_FLAG, "1", "round the scales to powers of two")}},
+    {"kv_cache", "the KV cache as the stack stores it: FP8 E4M3 with the checkpoint's k/v scales under a "
+                 "kv_cache: fp8 stack, else unchanged", 1,
+     {OPT("latent", ND_AK_FLAG, "0", "the input is MLA's compressed latent (one row, k_scale)")}},
+};
+
+static const nd_attr_desc COMMON[] = {
+    OPT("tf", ND_AK_TEXT, "none", "with --ref-numerics transformers: the BF16 rounding variant transformers takes in this "
+        "stage (bf16, bf16_then_weight, rsqrt_bf16, bf16_products, bf16_logits, bf16_logits_weights)"),
+};
+
+const nd_op_desc *nd_op_descs(int *n) {
+    *n = (int)(sizeof OPS / sizeof OPS[0]);
+    return OPS;
+}
+
+const nd_op_desc *nd_op_desc_find(const char *op) {
+    for (size_t i = 0; i < sizeof OPS / sizeof OPS[0]; i++)
+        if (!strcmp(OPS[i].name, op)) return &OPS[i];
+    return NULL;
+}
+
+const nd_attr_desc *nd_op_common_attrs(int *n) {
+    *n = (int)(sizeof COMMON / sizeof COMMON[0]);
+    return COMMON;
+}
+
+/* Levenshtein distance, capped (names are short) */
+static int dist(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 47 || lb > 47) return 99;
+    int d[48][48];
+    for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            int c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < c) c = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < c) c = d[i][j - 1] + 1;
+            d[i][j] = c;
+        }
+    return d[la][lb];
+}
+
+static const nd_attr_desc *find_attr(const nd_op_desc *op, const char *name) {
+    for (int i = 0; i < ND_OP_MAX_ATTRS && op->attrs[i].name; i++)
+        if (!strcmp(op->attrs[i].name, name)) return &op->attrs[i];
+    for (size_t i = 0; i < sizeof COMMON / sizeof COMMON[0]; i++)
+        if (!strcmp(COMMON[i].name, name)) return &COMMON[i];
+    return NULL;
+}
+
+/* the closest declared name within distance 2, or NULL */
+static const char *suggest(const nd_op_desc *op, const char *name) {
+    const char *best = NULL;
+    int bd = 3;
+    for (int i = 0; i < ND_OP_MAX_ATTRS && op->attrs[i].name; i++) {
+        int d = dist(name, op->attrs[i].name);
+        if (d < bd) { bd = d; best = op->attrs[i].name; }
+    }
+    return best;
+}
+
+/* a number attribute: terms separated by '+', each a number, $key or -$key */
+static int num_ok(const char *v) {
+    const char *p = v;
+    for (;;) {
+        size_t n = strcspn(p, "+");
+        if (n == 0 || n >= 160) return 0;
+        char term[160];
+        memcpy(term, p, n);
+        term[n] = 0;
+        const char *t = term;
+        if (t[0] == '-' && t[1] == '$') t++;
+        if (t[0] == '$') {
+            if (!t[1]) return 0;
+        } else {
+            char *end;
+            (void)strtod(t, &end);
+            if (end == t || *end) return 0;
+        }
+        if (!p[n]) return 1;
+        p += n + 1;
+    }
+}
+
+static int check_stage(const nd_recipe *rc, const nd_stage_def *s, nd_err *e) {
+    const nd_op_desc *op = nd_op_desc_find(s->op);
+    if (!op) {
+        int n;
+        const nd_op_desc *all = nd_op_descs(&n);
+        const char *best = NULL;
+        int bd = 3;
+        for (int i = 0; i < n; i++) {
+            int d = dist(s->op, all[i].name);
+            if (d < bd) { bd = d; best = all[i].name; }
+        }
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s: unknown op '%s'%s%s%s (nvfp4dbg explain --ops lists them)",
+                       rc->path, s->line, s->name, s->op, best ? " (did you mean '" : "", best ? best : "", best ? "'?)" : "");
+    }
+    for (int i = 0; i < s->n_attrs; i++) {
+        const char *k = s->attrs[i].key, *v = s->attrs[i].value;
+        const nd_attr_desc *a = find_attr(op, k);
+        if (!a) {
+            const char *best = suggest(op, k);
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s (op %s): unknown attribute '%s'%s%s%s", rc->path, s->line,
+                           s->name, s->op, k, best ? " (did you mean '" : "", best ? best : "", best ? "'?)" : "");
+        }
+        if ((a->kind == ND_AK_NUM || a->kind == ND_AK_FLAG) && !num_ok(v))
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s (op %s): attribute %s must be a number or a $config key, not '%s'",
+                           rc->path, s->line, s->name, s->op, k, v);
+        if (a->kind == ND_AK_FLAG && v[0] != '$' && strcmp(v, "0") && strcmp(v, "1"))
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s (op %s): attribute %s must be 0 or 1, not '%s'", rc->path,
+                           s->line, s->name, s->op, k, v);
+        if (a->kind == ND_AK_TENSOR && !v[0])
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s (op %s): attribute %s names no tensor", rc->path, s->line,
+                           s->name, s->op, k);
+    }
+    for (int i = 0; i < ND_OP_MAX_ATTRS && op->attrs[i].name; i++) {
+        if (!op->attrs[i].required) continue;
+        int have = 0;
+        for (int j = 0; j < s->n_attrs && !have; j++) have = !strcmp(s->attrs[j].key, op->attrs[i].name);
+        if (!have)
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s (op %s): needs attribute '%s' (%s)", rc->path, s->line,
+                           s->name, s->op, op->attrs[i].name, op->attrs[i].doc);
+    }
+    if (op->module && !s->module[0])
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s (op %s): needs 'module' (the checkpoint module it runs)", rc->path,
+                       s->line, s->name, s->op);
+    return 0;
+}
+
+int nd_op_validate_recipe(const nd_recipe *rc, nd_err *e) {
+    const nd_stage_def *secs[3] = {rc->prologue, rc->layer, rc->epilogue};
+    const int ns[3] = {rc->n_prologue, rc->n_layer, rc->n_epilogue};
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < ns[k]; i++) ND_TRY(check_stage(rc, &secs[k][i], e));
+    return 0;
+}
