@@ -12,6 +12,7 @@
 #include "diagnose/catalogue.h"
 #include "trace_stacks.h"
 #include "trace_findings.h"
+#include "trace_text.h"
 #include "util/term.h"
 
 static const char *usage_text =
@@ -44,7 +45,10 @@ static const char *usage_text =
     "  --prod-dump FILE.safetensors  activations captured from a real serving stack (tensors named\n"
     "                            after stages or modules, `<name>.input` optional; tools/capture_hook.py)\n"
     "                            judged against the reference path as rows of mode \"captured\"\n"
-    "  --json                    one JSON document on stdout instead of the table\n"
+    "  --table                   every row (stage, op, mode, amax, NaN, cosine, SQNR, verdict) instead of\n"
+    "                            the summary (the header, one line per layer, the diagnosis in brief)\n"
+    "  --stage PATTERN           only the rows whose name holds PATTERN (a glob with * ? [...]); implies --table\n"
+    "  --json                    one JSON document on stdout instead of the text\n"
     "  --no-color                no colours (also NO_COLOR=1)\n"
     "  --no-probes               benchmark baseline: run both paths and modes, measure nothing\n"
     "  --explain-all             also diagnose (by repair) up to 4 more diverged stages after the first\n"
@@ -59,31 +63,6 @@ static const char *usage_text =
 
 
 static int color_on(int no_color) { return !no_color && !getenv("NO_COLOR") && isatty(1); }
-
-static void print_table(const nd_trace_result *res, int64_t first, int color) {
-    printf("%-46s %-14s %-8s %10s %10s %6s %9s %7s  %s\n", "stage", "op", "mode", "ref_amax", "prod_amax", "NaN", "cosine",
-           "SQNR", "verdict");
-    for (int64_t i = 0; i < res->nrows; i++) {
-        const nd_row *r = &res->rows[i];
-        int bad = strcmp(r->verdict, "ok") != 0;
-        const char *on = "", *off = "";
-        if (color && i == first) { on = "\033[1;31m"; off = "\033[0m"; }
-        else if (color && bad) { on = "\033[33m"; off = "\033[0m"; }
-        /* two all-zero outputs agree trivially: never shown as cosine 1 / SQNR 200 */
-        char cs[16], sq[16];
-        if (r->ref_amax == 0 && r->prod_amax == 0 && r->prod_nan + r->prod_inf + r->ref_nan + r->ref_inf == 0) {
-            snprintf(cs, sizeof cs, "all-zero");
-            snprintf(sq, sizeof sq, "-");
-        } else {
-            snprintf(cs, sizeof cs, "%.5f", r->cosine);
-            snprintf(sq, sizeof sq, "%.1f", r->sqnr_db);
-        }
-        char nm[4 * ND_NAME_LEN];
-        printf("%s%-46.46s %-14.14s %-8.8s %10.4g %10.4g %6lld %9s %7s  %s%s%s\n", on, nd_term_safe(r->name, nm, sizeof nm), r->op, r->mode,
-               r->ref_amax, r->prod_amax, (long long)(r->prod_nan + r->prod_inf), cs, sq, r->verdict,
-               i == first ? "   <== first divergence" : "", off);
-    }
-}
 
 static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
@@ -166,30 +145,6 @@ static void print_json(const nd_trace_result *res, const char *out, const nd_dia
     char *s = json_dumps(root, JSON_INDENT(1));
     if (s) { puts(s); free(s); }
     json_decref(root);
-}
-
-static void print_diagnosis(const nd_diagnosis *d, int n) {
-    for (int i = 0; i < n; i++) {
-        const nd_cause *c = nd_cause_find(d[i].cause);
-        char nm[4 * ND_NAME_LEN], ev[1024], nx[4096];
-        printf("\n%s %s: cause %s%s\n", i ? "also diverged:" : "diagnosis of", nd_term_safe(d[i].row, nm, sizeof nm), d[i].cause,
-               d[i].proof == ND_PROOF_REPAIR ? " (proven by repair)" : d[i].proof == ND_PROOF_STATIC ? " (static fact)" : " (no repair restores it)");
-        if (c) printf("  %s\n", c->sentence);
-        printf("  evidence: %s\n", nd_term_safe(d[i].evidence, ev, sizeof ev));
-        if (d[i].n_tries) {
-            printf("  repairs replayed on the stage (SQNR before %.1f dB):\n", d[i].base.sqnr_db);
-            for (int j = 0; j < d[i].n_tries; j++) {
-                const nd_diag_try *t = &d[i].tries[j];
-                if (t->failed) printf("    %-24s %-70.70s replay failed\n", t->rep.name, t->rep.what);
-                else if (t->row.ref_amax == 0 && t->row.prod_amax == 0)
-                    printf("    %-24s %-70.70s both outputs all-zero\n", t->rep.name, t->rep.what);
-                else printf("    %-24s %-70.70s SQNR %6.1f dB (floor %5.1f)%s\n", t->rep.name, t->rep.what, t->row.sqnr_db,
-                            t->row.floor_sqnr_db, t->restored ? "  restores" : "");
-            }
-        }
-        if (d[i].next_command[0]) printf("  next: %s\n", nd_term_safe(d[i].next_command, nx, sizeof nx));
-        else if (c && c->next_step[0]) printf("  next: %s\n", c->next_step);
-    }
 }
 
 /* The head row of a run's chained path: the end-to-end effect on the logits. */
@@ -316,7 +271,8 @@ int nd_cmd_trace(int argc, char **argv) {
     nd_diagnosis *diag = NULL;
     int ndiag = 0;
     json_t *check = NULL, *sweep = NULL, *findings = NULL;
-    const char *stacks = NULL;
+    const char *stacks = NULL, *stage = NULL;
+    int table = 0;
     nd_err e = {0};
     if (!ovr) return ND_EXIT_INTERNAL;
     for (int i = 1; i < argc && !rc; i++) {
@@ -354,6 +310,8 @@ int nd_cmd_trace(int argc, char **argv) {
             o.ref_numerics = v;
         }
         else if (!strcmp(a, "--json")) json = 1;
+        else if (!strcmp(a, "--table")) table = 1;
+        else if (!strcmp(a, "--stage")) { NEED(); stage = v; table = 1; }
         else if (!strcmp(a, "--no-probes")) o.no_probes = 1;
         else if (!strcmp(a, "--explain-all")) explain_all = 1;
         else if (!strcmp(a, "--apply-repair")) apply_repair = 1;
@@ -404,16 +362,18 @@ int nd_cmd_trace(int argc, char **argv) {
         if (!strcmp(res.rows[i].name, res.summary.first_divergence) && !strcmp(res.rows[i].mode, res.summary.first_divergence_mode)) { first = i; break; }
     if (json) { print_json(&res, o.out_path, diag, ndiag, check, sweep, findings); check = sweep = findings = NULL; }
     else {
-        printf("nvfp4dbg trace: %s  recipe %s  format %s  stack %s  backend %s (%s)\n", o.ckpt_dir, res.recipe, res.format, res.stack, res.backend, res.device);
-        print_table(&res, first, color_on(no_color));
-        char msg[4 * sizeof res.summary.message];
-        printf("\n%s\n", nd_term_safe(res.summary.message, msg, sizeof msg));
-        print_diagnosis(diag, ndiag);
-        if (!o.no_probes && (rc = nd_trace_stack_findings(o.ckpt_dir, o.stack, 0, NULL, &e))) {
+        /* summary first (issue 22): header, the static findings that break this stack, one line
+         * per layer, the verdict and the diagnosis last, where the screen ends */
+        const int width = nd_term_width(1), color = color_on(no_color);
+        nd_trace_print_header(&o, &res, width);
+        if (!o.no_probes && (rc = nd_trace_stack_findings(o.ckpt_dir, o.stack, table ? 0 : 2, NULL, &e))) {
             nd_cli_error(&e);
             nd_trace_result_free(&res);
             goto out;
         }
+        if (table) { printf("\n"); nd_trace_print_table(&res, first, color, stage, width); }
+        else nd_trace_print_layers(&res, first, color, width);
+        nd_trace_print_verdict(&res, diag, ndiag, table, width);
         if (apply_repair && ndiag && (rc = check_repair(&o, &res, &diag[0], json, &check, &e))) {
             nd_cli_error(&e);
             nd_trace_result_free(&res);

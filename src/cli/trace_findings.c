@@ -18,12 +18,12 @@ int nd_trace_stack_findings(const char *ckpt_dir, const char *stack_name, int js
     int rc = nd_stack_load(stack_name ? stack_name : "exact", &st, e);
     if (!rc) rc = nd_ckpt_open(ckpt_dir, &ck, e);
     if (!rc) rc = nd_ckpt_check(ck, &f, NULL, e);
-    json_t *list = json ? json_array() : NULL;
+    json_t *list = json == 1 ? json_array() : NULL;
     int shown = 0;
     for (size_t i = 0; !rc && i < f.n; i++) {
         const nd_finding *x = &f.v[i];
         if (!nd_stack_breaks(&st, x->kind)) continue;
-        if (json) {
+        if (json == 1) {
             json_t *o = json_object();
             json_object_set_new(o, "code", json_string(x->code));
             json_object_set_new(o, "module", json_string(x->module));
@@ -31,13 +31,23 @@ int nd_trace_stack_findings(const char *ckpt_dir, const char *stack_name, int js
             json_array_append_new(list, o);
         } else if (shown < 8) {
             char m[1024], mod[1024];
-            if (!shown) printf("\nstatic findings that break stack %s (nvfp4dbg inspect %s --stack %s lists them all):\n", st.name, ckpt_dir, st.name);
-            printf("  %-22s %s: %s\n", x->code, nd_term_safe(x->module, mod, sizeof mod), nd_term_safe(x->msg, m, sizeof m));
+            char line[2600];
+            const int width = nd_term_width(1);
+            if (!shown) {
+                if (json == 2) snprintf(line, sizeof line, "static findings that break stack %s (nvfp4dbg inspect %s --stack %s):", st.name, ckpt_dir, st.name);
+                else snprintf(line, sizeof line, "static findings that break stack %s (nvfp4dbg inspect %s --stack %s lists them all):", st.name, ckpt_dir, st.name);
+                if (json != 2) printf("\n");
+                nd_term_wrap(stdout, line, 2, 0, width);
+            }
+            if (json == 2) snprintf(line, sizeof line, "%-22s %s", x->code, nd_term_safe(x->module, mod, sizeof mod));
+            else snprintf(line, sizeof line, "%-22s %s: %s", x->code, nd_term_safe(x->module, mod, sizeof mod), nd_term_safe(x->msg, m, sizeof m));
+            printf("  ");
+            nd_term_wrap(stdout, line, 4, 2, width);
         }
         shown++;
     }
-    if (!rc && !json && shown > 8) printf("  ... and %d more\n", shown - 8);
-    if (!rc && json) *out = list;
+    if (!rc && json != 1 && shown > 8) printf("  ... and %d more\n", shown - 8);
+    if (!rc && json == 1) *out = list;
     else if (list) json_decref(list);
     nd_findings_free(&f);
     if (ck) nd_ckpt_close(ck);

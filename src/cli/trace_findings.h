@@ -4,6 +4,7 @@
 #include <jansson.h>
 #include "util/err.h"
 
-/* Print them (or with json return them as a list in *out); nothing when there are none. */
+/* Print them (json 0: code, module and message; 2: code and module, the summary's brief form) or
+ * with json 1 return them as a list in *out; nothing when there are none. */
 int nd_trace_stack_findings(const char *ckpt_dir, const char *stack_name, int json, json_t **out, nd_err *e);
 #endif

@@ -16,3 +16,43 @@ const char *nd_term_safe(const char *in, char *out, size_t cap) {
     out[o] = 0;
     return out;
 }
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+int nd_term_width(int fd) {
+    struct winsize ws;
+    if (isatty(fd) && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col < 20 ? 20 : ws.ws_col;
+    const char *c = getenv("COLUMNS");
+    if (c && *c) {
+        char *end;
+        long v = strtol(c, &end, 10);
+        if (!*end && v > 0) return v < 20 ? 20 : v > 100000 ? 100000 : (int)v;
+    }
+    return 0;
+}
+
+void nd_term_wrap(FILE *f, const char *text, int indent, int col, int width) {
+    const char *p = text ? text : "";
+    if (width <= 0 || width - indent < 10) { fprintf(f, "%s\n", p); return; }
+    while (*p) {
+        size_t len = strlen(p), room = (size_t)(width - col);
+        if (len <= room) { fputs(p, f); break; }
+        /* the last space that keeps the line within the width; a word longer than a line is
+         * printed whole (names are never cut) */
+        size_t cut = 0;
+        for (size_t i = 0; i <= room && i < len; i++) if (p[i] == ' ') cut = i;
+        if (!cut && col > indent) { fprintf(f, "\n%*s", indent, ""); col = indent; continue; }
+        if (!cut) { cut = strcspn(p, " "); if (!p[cut]) { fputs(p, f); break; } }
+        size_t keep = cut;
+        while (keep && p[keep - 1] == ' ') keep--;
+        fwrite(p, 1, keep, f);
+        fprintf(f, "\n%*s", indent, "");
+        col = indent;
+        p += cut;
+        while (*p == ' ') p++;
+    }
+    fputc('\n', f);
+}

@@ -6,4 +6,12 @@
 
 /* out = in with every byte below 0x20 and 0x7F written as \xNN (always terminated); returns out. */
 const char *nd_term_safe(const char *in, char *out, size_t cap);
+/* Columns of the terminal on fd (ioctl TIOCGWINSZ), else $COLUMNS, else 0: no limit (a pipe or a
+ * file gets whole lines). At least 20. */
+int nd_term_width(int fd);
+/* Print text from column col (the caller already printed that much of the line), wrapped at
+ * spaces to width columns, continuation lines indented by indent; ends with a newline. width 0:
+ * one line. Words are never cut. */
+#include <stdio.h>
+void nd_term_wrap(FILE *f, const char *text, int indent, int col, int width);
 #endif

@@ -10,7 +10,7 @@ trap 'rm -rf "$tmp"' EXIT
 pass=0; fail=0
 ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
 
-"$bin" trace "$root/golden/seed-bug-v4" --backend cpu --no-color --out "$tmp/seed.h5" >"$tmp/out" 2>&1
+"$bin" trace "$root/golden/seed-bug-v4" --backend cpu --no-color --table --out "$tmp/seed.h5" >"$tmp/out" 2>&1
 rc=$?
 ok "seed trace exits 1 (got $rc)" '[ $rc -eq 1 ]'
 ok "closing line names q_a_proj and scale_inverted" 'grep -q "first divergence at layers.0.self_attn.q_a_proj (isolated).*scale_inverted" "$tmp/out"'

@@ -12,7 +12,7 @@ fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 
 # a real trace of the seed-bug checkpoint (exit 1: the seed bug is found)
-"$bin" trace "$root/golden/seed-bug-v4" --out "$tmp/t.h5" > "$tmp/trace.txt" 2>&1
+"$bin" trace "$root/golden/seed-bug-v4" --table --out "$tmp/t.h5" > "$tmp/trace.txt" 2>&1
 rc=$?
 [ $rc -eq 1 ] || { cat "$tmp/trace.txt"; bad "trace exit $rc, expected 1"; exit 1; }
 nrows=$(grep -cE '^[^ ]+ +[^ ]+ +(isolated|chained) ' "$tmp/trace.txt")
