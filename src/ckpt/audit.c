@@ -272,7 +272,9 @@ static int check_config(const nd_ckpt *c, const nd_module *m, const char *const 
                                role == ROLE_ROUTER ? "ReplicatedLinear(quant_config=None)" :
                                role == ROLE_LM_HEAD ? "ParallelLMHead is not a LinearBase" :
                                role == ROLE_EMBED ? "VocabParallelEmbedding" : "a plain parameter");
-    if (stored_q && !s.quantized) {
+    /* an NVFP4 config that excludes a module kept in FP8 is the mixed precision of native-FP8 releases
+     * (DeepSeek-V4's o_a_proj): only packed FP4 codes contradict an exclusion */
+    if (stored_q && !s.quantized && (m->wfmt == ND_WF_NVFP4 || m->wfmt == ND_WF_MXFP4)) {
         char why[400];
         if (s.ignored_by) snprintf(why, sizeof why, "the %s quantization config ignores it (entry \"%s\")", src, s.ignored_by);
         else snprintf(why, sizeof why, "no group of the %s quantization config targets it", src);

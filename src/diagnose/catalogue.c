@@ -16,10 +16,42 @@ static const nd_cause CAUSES[] = {
      "input_scale_pow2: the input scale multiplied by 2^k, k < 0",
      "recalibrate the input scale (or check for a factor applied twice); the --override shown tests it on the whole run"},
     {"scale_underflow",
-     "the activation quantizer multiplier is too small: block scales flush to zero or lose precision as subnormals",
-     "replaying the stage with the input scale multiplied by a power of two brings its SQNR back to the floor",
-     "input_scale_pow2: the input scale multiplied by 2^k, k > 0",
-     "recalibrate the input scale (or check for a missing factor); the --override shown tests it on the whole run"},
+     "the activation quantizer multiplier is too small: block scales flush to zero or lose precision as subnormals; "
+     "or the weight's own block scales are E4M3 subnormals (< 2^-6) although its global scale is finite",
+     "replaying the stage with the input scale multiplied by a power of two brings its SQNR back to the floor; for "
+     "the weight, a static fact: more than 1/8 of its non-zero block scales are subnormal (inspect reports the share "
+     "and the first block's coordinates), and with --reference-checkpoint the stage diverges from the original",
+     "input_scale_pow2: the input scale multiplied by 2^k, k > 0 (the weight's subnormal scales have no repair by "
+     "override: the codes were quantized with them)",
+     "recalibrate the input scale (or check for a missing factor); the --override shown tests it on the whole run. "
+     "Subnormal weight block scales: re-export the weight with a global that maps amax(W) to 448 x 6"},
+    {"quant_config_mismatch",
+     "the quantization config and the tensors disagree: a linear the config ignores holds quantized tensors, a "
+     "linear it quantizes is stored unquantized, or a group's bits / type / group size / strategy or the format "
+     "string contradict the NVFP4 tensors (field reports A17, A28; research/field-bug-reports.md section 3)",
+     "a static fact (inspect): the module and the disagreeing fields; a loader that follows the config builds "
+     "another scheme for the module (vLLM: unexpected key, shape mismatch or 'weights were not initialized')",
+     "",
+     "fix the config (ignore list, config_groups) or re-export the module in the scheme the config says"},
+    {"scale_not_loaded",
+     "a scale tensor is stored under a name the format's loader does not read (the other format's input_scale / "
+     "input_global_scale, weight_scale_2 / weight_global_scale), or a routed expert lacks the scale its siblings "
+     "have: the parameter keeps its initial value (vLLM: torch.empty; the replay: NaN) (field reports C05, A4, A5)",
+     "replaying the stage with the orphan tensor's value loaded under the name the loader reads (or, for an "
+     "expert, its siblings' value) brings it back to the floor; inspect names the orphan statically",
+     "load_orphan_scale: model.<module>.<name the loader reads>=<orphan value>; input_scale_from_sibling: the "
+     "sibling experts' smallest multiplier",
+     "rename the tensor to the format's name (or export the expert's scale); the --override shown loads it for the "
+     "whole run"},
+    {"precision_policy_violation",
+     "a role that must stay high precision (router gate, lm_head, embeddings, norms, hyper-connection parameters) "
+     "is stored quantized, with or without the config saying so (field report C15; ModelOpt PR #1858: routers are "
+     "tiny and sensitive)",
+     "a static fact (inspect): vLLM and SGLang build these roles without a quantization method "
+     "(ReplicatedLinear(quant_config=None), ParallelLMHead, VocabParallelEmbedding), so the packed tensors do not "
+     "load, and the role loses precision where a loader dequantizes them",
+     "",
+     "re-export with the role in the ignore list (router gates: re:.*mlp.gate$, lm_head, embed_tokens)"},
     {"nonfinite_scale",
      "a global scale, quantizer multiplier or alpha is NaN, Inf or zero (a missing, unloaded or zeroed scale)",
      "a static fact on its own; where a calibrated value can be computed, replaying the stage with it restores it",

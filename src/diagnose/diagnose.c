@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "catalogue.h"
+#include "ckpt_repair.h"
 #include "verdict.h"
 
 static int is_static(const char *code) { return !strcmp(code, "nonfinite_scale") || !strcmp(code, "nan_weight_scale"); }
@@ -66,7 +67,10 @@ int nd_diagnose_row(const nd_trace_opts *o, const nd_row *row, nd_diagnosis *d, 
     }
     ND_TRY(nd_pipeline_stage(o, row->name, NULL, 0, &d->base, &d->info, e));
     nd_repair reps[ND_REPAIR_MAX];
-    int nrep = nd_repairs_for(&d->base, &d->info, reps, ND_REPAIR_MAX);
+    /* repairs read from the checkpoint (a scale the loader does not read) come first: they assume
+     * least (the value is in the file) */
+    int nrep = nd_ckpt_repairs_for(o->ckpt_dir, &d->base, &d->info, reps, ND_REPAIR_MAX);
+    nrep += nd_repairs_for(&d->base, &d->info, reps + nrep, ND_REPAIR_MAX - nrep);
     for (int i = 0; i < nrep; i++) {
         nd_diag_try *t = &d->tries[d->n_tries++];
         t->rep = reps[i];
@@ -90,6 +94,15 @@ int nd_diagnose_row(const nd_trace_opts *o, const nd_row *row, nd_diagnosis *d, 
         if (d->tries[i].restored) d->chosen = i;
     const char *st = static_cause(&d->base, &d->info);
     if (!st) st = static_cause(row, &d->info);
+    /* a non-finite multiplier that loading the scale the loader skipped restores is that scale's fault */
+    if (st && d->chosen >= 0 && !strcmp(d->tries[d->chosen].rep.cause, "scale_not_loaded")) st = NULL;
+    /* NaN-looking block-scale bytes that decode right in their own layout or encoding are that
+     * representation's fault (an E8M0 exponent of 127 is E4M3's NaN byte) */
+    if (st && d->chosen >= 0 && (!strcmp(d->tries[d->chosen].rep.cause, "scale_encoding_mismatch") ||
+                                 !strcmp(d->tries[d->chosen].rep.cause, "scale_layout_mismatch")))
+        st = NULL;
+    char ckpt_fact[256] = "";
+    if (!st && d->chosen < 0) st = nd_ckpt_static_cause(o->ckpt_dir, &d->info, ckpt_fact, sizeof ckpt_fact);
     char before[160];
     nd_row_evidence(&d->base, before, sizeof before);
     if (st) {
@@ -101,6 +114,8 @@ int nd_diagnose_row(const nd_trace_opts *o, const nd_row *row, nd_diagnosis *d, 
             snprintf(d->evidence, sizeof d->evidence, "static fact (%s); repair %s restores the stage: SQNR %.1f -> %.1f dB%s",
                      st, d->tries[d->chosen].rep.name, d->base.sqnr_db, d->tries[d->chosen].row.sqnr_db, fl);
         }
+        else if (ckpt_fact[0])
+            snprintf(d->evidence, sizeof d->evidence, "%s; %s", ckpt_fact, before);
         else
             snprintf(d->evidence, sizeof d->evidence, "static fact (%s) on the module; %s", st, before);
     } else if (d->chosen >= 0) {

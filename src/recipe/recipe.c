@@ -1,7 +1,7 @@
 /* recipe.c — recipes/<name>.yaml -> nd_recipe (libyaml document API). */
 #include "recipe.h"
 #include <yaml.h>
-#include "recipe/yaml_depth.h"
+#include "recipe/yaml_doc.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,11 +9,14 @@
 #include <sys/stat.h>
 #include "nd_config.h"
 #include "util/infile.h"
+#include "util/suggest.h"
 
+/* the document is read through src/recipe/yaml_doc.h, the typed reader of every YAML file */
 typedef struct yctx {
     yaml_document_t *doc;
     const char *path;
     nd_err *e;
+    nd_ydoc *d;
 } yctx;
 
 static yaml_node_t *node(yctx *y, int id) { return yaml_document_get_node(y->doc, id); }
@@ -91,25 +94,17 @@ static int parse_stages(yctx *y, yaml_node_t *n, nd_stage_def **out, int *count)
     return 0;
 }
 
-static int parse_number(yctx *y, yaml_node_t *n, double *out) {
-    const char *s = scalar(n);
-    char *end;
-    if (!s) return bad(y, n, "expected a number");
-    *out = strtod(s, &end);
-    if (end == s || *end) return bad(y, n, "expected a number");
-    return 0;
-}
-
 static int parse_thresholds(yctx *y, yaml_node_t *n, nd_thresholds *t) {
     if (n->type != YAML_MAPPING_NODE) return bad(y, n, "'thresholds' must be a mapping");
     for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
         const char *k = scalar(node(y, p->key));
         yaml_node_t *vn = node(y, p->value);
         if (!k) return bad(y, node(y, p->key), "threshold keys must be strings");
-        if (!strcmp(k, "min_cosine")) ND_TRY(parse_number(y, vn, &t->min_cosine));
-        else if (!strcmp(k, "min_sqnr_db")) ND_TRY(parse_number(y, vn, &t->min_sqnr_db));
-        else if (!strcmp(k, "floor_margin_db")) ND_TRY(parse_number(y, vn, &t->floor_margin_db));
-        else if (!strcmp(k, "chained_min_cosine")) ND_TRY(parse_number(y, vn, &t->chained_min_cosine));
+        /* cosines in [-1, 1], decibels within +-400 (a double's SQNR range) */
+        if (!strcmp(k, "min_cosine")) ND_TRY(nd_ydoc_number(y->d, "thresholds.min_cosine", vn, -1, 1, &t->min_cosine));
+        else if (!strcmp(k, "min_sqnr_db")) ND_TRY(nd_ydoc_number(y->d, "thresholds.min_sqnr_db", vn, -400, 400, &t->min_sqnr_db));
+        else if (!strcmp(k, "floor_margin_db")) ND_TRY(nd_ydoc_number(y->d, "thresholds.floor_margin_db", vn, 0, 400, &t->floor_margin_db));
+        else if (!strcmp(k, "chained_min_cosine")) ND_TRY(nd_ydoc_number(y->d, "thresholds.chained_min_cosine", vn, -1, 1, &t->chained_min_cosine));
         else return bad(y, vn, "unknown threshold (known: min_cosine, min_sqnr_db, floor_margin_db, chained_min_cosine)");
     }
     return 0;
@@ -178,36 +173,17 @@ static int parse_root(yctx *y, nd_recipe *r) {
 }
 
 static int load_file(const char *path, nd_recipe **out, nd_err *e) {
-    ND_TRY(nd_input_regular(path, e));
-    FILE *f = fopen(path, "rb");
-    if (!f) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open recipe", path);
-    int deep_line = 0;
-    if (!nd_yaml_depth_ok(f, ND_YAML_MAX_DEPTH, &deep_line)) {
-        fclose(f);
-        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: nested deeper than %d levels", path, deep_line, ND_YAML_MAX_DEPTH);
-    }
-    yaml_parser_t parser;
-    yaml_document_t doc;
-    if (!yaml_parser_initialize(&parser)) { fclose(f); return nd_fail(e, ND_EXIT_INTERNAL, "%s: libyaml init failed", path); }
-    yaml_parser_set_input_file(&parser, f);
+    nd_ydoc d;
+    ND_TRY(nd_ydoc_load(&d, path, "recipe", e));
     int rc = 0;
-    if (!yaml_parser_load(&parser, &doc)) {
-        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: malformed YAML: %s", path, (int)parser.problem_mark.line + 1,
-                     parser.problem ? parser.problem : "parse error");
-        yaml_parser_delete(&parser);
-        fclose(f);
-        return rc;
-    }
     nd_recipe *r = calloc(1, sizeof *r);
     if (!r) rc = nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", path);
     else {
         snprintf(r->path, sizeof r->path, "%s", path);
-        yctx y = {&doc, path, e};
+        yctx y = {&d.doc, path, e, &d};
         rc = parse_root(&y, r);
     }
-    yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
-    fclose(f);
+    nd_ydoc_free(&d);
     if (rc) { nd_recipe_free(r); return rc; }
     *out = r;
     return 0;
@@ -222,13 +198,36 @@ const char *nd_recipe_dir(void) {
     return ND_SOURCE_RECIPES;
 }
 
+/* "; did you mean 'llama'?" when a shipped recipe's name is close to the one asked for */
+static void suggest_recipe(const char *name, char *out, size_t cap) {
+    char names[64][64];
+    const char *cands[64];
+    int n = 0;
+    DIR *d = opendir(nd_recipe_dir());
+    struct dirent *de;
+    while (d && (de = readdir(d)) && n < 64) {
+        size_t len = strlen(de->d_name);
+        if (len < 6 || len - 5 >= 64 || strcmp(de->d_name + len - 5, ".yaml") || !strncmp(de->d_name, "stack-", 6) ||
+            !strncmp(de->d_name, "tolerances", 10)) continue;
+        snprintf(names[n], 64, "%.*s", (int)(len - 5), de->d_name);
+        cands[n] = names[n];
+        n++;
+    }
+    if (d) closedir(d);
+    const char *best = nd_suggest(name, cands, (size_t)n);
+    if (best) snprintf(out, cap, "; did you mean '%s'?", best);
+}
+
 int nd_recipe_load(const char *name, nd_recipe **out, nd_err *e) {
     if (strchr(name, '/') || strstr(name, ".yaml")) return load_file(name, out, e);
     char path[1024];
     snprintf(path, sizeof path, "%s/%s.yaml", nd_recipe_dir(), name);
     struct stat st;
-    if (stat(path, &st) != 0)
-        return nd_fail(e, ND_EXIT_BADINPUT, "%s: no recipe named '%s' (recipes are in %s)", path, name, nd_recipe_dir());
+    if (stat(path, &st) != 0) {
+        char near[96] = "";
+        suggest_recipe(name, near, sizeof near);
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: no recipe named '%s'%s (recipes are in %s)", path, name, near, nd_recipe_dir());
+    }
     return load_file(path, out, e);
 }
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
-#include "recipe/yaml_depth.h"
+#include "recipe/yaml_doc.h"
 
 #include "trace/trace.h"
 #include "util/infile.h"
@@ -66,41 +66,29 @@ nd_tol nd_tolerance_for(const nd_tolerances *t, const char *stage, const char *o
     return out;
 }
 
-/* ---- YAML ---- */
-typedef struct ctx { const char *path; yaml_document_t *doc; nd_err *e; } ctx;
+/* ---- YAML (src/recipe/yaml_doc.h: the typed reader of every YAML file) ---- */
+typedef struct ctx { nd_ydoc *d; } ctx;
 
 static int bad(ctx *c, const yaml_node_t *n, const char *what, const char *detail) {
-    return nd_fail(c->e, ND_EXIT_BADINPUT, "%s:%zu: %s%s%s", c->path, n ? n->start_mark.line + 1 : 0, what,
-                   detail ? " " : "", detail ? detail : "");
+    return nd_ydoc_fail(c->d, n, "%s%s%s", what, detail ? " " : "", detail ? detail : "");
 }
 
-static const char *scalar(const yaml_node_t *n) {
-    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
-}
+static const char *scalar(const yaml_node_t *n) { return nd_ydoc_scalar(n); }
+static yaml_node_t *node(ctx *c, int id) { return nd_ydoc_node(c->d, id); }
 
-static int number(ctx *c, const yaml_node_t *n, double *out) {
-    const char *s = scalar(n);
-    if (!s) return bad(c, n, "expected a number", NULL);
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end || errno || !isfinite(v) || v < 0)
-        return bad(c, n, "expected a finite number >= 0, got", s);
-    *out = v;
-    return 0;
-}
-
-/* figure: {abs: X, rel: Y} (either key may be left out) */
+/* figure: {abs: X, rel: Y} (either key may be left out); each a finite number >= 0 */
 static int figure_entry(ctx *c, const yaml_node_t *key, const yaml_node_t *val, nd_tol_rule *r) {
     const char *name = scalar(key);
     int fig = name ? nd_figure_index(name) : -1;
     if (fig < 0) return bad(c, key, "unknown figure", name ? name : "(not a name)");
     if (val->type != YAML_MAPPING_NODE) return bad(c, val, "expected {abs: X, rel: Y} for", name);
     for (yaml_node_pair_t *p = val->data.mapping.pairs.start; p < val->data.mapping.pairs.top; p++) {
-        yaml_node_t *k = yaml_document_get_node(c->doc, p->key), *v = yaml_document_get_node(c->doc, p->value);
+        yaml_node_t *k = node(c, p->key), *v = node(c, p->value);
         const char *ks = scalar(k);
-        if (ks && !strcmp(ks, "abs")) { ND_TRY(number(c, v, &r->tol[fig].abs)); r->has_abs[fig] = 1; }
-        else if (ks && !strcmp(ks, "rel")) { ND_TRY(number(c, v, &r->tol[fig].rel)); r->has_rel[fig] = 1; }
+        char key_name[96];
+        snprintf(key_name, sizeof key_name, "%s.%s", name, ks ? ks : "?");
+        if (ks && !strcmp(ks, "abs")) { ND_TRY(nd_ydoc_number(c->d, key_name, v, 0, HUGE_VAL, &r->tol[fig].abs)); r->has_abs[fig] = 1; }
+        else if (ks && !strcmp(ks, "rel")) { ND_TRY(nd_ydoc_number(c->d, key_name, v, 0, HUGE_VAL, &r->tol[fig].rel)); r->has_rel[fig] = 1; }
         else return bad(c, k, "expected abs or rel, got", ks ? ks : "(not a name)");
     }
     return 0;
@@ -110,7 +98,7 @@ static int figure_entry(ctx *c, const yaml_node_t *key, const yaml_node_t *val, 
 static int figure_map(ctx *c, const yaml_node_t *m, nd_tol_rule *r, const char *skip) {
     if (m->type != YAML_MAPPING_NODE) return bad(c, m, "expected a mapping of figures", NULL);
     for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-        yaml_node_t *k = yaml_document_get_node(c->doc, p->key), *v = yaml_document_get_node(c->doc, p->value);
+        yaml_node_t *k = node(c, p->key), *v = node(c, p->value);
         if (skip && scalar(k) && !strcmp(scalar(k), skip)) continue;
         ND_TRY(figure_entry(c, k, v, r));
     }
@@ -131,16 +119,14 @@ static nd_tol_rule *new_rule(ctx *c, nd_tolerances *t, const yaml_node_t *at) {
 static int set_key(ctx *c, nd_tol_rule *r, const yaml_node_t *n) {
     const char *s = scalar(n);
     if (!s || !s[0]) return bad(c, n, "expected a non-empty name", NULL);
-    if (strlen(s) >= sizeof r->key) return bad(c, n, "name too long:", s);
-    snprintf(r->key, sizeof r->key, "%s", s);
-    return 0;
+    return nd_ydoc_text(c->d, "the name", n, r->key, sizeof r->key);
 }
 
 static int load_root(ctx *c, const yaml_node_t *root, nd_tolerances *t) {
     if (!root) return 0; /* an empty file: the defaults */
     if (root->type != YAML_MAPPING_NODE) return bad(c, root, "expected a mapping with default, op, stages", NULL);
     for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
-        yaml_node_t *k = yaml_document_get_node(c->doc, p->key), *v = yaml_document_get_node(c->doc, p->value);
+        yaml_node_t *k = node(c, p->key), *v = node(c, p->value);
         const char *ks = scalar(k);
         if (ks && !strcmp(ks, "default")) {
             nd_tol_rule r = {0};
@@ -149,7 +135,7 @@ static int load_root(ctx *c, const yaml_node_t *root, nd_tolerances *t) {
         } else if (ks && !strcmp(ks, "op")) {
             if (v->type != YAML_MAPPING_NODE) return bad(c, v, "expected a mapping of op kinds", NULL);
             for (yaml_node_pair_t *q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top; q++) {
-                yaml_node_t *ok = yaml_document_get_node(c->doc, q->key), *ov = yaml_document_get_node(c->doc, q->value);
+                yaml_node_t *ok = node(c, q->key), *ov = node(c, q->value);
                 nd_tol_rule *r = new_rule(c, t, ok);
                 if (!r) return ND_EXIT_INTERNAL;
                 r->is_op = 1;
@@ -159,13 +145,11 @@ static int load_root(ctx *c, const yaml_node_t *root, nd_tolerances *t) {
         } else if (ks && !strcmp(ks, "stages")) {
             if (v->type != YAML_SEQUENCE_NODE) return bad(c, v, "expected a list of {match: PATTERN, ...}", NULL);
             for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
-                yaml_node_t *m = yaml_document_get_node(c->doc, *it);
+                yaml_node_t *m = node(c, *it);
                 if (m->type != YAML_MAPPING_NODE) return bad(c, m, "expected {match: PATTERN, ...}", NULL);
                 const yaml_node_t *pat = NULL;
                 for (yaml_node_pair_t *q = m->data.mapping.pairs.start; q < m->data.mapping.pairs.top; q++)
-                    if (scalar(yaml_document_get_node(c->doc, q->key)) &&
-                        !strcmp(scalar(yaml_document_get_node(c->doc, q->key)), "match"))
-                        pat = yaml_document_get_node(c->doc, q->value);
+                    if (scalar(node(c, q->key)) && !strcmp(scalar(node(c, q->key)), "match")) pat = node(c, q->value);
                 if (!pat) return bad(c, m, "stage rule without match: PATTERN", NULL);
                 nd_tol_rule *r = new_rule(c, t, m);
                 if (!r) return ND_EXIT_INTERNAL;
@@ -181,33 +165,11 @@ static int load_root(ctx *c, const yaml_node_t *root, nd_tolerances *t) {
 
 int nd_tolerances_load(const char *path, nd_tolerances *t, nd_err *e) {
     nd_tolerances_default(t);
-    ND_TRY(nd_input_regular(path, e));
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open: %s", path, strerror(errno));
-    int deep_line = 0;
-    if (!nd_yaml_depth_ok(fp, ND_YAML_MAX_DEPTH, &deep_line)) {
-        fclose(fp);
-        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: nested deeper than %d levels", path, deep_line, ND_YAML_MAX_DEPTH);
-    }
-    yaml_parser_t parser;
-    yaml_document_t doc;
-    if (!yaml_parser_initialize(&parser)) {
-        fclose(fp);
-        return nd_fail(e, ND_EXIT_INTERNAL, "%s: cannot start the YAML parser", path);
-    }
-    yaml_parser_set_input_file(&parser, fp);
-    int rc = 0;
-    if (!yaml_parser_load(&parser, &doc)) {
-        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%zu: malformed YAML: %s%s%s%s", path, parser.problem_mark.line + 1,
-                     parser.problem ? parser.problem : "parse error", parser.context ? " (" : "",
-                     parser.context ? parser.context : "", parser.context ? ")" : "");
-    } else {
-        ctx c = {path, &doc, e};
-        rc = load_root(&c, yaml_document_get_root_node(&doc), t);
-        yaml_document_delete(&doc);
-    }
-    yaml_parser_delete(&parser);
-    fclose(fp);
+    nd_ydoc d;
+    ND_TRY(nd_ydoc_load(&d, path, "tolerance file", e));
+    ctx c = {&d};
+    int rc = load_root(&c, nd_ydoc_root(&d), t);
+    nd_ydoc_free(&d);
     if (rc) nd_tolerances_free(t);
     return rc;
 }

@@ -1,0 +1,105 @@
+/* ckpt_repair.c — repairs and static facts read from the checkpoint (ckpt_repair.h). */
+#include "ckpt_repair.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ckpt/audit.h"
+#include "ckpt/ckpt.h"
+
+static int usable(double v) { return isfinite(v) && v > 0; }
+
+static nd_repair *add(nd_repair *out, int *n, int cap, const char *name) {
+    if (*n >= cap) return NULL;
+    nd_repair *r = &out[(*n)++];
+    memset(r, 0, sizeof *r);
+    snprintf(r->name, sizeof r->name, "%s", name);
+    snprintf(r->cause, sizeof r->cause, "scale_not_loaded");
+    return r;
+}
+
+/* The smallest multiplier (2688/amax) among the module's sibling experts' input scales, as the
+ * file value of m's format; NAN when there is none. */
+static double sibling_input(const nd_ckpt *c, const nd_module *m, int *count) {
+    *count = 0;
+    const char *x = strstr(m->path, ".experts.");
+    char *end = NULL;
+    long self = x ? strtol(x + 9, &end, 10) : -1;
+    if (!x || end == x + 9 || *end != '.') return NAN;
+    const int mo = m->conv == ND_CONV_MODELOPT;
+    double best = NAN;
+    for (long j = 0; j < 256; j++) {
+        if (j == self) continue;
+        char n[700];
+        snprintf(n, sizeof n, "%.*s%ld.%s.%s", (int)(x + 9 - m->path), m->path, j, end + 1, mo ? "input_scale" : "input_global_scale");
+        const nd_tview *t = nd_ckpt_find(c, n);
+        if (!t) continue;
+        double v = nd_tview_get_f32(t, 0), mult = mo ? 1.0 / v : v;
+        if (!usable(mult)) continue;
+        (*count)++;
+        if (!(mult >= best)) best = mult;
+    }
+    return isfinite(best) ? (mo ? 1.0 / best : best) : NAN;
+}
+
+int nd_ckpt_repairs_for(const char *ckpt_dir, const nd_row *row, const nd_stage_info *in, nd_repair *out, int cap) {
+    (void)row;
+    if (!in->found || in->composite || !in->module[0]) return 0;
+    if (in->has_input_scale && usable(in->weight_div)) return 0;
+    nd_ckpt *c = NULL;
+    nd_err e = {0};
+    if (nd_ckpt_open(ckpt_dir, &c, &e)) return 0;
+    nd_module m;
+    int n = 0;
+    if (!nd_ckpt_module(c, in->module, &m, &e) && m.wfmt == ND_WF_NVFP4) {
+        const int mo = m.conv == ND_CONV_MODELOPT;
+        for (int w = 1; w >= 0; w--) {
+            const nd_tview *o = nd_module_orphan_scale(c, &m, w);
+            const char *own = w ? (mo ? "weight_scale_2" : "weight_global_scale") : (mo ? "input_scale" : "input_global_scale");
+            nd_repair *r;
+            if (o && o->numel >= 1 && (r = add(out, &n, cap, "load_orphan_scale"))) {
+                double v = nd_tview_get_f32(o, 0);
+                snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.%s=%.9g", m.path, own, v);
+                snprintf(r->what, sizeof r->what, "%s (%.6g, under the other format's name) loaded as %s.%s", o->name, v, m.path, own);
+            }
+        }
+        int cnt;
+        double v;
+        nd_repair *r;
+        if (!m.input_global && m.act_quant && !nd_module_orphan_scale(c, &m, 0) && usable(v = sibling_input(c, &m, &cnt)) &&
+            (r = add(out, &n, cap, "input_scale_from_sibling"))) {
+            snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.%s=%.9g", m.path, mo ? "input_scale" : "input_global_scale", v);
+            snprintf(r->what, sizeof r->what, "%s's missing %s set to its %d sibling experts' (%.6g, the smallest multiplier)",
+                     m.path, mo ? "input_scale" : "input_global_scale", cnt, v);
+        }
+    }
+    nd_ckpt_close(c);
+    return n;
+}
+
+const char *nd_ckpt_static_cause(const char *ckpt_dir, const nd_stage_info *in, char *evidence, size_t cap) {
+    if (!in->found || in->composite || !in->module[0] || !in->fp4_weight) return NULL;
+    nd_ckpt *c = NULL;
+    nd_err e = {0};
+    if (nd_ckpt_open(ckpt_dir, &c, &e)) return NULL;
+    nd_module m;
+    const char *cause = NULL;
+    if (!nd_ckpt_module(c, in->module, &m, &e) && m.wfmt == ND_WF_NVFP4 && m.weight_scale &&
+        m.weight_scale->dtype == ND_DT_F8_E4M3) {
+        const unsigned char *p = m.weight_scale->data;
+        int64_t nz = 0, sub = 0;
+        for (int64_t i = 0; i < m.weight_scale->numel; i++) {
+            unsigned mag = p[i] & 0x7f;
+            if (!mag || mag == 0x7f || (p[i] & 0x80)) continue;
+            nz++;
+            sub += (mag >> 3) == 0;
+        }
+        if (nz && sub * 8 > nz) {
+            cause = "scale_underflow";
+            snprintf(evidence, cap, "static fact (scale_underflow): %lld of %lld non-zero block scales of %s are E4M3 subnormals "
+                     "(< 2^-6): the weight lost precision when it was quantized", (long long)sub, (long long)nz, m.path);
+        }
+    }
+    nd_ckpt_close(c);
+    return cause;
+}

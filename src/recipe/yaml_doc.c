@@ -1,0 +1,130 @@
+/* yaml_doc.c — see yaml_doc.h. */
+#include "recipe/yaml_doc.h"
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "recipe/yaml_depth.h"
+#include "util/infile.h"
+
+int nd_ydoc_load(nd_ydoc *d, const char *path, const char *what, nd_err *e) {
+    memset(d, 0, sizeof *d);
+    snprintf(d->path, sizeof d->path, "%s", path);
+    d->e = e;
+    ND_TRY(nd_input_regular(path, e));
+    FILE *f = fopen(path, "rb");
+    if (!f) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open %s: %s", path, what, strerror(errno));
+    int deep_line = 0;
+    if (!nd_yaml_depth_ok(f, ND_YAML_MAX_DEPTH, &deep_line)) {
+        fclose(f);
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: nested deeper than %d levels", path, deep_line, ND_YAML_MAX_DEPTH);
+    }
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p)) {
+        fclose(f);
+        return nd_fail(e, ND_EXIT_INTERNAL, "%s: cannot start the YAML parser", path);
+    }
+    yaml_parser_set_input_file(&p, f);
+    int rc = 0;
+    if (!yaml_parser_load(&p, &d->doc))
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: malformed YAML: %s%s%s", path, (int)p.problem_mark.line + 1,
+                     p.problem ? p.problem : "parse error", p.context ? " " : "", p.context ? p.context : "");
+    else
+        d->loaded = 1;
+    yaml_parser_delete(&p);
+    fclose(f);
+    return rc;
+}
+
+void nd_ydoc_free(nd_ydoc *d) {
+    if (d->loaded) yaml_document_delete(&d->doc);
+    d->loaded = 0;
+}
+
+yaml_node_t *nd_ydoc_root(nd_ydoc *d) { return d->loaded ? yaml_document_get_root_node(&d->doc) : NULL; }
+yaml_node_t *nd_ydoc_node(nd_ydoc *d, int id) { return yaml_document_get_node(&d->doc, id); }
+int nd_ydoc_line(const yaml_node_t *n) { return n ? (int)n->start_mark.line + 1 : 0; }
+const char *nd_ydoc_scalar(const yaml_node_t *n) {
+    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+static int vfail(nd_err *e, const nd_ydoc *d, const yaml_node_t *n, const char *fmt, va_list ap) {
+    char msg[768];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: %s", d->path, nd_ydoc_line(n), msg);
+}
+
+int nd_ydoc_fail(const nd_ydoc *d, const yaml_node_t *n, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vfail(d->e, d, n, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+
+/* the value as a plain scalar (what a boolean or a number must be), or NULL */
+static const char *plain(const yaml_node_t *v) {
+    if (!v || v->type != YAML_SCALAR_NODE || v->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) return NULL;
+    return (const char *)v->data.scalar.value;
+}
+
+static const char *shown(const yaml_node_t *v) {
+    const char *s = nd_ydoc_scalar(v);
+    return s ? s : v && v->type == YAML_MAPPING_NODE ? "a mapping" : v && v->type == YAML_SEQUENCE_NODE ? "a list" : "nothing";
+}
+
+int nd_ydoc_bool(const nd_ydoc *d, const char *key, const yaml_node_t *v, int *out) {
+    static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON", "1"};
+    static const char *const no[] = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF", "0"};
+    const char *s = plain(v);
+    for (size_t i = 0; s && i < sizeof yes / sizeof yes[0]; i++) {
+        if (!strcmp(s, yes[i])) { *out = 1; return 0; }
+        if (!strcmp(s, no[i])) { *out = 0; return 0; }
+    }
+    return nd_ydoc_fail(d, v, "%s must be a YAML boolean (true/false, yes/no, on/off, 1/0; unquoted), not %s'%s'", key,
+                s || !nd_ydoc_scalar(v) ? "" : "the quoted text ", shown(v));
+}
+
+int nd_ydoc_number(const nd_ydoc *d, const char *key, const yaml_node_t *v, double lo, double hi, double *out) {
+    const char *s = plain(v);
+    char *end = NULL;
+    double x = s ? strtod(s, &end) : NAN;
+    if (!s || end == s || *end || !isfinite(x))
+        return nd_ydoc_fail(d, v, "%s must be a number (unquoted), not '%s'", key, shown(v));
+    if (x < lo || x > hi) return nd_ydoc_fail(d, v, "%s is %s, outside [%g, %g]", key, s, lo, hi);
+    *out = x;
+    return 0;
+}
+
+int nd_ydoc_int(const nd_ydoc *d, const char *key, const yaml_node_t *v, long lo, long hi, long *out) {
+    double x;
+    ND_TRY(nd_ydoc_number(d, key, v, (double)lo, (double)hi, &x));
+    if (x != floor(x)) return nd_ydoc_fail(d, v, "%s must be a whole number, not '%s'", key, shown(v));
+    *out = (long)x;
+    return 0;
+}
+
+int nd_ydoc_enum(const nd_ydoc *d, const char *key, const yaml_node_t *v, const char *const *names, int n, int *out) {
+    const char *s = nd_ydoc_scalar(v);
+    for (int i = 0; s && i < n; i++)
+        if (!strcmp(s, names[i])) { *out = i; return 0; }
+    char list[512] = "";
+    for (int i = 0; i < n; i++) {
+        strncat(list, names[i], sizeof list - strlen(list) - 1);
+        if (i + 2 < n) strncat(list, ", ", sizeof list - strlen(list) - 1);
+        else if (i + 1 < n) strncat(list, " or ", sizeof list - strlen(list) - 1);
+    }
+    return nd_ydoc_fail(d, v, "%s must be %s, not '%s'", key, list, shown(v));
+}
+
+int nd_ydoc_text(const nd_ydoc *d, const char *key, const yaml_node_t *v, char *dst, size_t cap) {
+    const char *s = nd_ydoc_scalar(v);
+    if (!s) return nd_ydoc_fail(d, v, "%s must be text, not %s", key, shown(v));
+    size_t n = strlen(s);
+    if (n >= cap) return nd_ydoc_fail(d, v, "%s is too long (%zu characters, at most %zu)", key, n, cap - 1);
+    memcpy(dst, s, n + 1);
+    return 0;
+}
