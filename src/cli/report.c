@@ -1,6 +1,7 @@
-/* report.c — `nvfp4dbg report TRACE.h5 --html OUT.html`: one self-contained HTML page of a trace
- * (src/report/, docs/report.md). Exit 0: page written (whatever the trace's verdict); 2: bad
- * usage or an unreadable trace; 3: the page could not be written. */
+/* report.c — `nvfp4dbg report TRACE.h5 --html OUT.html [--against OTHER.h5]`: one self-contained
+ * HTML page of a trace, optionally beside another trace of the same tokens (src/report/,
+ * docs/report.md). Exit 0: page written (whatever the traces' verdicts); 2: bad usage, an
+ * unreadable trace, or two traces that are not comparable; 3: the page could not be written. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -10,26 +11,33 @@
 #include "trace/trace.h"
 
 static const char usage[] =
-    "usage: nvfp4dbg report TRACE.h5 --html OUT.html\n"
+    "usage: nvfp4dbg report TRACE.h5 --html OUT.html [--against OTHER.h5]\n"
     "\n"
     "Writes one self-contained HTML page (inline SVG and CSS, no network access) showing a trace:\n"
-    "the first divergence and its cause in one sentence, cosine and SQNR per stage for both modes\n"
-    "with the divergence threshold (floor_sqnr_db - 6 dB), reference vs production amax on a log\n"
-    "axis, NaN/Inf per stage, the scale ratio of every quantized linear per layer, the experts each\n"
-    "path picked in MoE layers, and a sortable table of all stages. The page is written to\n"
-    "OUT.html.tmp and renamed to OUT.html when complete.\n"
+    "at the top the status, first divergence, cause, evidence and next command; one line per\n"
+    "layer; cosine and SQNR per stage for both modes with the divergence threshold\n"
+    "(floor_sqnr_db - 6 dB), reference vs production amax on a log axis, NaN/Inf per stage, the\n"
+    "scale ratio of every quantized linear per layer, the experts each path picked in MoE layers,\n"
+    "and every stage in sortable tables grouped per layer. The page is written to OUT.html.tmp\n"
+    "and renamed to OUT.html when complete.\n"
     "\n"
-    "  --html OUT.html   the page to write (required)\n"
-    "  -h, --help        this text\n"
+    "  --html OUT.html     the page to write (required)\n"
+    "  --against OTHER.h5  also show OTHER.h5 (before/after a fix, golden vs run): both\n"
+    "                      traces' figures per stage and their differences (TRACE - OTHER),\n"
+    "                      rows matched by stage name and mode; the traces must come from the\n"
+    "                      same tokens and recipe (exit 2 otherwise)\n"
+    "  -h, --help          this text\n"
     "\n"
-    "Exit: 0 page written (also for a trace that diverged), 2 bad usage or unreadable trace,\n"
-    "3 the page could not be written.\n"
+    "Exit: 0 page written (also for a trace that diverged), 2 bad usage, an unreadable trace or\n"
+    "traces that are not comparable, 3 the page could not be written.\n"
     "\n"
-    "example: nvfp4dbg report t.h5 --html t.html\n"
-    "         (t.h5 from: nvfp4dbg trace golden/seed-bug-v4 --out t.h5)\n";
+    "examples: nvfp4dbg report t.h5 --html t.html\n"
+    "          (t.h5 from: nvfp4dbg trace golden/seed-bug-v4 --out t.h5)\n"
+    "          nvfp4dbg report fixed.h5 --against t.h5 --html fix.html\n"
+    "          (fixed.h5 from: nvfp4dbg trace golden/seed-bug-v4 --override model.layers.0.self_attn.q_a_proj.input_global_scale=719.799134 --out fixed.h5)\n";
 
 int nd_cmd_report(int argc, char **argv) {
-    const char *in = NULL, *out = NULL;
+    const char *in = NULL, *out = NULL, *other_path = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage, stdout); return 0; }
@@ -38,6 +46,11 @@ int nd_cmd_report(int argc, char **argv) {
             out = argv[++i];
         } else if (!strncmp(a, "--html=", 7)) {
             out = a + 7;
+        } else if (!strcmp(a, "--against")) {
+            if (i + 1 >= argc) return nd_cli_usage_error("report", "--against needs a trace file");
+            other_path = argv[++i];
+        } else if (!strncmp(a, "--against=", 10)) {
+            other_path = a + 10;
         } else if (a[0] == '-' && a[1]) {
             return nd_cli_usage_error("report", "unknown option '%s'", a);
         } else if (!in) {
@@ -46,25 +59,36 @@ int nd_cmd_report(int argc, char **argv) {
             return nd_cli_usage_error("report", "one trace only (got '%s' and '%s')", in, a);
         }
     }
+    if (other_path && !other_path[0]) return nd_cli_usage_error("report", "--against needs a trace file");
     if (!in || !out || !out[0]) {
         fputs(usage, stderr);
         return nd_cli_usage_error("report", !in ? "a trace file is required" : "--html OUT.html is required");
     }
     nd_err e = {0};
-    nd_trace *t = NULL;
+    nd_trace *t = NULL, *other = NULL;
     if (nd_trace_read(in, &t, &e)) return nd_cli_error(&e);
+    if (other_path && (nd_trace_read(other_path, &other, &e) || nd_report_comparable(in, t, other_path, other, &e))) {
+        nd_trace_free(t);
+        nd_trace_free(other);
+        return nd_cli_error(&e);
+    }
     nd_report_routing rt;
     if (nd_report_routing_load(in, t, &rt, &e)) {
         nd_trace_free(t);
+        nd_trace_free(other);
         return nd_cli_error(&e);
     }
-    int rc = nd_report_write(out, t, &rt, in, &e);
+    nd_report_against ag = {other, other_path};
+    int rc = nd_report_write(out, t, &rt, in, other ? &ag : NULL, &e);
     if (!rc) {
         struct stat st;
         long long size = stat(out, &st) ? -1 : (long long)st.st_size;
-        printf("report written to %s (%lld rows, %.1f kB)\n", out, (long long)t->nrows, size / 1024.0);
+        if (other) printf("report written to %s (%lld rows against %lld rows of %s, %.1f kB)\n", out, (long long)t->nrows,
+                          (long long)other->nrows, other_path, size / 1024.0);
+        else printf("report written to %s (%lld rows, %.1f kB)\n", out, (long long)t->nrows, size / 1024.0);
     }
     nd_report_routing_free(&rt);
     nd_trace_free(t);
+    nd_trace_free(other);
     return rc ? nd_cli_error(&e) : 0;
 }

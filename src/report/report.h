@@ -31,13 +31,27 @@ typedef struct nd_report_routing {
 int nd_report_routing_load(const char *trace_path, const nd_trace *t, nd_report_routing *out, nd_err *e);
 void nd_report_routing_free(nd_report_routing *r);
 
+/* A second trace shown beside the first (`report RUN.h5 --against OTHER.h5`): its figures and
+ * the differences per stage, matched by stage name and mode (report_against.c). */
+typedef struct nd_report_against {
+    const nd_trace *t;
+    const char *name;      /* shown as the other trace's file name (may be NULL) */
+} nd_report_against;
+
 /* The whole page on f. source_name is shown as the trace's file name (may be NULL); rt may be
- * NULL (no routing section content). Fails only on a write error. */
-int nd_report_html(FILE *f, const nd_trace *t, const nd_report_routing *rt, const char *source_name, nd_err *e);
+ * NULL (no routing section content); against may be NULL (one trace). Fails only on a write
+ * error. */
+int nd_report_html(FILE *f, const nd_trace *t, const nd_report_routing *rt, const char *source_name,
+                   const nd_report_against *against, nd_err *e);
 
 /* Write the page to OUT.tmp, then rename it to OUT, so a reader never sees half a page. */
 int nd_report_write(const char *out_path, const nd_trace *t, const nd_report_routing *rt, const char *source_name,
-                    nd_err *e);
+                    const nd_report_against *against, nd_err *e);
+
+/* Two traces can be shown side by side only when made from the same tokens and recipe (the rule
+ * of `compare`): otherwise exit 2 naming both files and the first difference. */
+int nd_report_comparable(const char *run_path, const nd_trace *run, const char *other_path, const nd_trace *other,
+                         nd_err *e);
 
 /* HTML text escaping (html_escape.c): & < > " ' become entities, control characters other than
  * tab and newline become U+FFFD, so the result is safe in element content and in quoted

@@ -1,15 +1,23 @@
-/* report_assets.c — the page's inline style sheet and its one script (table sorting only). */
+/* report_assets.c — the page's inline style sheet (grid and flex only, so one layout works from a
+ * phone's 375 px to a wide screen: tables scroll sideways in their own boxes) and its one script:
+ * table sorting, open/close all groups, opening the group a link points into. */
 #include "report_internal.h"
 
 const char nd_report_css[] =
-    "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;color:#1d1d1f;max-width:1360px;margin:0 auto;padding:16px 20px 40px}\n"
-    "h1{font-size:22px;margin:0 0 6px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}\n"
+    "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;color:#1d1d1f;max-width:1600px;margin:0 auto;padding:12px 20px 40px}\n"
+    "h1{font-size:20px;margin:0 0 6px;overflow-wrap:anywhere}h1 .src{font-size:13px;font-weight:400;color:#666}\n"
+    "h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px;overflow-wrap:anywhere}\n"
     "h3{font-size:14px;margin:18px 0 2px}code{font:12px ui-monospace,Menlo,Consolas,monospace;background:#f3f3f3;padding:0 3px}\n"
-    ".meta{font-size:12px;color:#555}.meta td{padding:0 14px 0 0;border:0}.meta td:first-child{color:#888}\n"
-    ".banner{margin:14px 0;padding:10px 14px;border-left:5px solid #888;background:#f4f4f4}\n"
+    ".pair{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,360px),1fr));gap:10px;margin:8px 0}\n"
+    ".banner{min-width:0;padding:8px 12px;border-left:5px solid #888;background:#f4f4f4;overflow-wrap:anywhere}\n"
     ".banner.diverged,.banner.error{border-color:#c62828;background:#fdecec}.banner.ok{border-color:#2e7d32;background:#eaf6ec}\n"
-    ".banner.incomplete,.banner.unknown{border-color:#d98e04;background:#fff6e0}.banner .msg{margin-top:4px}\n"
-    "nav a{margin-right:14px;font-size:13px}.note{font-size:12px;color:#666;margin:4px 0}.ok{color:#2e7d32}.warn{color:#b26a00}\n"
+    ".banner.incomplete,.banner.unknown{border-color:#d98e04;background:#fff6e0}.btitle{font-size:12px;font-weight:600;color:#555;margin-bottom:3px}\n"
+    "dl.sum{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:3px 12px;margin:0}dl.sum dt{color:#666;font-size:12.5px;padding-top:1px}\n"
+    "dl.sum dd{margin:0;min-width:0}code.cause{font-size:13px;font-weight:600}code.cmd{display:block;white-space:pre-wrap;word-break:break-all;padding:2px 5px}\n"
+    ".meta{font-size:12px;color:#555}.meta td{padding:0 14px 0 0;border:0;white-space:normal;overflow-wrap:anywhere}.meta td:first-child{color:#888;white-space:nowrap}\n"
+    "nav{display:flex;flex-wrap:wrap;gap:2px 14px;margin:8px 0;font-size:13px}.note{font-size:12px;color:#666;margin:4px 0}.ok{color:#2e7d32}.warn{color:#b26a00}\n"
+    "details#glossary{margin:6px 0;font-size:13px}dl.gloss{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:2px 12px;font-size:12px;margin:6px 0}\n"
+    "dl.gloss dt{font-weight:600}dl.gloss dd{margin:0}\n"
     ".legend{font-size:12px;color:#444;margin:2px 0 0}.legend span{margin-right:16px;white-space:nowrap}\n"
     ".sw{display:inline-block;width:16px;height:4px;margin-right:5px;vertical-align:middle;background:#888}\n"
     ".sw.iso{background:#1f6feb}.sw.capt{background:#2f9e44}.sw.chain,.sw.prodbar{background:#e8590c}.sw.ref{background:#555}.sw.mark,.sw.zero,.sw.diff{background:#c62828}\n"
@@ -25,15 +33,25 @@ const char nd_report_css[] =
     ".route{margin:4px 0 8px}.rhead{font-size:12px}.rhead .bad{color:#c62828;font-weight:600}.rdiff{font-size:12px;color:#8a1c1c}\n"
     "svg.rstrip path.ref{fill:#555}svg.rstrip path.prod{fill:#e8590c}svg.rstrip path.diff{stroke:#c62828;stroke-width:3;fill:none}\n"
     "svg.rstrip .rmid{stroke:#bbb}svg.rstrip .rax.end{text-anchor:end}\n"
-    ".scroll{max-height:520px;overflow:auto;border:1px solid #ddd}.scroll.tall{max-height:75vh}\n"
+    ".scroll{max-height:520px;overflow:auto;border:1px solid #ddd}.hscroll{overflow-x:auto}\n"
     "table{border-collapse:collapse;font-size:11.5px;font-variant-numeric:tabular-nums}th,td{padding:2px 5px;border-bottom:1px solid #eee;white-space:nowrap}\n"
-    "thead th{position:sticky;top:0;background:#f6f8fa;z-index:1;text-align:left}\n"
+    "thead th{position:sticky;top:0;background:#f6f8fa;z-index:1;text-align:left}th[title]{text-decoration:underline dotted #999;text-underline-offset:3px}\n"
     "table.sortable thead th{cursor:pointer;user-select:none}table.sortable th.asc::after{content:' \\25B2'}table.sortable th.desc::after{content:' \\25BC'}\n"
-    ".stages td{text-align:right}.stages td:nth-child(2),.stages td:nth-child(4),.stages td:nth-child(5),.stages td:nth-child(6),.stages td:nth-child(17){text-align:left}\n"
-    ".stages tr.bad td{background:#fdecec;color:#8a1c1c}.stages tr.first td{border-top:2px solid #c62828;border-bottom:2px solid #c62828;font-weight:600}\n"
+    ".stages td,.layers td,.against td{text-align:right}\n"
+    ".stages td:nth-child(2),.stages td:nth-child(4),.stages td:nth-child(5),.stages td:nth-child(6),.stages td:nth-child(19),"
+    ".layers td:nth-child(1),.layers td:nth-child(4),.layers td:nth-child(5),.layers td:nth-child(11),"
+    ".against td:nth-child(1),.against td:nth-child(2),.against td:nth-child(16),.against td:nth-child(17){text-align:left}\n"
+    "tr.bad td{background:#fdecec;color:#8a1c1c}tr.first td{border-top:2px solid #c62828;border-bottom:2px solid #c62828;font-weight:600}\n"
+    ".against td.d{color:#444;background:#fafafa}.against tr.changed td,.cmpsum tr.changed td{background:#fff4d6}.against tr.only td{color:#999}\n"
+    "tr.ofirst td{border-top:2px solid #1f6feb;border-bottom:2px solid #1f6feb}.cmpsum td{white-space:normal;overflow-wrap:anywhere;min-width:6em}\n"
+    "details.grp{border:1px solid #e3e3e3;margin:3px 0}details.grp>summary{cursor:pointer;padding:3px 8px;background:#f8f9fb;font-size:12.5px;overflow-wrap:anywhere}\n"
+    "details.grp.bad>summary{background:#fdf1f1}details.grp.chg>summary{background:#fff7e0}details.grp .scroll{border:0;border-top:1px solid #e3e3e3}\n"
+    ".gs{color:#555}.gs .bad{color:#c62828}.fd{color:#c62828;font-weight:600}.fdo{color:#1f6feb;font-weight:600}\n"
     ".heat td{text-align:center;min-width:52px}.heat td.none{background:#fafafa}.heat td.bad{outline:2px solid #c62828;outline-offset:-2px;font-weight:600}\n"
     ".heat thead th{white-space:normal;min-width:64px;max-width:110px;font-size:11px;vertical-align:bottom}.heat tbody th{text-align:right;background:#f6f8fa;position:sticky;left:0}\n"
-    "footer{margin-top:30px;font-size:11px;color:#888}\n";
+    "footer{margin-top:30px;font-size:11px;color:#888}\n"
+    "@media (max-width:640px){body{padding:8px 10px 30px;font-size:13px}h1{font-size:17px}dl.sum,dl.gloss{grid-template-columns:minmax(0,1fr);gap:0}\n"
+    "dl.sum dt{font-size:11px;margin-top:3px}dl.gloss dd{margin-bottom:4px}nav{font-size:12px}}\n";
 
 /* Sorts a table.sortable by the clicked column; th.num columns numerically, NaN last both ways,
  * ties keep the current order. */
@@ -53,4 +71,11 @@ const char nd_report_script[] =
     "  var fr=document.createDocumentFragment();rows.forEach(function(o){fr.appendChild(o.r);});body.appendChild(fr);\n"
     " });});\n"
     "});\n"
+    /* open all / close all groups of a section; a link to a row inside a closed group opens it */
+    "Array.prototype.forEach.call(document.querySelectorAll('a.openall,a.closeall'),function(a){a.addEventListener('click',function(ev){\n"
+    " ev.preventDefault();var o=a.classList.contains('openall'),s=a.closest('section');\n"
+    " Array.prototype.forEach.call(s.querySelectorAll('details.grp'),function(d){d.open=o;});});});\n"
+    "function reveal(){var id=decodeURIComponent(location.hash.slice(1)),el=id&&document.getElementById(id);\n"
+    " for(var d=el;d;d=d.parentElement)if(d.tagName==='DETAILS')d.open=true;if(el)el.scrollIntoView();}\n"
+    "window.addEventListener('hashchange',reveal);if(location.hash)reveal();\n"
     "})();\n";

@@ -30,9 +30,33 @@ typedef struct nd_rmodel {
     int nlayers;                 /* distinct layers >= 0, in order */
     int32_t *layer_ids;
     int64_t *layer_lo, *layer_hi;/* x span of each layer (inclusive) */
+    /* Row groups of the tables: the rows before the first layer ("in"), one group per distinct
+     * layer in order, the rows after ("head"). Every row is in exactly one group. */
+    int ngroups;
+    struct nd_rgroup *groups;
+    int *row_group;              /* group of each row of t */
 } nd_rmodel;
 
+typedef struct nd_rgroup {
+    int32_t layer;               /* -1 for "in" and "head" */
+    char label[16];              /* "in", the layer number, "head" */
+    char id[24];                 /* element id of its <details>: "layer-in", "layer-7", "layer-head" */
+    int64_t nrows, nbad;         /* rows; rows whose verdict is not ok */
+    int64_t worst;               /* row index of the group's worst row (nd_rworse), -1 when empty */
+    int64_t max_nonfinite;       /* largest NaN+Inf count of a production output in the group */
+    int has_first;               /* holds the first divergence's row */
+} nd_rgroup;
+
 int nd_rmodel_build(const nd_trace *t, nd_rmodel *m, nd_err *e);
+/* Row i is the first divergence (/summary first_divergence and its mode). */
+int nd_ris_first(const nd_trace *t, const nd_row *r);
+/* Both paths gave an all-zero, finite output: they agree trivially, and cosine 1 / SQNR 200 would
+ * look healthy, so the tables say "all-zero" instead. */
+int nd_rall_zero(const nd_row *r);
+/* a is a worse row than b for a group's summary line: a verdict other than ok first, then
+ * isolated rows before chained ones (chained rows drift with depth by design), then the larger
+ * shortfall below the floor (or 1 - cosine without a floor); all-zero rows last. */
+int nd_rworse(const nd_row *a, const nd_row *b);
 void nd_rmodel_free(nd_rmodel *m);
 /* Mode index of a row's mode string, -1 for another mode; its CSS class and its name. */
 int nd_rmode(const char *mode);
@@ -62,7 +86,32 @@ void nd_plot_vmark(const nd_plot *p, double x, const char *label);
 /* Number formatting for figures in text and tables: "nan", "inf", "-inf" or %.*g. */
 void nd_fmt_num(char *buf, size_t n, double v, int sig);
 
+/* Column headers and their explanations (report_glossary.c). nd_report_th writes an open <th>
+ * (class num when the column sorts as numbers) whose title explains the metric `key` (cosine,
+ * rel_l2, sqnr, floor, ...); _label with its own text. nd_rmetric_tip: the text, NULL when the
+ * key is unknown. */
+void nd_report_th(FILE *f, const char *key);
+void nd_report_th_label(FILE *f, const char *key, const char *label);
+const char *nd_rmetric_tip(const char *key);
+/* <details id="glossary">: every column's explanation, for screens that cannot hover. */
+void nd_report_glossary(FILE *f);
+
+/* The stage tables' header row and one row's cells (report_table.c). */
+void nd_report_stage_head(FILE *f);
+void nd_report_row_cells(FILE *f, const nd_row *r);
+/* Figure v of row r as the tables show it: `zero` ("all-zero", "-") instead of the agreement
+ * figures (cosine, rel L2, SQNR) of an all-zero row, else nd_fmt_num. */
+void nd_report_fig(char *b, size_t n, const nd_row *r, double v, int sig, const char *zero);
+/* The stage name without its "layers.N." prefix (the group says N). */
+const char *nd_rshort(const nd_row *r);
+
+/* The summary header (report_summary.c): status, first divergence, cause, evidence, the next
+ * command, the message; id is the element id ("verdict" for the run, "verdict-other"). */
+void nd_report_summary(FILE *f, const nd_rmodel *m, const char *id, const char *title, const char *first_href);
+
 /* Sections of the page (report_*.c); each writes one <section>. */
+void nd_report_layers(FILE *f, const nd_rmodel *m);
+void nd_report_against_section(FILE *f, const nd_rmodel *m, const nd_report_against *ag, const char *run_name);
 void nd_report_charts(FILE *f, const nd_rmodel *m);
 void nd_report_scales(FILE *f, const nd_rmodel *m);
 void nd_report_routing_section(FILE *f, const nd_rmodel *m, const nd_report_routing *rt);

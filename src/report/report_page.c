@@ -1,18 +1,11 @@
-/* report_page.c — the page: head, run metadata, the status banner with the first divergence in
- * one sentence (/summary message), then the sections in the order a person triages. */
+/* report_page.c — the page: the summary header first (the verdict and its cause on the first
+ * screen at any width; with --against both traces' side by side), the run's metadata, then the
+ * sections in the order a person triages: layers at a glance, the comparison, flagged stages,
+ * charts, scale ratios, routing, every stage by layer. */
 #include <errno.h>
 #include <string.h>
 #include "nd_config.h"
 #include "report_internal.h"
-
-/* The banner's class: only known statuses reach the attribute. */
-static const char *status_class(const nd_trace *t) {
-    if (!t->has_summary) return "incomplete";
-    static const char *known[] = {"ok", "diverged", "error", "incomplete"};
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (!strcmp(t->summary.status, known[i])) return known[i];
-    return "unknown";
-}
 
 static void meta_row(FILE *f, const char *k, const char *v) {
     fprintf(f, "<tr><td>%s</td><td>", k);
@@ -20,45 +13,9 @@ static void meta_row(FILE *f, const char *k, const char *v) {
     fprintf(f, "</td></tr>");
 }
 
-static void banner(FILE *f, const nd_rmodel *m) {
+static void meta(FILE *f, const nd_rmodel *m, const char *source_name) {
     const nd_trace *t = m->t;
-    const nd_trace_summary *s = &t->summary;
-    const char *cls = status_class(t);
-    fprintf(f, "<div class=\"banner %s\" id=\"verdict\">", cls);
-    if (!t->has_summary || !strcmp(cls, "incomplete")) {
-        fprintf(f, "<b>The run did not finish</b> (status incomplete): this trace holds the %lld rows that completed "
-                   "before it stopped, and no diagnosis.", (long long)t->nrows);
-    } else if (s->first_divergence[0]) {
-        fprintf(f, "<b>First divergence: <a href=\"#first-row\"><code>");
-        nd_html_escape(f, s->first_divergence);
-        fprintf(f, "</code></a> (");
-        nd_html_escape(f, s->first_divergence_mode);
-        fprintf(f, "), cause <code>");
-        nd_html_escape(f, s->cause);
-        fprintf(f, "</code></b>");
-        if (m->first_pos < 0) fprintf(f, " <span class=\"warn\">(that stage has no row in this trace)</span>");
-    } else if (!strcmp(cls, "ok")) {
-        fprintf(f, "<b>No divergence</b>: every stage is within what NVFP4 quantization of its operands explains.");
-    } else {
-        fprintf(f, "<b>Status: ");
-        nd_html_escape(f, s->status);
-        fprintf(f, "</b>");
-    }
-    if (t->has_summary && s->message[0]) {
-        fprintf(f, "<div class=\"msg\">");
-        nd_html_escape(f, s->message);
-        fprintf(f, "</div>");
-    }
-    fprintf(f, "</div>\n");
-}
-
-int nd_report_html(FILE *f, const nd_trace *t, const nd_report_routing *rt, const char *source_name, nd_err *e) {
-    nd_rmodel m;
-    ND_TRY(nd_rmodel_build(t, &m, e));
-    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-               "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\n<title>nvfp4dbg report: ");
-    nd_html_escape(f, t->checkpoint[0] ? t->checkpoint : (source_name ? source_name : "trace"));
-    fprintf(f, "</title>\n<style>\n%s</style></head><body>\n<header><h1>nvfp4dbg report</h1>\n<table class=\"meta\">", nd_report_css);
+    fprintf(f, "<div class=\"hscroll\"><table class=\"meta\">");
     meta_row(f, "trace", source_name);
     meta_row(f, "checkpoint", t->checkpoint);
     meta_row(f, "format", t->checkpoint_format);
@@ -68,17 +25,55 @@ int nd_report_html(FILE *f, const nd_trace *t, const nd_report_routing *rt, cons
     meta_row(f, "device", t->device);
     meta_row(f, "modes", t->modes);
     char buf[96];
-    snprintf(buf, sizeof buf, "%lld tokens, %lld stages, %lld rows, %d layers", (long long)t->ntokens, (long long)m.n,
-             (long long)t->nrows, m.nlayers);
+    snprintf(buf, sizeof buf, "%lld tokens, %lld stages, %lld rows, %d layers", (long long)t->ntokens, (long long)m->n,
+             (long long)t->nrows, m->nlayers);
     meta_row(f, "size", buf);
     meta_row(f, "created (UTC)", t->created_utc);
     snprintf(buf, sizeof buf, "%s (schema %s)", t->tool_version, t->schema);
     meta_row(f, "written by", buf);
-    fprintf(f, "</table></header>\n");
-    banner(f, &m);
-    fprintf(f, "<nav><a href=\"#flagged\">flagged stages</a><a href=\"#chart-cosine\">cosine</a><a href=\"#chart-sqnr\">SQNR</a>"
-               "<a href=\"#chart-amax\">amax</a><a href=\"#chart-nonfinite\">NaN/Inf</a><a href=\"#scales\">scale ratios</a>"
-               "<a href=\"#routing\">MoE routing</a><a href=\"#stages\">all stages</a></nav>\n");
+    fprintf(f, "</table></div>\n");
+}
+
+int nd_report_html(FILE *f, const nd_trace *t, const nd_report_routing *rt, const char *source_name,
+                   const nd_report_against *against, nd_err *e) {
+    nd_rmodel m, om;
+    ND_TRY(nd_rmodel_build(t, &m, e));
+    if (against) {
+        int rc = nd_rmodel_build(against->t, &om, e);
+        if (rc) {
+            nd_rmodel_free(&m);
+            return rc;
+        }
+    }
+    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+               "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\n<title>nvfp4dbg report: ");
+    nd_html_escape(f, t->checkpoint[0] ? t->checkpoint : (source_name ? source_name : "trace"));
+    fprintf(f, "</title>\n<style>\n%s</style></head><body>\n<header><h1>nvfp4dbg report", nd_report_css);
+    if (source_name) {
+        fprintf(f, " <span class=\"src\">");
+        nd_html_escape(f, source_name);
+        fprintf(f, "</span>");
+    }
+    fprintf(f, "</h1></header>\n<div class=\"pair\">\n");
+    /* the verdict first: on the first screen at any width */
+    if (against) {
+        char title[600];
+        snprintf(title, sizeof title, "run: %s", source_name ? source_name : "this trace");
+        nd_report_summary(f, &m, "verdict", title, "#first-row");
+        snprintf(title, sizeof title, "other: %s", against->name ? against->name : "the other trace");
+        nd_report_summary(f, &om, "verdict-other", title, NULL);
+    } else {
+        nd_report_summary(f, &m, "verdict", NULL, "#first-row");
+    }
+    fprintf(f, "</div>\n<nav><a href=\"#layers\">layers</a>%s<a href=\"#flagged\">flagged stages</a>"
+               "<a href=\"#chart-cosine\">cosine</a><a href=\"#chart-sqnr\">SQNR</a><a href=\"#chart-amax\">amax</a>"
+               "<a href=\"#chart-nonfinite\">NaN/Inf</a><a href=\"#scales\">scale ratios</a><a href=\"#routing\">MoE routing</a>"
+               "<a href=\"#stages\">all stages</a><a href=\"#glossary\">what the columns mean</a></nav>\n",
+            against ? "<a href=\"#against\">against the other trace</a>" : "");
+    meta(f, &m, source_name);
+    nd_report_glossary(f);
+    nd_report_layers(f, &m);
+    if (against) nd_report_against_section(f, &m, against, source_name);
     nd_report_flagged(f, &m);
     nd_report_charts(f, &m);
     nd_report_scales(f, &m);
@@ -88,6 +83,7 @@ int nd_report_html(FILE *f, const nd_trace *t, const nd_report_routing *rt, cons
                "(the recipes' floor_margin_db); see docs/report.md.</footer>\n<script>\n%s</script>\n</body></html>\n",
             ND_VERSION, ND_REPORT_MARGIN_DB, nd_report_script);
     nd_rmodel_free(&m);
+    if (against) nd_rmodel_free(&om);
     if (ferror(f)) return nd_fail(e, ND_EXIT_INTERNAL, "%s: write error: %s", source_name ? source_name : "report", strerror(errno));
     return 0;
 }

@@ -7,7 +7,7 @@
 #include "util/tmpclean.h"
 
 int nd_report_write(const char *out_path, const nd_trace *t, const nd_report_routing *rt, const char *source_name,
-                    nd_err *e) {
+                    const nd_report_against *against, nd_err *e) {
     size_t n = strlen(out_path) + 5;
     char *tmp = malloc(n);
     if (!tmp) return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", out_path);
@@ -19,7 +19,7 @@ int nd_report_write(const char *out_path, const nd_trace *t, const nd_report_rou
         free(tmp);
         return rc;
     }
-    int rc = nd_report_html(f, t, rt, source_name, e);
+    int rc = nd_report_html(f, t, rt, source_name, against, e);
     if (!rc && fflush(f)) rc = nd_fail(e, ND_EXIT_INTERNAL, "%s: write error: %s", tmp, strerror(errno));
     if (fclose(f) && !rc) rc = nd_fail(e, ND_EXIT_INTERNAL, "%s: write error: %s", tmp, strerror(errno));
     if (!rc && rename(tmp, out_path)) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot rename to %s: %s", tmp, out_path, strerror(errno));

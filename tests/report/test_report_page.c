@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include "nd_test.h"
 #include "report/report.h"
+#include "report/report_internal.h"
 
 enum { NLAYERS = 60, PER_LAYER = 30, NTOK = 16, TOPK = 8, NEXPERTS = 256 };
 #define EVIL "<script>alert(1)</script>"
@@ -101,6 +102,11 @@ static nd_trace *synthetic(void) {
     snprintf(t->summary.first_divergence_mode, sizeof t->summary.first_divergence_mode, "isolated");
     snprintf(t->summary.cause, sizeof t->summary.cause, "scale_inverted");
     snprintf(t->summary.message, sizeof t->summary.message, "multiplier 1.45e-06 x healthy & <inverted> " EVIL);
+    snprintf(t->summary.evidence, sizeof t->summary.evidence, "repair input_scale_reciprocal restores the stage: SQNR 0.0 -> 20.4 dB");
+    snprintf(t->summary.next_command, sizeof t->summary.next_command,
+             "nvfp4dbg trace ckpt --override model.layers.37.self_attn.q_a_proj.input_global_scale=719.8");
+    t->tokens = calloc(NTOK, sizeof *t->tokens);
+    for (int k = 0; k < NTOK; k++) t->tokens[k] = 1000 + k;
     return t;
 }
 
@@ -144,7 +150,7 @@ static void test_page(void) {
     size_t len = 0;
     FILE *f = open_memstream(&page, &len);
     nd_err e = {0};
-    CHECK_EQ_INT(nd_report_html(f, t, &rt, "synthetic <60x30>.h5", &e), 0);
+    CHECK_EQ_INT(nd_report_html(f, t, &rt, "synthetic <60x30>.h5", NULL, &e), 0);
     fclose(f);
     printf("page: %zu bytes for %lld rows\n", len, (long long)t->nrows);
     CHECK(len > 200000 && len < 3u * 1024 * 1024, "page size %zu outside (200 kB, 3 MB)", len);
@@ -158,7 +164,7 @@ static void test_page(void) {
           count(page, "&lt;script&gt;alert(1)&lt;/script&gt;"));
     CHECK(count(page, "&quot;&gt;&lt;img src=x onerror=alert(2)&gt;") >= 2, "escaped checkpoint");
     CHECK(count(page, "healthy &amp; &lt;inverted&gt;") == 1, "escaped message shown once");
-    CHECK(count(page, "&lt;60x30&gt;.h5") == 1, "escaped source name");
+    CHECK(count(page, "&lt;60x30&gt;.h5") == 2, "escaped source name in the title line and the metadata");
     /* structure: 4 charts + one routing strip per MoE layer */
     CHECK_EQ_INT(count(page, "<svg class=\"chart "), 4);
     CHECK_EQ_INT(count(page, "<svg class=\"rstrip\""), NLAYERS);
@@ -175,15 +181,54 @@ static void test_page(void) {
     CHECK_EQ_INT(count(page, "id=\"first-row\""), 1);
     CHECK_EQ_INT(count(page, "href=\"#first-row\""), 1);
     CHECK(strstr(page, "<div class=\"banner diverged\"") != NULL, "diverged banner");
-    /* the table of all stages: one row per trace row, plus the header */
-    char *table = slice(page, "id=\"stage-table\"", "</table>");
-    CHECK(table != NULL, "stage table");
+    /* the table of all stages: every row, in one collapsible group per layer (all 60 present, each
+     * with its header row), only the first divergence's layer open */
+    char *table = slice(page, "<section id=\"stages\">", "</section>");
+    CHECK(table != NULL, "stage section");
     if (table) {
-        CHECK_EQ_INT(count(table, "<tr"), t->nrows + 1);
+        CHECK_EQ_INT(count(table, "<tr"), t->nrows + NLAYERS);
+        CHECK_EQ_INT(count(table, "<details class=\"grp"), NLAYERS);
+        CHECK_EQ_INT(count(table, "</details>"), NLAYERS);
+        int present = 0;
+        char id[48];
+        for (int L = 0; L < NLAYERS; L++) {
+            snprintf(id, sizeof id, "id=\"layer-%d\"", L);
+            present += count(table, id) == 1;
+        }
+        CHECK_EQ_INT(present, NLAYERS);
+        CHECK_EQ_INT(count(table, " open>"), 1);
+        CHECK_EQ_INT(count(table, "<details class=\"grp bad\" id=\"layer-37\" open>"), 1);
+        /* each group holds exactly its layer's rows: layer 12's group has 60 rows, all of layer 12 */
+        char *g12 = slice(table, "id=\"layer-12\"", "</details>");
+        CHECK(g12 && count(g12, "<tr") == 1 + PER_LAYER * 2 && count(g12, "<td>layers.12.") == PER_LAYER * 2 &&
+                  count(g12, "<td>layers.") == PER_LAYER * 2, "layer 12 group: %zu rows", g12 ? count(g12, "<tr") : 0);
+        CHECK(g12 && strstr(g12, "<b>layer 12</b> <span class=\"gs\">60 rows; worst <code>self_attn.q_a_proj</code> "
+                                 "(isolated) cosine 0.995, rel L2 0, SQNR 20 dB, <span>ok</span>"),
+              "layer 12 group summary");
+        free(g12);
         CHECK_EQ_INT(count(table, "<tr class=\"bad\">"), 0); /* the only bad row is the first divergence */
         CHECK_EQ_INT(count(table, "class=\"first bad\""), 1);
+        CHECK(strstr(table, "<b>layer 37</b> <span class=\"gs\">60 rows, <span class=\"bad\">1 flagged</span>; worst "
+                            "<code>self_attn.q_a_proj</code> (isolated) cosine 0, rel L2 0, SQNR 0 dB, <span class=\"bad\">"
+                            "scale_inverted</span></span> <span class=\"fd\">first divergence</span></summary>"),
+              "layer 37 group summary");
+        CHECK(strstr(table, "<b>layer 55</b> <span class=\"gs\">60 rows, <span class=\"bad\">NaN/Inf up to 600</span>"),
+              "layer 55: the largest NaN count of the layer");
     }
     free(table);
+    /* layers at a glance: one line per layer, worst row and its figures, NaN maximum, link */
+    char *lay = slice(page, "id=\"layer-table\"", "</table>");
+    CHECK(lay != NULL, "layer table");
+    if (lay) {
+        CHECK_EQ_INT(count(lay, "<tr"), NLAYERS + 1);
+        CHECK(strstr(lay, "<tr><td><a href=\"#layer-5\">5</a><td>60<td>0<td>self_attn.q_a_proj<td>isolated<td>0.995<td>0"
+                          "<td>20<td>20.5<td>0<td>ok\n"), "layer 5 line");
+        CHECK(strstr(lay, "<tr><td><a href=\"#layer-55\">55</a><td>60<td>0<td>self_attn.q_a_proj<td>isolated<td>0.995<td>0"
+                          "<td>20<td>20.5<td>600<td>ok\n"), "layer 55 line");
+        CHECK(strstr(lay, "<tr class=\"first bad\"><td><a href=\"#layer-37\">37</a><td>60<td>1<td>self_attn.q_a_proj"
+                          "<td>isolated<td>0<td>0<td>0<td>20.5<td>0<td>scale_inverted\n"), "layer 37 line");
+    }
+    free(lay);
     /* flagged list: exactly the one non-ok row */
     char *flag = slice(page, "id=\"flagged-table\"", "</table>");
     CHECK(flag && count(flag, "<tr") == 2, "flagged rows: %zu", flag ? count(flag, "<tr") : 0);
@@ -230,7 +275,7 @@ static void test_clean_single_mode(void) {
     size_t len = 0;
     FILE *f = open_memstream(&page, &len);
     nd_err e = {0};
-    CHECK_EQ_INT(nd_report_html(f, t, NULL, NULL, &e), 0);
+    CHECK_EQ_INT(nd_report_html(f, t, NULL, NULL, NULL, &e), 0);
     fclose(f);
     CHECK_EQ_INT(count(page, "<g class=\"mark\">"), 0);
     CHECK_EQ_INT(count(page, "<path class=\"chain\""), 0);
@@ -244,7 +289,7 @@ static void test_clean_single_mode(void) {
     t->has_summary = 0;
     page = NULL;
     f = open_memstream(&page, &len);
-    CHECK_EQ_INT(nd_report_html(f, t, NULL, NULL, &e), 0);
+    CHECK_EQ_INT(nd_report_html(f, t, NULL, NULL, NULL, &e), 0);
     fclose(f);
     CHECK(strstr(page, "<div class=\"banner incomplete\"") && strstr(page, "did not finish"), "incomplete banner");
     free(page);
@@ -260,13 +305,229 @@ static void test_captured_mode(void) {
     size_t len = 0;
     FILE *f = open_memstream(&page, &len);
     nd_err e = {0};
-    CHECK_EQ_INT(nd_report_html(f, t, NULL, NULL, &e), 0);
+    CHECK_EQ_INT(nd_report_html(f, t, NULL, NULL, NULL, &e), 0);
     fclose(f);
     CHECK_EQ_INT(count(page, "<path class=\"capt\" d=\"M"), 4);
     CHECK_EQ_INT(count(page, "<path class=\"chain\""), 0);
     CHECK_EQ_INT(count(page, "<path class=\"iso\" d=\"M"), 4);
     CHECK_EQ_INT(count(page, "<i class=\"sw capt\"></i>captured</span>"), 2);
     CHECK_EQ_INT(count(page, "<i class=\"sw capt\"></i>production, captured</span>"), 2);
+    free(page);
+    nd_trace_free(t);
+}
+
+
+/* The page as one string (with `against` when not NULL). */
+static char *page_of(const nd_trace *t, const nd_report_routing *rt, const char *name, const nd_report_against *ag) {
+    char *page = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&page, &len);
+    nd_err e = {0};
+    int rc = nd_report_html(f, t, rt, name, ag, &e);
+    fclose(f);
+    CHECK_EQ_INT(rc, 0);
+    return page;
+}
+
+static size_t offset(const char *page, const char *needle) {
+    const char *p = strstr(page, needle);
+    return p ? (size_t)(p - page) : (size_t)-1;
+}
+
+/* The summary header comes first: status, first divergence, cause, evidence, next command, message,
+ * before the metadata and every section. */
+static void test_summary_header(void) {
+    nd_trace *t = synthetic();
+    char *page = page_of(t, NULL, "s.h5", NULL);
+    size_t v = offset(page, "<div class=\"banner diverged\" id=\"verdict\">");
+    size_t cause = offset(page, "<dd id=\"verdict-cause\"><code class=\"cause\">scale_inverted</code>");
+    CHECK(v != (size_t)-1 && cause != (size_t)-1, "summary header with the cause");
+    CHECK(cause > v && cause < offset(page, "<table class=\"meta\">") && cause < offset(page, "<section"),
+          "cause before the metadata and every section");
+    CHECK(strstr(page, "<dd id=\"verdict-status\"><b>diverged</b>") != NULL, "status");
+    CHECK(strstr(page, "<dt>first divergence<dd><a href=\"#first-row\"><code>layers.37.self_attn.q_a_proj</code></a> "
+                       "(isolated), layer 37") != NULL, "first divergence with its layer");
+    CHECK(strstr(page, "<dt>evidence<dd>repair input_scale_reciprocal restores the stage: SQNR 0.0 -&gt; 20.4 dB") != NULL,
+          "evidence");
+    CHECK(strstr(page, "<dt>next<dd><code class=\"cmd\">nvfp4dbg trace ckpt --override "
+                       "model.layers.37.self_attn.q_a_proj.input_global_scale=719.8</code>") != NULL, "next command");
+    CHECK(strstr(page, "<code>nvfp4dbg explain scale_inverted</code>") != NULL, "explain hint");
+    free(page);
+    /* an older trace without evidence attributes: no empty items */
+    t->summary.evidence[0] = t->summary.next_command[0] = 0;
+    page = page_of(t, NULL, "s.h5", NULL);
+    CHECK_EQ_INT(count(page, "<dt>evidence"), 0);
+    CHECK_EQ_INT(count(page, "<dt>next"), 0);
+    CHECK_EQ_INT(count(page, "id=\"verdict-cause\""), 1);
+    free(page);
+    nd_trace_free(t);
+}
+
+/* Every column header of the stage, layer and comparison tables explains its metric in a title,
+ * and the glossary lists the same texts. */
+static void test_tooltips(void) {
+    nd_trace *t = synthetic();
+    nd_trace *o = synthetic();
+    nd_report_against ag = {o, "o.h5"};
+    char *page = page_of(t, NULL, "s.h5", &ag);
+    static const char *const secs[][2] = {{"<section id=\"stages\">", "</section>"}, {"<section id=\"flagged\">", "</section>"},
+                                          {"<section id=\"layers\">", "</section>"}, {"<section id=\"against\">", "</section>"}};
+    for (size_t k = 0; k < sizeof secs / sizeof secs[0]; k++) {
+        char *sec = slice(page, secs[k][0], secs[k][1]);
+        CHECK(sec != NULL, "section %s", secs[k][0]);
+        if (!sec) continue;
+        size_t th = count(sec, "<th>") + count(sec, "<th "), titled = count(sec, "<th title=\"") + count(sec, "<th class=\"num\" title=\"");
+        CHECK(th > 10 && th == titled, "%s: %zu headers, %zu with a tooltip", secs[k][0], th, titled);
+        free(sec);
+    }
+    /* the metrics the issue names, each with its text: 60 layer groups + flagged table + glossary
+     * (+ the layer table, + 60 comparison groups for those shown there) */
+    static const struct { const char *key; size_t n; } want[] = {
+        {"cosine", 61 + 1 + 1 + 2 * 60}, {"rel_l2", 61 + 1 + 1 + 2 * 60}, {"sqnr", 61 + 1 + 1 + 2 * 60},
+        {"floor", 61 + 1 + 1}, {"ref_amax", 61 + 1}, {"prod_amax", 61 + 1 + 2 * 60}, {"ref_nan", 61 + 1},
+        {"prod_nan", 61 + 1 + 1 + 2 * 60}, {"sat_frac", 61 + 1}, {"zero_block_frac", 61 + 1}, {"scale_ratio", 61 + 1},
+        {"verdict", 61 + 1 + 1 + 2 * 60}, {"delta", 1 + 3 * 60}};
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        const char *tip = nd_rmetric_tip(want[k].key);
+        CHECK(tip != NULL && strlen(tip) > 20, "tip of %s", want[k].key);
+        if (!tip) continue;
+        char esc[1024], attr[1100];
+        nd_html_escape_buf(esc, sizeof esc, tip);
+        snprintf(attr, sizeof attr, "title=\"%s\"", esc);
+        size_t in_titles = count(page, attr), all = count(page, esc);
+        CHECK(in_titles + 1 == want[k].n && all == want[k].n, "%s: %zu titles, %zu in all, expected %zu", want[k].key,
+              in_titles, all, want[k].n);
+    }
+    CHECK(strstr(nd_rmetric_tip("scale_ratio"), "2688") && strstr(nd_rmetric_tip("floor"), "6 dB") &&
+              strstr(nd_rmetric_tip("cosine"), "all-zero"), "tips say what the numbers mean");
+    CHECK(nd_rmetric_tip("no_such_metric") == NULL, "unknown key");
+    CHECK_EQ_INT(count(page, "<details id=\"glossary\">"), 1);
+    free(page);
+    nd_trace_free(o);
+    nd_trace_free(t);
+}
+
+/* --against: the other trace is the run after a fix (layer 37's stage healthy, status ok), with
+ * chained SQNR drifting half as fast, one stage of layer 59 missing (2 rows) and one extra row. */
+static void test_against(void) {
+    nd_trace *t = synthetic();
+    nd_trace *o = synthetic();
+    int64_t n = 0;
+    for (int64_t i = 0; i < o->nrows; i++) {
+        nd_row r = o->rows[i];
+        if (r.layer == 59 && strstr(r.name, "<script>")) continue;   /* the hostile stage of layer 59 */
+        if (!strcmp(r.name, "layers.37.self_attn.q_a_proj") && !strcmp(r.mode, "isolated")) {
+            r.prod_amax = r.ref_amax;
+            r.cosine = 0.995;
+            r.sqnr_db = 20.0;
+            r.scale_ratio = 0.81;
+            snprintf(r.verdict, sizeof r.verdict, "ok");
+        }
+        if (!strcmp(r.mode, "chained") && strstr(r.name, "_proj")) r.sqnr_db = 20.0 - 0.1 * r.layer;
+        o->rows[n++] = r;
+    }
+    o->nrows = n;
+    o->rows = realloc(o->rows, (size_t)(n + 1) * sizeof *o->rows);
+    nd_row *x = &o->rows[o->nrows++];
+    *x = o->rows[0];
+    snprintf(x->name, sizeof x->name, "layers.2.extra_probe");
+    memset(&o->summary, 0, sizeof o->summary);
+    snprintf(o->summary.status, sizeof o->summary.status, "ok");
+    nd_report_against ag = {o, "fixed \"<b>\".h5"};
+    char *page = page_of(t, NULL, "run.h5", &ag);
+    /* both verdicts on top, the run's first */
+    size_t v = offset(page, "id=\"verdict\">"), vo = offset(page, "<div class=\"banner ok\" id=\"verdict-other\">");
+    CHECK(v != (size_t)-1 && vo != (size_t)-1 && v < vo && vo < offset(page, "<section"), "both summaries first");
+    CHECK(strstr(page, "<div class=\"btitle\">other: fixed &quot;&lt;b&gt;&quot;.h5</div>") != NULL, "other's name escaped");
+    CHECK_EQ_INT(count(page, "<b>\""), 0);
+    char *sec = slice(page, "<section id=\"against\">", "</section>");
+    CHECK(sec != NULL, "against section");
+    if (sec) {
+        CHECK(strstr(sec, "<p id=\"against-counts\">3598 rows matched, <b>1 with a different verdict</b>, 2 only in the run, "
+                          "1 only in the other.</p>"), "counts");
+        CHECK(strstr(sec, "<tr class=\"changed\"><td>status<td>diverged<td>ok\n") &&
+                  strstr(sec, "<tr class=\"changed\"><td>first divergence<td>layers.37.self_attn.q_a_proj<td>-\n") &&
+                  strstr(sec, "<tr class=\"changed\"><td>cause<td>scale_inverted<td>-\n") &&
+                  strstr(sec, "<tr class=\"changed\"><td>rows<td>3600<td>3599\n") &&
+                  strstr(sec, "<tr><td>stack<td>-<td>-\n"),
+              "summaries side by side");
+        /* every layer is a group; the changed one open, and its row with both figures and differences */
+        CHECK_EQ_INT(count(sec, "<details class=\"grp"), NLAYERS + 1);
+        CHECK_EQ_INT(count(sec, "id=\"against-layer-"), NLAYERS);
+        CHECK_EQ_INT(count(sec, " open>"), 2);
+        CHECK(strstr(sec, "<details class=\"grp chg\" id=\"against-layer-37\" open>") != NULL, "layer 37 open");
+        CHECK(strstr(sec, "<tr class=\"first changed\"><td>layers.37.self_attn.q_a_proj<td>isolated"
+                          "<td>0<td>0.995<td class=\"d\">-0.995<td>0<td>0<td class=\"d\">0<td>0<td>20<td class=\"d\">-20"
+                          "<td>0<td>1.01<td>0<td>0<td>scale_inverted<td>ok\n"),
+              "the fixed stage: run, other, difference");
+        /* chained drift: run 20 - 0.2 L, other 20 - 0.1 L; at layer 10 -1 dB, same cosine */
+        CHECK(strstr(sec, "<tr><td>layers.10.self_attn.q_a_proj<td>chained<td>0.985<td>0.985<td class=\"d\">0"
+                          "<td>0<td>0<td class=\"d\">0<td>18<td>19<td class=\"d\">-1<td>1.03<td>1.03<td>0<td>0<td>ok<td>ok\n"),
+              "a chained row's SQNR difference");
+        CHECK(strstr(sec, "<b>layer 10</b> <span class=\"gs\">60 rows; largest SQNR change -1 dB at <code>self_attn.q_a_proj"
+                          "</code> (chained)</span>"), "layer 10 summary: the largest change");
+        CHECK(strstr(sec, "<b>layer 0</b> <span class=\"gs\">60 rows; SQNR equal in every matched row</span>"),
+              "layer 0: nothing differs");
+        /* rows only in one trace: the run's hostile stage of layer 59 (escaped), the other's extra stage */
+        CHECK_EQ_INT(count(sec, "<tr class=\"only\">"), 2);
+        CHECK_EQ_INT(count(sec, "<tr class=\"only\"><td>layers.59.&lt;script&gt;alert(1)&lt;/script&gt;<td>"), 2);
+        CHECK(strstr(sec, "2 only in the run") != NULL, "layer 59 summary");
+        char *only = slice(sec, "id=\"against-only-other\"", "</details>");
+        CHECK(only && count(only, "<tr>") == 2 && strstr(only, "<td>layers.2.extra_probe<td>"), "only in the other");
+        free(only);
+        CHECK_EQ_INT(count(sec, "<script"), 0);
+    }
+    free(sec);
+    CHECK_EQ_INT(count(page, "<script"), 1);
+    free(page);
+
+    /* incomparable traces are refused with exit 2, naming both files and the difference */
+    nd_err e = {0};
+    CHECK_EQ_INT(nd_report_comparable("a.h5", t, "b.h5", o, &e), 0);
+    o->tokens[5] = 7;
+    CHECK_EQ_INT(nd_report_comparable("a.h5", t, "b.h5", o, &e), ND_EXIT_BADINPUT);
+    CHECK(strstr(e.msg, "a.h5 and b.h5 are not comparable: token 5 differs (1005 vs 7)") != NULL, "msg: %s", e.msg);
+    o->ntokens = NTOK - 1;
+    CHECK_EQ_INT(nd_report_comparable("a.h5", t, "b.h5", o, &e), ND_EXIT_BADINPUT);
+    CHECK(strstr(e.msg, "made from 16 and 15 tokens") != NULL, "msg: %s", e.msg);
+    o->ntokens = NTOK;
+    o->tokens[5] = 1005;
+    snprintf(o->recipe, sizeof o->recipe, "llama");
+    CHECK_EQ_INT(nd_report_comparable("a.h5", t, "b.h5", o, &e), ND_EXIT_BADINPUT);
+    CHECK(strstr(e.msg, "recipes deepseek_v4 and llama") != NULL, "msg: %s", e.msg);
+    nd_trace_free(o);
+    nd_trace_free(t);
+}
+
+/* Hostile strings where the new parts of the page show them: the worst stage of a group, the
+ * verdict, the evidence and next command. */
+static void test_hostile_summary(void) {
+    nd_trace *t = synthetic();
+    for (int64_t i = 0; i < t->nrows; i++) {
+        nd_row *r = &t->rows[i];
+        if (r->layer == 3 && strstr(r->name, "<script>") && !strcmp(r->mode, "isolated")) {
+            snprintf(r->verdict, sizeof r->verdict, "<b>bad</b>");
+            r->cosine = 0.5;
+        }
+    }
+    snprintf(t->summary.evidence, sizeof t->summary.evidence, "x <img src=y onerror=alert(3)>");
+    snprintf(t->summary.next_command, sizeof t->summary.next_command, "nvfp4dbg trace '</code><script>' --override a=1");
+    snprintf(t->summary.cause, sizeof t->summary.cause, "<i>c</i>");
+    char *page = page_of(t, NULL, "s.h5", NULL);
+    CHECK_EQ_INT(count(page, "<script"), 1);
+    CHECK_EQ_INT(count(page, "<img"), 0);
+    CHECK_EQ_INT(count(page, "<b>bad"), 0);
+    CHECK_EQ_INT(count(page, "<i>c"), 0);
+    /* the bad verdict: the group summary, the layer table, the flagged table, the row */
+    CHECK_EQ_INT(count(page, "&lt;b&gt;bad&lt;/b&gt;"), 4);
+    CHECK(strstr(page, "<b>layer 3</b> <span class=\"gs\">60 rows, <span class=\"bad\">1 flagged</span>; worst <code>"
+                       "&lt;script&gt;alert(1)&lt;/script&gt;</code> (isolated) cosine 0.5,") != NULL,
+          "hostile worst stage escaped in the group summary");
+    CHECK(strstr(page, "<td><a href=\"#layer-3\">3</a><td>60<td>1<td>&lt;script&gt;alert(1)&lt;/script&gt;<td>isolated") != NULL,
+          "and in the layer table");
+    CHECK(strstr(page, "x &lt;img src=y onerror=alert(3)&gt;") != NULL, "evidence escaped");
+    CHECK(strstr(page, "&#39;&lt;/code&gt;&lt;script&gt;&#39; --override") != NULL, "next command escaped");
+    CHECK_EQ_INT(count(page, "&lt;i&gt;c&lt;/i&gt;"), 2);   /* cause and its explain hint */
     free(page);
     nd_trace_free(t);
 }
@@ -328,7 +589,7 @@ static void test_write_and_routing_load(const char *dir) {
     /* token 1 ({2,3} vs {3,2}) agrees as a set; token 2 differs in one slot: 5 of 6 picks agree */
     snprintf(path, sizeof path, "%s/page.html", dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    CHECK_EQ_INT(nd_report_write(path, t, &rt, "t.h5", &e), 0);
+    CHECK_EQ_INT(nd_report_write(path, t, &rt, "t.h5", NULL, &e), 0);
     struct stat st;
     CHECK(stat(path, &st) == 0 && st.st_size > 1000, "page written");
     CHECK(stat(tmp, &st) != 0, "no .tmp left behind");
@@ -342,7 +603,7 @@ static void test_write_and_routing_load(const char *dir) {
     free(buf);
     /* an output folder that does not exist: exit 2, nothing created */
     snprintf(bad, sizeof bad, "%s/no/such/dir/page.html", dir);
-    CHECK_EQ_INT(nd_report_write(bad, t, &rt, "t.h5", &e), ND_EXIT_BADINPUT);
+    CHECK_EQ_INT(nd_report_write(bad, t, &rt, "t.h5", NULL, &e), ND_EXIT_BADINPUT);
     CHECK(strstr(e.msg, "page.html.tmp") != NULL, "message names the file: %s", e.msg);
     nd_report_routing_free(&rt);
     nd_trace_free(t);
@@ -355,6 +616,10 @@ int main(void) {
     test_page();
     test_clean_single_mode();
     test_captured_mode();
+    test_summary_header();
+    test_tooltips();
+    test_against();
+    test_hostile_summary();
     test_write_and_routing_load(dir);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

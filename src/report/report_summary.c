@@ -1,0 +1,79 @@
+/* report_summary.c — the summary header at the top of the page, so the verdict and its cause are
+ * on the first screen at any width: status, first divergence (stage, mode, layer), cause,
+ * evidence, the next command, and the one-sentence message, as /summary holds them
+ * (docs/trace-format.md). Older traces without the evidence attributes show what they have. */
+#include <string.h>
+#include "report_internal.h"
+
+/* The banner's class: only known statuses reach the attribute. */
+static const char *status_class(const nd_trace *t) {
+    if (!t->has_summary) return "incomplete";
+    static const char *known[] = {"ok", "diverged", "error", "incomplete"};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!strcmp(t->summary.status, known[i])) return known[i];
+    return "unknown";
+}
+
+static void item(FILE *f, const char *label, const char *id, const char *id_suffix) {
+    fprintf(f, "<dt>%s<dd", label);
+    if (id) fprintf(f, " id=\"%s%s\"", id, id_suffix);
+    fputc('>', f);
+}
+
+void nd_report_summary(FILE *f, const nd_rmodel *m, const char *id, const char *title, const char *first_href) {
+    const nd_trace *t = m->t;
+    const nd_trace_summary *s = &t->summary;
+    const char *cls = status_class(t);
+    fprintf(f, "<div class=\"banner %s\" id=\"%s\">", cls, id);
+    if (title) {
+        fprintf(f, "<div class=\"btitle\">");
+        nd_html_escape(f, title);
+        fprintf(f, "</div>");
+    }
+    fprintf(f, "<dl class=\"sum\">");
+    item(f, "status", id, "-status");
+    if (!t->has_summary || !strcmp(cls, "incomplete")) {
+        fprintf(f, "<b>incomplete</b>: the run did not finish; this trace holds the %lld rows that completed before it "
+                   "stopped, and no diagnosis.", (long long)t->nrows);
+    } else if (!strcmp(cls, "ok") && !s->first_divergence[0]) {
+        fprintf(f, "<b>ok</b>: no divergence; every stage is within what NVFP4 quantization of its operands explains.");
+    } else {
+        fprintf(f, "<b>");
+        nd_html_escape(f, s->status);
+        fprintf(f, "</b>");
+    }
+    if (t->has_summary && s->first_divergence[0]) {
+        item(f, "first divergence", NULL, "");
+        if (first_href) fprintf(f, "<a href=\"%s\">", first_href);
+        fprintf(f, "<code>");
+        nd_html_escape(f, s->first_divergence);
+        fprintf(f, "</code>%s (", first_href ? "</a>" : "");
+        nd_html_escape(f, s->first_divergence_mode);
+        fprintf(f, ")");
+        if (m->first_pos >= 0 && m->st[m->first_pos].layer >= 0) fprintf(f, ", layer %d", (int)m->st[m->first_pos].layer);
+        if (m->first_pos < 0) fprintf(f, " <span class=\"warn\">(that stage has no row in this trace)</span>");
+    }
+    if (t->has_summary && s->cause[0]) {
+        item(f, "cause", id, "-cause");
+        fprintf(f, "<code class=\"cause\">");
+        nd_html_escape(f, s->cause);
+        fprintf(f, "</code> <span class=\"note\">(<code>nvfp4dbg explain ");
+        nd_html_escape(f, s->cause);
+        fprintf(f, "</code>)</span>");
+    }
+    if (t->has_summary && s->evidence[0]) {
+        item(f, "evidence", NULL, "");
+        nd_html_escape(f, s->evidence);
+    }
+    if (t->has_summary && s->next_command[0]) {
+        item(f, "next", NULL, "");
+        fprintf(f, "<code class=\"cmd\">");
+        nd_html_escape(f, s->next_command);
+        fprintf(f, "</code>");
+    }
+    if (t->has_summary && s->message[0]) {
+        item(f, "in words", NULL, "");
+        nd_html_escape(f, s->message);
+    }
+    fprintf(f, "</dl></div>\n");
+}
