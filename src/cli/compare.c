@@ -24,7 +24,7 @@ static const char usage[] =
     "\n"
     "Exit: 0 no regression, 1 regression, 2 bad usage or input (also an unfinished trace).\n"
     "\n"
-    "example: nvfp4dbg compare run.h5 golden/traces/seed-bug-v4.h5\n";
+    "example: nvfp4dbg trace golden/seed-bug-v4 -o run.h5; nvfp4dbg compare run.h5 golden/traces/seed-bug-v4.h5\n";
 
 static void fmt_num(char *buf, size_t n, double v) {
     if (isnan(v)) snprintf(buf, n, "nan");

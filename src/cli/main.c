@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
+#include "cli_args.h"
+#include "util/suggest.h"
 #include "nd_config.h"
 #include "util/tmpclean.h"
 
@@ -28,6 +30,9 @@ static void usage(FILE *f) {
     fprintf(f, "usage: nvfp4dbg COMMAND [ARGS]   (nvfp4dbg COMMAND --help for details)\n\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nEvery command takes --opt=value as well as --opt value; -o -s -r -t -l -b -q -j stand for\n"
+               "--out --stack --recipe --tokens --layers --backend --quiet --json where the command has them;\n"
+               "--color=auto|always|never (NO_COLOR=1: never) and --no-color everywhere.\n");
     fprintf(f, "\nexample: nvfp4dbg trace golden/seed-bug-v4\n");
 }
 
@@ -36,9 +41,22 @@ int main(int argc, char **argv) {
     if (argc < 2) { usage(stderr); return ND_EXIT_BADINPUT; }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) { usage(stdout); return 0; }
     if (!strcmp(argv[1], "--version")) { printf("nvfp4dbg %s\n", ND_VERSION); return 0; }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "nvfp4dbg: unknown command '%s'\n", argv[1]);
+    const size_t ncmd = sizeof commands / sizeof commands[0];
+    for (size_t i = 0; i < ncmd; i++)
+        if (!strcmp(argv[1], commands[i].name)) {
+            /* the shared conventions (--opt=value, -o, did you mean, --color) before the command's own parsing */
+            int ac = argc - 1;
+            char **av = argv + 1;
+            int rc = nd_cli_args(commands[i].name, commands[i].run, &ac, &av);
+            if (!rc) rc = commands[i].run(ac, av);
+            nd_cli_args_free();
+            return rc;
+        }
+    const char *names[sizeof commands / sizeof commands[0]];
+    for (size_t i = 0; i < ncmd; i++) names[i] = commands[i].name;
+    const char *best = nd_suggest(argv[1], names, ncmd);
+    if (best) fprintf(stderr, "nvfp4dbg: unknown command '%s'; did you mean '%s'?\n", argv[1], best);
+    else fprintf(stderr, "nvfp4dbg: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return ND_EXIT_BADINPUT;
 }

@@ -23,7 +23,8 @@ static const char *usage_text =
     "                            same name): model.<module>.input_global_scale=..., <stage>.quant_mult=...\n"
     "  --json                    one JSON document on stdout\n"
     "\n"
-    "example: nvfp4dbg replay q_a.h5 --override layers.0.self_attn.q_a_proj.quant_mult=958.4\n";
+    "example: nvfp4dbg replay q_a.h5 --override layers.0.self_attn.q_a_proj.quant_mult=958.4\n"
+    "         (q_a.h5 from: nvfp4dbg trace golden/seed-bug-v4 -o t.h5; nvfp4dbg repro t.h5 -o q_a.h5)\n";
 
 static void print_row(const char *what, const nd_row *r) {
     printf("%-9s %-40.40s %-9.9s %10.4g %10.4g %6lld %9.5f %7.1f %10.4g  %s\n", what, r->name, r->mode, r->ref_amax,

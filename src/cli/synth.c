@@ -43,7 +43,7 @@ static void usage(FILE *f) {
             "             refused. Without --force OUTDIR must be new or empty\n"
             "  --json     print a JSON summary on stdout\n\n"
             "example: nvfp4dbg synth v4-seed-bug --recipe deepseek_v4 --inject input-scale-inverted@layers.0.self_attn.q_a_proj\n"
-            "         nvfp4dbg synth q-inverted --from llama-nvfp4 --inject input-scale-inverted@layers.0.self_attn.q_proj\n");
+            "         nvfp4dbg synth q-inverted --from golden/conformance/llama/nvfp4 --inject input-scale-inverted@layers.0.self_attn.q_proj\n");
 }
 
 /* "--name VALUE" or "--name=VALUE"; returns the value or NULL when argv[*i] is not this option. */

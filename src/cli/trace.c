@@ -13,6 +13,7 @@
 #include "trace_stacks.h"
 #include "trace_findings.h"
 #include "trace_text.h"
+#include "cli_args.h"
 #include "util/term.h"
 
 static const char *usage_text =
@@ -49,7 +50,8 @@ static const char *usage_text =
     "                            the summary (the header, one line per layer, the diagnosis in brief)\n"
     "  --stage PATTERN           only the rows whose name holds PATTERN (a glob with * ? [...]); implies --table\n"
     "  --json                    one JSON document on stdout instead of the text\n"
-    "  --no-color                no colours (also NO_COLOR=1)\n"
+    "  --color=auto|always|never colours: auto (the default) on a terminal only; NO_COLOR=1 or\n"
+    "                            --no-color: never\n"
     "  --no-probes               benchmark baseline: run both paths and modes, measure nothing\n"
     "  --explain-all             also diagnose (by repair) up to 4 more diverged stages after the first\n"
     "  --stacks all|A,B          replay the model under every (or the named) serving-stack profile and\n"
@@ -62,7 +64,7 @@ static const char *usage_text =
     "example: nvfp4dbg trace golden/seed-bug-v4\n";
 
 
-static int color_on(int no_color) { return !no_color && !getenv("NO_COLOR") && isatty(1); }
+static int color_on(int no_color) { return !no_color && nd_cli_color(stdout); }
 
 static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 

@@ -14,6 +14,7 @@
 #include "synth/synth_plan.h"
 #include "synth/synth_rng.h"
 #include "synth/synth_write.h"
+#include "util/suggest.h"
 
 static const char *const FAMILY_NAMES[] = {"deepseek_v4", "llama", "deepseek_v3"};
 static const char *const SIZE_NAMES[] = {"tiny", "small", "full"};
@@ -27,6 +28,8 @@ static int pick(const char *what, const char *name, const char *const *names, in
         strncat(list, names[i], sizeof list - strlen(list) - 1);
         strncat(list, i + 1 < n ? ", " : "", sizeof list - strlen(list) - 1);
     }
+    const char *best = name ? nd_suggest(name, names, (size_t)n) : NULL;
+    if (best) return nd_fail(e, ND_EXIT_BADINPUT, "synth: unknown %s '%s'; did you mean '%s'? (known: %s)", what, name, best, list);
     return nd_fail(e, ND_EXIT_BADINPUT, "synth: unknown %s '%s' (known: %s)", what, name ? name : "", list);
 }
 
