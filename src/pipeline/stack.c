@@ -1,5 +1,6 @@
 /* stack.c — serving-stack profiles (YAML data) and --override. */
 #include "stack.h"
+#include "util/suggest.h"
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -46,7 +47,19 @@ int nd_stack_load(const char *name, nd_stack *s, nd_err *e) {
     else snprintf(path, sizeof path, "%s/stack-%s.yaml", nd_recipe_dir(), name);
     memset(s, 0, sizeof *s);
     FILE *f = fopen(path, "rb");
-    if (!f) return nd_fail(e, ND_EXIT_BADINPUT, "%s: no serving-stack profile named '%s'", path, name);
+    if (!f) {
+        /* "did you mean": the shipped profile closest to a misspelt name */
+        char names[64][64], near[96] = "";
+        const char *cands[64];
+        int n = 0;
+        nd_err ignore = {0};
+        if (!strchr(name, '/') && !nd_stack_names(names, 64, &n, &ignore)) {
+            for (int i = 0; i < n; i++) cands[i] = names[i];
+            const char *best = nd_suggest(name, cands, (size_t)n);
+            if (best) snprintf(near, sizeof near, "; did you mean '%s'?", best);
+        }
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: no serving-stack profile named '%s'%s", path, name, near);
+    }
     int deep_line = 0;
     if (!nd_yaml_depth_ok(f, ND_YAML_MAX_DEPTH, &deep_line)) {
         fclose(f);
