@@ -74,6 +74,176 @@ typedef struct nd_router_cfg {
 
 typedef struct nd_backend nd_backend;
 
+/* The compute ops, one X(name, (parameters)) each, every one returning 0 or an nd_exit code. This
+ * list is the only place an op is declared: the members of struct nd_backend, the CPU functions
+ * nd_cpu_<name> (kernels/cpu/cpu_internal.h), the CUDA functions nd_cuda_<name>
+ * (kernels/cuda/cuda_common.cuh), both backends' tables and the op names and capability query
+ * below (nd_backend_op_name, nd_backend_has_op) are generated from it; tests/test_backend_ops.c
+ * fails when an op in it has no cross-backend case. */
+#define ND_BACKEND_OPS(X) \
+    /* 2-D float copy: rows of `width` floats from src (row pitch spitch floats) to dst (dpitch). */ \
+    X(copy2d, (nd_backend *b, float *dst, int64_t dpitch, const float *src, int64_t spitch, int64_t width, \
+        int64_t rows, nd_err *e)) \
+ \
+    /* ---- weight decoding (inputs are checkpoint bytes uploaded unchanged) ---- */ \
+    /* out[r,k] = e2m1(code[r,k]) * e4m3(sf[r,k/16]) / global_div. Used for weights and for \
+     * quantized activations alike. */ \
+    X(dequant_nvfp4, (nd_backend *b, const uint8_t *packed, const uint8_t *sf, float global_div, int64_t rows, \
+        int64_t k, float *out, nd_err *e)) \
+    /* MXFP4: out = e2m1(code) * e8m0(sf[r,k/32]). */ \
+    X(dequant_mxfp4, (nd_backend *b, const uint8_t *packed, const uint8_t *sf, int64_t rows, int64_t k, \
+        float *out, nd_err *e)) \
+    /* FP8 e4m3 weight times its scale (nd_fp8_scale_kind; bn/bk block sizes for block kinds). */ \
+    X(dequant_fp8, (nd_backend *b, const uint8_t *w, const void *scale, int scale_kind, int bn, int bk, \
+        int64_t rows, int64_t k, float *out, nd_err *e)) \
+    /* BF16/F16/F32 -> F32. */ \
+    X(to_f32, (nd_backend *b, const void *src, nd_dtype dt, int64_t n, float *out, nd_err *e)) \
+ \
+    /* ---- activation quantization ---- */ \
+    /* NVFP4 16-blocks of x [rows,k] with quantizer multiplier g (2688/amax when healthy) in \
+     * semantics sem (ND_QSEM_*): codes [rows,k/2], sf [rows,k/16] linear. stats_host may be NULL. */ \
+    X(quant_nvfp4, (nd_backend *b, const float *x, float g, int sem, int64_t rows, int64_t k, uint8_t *codes, \
+        uint8_t *sf, nd_qstats *stats_host, nd_err *e)) \
+    /* FP8 e4m3 quantize-dequantize in groups of `group` consecutive columns: scale = amax/448, \
+     * or 2^ceil(log2(max(amax,1e-4)/448)) when pow2; satfinite. In place allowed (x == out). */ \
+    X(fake_quant_fp8, (nd_backend *b, const float *x, int64_t rows, int64_t k, int group, int pow2, float *out, \
+        nd_err *e)) \
+    /* FP8 KV cache round trip of n values (numerics nd_kv_fp8): out = e4m3_satfinite(x / \
+     * write_scale) * read_scale. In place allowed (x == out). */ \
+    X(kv_fp8, (nd_backend *b, const float *x, int64_t n, float write_scale, float read_scale, float *out, \
+        nd_err *e)) \
+    /* Linear [rows, k/16] scales <-> the 128x4 swizzled layout (nd_sf_swizzle_offset); the \
+     * swizzled buffer holds nd_sf_swizzled_bytes(rows,k) bytes, padding zero. */ \
+    X(swizzle_sf, (nd_backend *b, const uint8_t *linear, int64_t rows, int64_t k, uint8_t *swz, nd_err *e)) \
+    X(unswizzle_sf, (nd_backend *b, const uint8_t *swz, int64_t rows, int64_t k, uint8_t *linear, nd_err *e)) \
+ \
+    /* ---- GEMM ---- */ \
+    /* y[m,n] = alpha * Σ_k x[m,k] w[n,k], FP32 accumulation. bf16_exact promises every operand \
+     * is exactly representable in BF16 (dequantized FP4 x e4m3 values), which lets CUDA use BF16 \
+     * tensor cores without changing any product. */ \
+    X(gemm, (nd_backend *b, const float *x, const float *w, float *y, int64_t m, int64_t n, int64_t k, \
+        float alpha, int bf16_exact, nd_err *e)) \
+    /* Grouped: for g < groups, y[:, g, :] = alpha * x[:, g, :] @ w[g]^T with x [m, groups, k], \
+     * w [groups, n, k], y [m, groups, n]. */ \
+    X(gemm_grouped, (nd_backend *b, const float *x, const float *w, float *y, int64_t m, int64_t groups, \
+        int64_t n, int64_t k, float alpha, int bf16_exact, nd_err *e)) \
+ \
+    /* ---- elementwise and normalisation ---- */ \
+    /* in place */ \
+    X(round_bf16, (nd_backend *b, float *x, int64_t n, nd_err *e)) \
+    /* x = f16(x) * scale in place: each value cast to IEEE half as a real cast does \
+     * (nd_f16_from_f32: RNE, Inf from 65520 up), then one FP32 product. The epilogue of a kernel \
+     * that casts its FP32 accumulator to FP16 before applying its global scale (stack profile \
+     * `epilogue: fp16`, docs/stacks.md). */ \
+    X(cast_f16_scale, (nd_backend *b, float *x, int64_t n, float scale, nd_err *e)) \
+    /* y = w ⊙ (x · rsqrt(mean(x²) + eps)) per row of d; w may be NULL (no weight). steps \
+     * (nd_norm_steps, numerics/nd_bf16_steps.h): ND_NORM_FP32, or transformers' BF16 roundings of \
+     * the Llama/V3 or the V4 unweighted RMSNorm. */ \
+    X(rmsnorm, (nd_backend *b, const float *x, const float *w, float eps, int64_t rows, int64_t d, int steps, \
+        float *y, nd_err *e)) \
+    /* y += x (n elements). */ \
+    X(add, (nd_backend *b, float *y, const float *x, int64_t n, nd_err *e)) \
+    /* y[r, c] += bias[c] for an [rows, cols] y (a linear layer's bias, before its output rounding). */ \
+    X(add_bias, (nd_backend *b, float *y, const float *bias, int64_t rows, int64_t cols, nd_err *e)) \
+    /* h = silu(min(g, limit)) * clamp(v, -limit, limit); limit <= 0: no clamp. bf16_steps: silu(g) \
+     * rounded to BF16 before the product (nd_swiglu_elem). */ \
+    X(swiglu, (nd_backend *b, const float *g, const float *v, int64_t n, float limit, int bf16_steps, float *h, \
+        nd_err *e)) \
+ \
+    /* Rotary embedding in place on x [rows, heads, d], dims [rot_off, rot_off+rot_dim) of each \
+     * head. pos_host [rows] positions, inv_freq_host [rot_dim/2] frequencies (YaRN already applied). \
+     * interleaved: pairs (2i, 2i+1) (GPT-J / DeepSeek); else halves (i, i+rot_dim/2) (NeoX/Llama). \
+     * inverse: rotate by -angle. Angles are pos*inv_freq in FP32, cos/sin in FP32; steps \
+     * (nd_rope_steps): ND_ROPE_FP32, or transformers' BF16 cos/sin (and BF16 products). */ \
+    X(rope, (nd_backend *b, float *x, int64_t rows, int64_t heads, int64_t d, int64_t rot_off, int64_t rot_dim, \
+        const int32_t *pos_host, const float *inv_freq_host, int interleaved, int inverse, int steps, \
+        nd_err *e)) \
+ \
+    /* Causal attention with optional sliding window and sinks. q [t, hq, d], k [s, hkv, d], \
+     * v [s, hkv, dv]; query head h uses kv head h / (hq/hkv). Key j is visible to query i iff \
+     * kpos[j] <= qpos[i] and (window == 0 || qpos[i] - kpos[j] < window). Scores in FP32 times \
+     * scale; sinks_host [hq] (may be NULL) join only the softmax denominator. out [t, hq, dv]. \
+     * A query with no visible key and no sink gets zeros. bf16_steps: transformers' eager \
+     * attention of a BF16 model: score = bf16(bf16(q·k) · scale), probabilities rounded to BF16 \
+     * before p·v (nd_attn_score, nd_attn_prob). */ \
+    X(attention, (nd_backend *b, const float *q, const float *k, const float *v, int64_t t, int64_t s, \
+        int64_t hq, int64_t hkv, int64_t d, int64_t dv, const int32_t *qpos_host, const int32_t *kpos_host, \
+        int64_t window, float scale, const float *sinks_host, int bf16_steps, float *out, nd_err *e)) \
+ \
+    /* ---- manifold-constrained hyper-connections (DeepSeek-V4, research/model-arch.md §3.2) ---- \
+     * X [t, n, dm] streams. mix = (2+n)*n. fn [mix, n*dm], base [mix], scale_host [3]. \
+     * rho = rsqrt(Σx²/(n·dm) + rms_eps) over the flattened streams; m = rho·(fn @ x); \
+     * pre_i = σ(scale0·m_i + base_i) + hc_eps; post_i = 2σ(scale1·m_{n+i} + base_{n+i}); \
+     * comb = Sinkhorn(softmax_row(scale2·m_{2n+i·n+j} + base) + hc_eps) with `iters` total \
+     * normalisations rounds (first: column; then iters-1 × (row, column)), each dividing by \
+     * (sum + hc_eps). u = Σ_i pre_i X_i. Outputs u [t, dm], post [t, n], comb [t, n, n]. */ \
+    X(hc_pre, (nd_backend *b, const float *X, const float *fn, const float *base, const float *scale_host, \
+        int64_t t, int64_t n, int64_t dm, int iters, float rms_eps, float hc_eps, float *u, float *post, \
+        float *comb, nd_err *e)) \
+    /* Xout[j] = post_j · y + Σ_i comb[i,j] · X[i]. bf16_steps: post and comb rounded to BF16, the \
+     * product and the mix each rounded before their sum (nd_hc_post_coef, nd_hc_post_join). */ \
+    X(hc_post, (nd_backend *b, const float *X, const float *y, const float *post, const float *comb, int64_t t, \
+        int64_t n, int64_t dm, int bf16_steps, float *Xout, nd_err *e)) \
+    /* hc_head: fn [n, n*dm], base [n], scale_host [1]; pre_i = σ(scale0·m_i + base_i) + hc_eps; \
+     * u = Σ_i pre_i X_i. */ \
+    X(hc_head, (nd_backend *b, const float *X, const float *fn, const float *base, const float *scale_host, \
+        int64_t t, int64_t n, int64_t dm, float rms_eps, float hc_eps, float *u, nd_err *e)) \
+ \
+    /* ---- MoE ---- */ \
+    /* logits [t, E] (FP32) -> idx [t, top_k] (int32, descending selection score), w [t, top_k]. \
+     * Selection uses score + bias (bias may be NULL); weights use the score alone. */ \
+    X(router_topk, (nd_backend *b, const float *logits, const float *bias, int64_t t, const nd_router_cfg *cfg, \
+        int32_t *idx, float *w, nd_err *e)) \
+    /* out[r] = x[rows_host[r]] for r < nr (dispatch). */ \
+    X(gather_rows, (nd_backend *b, const float *x, const int32_t *rows_host, int64_t nr, int64_t d, float *out, \
+        nd_err *e)) \
+    /* y[rows_host[r]] += w_host[r] * x[r] for r < nr, in order of r (combine). bf16_products: each \
+     * w·x rounded to BF16 before the FP32 sum (nd_combine_term). */ \
+    X(scatter_add_rows, (nd_backend *b, float *y, const float *x, const int32_t *rows_host, const float *w_host, \
+        int64_t nr, int64_t d, int bf16_products, nd_err *e)) \
+ \
+    /* ---- probes ---- */ \
+    /* Fused single-pass comparison of ref and prod (prod may be NULL); worst block over `block` \
+     * consecutive elements. Result on the host. */ \
+    X(compare, (nd_backend *b, const float *ref, const float *prod, int64_t n, int64_t block, nd_cmp *out_host, \
+        nd_err *e)) \
+ \
+    /* ---- DeepSeek-V4 compressed attention (docs/reference-notes.md (d)); fields added last ---- \
+     * A backend that lacks them leaves them NULL; the pipeline then fails the stage with \
+     * "<backend>: op <name> unsupported". */ \
+    /* KV compressor pooling over windows of `rate` source rows. kv, gate [s, w*d] with w = 2 when \
+     * overlap (columns [0,d) = the Ca series, [d,2d) = Cb) and w = 1 otherwise; pbias_host [rate, w*d] \
+     * FP32. n_win = s / rate entries (the tail s % rate rows are ignored). Entry e, channel c pools \
+     * the slots j < rate of window e: value kv[e*rate+j, (w-1)*d+c], logit gate[same] + pbias[j, (w-1)*d+c]; \
+     * with overlap also the slots j < rate of window e-1 (none for e = 0): value kv[(e-1)*rate+j, c], \
+     * logit gate[same] + pbias[j, c]. p = softmax of the logits over the slots (FP32); \
+     * out[e, c] = Σ_slots value·p summed in FP32. bf16_steps: p and every product value·p are rounded \
+     * to BF16 before the sum (transformers' BF16 model); the sum itself is not rounded. out [n_win, d]. */ \
+    X(compress_pool, (nd_backend *b, const float *kv, const float *gate, const float *pbias_host, int64_t s, \
+        int64_t d, int64_t rate, int overlap, int bf16_steps, float *out, nd_err *e)) \
+    /* Lightning indexer. q [t, h, c], k [nc, c], wts [t, h]. Entry w is visible to query i iff \
+     * w < (qpos_host[i] + 1) / rate (integer division). For visible w: \
+     * score[i, w] = Σ_h max(q[i,h]·k[w], 0) · scale · wts[i,h] · wscale (dots, products and the sum in \
+     * FP32); invisible entries get score 0. idx [t, topk] (int32, backend memory, topk <= nc): the set \
+     * torch.topk picks on the CPU from the scores with invisible entries at -inf (ties included: see \
+     * kernels/cpu/cpu_indexer.c), in no promised order, each invisible pick replaced by -1. \
+     * scores [t, nc]. */ \
+    X(indexer_topk, (nd_backend *b, const float *q, const float *k, const float *wts, int64_t t, int64_t nc, \
+        int64_t h, int64_t c, float scale, float wscale, const int32_t *qpos_host, int64_t rate, int64_t topk, \
+        float *scores, int32_t *idx, nd_err *e)) \
+    /* Attention of DeepSeek-V4 CSA/HCA layers: one shared KV head read as key and value. q [t, hq, d]; \
+     * kv [s, d] window rows at kpos_host[s]; ckv [nc, d] compressed entries. Window row j is visible \
+     * to query i as in `attention` (kpos <= qpos, qpos - kpos < window when window > 0); compressed \
+     * entry w iff w < (qpos_host[i] + 1) / rate and, when sel != NULL, w is one of sel[i, 0..nsel) \
+     * (int32, backend memory, -1 = no entry). One softmax in FP32 over both sets with sinks_host [hq] \
+     * (may be NULL) in the denominator only, exactly as `attention` (bf16_steps included); out [t, hq, d]. */ \
+    X(attention_compressed, (nd_backend *b, const float *q, const float *kv, const float *ckv, int64_t t, \
+        int64_t s, int64_t nc, int64_t hq, int64_t d, const int32_t *qpos_host, const int32_t *kpos_host, \
+        int64_t window, float scale, const float *sinks_host, int64_t rate, const int32_t *sel, int64_t nsel, \
+        int bf16_steps, float *out, nd_err *e))
+
+#define ND_BACKEND_MEMBER(name, params) int(*name) params;
+
 struct nd_backend {
     const char *name;          /* "cpu", "cuda" */
     char device[128];          /* human-readable device description */
@@ -94,168 +264,14 @@ struct nd_backend {
     int (*download)(nd_backend *b, void *dst_host, const void *src, size_t bytes, nd_err *e);
     int (*copy)(nd_backend *b, void *dst, const void *src, size_t bytes, nd_err *e);
     int (*sync)(nd_backend *b, nd_err *e);
-    /* 2-D float copy: rows of `width` floats from src (row pitch spitch floats) to dst (dpitch). */
-    int (*copy2d)(nd_backend *b, float *dst, int64_t dpitch, const float *src, int64_t spitch, int64_t width,
-                  int64_t rows, nd_err *e);
-
-    /* ---- weight decoding (inputs are checkpoint bytes uploaded unchanged) ---- */
-    /* out[r,k] = e2m1(code[r,k]) * e4m3(sf[r,k/16]) / global_div. Used for weights and for
-     * quantized activations alike. */
-    int (*dequant_nvfp4)(nd_backend *b, const uint8_t *packed, const uint8_t *sf, float global_div,
-                         int64_t rows, int64_t k, float *out, nd_err *e);
-    /* MXFP4: out = e2m1(code) * e8m0(sf[r,k/32]). */
-    int (*dequant_mxfp4)(nd_backend *b, const uint8_t *packed, const uint8_t *sf,
-                         int64_t rows, int64_t k, float *out, nd_err *e);
-    /* FP8 e4m3 weight times its scale (nd_fp8_scale_kind; bn/bk block sizes for block kinds). */
-    int (*dequant_fp8)(nd_backend *b, const uint8_t *w, const void *scale, int scale_kind,
-                       int bn, int bk, int64_t rows, int64_t k, float *out, nd_err *e);
-    /* BF16/F16/F32 -> F32. */
-    int (*to_f32)(nd_backend *b, const void *src, nd_dtype dt, int64_t n, float *out, nd_err *e);
-
-    /* ---- activation quantization ---- */
-    /* NVFP4 16-blocks of x [rows,k] with quantizer multiplier g (2688/amax when healthy) in
-     * semantics sem (ND_QSEM_*): codes [rows,k/2], sf [rows,k/16] linear. stats_host may be NULL. */
-    int (*quant_nvfp4)(nd_backend *b, const float *x, float g, int sem, int64_t rows, int64_t k,
-                       uint8_t *codes, uint8_t *sf, nd_qstats *stats_host, nd_err *e);
-    /* FP8 e4m3 quantize-dequantize in groups of `group` consecutive columns: scale = amax/448,
-     * or 2^ceil(log2(max(amax,1e-4)/448)) when pow2; satfinite. In place allowed (x == out). */
-    int (*fake_quant_fp8)(nd_backend *b, const float *x, int64_t rows, int64_t k, int group, int pow2,
-                          float *out, nd_err *e);
-    /* FP8 KV cache round trip of n values (numerics nd_kv_fp8): out = e4m3_satfinite(x /
-     * write_scale) * read_scale. In place allowed (x == out). */
-    int (*kv_fp8)(nd_backend *b, const float *x, int64_t n, float write_scale, float read_scale, float *out,
-                  nd_err *e);
-    /* Linear [rows, k/16] scales <-> the 128x4 swizzled layout (nd_sf_swizzle_offset); the
-     * swizzled buffer holds nd_sf_swizzled_bytes(rows,k) bytes, padding zero. */
-    int (*swizzle_sf)(nd_backend *b, const uint8_t *linear, int64_t rows, int64_t k, uint8_t *swz, nd_err *e);
-    int (*unswizzle_sf)(nd_backend *b, const uint8_t *swz, int64_t rows, int64_t k, uint8_t *linear, nd_err *e);
-
-    /* ---- GEMM ---- */
-    /* y[m,n] = alpha * Σ_k x[m,k] w[n,k], FP32 accumulation. bf16_exact promises every operand
-     * is exactly representable in BF16 (dequantized FP4 x e4m3 values), which lets CUDA use BF16
-     * tensor cores without changing any product. */
-    int (*gemm)(nd_backend *b, const float *x, const float *w, float *y, int64_t m, int64_t n,
-                int64_t k, float alpha, int bf16_exact, nd_err *e);
-    /* Grouped: for g < groups, y[:, g, :] = alpha * x[:, g, :] @ w[g]^T with x [m, groups, k],
-     * w [groups, n, k], y [m, groups, n]. */
-    int (*gemm_grouped)(nd_backend *b, const float *x, const float *w, float *y, int64_t m,
-                        int64_t groups, int64_t n, int64_t k, float alpha, int bf16_exact, nd_err *e);
-
-    /* ---- elementwise and normalisation ---- */
-    int (*round_bf16)(nd_backend *b, float *x, int64_t n, nd_err *e);          /* in place */
-    /* x = f16(x) * scale in place: each value cast to IEEE half as a real cast does
-     * (nd_f16_from_f32: RNE, Inf from 65520 up), then one FP32 product. The epilogue of a kernel
-     * that casts its FP32 accumulator to FP16 before applying its global scale (stack profile
-     * `epilogue: fp16`, docs/stacks.md). */
-    int (*cast_f16_scale)(nd_backend *b, float *x, int64_t n, float scale, nd_err *e);
-    /* y = w ⊙ (x · rsqrt(mean(x²) + eps)) per row of d; w may be NULL (no weight). steps
-     * (nd_norm_steps, numerics/nd_bf16_steps.h): ND_NORM_FP32, or transformers' BF16 roundings of
-     * the Llama/V3 or the V4 unweighted RMSNorm. */
-    int (*rmsnorm)(nd_backend *b, const float *x, const float *w, float eps, int64_t rows, int64_t d,
-                   int steps, float *y, nd_err *e);
-    /* y += x (n elements). */
-    int (*add)(nd_backend *b, float *y, const float *x, int64_t n, nd_err *e);
-    /* y[r, c] += bias[c] for an [rows, cols] y (a linear layer's bias, before its output rounding). */
-    int (*add_bias)(nd_backend *b, float *y, const float *bias, int64_t rows, int64_t cols, nd_err *e);
-    /* h = silu(min(g, limit)) * clamp(v, -limit, limit); limit <= 0: no clamp. bf16_steps: silu(g)
-     * rounded to BF16 before the product (nd_swiglu_elem). */
-    int (*swiglu)(nd_backend *b, const float *g, const float *v, int64_t n, float limit, int bf16_steps, float *h,
-                  nd_err *e);
-
-    /* Rotary embedding in place on x [rows, heads, d], dims [rot_off, rot_off+rot_dim) of each
-     * head. pos_host [rows] positions, inv_freq_host [rot_dim/2] frequencies (YaRN already applied).
-     * interleaved: pairs (2i, 2i+1) (GPT-J / DeepSeek); else halves (i, i+rot_dim/2) (NeoX/Llama).
-     * inverse: rotate by -angle. Angles are pos*inv_freq in FP32, cos/sin in FP32; steps
-     * (nd_rope_steps): ND_ROPE_FP32, or transformers' BF16 cos/sin (and BF16 products). */
-    int (*rope)(nd_backend *b, float *x, int64_t rows, int64_t heads, int64_t d, int64_t rot_off,
-                int64_t rot_dim, const int32_t *pos_host, const float *inv_freq_host, int interleaved,
-                int inverse, int steps, nd_err *e);
-
-    /* Causal attention with optional sliding window and sinks. q [t, hq, d], k [s, hkv, d],
-     * v [s, hkv, dv]; query head h uses kv head h / (hq/hkv). Key j is visible to query i iff
-     * kpos[j] <= qpos[i] and (window == 0 || qpos[i] - kpos[j] < window). Scores in FP32 times
-     * scale; sinks_host [hq] (may be NULL) join only the softmax denominator. out [t, hq, dv].
-     * A query with no visible key and no sink gets zeros. bf16_steps: transformers' eager
-     * attention of a BF16 model: score = bf16(bf16(q·k) · scale), probabilities rounded to BF16
-     * before p·v (nd_attn_score, nd_attn_prob). */
-    int (*attention)(nd_backend *b, const float *q, const float *k, const float *v, int64_t t,
-                     int64_t s, int64_t hq, int64_t hkv, int64_t d, int64_t dv,
-                     const int32_t *qpos_host, const int32_t *kpos_host, int64_t window, float scale,
-                     const float *sinks_host, int bf16_steps, float *out, nd_err *e);
-
-    /* ---- manifold-constrained hyper-connections (DeepSeek-V4, research/model-arch.md §3.2) ----
-     * X [t, n, dm] streams. mix = (2+n)*n. fn [mix, n*dm], base [mix], scale_host [3].
-     * rho = rsqrt(Σx²/(n·dm) + rms_eps) over the flattened streams; m = rho·(fn @ x);
-     * pre_i = σ(scale0·m_i + base_i) + hc_eps; post_i = 2σ(scale1·m_{n+i} + base_{n+i});
-     * comb = Sinkhorn(softmax_row(scale2·m_{2n+i·n+j} + base) + hc_eps) with `iters` total
-     * normalisations rounds (first: column; then iters-1 × (row, column)), each dividing by
-     * (sum + hc_eps). u = Σ_i pre_i X_i. Outputs u [t, dm], post [t, n], comb [t, n, n]. */
-    int (*hc_pre)(nd_backend *b, const float *X, const float *fn, const float *base,
-                  const float *scale_host, int64_t t, int64_t n, int64_t dm, int iters, float rms_eps,
-                  float hc_eps, float *u, float *post, float *comb, nd_err *e);
-    /* Xout[j] = post_j · y + Σ_i comb[i,j] · X[i]. bf16_steps: post and comb rounded to BF16, the
-     * product and the mix each rounded before their sum (nd_hc_post_coef, nd_hc_post_join). */
-    int (*hc_post)(nd_backend *b, const float *X, const float *y, const float *post, const float *comb,
-                   int64_t t, int64_t n, int64_t dm, int bf16_steps, float *Xout, nd_err *e);
-    /* hc_head: fn [n, n*dm], base [n], scale_host [1]; pre_i = σ(scale0·m_i + base_i) + hc_eps;
-     * u = Σ_i pre_i X_i. */
-    int (*hc_head)(nd_backend *b, const float *X, const float *fn, const float *base,
-                   const float *scale_host, int64_t t, int64_t n, int64_t dm, float rms_eps,
-                   float hc_eps, float *u, nd_err *e);
-
-    /* ---- MoE ---- */
-    /* logits [t, E] (FP32) -> idx [t, top_k] (int32, descending selection score), w [t, top_k].
-     * Selection uses score + bias (bias may be NULL); weights use the score alone. */
-    int (*router_topk)(nd_backend *b, const float *logits, const float *bias, int64_t t,
-                       const nd_router_cfg *cfg, int32_t *idx, float *w, nd_err *e);
-    /* out[r] = x[rows_host[r]] for r < nr (dispatch). */
-    int (*gather_rows)(nd_backend *b, const float *x, const int32_t *rows_host, int64_t nr, int64_t d,
-                       float *out, nd_err *e);
-    /* y[rows_host[r]] += w_host[r] * x[r] for r < nr, in order of r (combine). bf16_products: each
-     * w·x rounded to BF16 before the FP32 sum (nd_combine_term). */
-    int (*scatter_add_rows)(nd_backend *b, float *y, const float *x, const int32_t *rows_host,
-                            const float *w_host, int64_t nr, int64_t d, int bf16_products, nd_err *e);
-
-    /* ---- probes ---- */
-    /* Fused single-pass comparison of ref and prod (prod may be NULL); worst block over `block`
-     * consecutive elements. Result on the host. */
-    int (*compare)(nd_backend *b, const float *ref, const float *prod, int64_t n, int64_t block,
-                   nd_cmp *out_host, nd_err *e);
-
-    /* ---- DeepSeek-V4 compressed attention (docs/reference-notes.md (d)); fields added last ----
-     * A backend that lacks them leaves them NULL; the pipeline then fails the stage with
-     * "<backend>: op <name> unsupported". */
-    /* KV compressor pooling over windows of `rate` source rows. kv, gate [s, w*d] with w = 2 when
-     * overlap (columns [0,d) = the Ca series, [d,2d) = Cb) and w = 1 otherwise; pbias_host [rate, w*d]
-     * FP32. n_win = s / rate entries (the tail s % rate rows are ignored). Entry e, channel c pools
-     * the slots j < rate of window e: value kv[e*rate+j, (w-1)*d+c], logit gate[same] + pbias[j, (w-1)*d+c];
-     * with overlap also the slots j < rate of window e-1 (none for e = 0): value kv[(e-1)*rate+j, c],
-     * logit gate[same] + pbias[j, c]. p = softmax of the logits over the slots (FP32);
-     * out[e, c] = Σ_slots value·p summed in FP32. bf16_steps: p and every product value·p are rounded
-     * to BF16 before the sum (transformers' BF16 model); the sum itself is not rounded. out [n_win, d]. */
-    int (*compress_pool)(nd_backend *b, const float *kv, const float *gate, const float *pbias_host,
-                         int64_t s, int64_t d, int64_t rate, int overlap, int bf16_steps, float *out, nd_err *e);
-    /* Lightning indexer. q [t, h, c], k [nc, c], wts [t, h]. Entry w is visible to query i iff
-     * w < (qpos_host[i] + 1) / rate (integer division). For visible w:
-     * score[i, w] = Σ_h max(q[i,h]·k[w], 0) · scale · wts[i,h] · wscale (dots, products and the sum in
-     * FP32); invisible entries get score 0. idx [t, topk] (int32, backend memory, topk <= nc): the set
-     * torch.topk picks on the CPU from the scores with invisible entries at -inf (ties included: see
-     * kernels/cpu/cpu_indexer.c), in no promised order, each invisible pick replaced by -1.
-     * scores [t, nc]. */
-    int (*indexer_topk)(nd_backend *b, const float *q, const float *k, const float *wts, int64_t t,
-                        int64_t nc, int64_t h, int64_t c, float scale, float wscale, const int32_t *qpos_host,
-                        int64_t rate, int64_t topk, float *scores, int32_t *idx, nd_err *e);
-    /* Attention of DeepSeek-V4 CSA/HCA layers: one shared KV head read as key and value. q [t, hq, d];
-     * kv [s, d] window rows at kpos_host[s]; ckv [nc, d] compressed entries. Window row j is visible
-     * to query i as in `attention` (kpos <= qpos, qpos - kpos < window when window > 0); compressed
-     * entry w iff w < (qpos_host[i] + 1) / rate and, when sel != NULL, w is one of sel[i, 0..nsel)
-     * (int32, backend memory, -1 = no entry). One softmax in FP32 over both sets with sinks_host [hq]
-     * (may be NULL) in the denominator only, exactly as `attention` (bf16_steps included); out [t, hq, d]. */
-    int (*attention_compressed)(nd_backend *b, const float *q, const float *kv, const float *ckv, int64_t t,
-                                int64_t s, int64_t nc, int64_t hq, int64_t d, const int32_t *qpos_host,
-                                const int32_t *kpos_host, int64_t window, float scale, const float *sinks_host,
-                                int64_t rate, const int32_t *sel, int64_t nsel, int bf16_steps, float *out, nd_err *e);
+    /* ---- compute ops: ND_BACKEND_OPS above ---- */
+    ND_BACKEND_OPS(ND_BACKEND_MEMBER)
 };
+
+/* The ops by index (ND_BACKEND_OPS order), their count, and whether backend b implements op i. */
+int nd_backend_op_count(void);
+const char *nd_backend_op_name(int i);
+int nd_backend_has_op(const nd_backend *b, int i);
 
 /* Constructors. nd_backend_cuda_create returns ND_EXIT_INTERNAL with "no CUDA device" (and a
  * distinct message when the build has no CUDA) so callers can fall back or skip. */

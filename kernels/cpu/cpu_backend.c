@@ -24,37 +24,10 @@ int nd_backend_cpu_create(nd_backend **out, nd_err *e) {
     b->upload = nd_cpu_upload;
     b->download = nd_cpu_download;
     b->copy = nd_cpu_copy;
-    b->copy2d = nd_cpu_copy2d;
+#define ND_CPU_SET(name, params) b->name = nd_cpu_##name;
+    ND_BACKEND_OPS(ND_CPU_SET)
+#undef ND_CPU_SET
     b->sync = nd_cpu_sync;
-    b->dequant_nvfp4 = nd_cpu_dequant_nvfp4;
-    b->dequant_mxfp4 = nd_cpu_dequant_mxfp4;
-    b->dequant_fp8 = nd_cpu_dequant_fp8;
-    b->to_f32 = nd_cpu_to_f32;
-    b->quant_nvfp4 = nd_cpu_quant_nvfp4;
-    b->fake_quant_fp8 = nd_cpu_fake_quant_fp8;
-    b->kv_fp8 = nd_cpu_kv_fp8;
-    b->swizzle_sf = nd_cpu_swizzle_sf;
-    b->unswizzle_sf = nd_cpu_unswizzle_sf;
-    b->gemm = nd_cpu_gemm;
-    b->gemm_grouped = nd_cpu_gemm_grouped;
-    b->round_bf16 = nd_cpu_round_bf16;
-    b->cast_f16_scale = nd_cpu_cast_f16_scale;
-    b->rmsnorm = nd_cpu_rmsnorm;
-    b->add = nd_cpu_add;
-    b->add_bias = nd_cpu_add_bias;
-    b->swiglu = nd_cpu_swiglu;
-    b->rope = nd_cpu_rope;
-    b->attention = nd_cpu_attention;
-    b->hc_pre = nd_cpu_hc_pre;
-    b->hc_post = nd_cpu_hc_post;
-    b->hc_head = nd_cpu_hc_head;
-    b->router_topk = nd_cpu_router_topk;
-    b->gather_rows = nd_cpu_gather_rows;
-    b->scatter_add_rows = nd_cpu_scatter_add_rows;
-    b->compare = nd_cpu_compare;
-    b->compress_pool = nd_cpu_compress_pool;
-    b->indexer_topk = nd_cpu_indexer_topk;
-    b->attention_compressed = nd_cpu_attention_compressed;
     *out = b;
     return 0;
 }

@@ -96,7 +96,7 @@ static int cu_copy(nd_backend *b, void *dst, const void *src, size_t bytes, nd_e
 }
 
 /* Rows of `width` floats between pitched layouts; same checks as the CPU backend. */
-static int cu_copy2d(nd_backend *b, float *dst, int64_t dpitch, const float *src, int64_t spitch, int64_t width,
+int nd_cuda_copy2d(nd_backend *b, float *dst, int64_t dpitch, const float *src, int64_t spitch, int64_t width,
                      int64_t rows, nd_err *e) {
     if (width < 0 || rows < 0 || dpitch < width || spitch < width)
         return nd_fail(e, ND_EXIT_INTERNAL, "cuda: copy2d: bad shape (width %lld, rows %lld, pitches %lld/%lld)",
@@ -201,36 +201,9 @@ extern "C" int nd_backend_cuda_create(nd_backend **out, int device, nd_err *e) {
     b->download = cu_download;
     b->copy = cu_copy;
     b->sync = cu_sync;
-    b->copy2d = cu_copy2d;
-    b->dequant_nvfp4 = nd_cuda_dequant_nvfp4;
-    b->dequant_mxfp4 = nd_cuda_dequant_mxfp4;
-    b->dequant_fp8 = nd_cuda_dequant_fp8;
-    b->to_f32 = nd_cuda_to_f32;
-    b->quant_nvfp4 = nd_cuda_quant_nvfp4;
-    b->fake_quant_fp8 = nd_cuda_fake_quant_fp8;
-    b->kv_fp8 = nd_cuda_kv_fp8;
-    b->swizzle_sf = nd_cuda_swizzle_sf;
-    b->unswizzle_sf = nd_cuda_unswizzle_sf;
-    b->gemm = nd_cuda_gemm;
-    b->gemm_grouped = nd_cuda_gemm_grouped;
-    b->round_bf16 = nd_cuda_round_bf16;
-    b->cast_f16_scale = nd_cuda_cast_f16_scale;
-    b->rmsnorm = nd_cuda_rmsnorm;
-    b->add = nd_cuda_add;
-    b->add_bias = nd_cuda_add_bias;
-    b->swiglu = nd_cuda_swiglu;
-    b->rope = nd_cuda_rope;
-    b->attention = nd_cuda_attention;
-    b->hc_pre = nd_cuda_hc_pre;
-    b->hc_post = nd_cuda_hc_post;
-    b->hc_head = nd_cuda_hc_head;
-    b->router_topk = nd_cuda_router_topk;
-    b->gather_rows = nd_cuda_gather_rows;
-    b->scatter_add_rows = nd_cuda_scatter_add_rows;
-    b->compare = nd_cuda_compare;
-    b->compress_pool = nd_cuda_compress_pool;
-    b->indexer_topk = nd_cuda_indexer_topk;
-    b->attention_compressed = nd_cuda_attention_compressed;
+#define ND_CUDA_SET(name, params) b->name = nd_cuda_##name;
+    ND_BACKEND_OPS(ND_CUDA_SET)
+#undef ND_CUDA_SET
     *out = b;
     return 0;
 }

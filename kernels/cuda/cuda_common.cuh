@@ -79,61 +79,17 @@ static inline unsigned nd_cuda_grid(nd_backend *b, int64_t work, int per_block) 
 
 /* ---- op launchers (one file each group) ---- */
 /* cuda_dequant.cu */
-int nd_cuda_dequant_nvfp4(nd_backend *b, const uint8_t *packed, const uint8_t *sf, float global_div,
-                          int64_t rows, int64_t k, float *out, nd_err *e);
-int nd_cuda_dequant_mxfp4(nd_backend *b, const uint8_t *packed, const uint8_t *sf, int64_t rows,
-                          int64_t k, float *out, nd_err *e);
-int nd_cuda_dequant_fp8(nd_backend *b, const uint8_t *w, const void *scale, int scale_kind, int bn,
-                        int bk, int64_t rows, int64_t k, float *out, nd_err *e);
-int nd_cuda_to_f32(nd_backend *b, const void *src, nd_dtype dt, int64_t n, float *out, nd_err *e);
 /* cuda_quant.cu */
-int nd_cuda_quant_nvfp4(nd_backend *b, const float *x, float g, int sem, int64_t rows, int64_t k,
-                        uint8_t *codes, uint8_t *sf, nd_qstats *stats_host, nd_err *e);
-int nd_cuda_fake_quant_fp8(nd_backend *b, const float *x, int64_t rows, int64_t k, int group, int pow2,
-                           float *out, nd_err *e);
-int nd_cuda_kv_fp8(nd_backend *b, const float *x, int64_t n, float write_scale, float read_scale, float *out,
-                   nd_err *e);
-int nd_cuda_swizzle_sf(nd_backend *b, const uint8_t *linear, int64_t rows, int64_t k, uint8_t *swz, nd_err *e);
-int nd_cuda_unswizzle_sf(nd_backend *b, const uint8_t *swz, int64_t rows, int64_t k, uint8_t *linear, nd_err *e);
 /* cuda_gemm.cu */
-int nd_cuda_gemm(nd_backend *b, const float *x, const float *w, float *y, int64_t m, int64_t n, int64_t k,
-                 float alpha, int bf16_exact, nd_err *e);
-int nd_cuda_gemm_grouped(nd_backend *b, const float *x, const float *w, float *y, int64_t m, int64_t groups,
-                         int64_t n, int64_t k, float alpha, int bf16_exact, nd_err *e);
 /* cuda_elementwise.cu */
-int nd_cuda_round_bf16(nd_backend *b, float *x, int64_t n, nd_err *e);
-int nd_cuda_cast_f16_scale(nd_backend *b, float *x, int64_t n, float scale, nd_err *e);
-int nd_cuda_rmsnorm(nd_backend *b, const float *x, const float *w, float eps, int64_t rows, int64_t d,
-                    int steps, float *y, nd_err *e);
-int nd_cuda_add(nd_backend *b, float *y, const float *x, int64_t n, nd_err *e);
-int nd_cuda_add_bias(nd_backend *b, float *y, const float *bias, int64_t rows, int64_t cols, nd_err *e);
-int nd_cuda_swiglu(nd_backend *b, const float *g, const float *v, int64_t n, float limit, int bf16_steps, float *h,
-                   nd_err *e);
-int nd_cuda_rope(nd_backend *b, float *x, int64_t rows, int64_t heads, int64_t d, int64_t rot_off,
-                 int64_t rot_dim, const int32_t *pos_host, const float *inv_freq_host, int interleaved,
-                 int inverse, int steps, nd_err *e);
 /* cuda_attention.cu */
-int nd_cuda_attention(nd_backend *b, const float *q, const float *k, const float *v, int64_t t, int64_t s,
-                      int64_t hq, int64_t hkv, int64_t d, int64_t dv, const int32_t *qpos_host,
-                      const int32_t *kpos_host, int64_t window, float scale, const float *sinks_host,
-                      int bf16_steps, float *out, nd_err *e);
 /* cuda_hc.cu */
-int nd_cuda_hc_pre(nd_backend *b, const float *X, const float *fn, const float *base, const float *scale_host,
-                   int64_t t, int64_t n, int64_t dm, int iters, float rms_eps, float hc_eps, float *u,
-                   float *post, float *comb, nd_err *e);
-int nd_cuda_hc_post(nd_backend *b, const float *X, const float *y, const float *post, const float *comb,
-                    int64_t t, int64_t n, int64_t dm, int bf16_steps, float *Xout, nd_err *e);
-int nd_cuda_hc_head(nd_backend *b, const float *X, const float *fn, const float *base, const float *scale_host,
-                    int64_t t, int64_t n, int64_t dm, float rms_eps, float hc_eps, float *u, nd_err *e);
 /* cuda_moe.cu */
-int nd_cuda_router_topk(nd_backend *b, const float *logits, const float *bias, int64_t t,
-                        const nd_router_cfg *cfg, int32_t *idx, float *w, nd_err *e);
-int nd_cuda_gather_rows(nd_backend *b, const float *x, const int32_t *rows_host, int64_t nr, int64_t d,
-                        float *out, nd_err *e);
-int nd_cuda_scatter_add_rows(nd_backend *b, float *y, const float *x, const int32_t *rows_host,
-                             const float *w_host, int64_t nr, int64_t d, int bf16_products, nd_err *e);
 /* cuda_compare.cu */
-int nd_cuda_compare(nd_backend *b, const float *ref, const float *prod, int64_t n, int64_t block,
-                    nd_cmp *out_host, nd_err *e);
+
+/* every compute op of kernels/backend.h's ND_BACKEND_OPS, as nd_cuda_<name> */
+#define ND_CUDA_DECL(name, params) int nd_cuda_##name params;
+ND_BACKEND_OPS(ND_CUDA_DECL)
+#undef ND_CUDA_DECL
 
 #endif

@@ -1,21 +1,11 @@
 /* cuda_compressed.cuh — the CUDA backend's DeepSeek-V4 compressed-attention ops (cuda_compress.cu,
- * cuda_indexer.cu); contracts in backend.h, references in kernels/cpu/cpu_compress.c and
+ * cuda_indexer.cu); declared with every op by ND_BACKEND_OPS (backend.h), where their contracts are, references in kernels/cpu/cpu_compress.c and
  * kernels/cpu/cpu_indexer.c. */
 #ifndef ND_CUDA_COMPRESSED_CUH
 #define ND_CUDA_COMPRESSED_CUH
 
 #include "cuda_common.cuh"
 
-int nd_cuda_compress_pool(nd_backend *b, const float *kv, const float *gate, const float *pbias_host, int64_t s,
-                          int64_t d, int64_t rate, int overlap, int bf16_steps, float *out, nd_err *e);
-int nd_cuda_indexer_topk(nd_backend *b, const float *q, const float *k, const float *wts, int64_t t, int64_t nc,
-                         int64_t h, int64_t c, float scale, float wscale, const int32_t *qpos_host, int64_t rate,
-                         int64_t topk, float *scores, int32_t *idx, nd_err *e);
-int nd_cuda_attention_compressed(nd_backend *b, const float *q, const float *kv, const float *ckv, int64_t t,
-                                 int64_t s, int64_t nc, int64_t hq, int64_t d, const int32_t *qpos_host,
-                                 const int32_t *kpos_host, int64_t window, float scale, const float *sinks_host,
-                                 int64_t rate, const int32_t *sel, int64_t nsel, int bf16_steps, float *out,
-                                 nd_err *e);
 
 /* 0 when every size is >= 0 and their product fits in int64 (the CPU backend's rule), else fails
  * naming the op. */

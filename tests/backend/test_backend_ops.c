@@ -1117,7 +1117,7 @@ static const test_case g_cases[] = {
     {"to_f32", case_to_f32}, {"quant_nvfp4", case_quant_nvfp4}, {"fake_quant_fp8", case_fake_quant_fp8},
     {"kv_fp8", case_kv_fp8},
     {"swizzle_sf+unswizzle_sf", case_swizzle}, {"gemm+gemm_grouped", case_gemm},
-    {"round_bf16+cast_f16_scale+add+swiglu+rmsnorm", case_elementwise}, {"rope", case_rope}, {"attention", case_attention},
+    {"round_bf16+cast_f16_scale+add+add_bias+swiglu+rmsnorm", case_elementwise}, {"rope", case_rope}, {"attention", case_attention},
     {"hc_pre+hc_post+hc_head", case_hc}, {"router_topk", case_router}, {"gather_rows+scatter_add_rows", case_moe_rows},
     {"compare", case_compare}, {"compress_pool", case_compress_pool}, {"indexer_topk", case_indexer},
     {"attention_compressed", case_attention_compressed},
@@ -1130,11 +1130,28 @@ int main(void) {
     printf("test_backend_ops: seed %llu (ND_TEST_SEED=%llu replays it)\n", (unsigned long long)seed,
            (unsigned long long)seed);
     const size_t ncases = sizeof g_cases / sizeof *g_cases;
+    /* every op of ND_BACKEND_OPS has a case (a case name lists its ops joined by '+'), and the CPU
+     * backend (the reference) implements every one: checked before the CUDA skip, so a build
+     * without a GPU fails on an op added without a cross-backend test */
+    int uncovered = 0;
+    for (int i = 0; i < nd_backend_op_count(); i++) {
+        const char *op = nd_backend_op_name(i);
+        const size_t len = strlen(op);
+        int found = 0;
+        for (size_t c = 0; c < ncases && !found; c++)
+            for (const char *p = g_cases[c].name; *p && !found; p += strcspn(p, "+"), p += *p == '+')
+                found = strcspn(p, "+") == len && !strncmp(p, op, len);
+        if (!found) { fprintf(stderr, "test_backend_ops: op %s has no cross-backend case\n", op); uncovered++; }
+    }
     nd_err e = {0};
     if (nd_backend_cpu_create(&g_be[0], &e)) {
         fprintf(stderr, "cpu backend: %s\n", e.msg);
         return 1;
     }
+    for (int i = 0; i < nd_backend_op_count(); i++)
+        if (!nd_backend_has_op(g_be[0], i)) { fprintf(stderr, "test_backend_ops: the CPU backend lacks %s\n", nd_backend_op_name(i)); uncovered++; }
+    printf("test_backend_ops: %d ops, %d without a case or a CPU implementation\n", nd_backend_op_count(), uncovered);
+    if (uncovered) { g_be[0]->destroy(g_be[0]); return 1; }
     if (!nd_backend_cuda_available() || nd_backend_cuda_create(&g_be[1], 0, &e)) {
         for (size_t i = 0; i < ncases; i++) printf("  SKIP cuda %-32s (%s)\n", g_cases[i].name,
                                                     e.msg[0] ? e.msg : "no CUDA device");
@@ -1142,6 +1159,8 @@ int main(void) {
         return 77;
     }
     printf("cuda device: %s\n", g_be[1]->device);
+    for (int i = 0; i < nd_backend_op_count(); i++)
+        CHECK(nd_backend_has_op(g_be[1], i), "the CUDA backend lacks %s", nd_backend_op_name(i));
     const char *only = getenv("ND_TEST_ONLY"); /* run only the cases whose name contains it */
     for (size_t i = 0; i < ncases; i++) {
         if (only && !strstr(g_cases[i].name, only)) continue;
