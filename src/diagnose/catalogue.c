@@ -116,6 +116,44 @@ static const nd_cause CAUSES[] = {
      "make the loader hand the scales to both the cache write and the attention kernel (vLLM PR #39418 for "
      "compressed-tensors with FlashInfer; sglang PR #35455 for the dropped ones); the --override shown applies "
      "them once in the whole run"},
+    {"scale_pow2_rounding",
+     "the weight's block scales are rounded up to powers of two (UE8M0 ceiling) without re-quantizing the codes "
+     "they were made with: each block decodes too large by a factor in [1, 2) (DeepGEMM's UE8M0 scale format on "
+     "Blackwell: field reports C29, C30, C31)",
+     "replaying the stage with the scales read as stored (stack behaviour), or, with --reference-checkpoint and "
+     "stored scales that are all powers of two, with the scales refitted to the original weight (codes kept), "
+     "brings it back to the floor",
+     "block_scale_unrounded: <stage>.block_scale_pow2=0; block_scale_refit: model.<module>.block_scale_refit=1",
+     "serve without the UE8M0 conversion or re-quantize the weight to the power-of-two scales (vLLM/SGLang "
+     "requant_weight_ue8m0); re-export a checkpoint whose scales were rounded"},
+    {"scale_layout_mismatch",
+     "the block scales are read in another layout than they are stored in: the 128x4 swizzled layout of the "
+     "CUTLASS / FlashInfer kernels where they are linear (or the reverse), or transposed (field reports C20, C24, "
+     "C25, C37)",
+     "replaying the stage with the scales read in the layout they are stored in (linear for a stack behaviour; "
+     "with --reference-checkpoint, un-swizzled or un-transposed for the checkpoint) brings it back to the floor",
+     "block_scale_linear: <stage>.block_scale_layout=0; scale_layout: model.<module>.scale_layout=1 (swizzled_128x4) "
+     "or 2 (transposed)",
+     "swizzle the scales exactly once between the checkpoint and the kernel (the loader's swizzle_blockscale step); "
+     "re-export a checkpoint that stored them swizzled or transposed"},
+    {"scale_encoding_mismatch",
+     "the block-scale bytes are decoded with another encoding than they were written in: E4M3 bytes read as E8M0 "
+     "exponents or as integers (a U8-typed tensor converted numerically), E8M0 bytes read as E4M3 (field reports "
+     "C26, C27)",
+     "replaying the stage with the bytes decoded as E4M3 (stack behaviour), or, with --reference-checkpoint, as "
+     "E8M0 (a checkpoint whose scales are E8M0 exponents) brings it back to the floor",
+     "block_scale_e4m3: <stage>.block_scale_encoding=0; scale_encoding: model.<module>.scale_encoding=1 (e8m0)",
+     "decode the scale tensor by its format, not by its dtype tag (F8_E4M3 for NVFP4, E8M0 with bias 127 for MX); "
+     "re-export scales written in the other encoding"},
+    {"padding_scale_contamination",
+     "a tensor-parallel rank's K shard is not a multiple of the kernel's tile and its padding is left "
+     "uninitialised: the padded columns' codes, scales and activations are read into real outputs (field reports "
+     "C22, C23; vLLM PR #30260, PR #38148)",
+     "replaying the stage with the padding zeroed brings it back to the floor; inspect --tp names the splits "
+     "that leave a remainder",
+     "zero_padding: <stage>.pad_garbage=0",
+     "zero the padded weight, scale and activation buffers (torch.zeros, or a quantizer that writes the padding), "
+     "or serve with a tensor-parallel size whose shards are whole tiles"},
     {"routing_divergence",
      "the production path routes tokens to other experts than the reference",
      "the router row's top-k agreement below 0.5 on the chained path",

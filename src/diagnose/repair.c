@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "pipeline/stack.h"
+#include "pipeline/scale_repr.h"
 
 double nd_repair_file_value(const nd_stage_info *in, double mult) { return in->modelopt ? 1.0 / mult : mult; }
 
@@ -95,6 +96,27 @@ int nd_repairs_for(const nd_row *row, const nd_stage_info *in, nd_repair *out, i
         snprintf(r->what, sizeof r->what, "alpha %.6g applied to the FP32 accumulator of %s before its output cast, not after an FP16 cast",
                  in->alpha, row->name);
     }
+    /* the stage's kernel read the block scales another way than they are stored (stack behaviours,
+     * scale_repr.h): the checkpoint's own reading, one behaviour at a time */
+    if (in->sf_pow2 && (r = add(out, &n, cap, "block_scale_unrounded", "scale_pow2_rounding"))) {
+        snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.block_scale_pow2=0", row->name);
+        snprintf(r->what, sizeof r->what, "block scales of %s read as stored instead of rounded up to powers of two (UE8M0)", row->name);
+    }
+    if (in->sf_layout != ND_SF_LINEAR && (r = add(out, &n, cap, "block_scale_linear", "scale_layout_mismatch"))) {
+        snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.block_scale_layout=0", row->name);
+        snprintf(r->what, sizeof r->what, "block scales of %s read linear (as stored) instead of as %s", row->name,
+                 nd_sf_layout_name(in->sf_layout));
+    }
+    if (in->sf_encoding != ND_SF_E4M3 && (r = add(out, &n, cap, "block_scale_e4m3", "scale_encoding_mismatch"))) {
+        snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.block_scale_encoding=0", row->name);
+        snprintf(r->what, sizeof r->what, "block-scale bytes of %s decoded as E4M3 (as stored) instead of as %s", row->name,
+                 nd_sf_encoding_name(in->sf_encoding));
+    }
+    if (in->tp_pad > 0 && (r = add(out, &n, cap, "zero_padding", "padding_scale_contamination"))) {
+        snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.pad_garbage=0", row->name);
+        snprintf(r->what, sizeof r->what, "the %d padded K columns per rank of %s (tp %d) zeroed instead of left uninitialised",
+                 in->tp_pad, row->name, in->tp);
+    }
     /* NaN block scales: read each as its row neighbour */
     if (in->nan_block_scales > 0 && (r = add(out, &n, cap, "block_scale_fix", "nan_weight_scale"))) {
         snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.block_scale_fix=1", in->module);
@@ -144,6 +166,12 @@ int nd_repairs_for(const nd_row *row, const nd_stage_info *in, nd_repair *out, i
             }
         }
     }
+    /* with the original weights and block scales that are all powers of two: the scales refitted to
+     * the original, keeping the codes (read unrounded) */
+    if (in->has_original && in->sf_all_pow2 && (r = add(out, &n, cap, "block_scale_refit", "scale_pow2_rounding"))) {
+        snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.block_scale_refit=1", in->module);
+        snprintf(r->what, sizeof r->what, "the power-of-two block scales of %s refitted to the original weight, codes kept", in->module);
+    }
     /* with the original weights: the weight divisor that fits the stored codes and block scales,
      * when the stored one is more than 5% away from it */
     if (usable(in->weight_div_fit) && usable(in->weight_div) && fabs(in->weight_div_fit / in->weight_div - 1) > 0.05 &&
@@ -173,6 +201,18 @@ int nd_repairs_for(const nd_row *row, const nd_stage_info *in, nd_repair *out, i
     if (in->fp4_weight && (r = add(out, &n, cap, "nibble_swap", "weight_packing"))) {
         snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.nibble_swap=1", in->module);
         snprintf(r->what, sizeof r->what, "every packed byte of %s read with its nibbles swapped", in->module);
+    }
+    /* with the original weights: the block scales read in another layout or encoding than the
+     * format's (stored swizzled or transposed; E8M0 or integer bytes where E4M3 is read) */
+    for (int l = ND_SF_SWIZZLED; in->has_original && l < ND_SF_NLAYOUTS; l++) {
+        if (l == ND_SF_SWIZZLED && !in->sf_swizzle_fits) continue;
+        if (!(r = add(out, &n, cap, "scale_layout", "scale_layout_mismatch"))) break;
+        snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.scale_layout=%d", in->module, l);
+        snprintf(r->what, sizeof r->what, "block scales of %s read as stored in the %s layout", in->module, nd_sf_layout_name(l));
+    }
+    if (in->has_original && (r = add(out, &n, cap, "scale_encoding", "scale_encoding_mismatch"))) {
+        snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.scale_encoding=%d", in->module, ND_SF_E8M0);
+        snprintf(r->what, sizeof r->what, "block-scale bytes of %s decoded as E8M0 instead of E4M3", in->module);
     }
     return n;
 }

@@ -30,6 +30,9 @@ typedef struct nd_lin {
     int act_fp8_group;     /* production FP8 activation groups (0: none) */
     float *w_ref;          /* reference weight FP32 [N,K] (original with --reference-checkpoint) */
     float *w_prod;         /* production operand (codes x block scales for NVFP4 W4A4) */
+    float *w_floor;        /* the checkpoint's own codes x block scales when the stage's kernel reads the
+                            * scales another way (stack.h nd_sf_read): the floor quantizes with these */
+    nd_sf_read sf_read;    /* how the production GEMM reads the block scales */
     float *bias;           /* the module's bias [N] as FP32 on the backend, or NULL (both paths add it
                             * before the output's BF16 rounding, as F.linear and the serving epilogue do) */
     int prod_kind;         /* LIN_* below */

@@ -17,6 +17,9 @@
 #include "ops.h"
 #include "numerics/nd_numerics.h"
 #include "pipeline.h"
+#include "scale_read.h"
+#include "scale_repr.h"
+#include "ckpt/tp_split.h"
 
 double nd_buf_amax(nd_run *r, const nd_buf *b, nd_err *e) {
     nd_cmp c;
@@ -97,6 +100,22 @@ static void stage_info(const nd_run *r, const nd_lin *l, nd_stage_info *in) {
     in->alpha = l->pp.alpha;
     in->routed_scaling = -1;
     in->epilogue_fp16 = l->prod_kind == LIN_NVFP4_W4A4 && l->epilogue_fp16;
+    if (l->prod_kind == LIN_NVFP4_W4A4) {
+        const nd_sf_read *rd = &l->sf_read;
+        in->sf_pow2 = rd->pow2;
+        in->sf_layout = rd->layout;
+        in->sf_encoding = rd->encoding;
+        in->tp = rd->tp;
+        if (rd->pad_garbage && rd->tp > 1 && nd_tp_kind_of(l->m.path) == ND_TP_ROW)
+            in->tp_pad = (int)nd_tp_pad_reads(l->m.in_features, rd->tp, rd->tile, NULL);
+    }
+    if (l->m.wfmt == ND_WF_NVFP4 && l->m.weight_scale && l->m.out_features > 0) {
+        in->has_original = r->ref_ck != NULL;
+        int64_t nz, p2, cols = (int64_t)l->m.weight_scale->nbytes / l->m.out_features;
+        nd_sf_pow2_share(l->m.weight_scale->data, (int64_t)l->m.weight_scale->nbytes, &nz, &p2);
+        in->sf_all_pow2 = nz >= 16 && p2 == nz;
+        in->sf_swizzle_fits = l->m.out_features % 128 == 0 && cols % 4 == 0;
+    }
 }
 
 int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char *stage_name, const char *fused_csv,
@@ -137,6 +156,9 @@ int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char
 
     nd_stack_params(&r->stack, &l->m, l->fused, l->n_fused, stage_name, &l->pp);
     l->epilogue_fp16 = l->prod_kind == LIN_NVFP4_W4A4 && nd_stack_epilogue_fp16(&r->stack, stage_name);
+    nd_stack_sf_read(&r->stack, stage_name, &l->sf_read);
+    /* a kernel that reads the block scales another way (stack.h nd_sf_read) gets its own operand */
+    const int sf_other = l->prod_kind == LIN_NVFP4_W4A4 && !nd_sf_read_plain(&l->sf_read);
     if (r->opts && r->opts->stage_info && r->opts->only_row && !r->silent && !strcmp(stage_name, r->opts->only_row))
         stage_info(r, l, r->opts->stage_info);
     int rc = 0;
@@ -166,6 +188,8 @@ int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char
                 if (wd) r->be->release(r->be, wd);
             }
         }
+    } else if (l->prod_kind == LIN_NVFP4_W4A4 && sf_other) {
+        rc = nd_weight_ref_codes_f32(r, &l->m, &l->w_ref, &l->w_floor, e);
     } else if (l->prod_kind == LIN_NVFP4_W4A4) {
         rc = nd_weight_ref_codes_f32(r, &l->m, &l->w_ref, &l->w_prod, e);
     } else {
@@ -182,7 +206,8 @@ int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char
      * decompresses to BF16; FP32 weights are cast on load), exact dequantization first */
     if (r->ref_tf) rc = r->be->round_bf16(r->be, l->w_ref, l->m.out_features * l->m.in_features, e);
     if (rc) { nd_lin_close(r, l); return rc; }
-    if (l->prod_kind == LIN_NVFP4_W4A4 && !l->w_prod) rc = nd_weight_codes_f32(r, &l->m, &l->w_prod, e);
+    if (l->prod_kind == LIN_NVFP4_W4A4 && !l->w_prod && sf_other) rc = nd_weight_prod_codes_f32(r, &l->m, &l->sf_read, &l->w_prod, e);
+    else if (l->prod_kind == LIN_NVFP4_W4A4 && !l->w_prod) rc = nd_weight_codes_f32(r, &l->m, &l->w_prod, e);
     else if (l->prod_kind == LIN_WEIGHT_ONLY && (r->ref_ck || r->ref_tf)) rc = nd_weight_f32(r, &l->m, &l->w_prod, e);
     if (rc) nd_lin_close(r, l);
     return rc;
@@ -192,7 +217,8 @@ void nd_lin_close(nd_run *r, nd_lin *l) {
     if (l->w_ref) r->be->release(r->be, l->w_ref);
     if (l->w_prod) r->be->release(r->be, l->w_prod);
     if (l->bias) r->be->release(r->be, l->bias);
-    l->w_ref = l->w_prod = l->bias = NULL;
+    if (l->w_floor) r->be->release(r->be, l->w_floor);
+    l->w_ref = l->w_prod = l->bias = l->w_floor = NULL;
 }
 
 static int check_input(nd_run *r, const nd_lin *l, const nd_buf *x, nd_err *e) {
@@ -297,7 +323,7 @@ int nd_lin_floor(nd_run *r, nd_lin *l, const nd_buf *x, double amax, nd_buf **y,
      * NVFP4 explains. The floor uses the stack's multiplier clamped into that band. */
     float g_ideal = ND_NVFP4_GLOBAL_NUM / (float)amax, g = g_ideal, w_div = l->pp.ideal_w_div;
     if (isfinite(l->pp.mult) && l->pp.mult > 0) g = fminf(fmaxf(l->pp.mult, 0.5f * g_ideal), 2.0f * g_ideal);
-    const float *wf = l->w_prod;
+    const float *wf = l->w_floor ? l->w_floor : l->w_prod;
     float *wq = NULL;
     int rc = 0;
     if (r->ref_ck || !(w_div > 0) || !isfinite(w_div)) {

@@ -75,6 +75,13 @@ typedef struct nd_stage_info {
     double mult, w_div, alpha;      /* what the production path used */
     double in_amax;                 /* amax of the stage's reference input (NaN when not finite) */
     double floor_margin_db;         /* the recipe's allowed gap below the floor (verdict rule) */
+    /* block-scale representation (issue 18, scale_repr.h) */
+    int sf_pow2, sf_layout, sf_encoding; /* how the production GEMM read the block scales (stack.h) */
+    int tp, tp_pad;                 /* ranks, and the padded columns per rank it read as garbage (0: none) */
+    int sf_all_pow2;                /* every finite nonzero stored block scale is a power of two (>= 16) */
+    int sf_swizzle_fits;            /* the scale matrix is whole 128x4 tiles (a swizzled copy is as large) */
+    int has_original;               /* an NVFP4 weight and --reference-checkpoint given (checkpoint-side
+                                     * block-scale repairs apply) */
     double weight_div_fit;          /* --reference-checkpoint: the weight divisor g that makes the stored
                                      * codes x block scales / g closest to the original weight (least
                                      * squares); NaN without an original */

@@ -11,6 +11,7 @@
 #include "recipe/yaml_depth.h"
 #include "numerics/nd_numerics.h"
 #include "recipe/recipe.h"
+#include "scale_repr.h"
 
 static int parse_rule(const char *v, int *out) {
     if (!strcmp(v, "own")) *out = ND_FUSED_OWN;
@@ -39,8 +40,17 @@ static int parse_enum(const char *v, const char *const *names, int n) {
     return -1;
 }
 
+/* A positive integer key (tp, tp_tile) within [lo, hi] and a multiple of `mult`; -1 otherwise. */
+static int parse_count(const char *v, int lo, int hi, int mult) {
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (!*v || *end || x < lo || x > hi || x % mult) return -1;
+    return (int)x;
+}
+
 /* A stack file is a flat mapping: stack, description, fused_input, fused_weight,
- * reciprocal_input, quantizer, gate_up_order, routed_scaling, epilogue, kv_cache, kv_scales. */
+ * reciprocal_input, quantizer, gate_up_order, routed_scaling, epilogue, kv_cache, kv_scales,
+ * block_scale_rounding, block_scale_layout, block_scale_encoding, tp, tp_tile, pad_policy. */
 int nd_stack_load(const char *name, nd_stack *s, nd_err *e) {
     char path[1024];
     if (strchr(name, '/')) snprintf(path, sizeof path, "%s", name);
@@ -86,6 +96,9 @@ int nd_stack_load(const char *name, nd_stack *s, nd_err *e) {
                              *const epi[] = {"bf16", "fp16"}, *const kvc[] = {"bf16", "fp8"},
                              *const kvs[ND_KV_NUSES] = {"ignore", "apply", "twice", "write_only"};
     s->kv_scales = ND_KV_APPLY;
+    s->tp = 1;
+    s->tp_tile = 16;
+    static const char *const rounding[] = {"none", "ue8m0_ceil"}, *const pads[] = {"zero", "garbage"};
     for (yaml_node_pair_t *q = root && !rc ? root->data.mapping.pairs.start : NULL; q && q < root->data.mapping.pairs.top; q++) {
         yaml_node_t *kn = yaml_document_get_node(&doc, q->key), *vn = yaml_document_get_node(&doc, q->value);
         if (kn->type != YAML_SCALAR_NODE || vn->type != YAML_SCALAR_NODE) {
@@ -131,6 +144,36 @@ int nd_stack_load(const char *name, nd_stack *s, nd_err *e) {
                 rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: kv_scales must be apply, ignore, twice or write_only, not '%s'", path, line, v);
                 break;
             }
+        } else if (!strcmp(k, "block_scale_rounding")) {
+            if ((s->block_scale_pow2 = parse_enum(v, rounding, 2)) < 0) {
+                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: block_scale_rounding must be none or ue8m0_ceil, not '%s'", path, line, v);
+                break;
+            }
+        } else if (!strcmp(k, "block_scale_layout")) {
+            if ((s->block_scale_layout = nd_sf_layout_parse(v)) < 0) {
+                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: block_scale_layout must be linear, swizzled_128x4 or transposed, not '%s'", path, line, v);
+                break;
+            }
+        } else if (!strcmp(k, "block_scale_encoding")) {
+            if ((s->block_scale_encoding = nd_sf_encoding_parse(v)) < 0) {
+                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: block_scale_encoding must be e4m3, e8m0 or u8, not '%s'", path, line, v);
+                break;
+            }
+        } else if (!strcmp(k, "tp")) {
+            if ((s->tp = parse_count(v, 1, 4096, 1)) < 0) {
+                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: tp must be an integer from 1 to 4096, not '%s'", path, line, v);
+                break;
+            }
+        } else if (!strcmp(k, "tp_tile")) {
+            if ((s->tp_tile = parse_count(v, 16, 4096, 16)) < 0) {
+                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: tp_tile must be a multiple of 16 from 16 to 4096, not '%s'", path, line, v);
+                break;
+            }
+        } else if (!strcmp(k, "pad_policy")) {
+            if ((s->pad_garbage = parse_enum(v, pads, 2)) < 0) {
+                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: pad_policy must be zero or garbage, not '%s'", path, line, v);
+                break;
+            }
         } else if (!strcmp(k, "quantizer")) {
             if (!strcmp(v, "kernel")) s->quant_sem = ND_QSEM_KERNEL;
             else if (!strcmp(v, "compressed-tensors")) s->quant_sem = ND_QSEM_CT;
@@ -153,12 +196,16 @@ int nd_stack_add_override(nd_stack *s, const char *arg, nd_err *e) {
     size_t n = (size_t)(eq - arg);
     if (n >= sizeof s->ov[0].name) return nd_fail(e, ND_EXIT_BADINPUT, "--override: name too long");
     /* the runtime-behaviour switches take a count or a flag, nothing else */
-    static const struct { const char *suffix; int max; const char *takes; } sw[] = {
-        {".gate_up_swap", 1, "0 or 1"}, {".routed_scaling", 2, "0, 1 or 2 (times applied)"}, {".epilogue_fp16", 1, "0 or 1"},
-        {".kv_cache_fp8", 1, "0 or 1"}, {".kv_scales", 3, "0 (ignore), 1 (apply), 2 (twice) or 3 (write_only)"}};
+    static const struct { const char *suffix; int min, max; const char *takes; } sw[] = {
+        {".gate_up_swap", 0, 1, "0 or 1"}, {".routed_scaling", 0, 2, "0, 1 or 2 (times applied)"}, {".epilogue_fp16", 0, 1, "0 or 1"},
+        {".kv_cache_fp8", 0, 1, "0 or 1"}, {".kv_scales", 0, 3, "0 (ignore), 1 (apply), 2 (twice) or 3 (write_only)"},
+        {".block_scale_pow2", 0, 1, "0 or 1"}, {".block_scale_layout", 0, 2, "0 (linear), 1 (swizzled_128x4) or 2 (transposed)"},
+        {".block_scale_encoding", 0, 2, "0 (e4m3), 1 (e8m0) or 2 (u8)"}, {".tp", 1, 4096, "an integer from 1 to 4096"},
+        {".pad_garbage", 0, 1, "0 or 1"}, {".scale_layout", 0, 2, "0 (linear), 1 (swizzled_128x4) or 2 (transposed)"},
+        {".scale_encoding", 0, 2, "0 (e4m3), 1 (e8m0) or 2 (u8)"}, {".block_scale_refit", 0, 1, "0 or 1"}};
     for (size_t i = 0; i < sizeof sw / sizeof sw[0]; i++) {
         size_t ls = strlen(sw[i].suffix);
-        if (n > ls && !strncmp(arg + n - ls, sw[i].suffix, ls) && !(v >= 0 && v <= sw[i].max && v == (int)v))
+        if (n > ls && !strncmp(arg + n - ls, sw[i].suffix, ls) && !(v >= sw[i].min && v <= sw[i].max && v == (int)v))
             return nd_fail(e, ND_EXIT_BADINPUT, "--override %s: %s takes %s", arg, sw[i].suffix + 1, sw[i].takes);
     }
     nd_override *o = &s->ov[s->n_ov++];
@@ -268,6 +315,23 @@ void nd_stack_module_repair(nd_stack *s, const nd_module *m, nd_module_repair *o
     nd_override *o;
     out->nibble_swap = (o = find_ov(s, m->path, "nibble_swap")) && o->value != 0;
     out->block_scale_fix = (o = find_ov(s, m->path, "block_scale_fix")) && o->value != 0;
+    out->scale_layout = (o = find_ov(s, m->path, "scale_layout")) ? (int)o->value : ND_SF_LINEAR;
+    out->scale_encoding = (o = find_ov(s, m->path, "scale_encoding")) ? (int)o->value : ND_SF_E4M3;
+    out->block_scale_refit = (o = find_ov(s, m->path, "block_scale_refit")) && o->value != 0;
+}
+
+void nd_stack_sf_read(nd_stack *s, const char *stage, nd_sf_read *out) {
+    nd_override *o;
+    out->pow2 = (o = find_ov(s, stage, "block_scale_pow2")) ? o->value != 0 : s->block_scale_pow2;
+    out->layout = (o = find_ov(s, stage, "block_scale_layout")) ? (int)o->value : s->block_scale_layout;
+    out->encoding = (o = find_ov(s, stage, "block_scale_encoding")) ? (int)o->value : s->block_scale_encoding;
+    out->tp = (o = find_ov(s, stage, "tp")) ? (int)o->value : s->tp;
+    out->tile = s->tp_tile;
+    out->pad_garbage = (o = find_ov(s, stage, "pad_garbage")) ? o->value != 0 : s->pad_garbage;
+}
+
+int nd_sf_read_plain(const nd_sf_read *rd) {
+    return !rd->pow2 && rd->layout == ND_SF_LINEAR && rd->encoding == ND_SF_E4M3 && !(rd->tp > 1 && rd->pad_garbage);
 }
 
 int nd_stack_unused(const nd_stack *s, const char **name) {

@@ -55,6 +55,14 @@ typedef struct nd_stack {
     int kv_cache_fp8;               /* 1: K and V (or MLA's latent) go through an FP8 E4M3 cache with
                                      * per-tensor scales (kv_cache: fp8); 0: BF16 cache (default) */
     int kv_scales;                  /* nd_kv_use: what the FP8 cache does with the checkpoint's scales */
+    /* how the NVFP4 GEMMs read the weight's block scales (scale_repr.h; issue 18) */
+    int block_scale_pow2;           /* 1: rounded up to powers of two, codes kept (block_scale_rounding:
+                                     * ue8m0_ceil) */
+    int block_scale_layout;         /* nd_sf_layout the kernel reads the linear bytes it is handed as */
+    int block_scale_encoding;       /* nd_sf_encoding the kernel decodes the E4M3 bytes with */
+    int tp, tp_tile;                /* tensor-parallel ranks and the K tile each rank's shard of a
+                                     * row-parallel linear is padded to (tp: 1, tp_tile: 16) */
+    int pad_garbage;                /* 1: that padding is left uninitialised (pad_policy: garbage) */
     nd_override ov[ND_MAX_OVERRIDES];
     int n_ov;
 } nd_stack;
@@ -99,8 +107,25 @@ double nd_stack_scalar(nd_stack *s, const char *tensor, double dflt);
  *   model.<module>.nibble_swap=1      read every packed byte with its two nibbles swapped
  *   model.<module>.block_scale_fix=1  NaN/Inf e4m3 block scales replaced by their row neighbour
  * Both apply to every decode of the module (reference and production). */
-typedef struct nd_module_repair { int nibble_swap, block_scale_fix; } nd_module_repair;
+/*   model.<module>.scale_layout=L     block scales stored in layout L (scale_repr.h), read back linear
+ *   model.<module>.scale_encoding=E   block-scale bytes stored in encoding E, decoded with it
+ *   model.<module>.block_scale_refit=1  block scales refitted to the original weight (needs
+ *                                       --reference-checkpoint; powers of two read unrounded) */
+typedef struct nd_module_repair {
+    int nibble_swap, block_scale_fix;
+    int scale_layout, scale_encoding, block_scale_refit;
+} nd_module_repair;
 void nd_stack_module_repair(nd_stack *s, const nd_module *m, nd_module_repair *out);
+/* How the production GEMM of the stage named `stage` reads its weight's block scales: the
+ * profile's keys unless the stage's override says otherwise:
+ *   <stage>.block_scale_pow2=0|1        rounded up to powers of two (UE8M0 ceil)
+ *   <stage>.block_scale_layout=0|1|2    read as linear, swizzled_128x4 or transposed
+ *   <stage>.block_scale_encoding=0|1|2  decoded as e4m3, e8m0 or u8
+ *   <stage>.tp=N, <stage>.pad_garbage=0|1  ranks, and the padding of a row-parallel K shard */
+typedef struct nd_sf_read { int pow2, layout, encoding, tp, tile, pad_garbage; } nd_sf_read;
+void nd_stack_sf_read(nd_stack *s, const char *stage, nd_sf_read *out);
+/* 1 when the read is the checkpoint's own (nothing of the above changes it). */
+int nd_sf_read_plain(const nd_sf_read *rd);
 /* "own", "max", "min", "first" (the fused rules' names) */
 const char *nd_fused_rule_name(int rule);
 /* Overrides that matched nothing (to warn the user). */

@@ -8,6 +8,7 @@
 #include "run.h"
 #include "numerics/nd_numerics.h"
 #include "repair_bytes.h"
+#include "scale_read.h"
 
 /* Upload slices: each slice's mapped pages are dropped once it is on the backend, so a tensor as
  * large as the 1.9 GB lm_head does not sit in RSS whole. */
@@ -84,8 +85,8 @@ int nd_tensor_f32(nd_run *r, const nd_tview *t, float **out, nd_err *e) {
  * are divided by div[i] (the module's own global divisor for the reference meaning; 1 for the
  * production GEMM operand, whose global factors live in alpha). The raw bytes are uploaded once
  * for all the decodes. */
-static int decode(nd_run *r, const nd_module *m, const float *div, int nout, int swap_nibbles, float **out,
-                  nd_err *e) {
+static int decode(nd_run *r, const nd_module *m, const float *div, int nout, int swap_nibbles, const nd_sf_read *rd,
+                  float **out, nd_err *e) {
     const int64_t n = m->out_features, k = m->in_features;
     for (int i = 0; i < nout; i++) out[i] = NULL;
     if (m->wfmt == ND_WF_DENSE) {
@@ -94,9 +95,13 @@ static int decode(nd_run *r, const nd_module *m, const float *div, int nout, int
         return rc;
     }
     /* repairs the diagnosis asks for by override (stack.h): the bytes are re-read another way */
-    nd_module_repair fix = {0, 0};
+    nd_module_repair fix;
+    memset(&fix, 0, sizeof fix);
     nd_stack_module_repair(&r->stack, m, &fix);
     swap_nibbles ^= fix.nibble_swap;
+    /* block scales read another way (a repair, or the production kernel's reading): on the host */
+    if (m->wfmt == ND_WF_NVFP4 && nd_scale_read_needed(&fix, rd))
+        return nd_scale_read_decode(r, m, &fix, rd, swap_nibbles, div, nout, out, e);
     void *w = NULL, *s = NULL;
     int rc = upload_raw(r, m->weight, &w, e);
     if (!rc && m->weight_scale) rc = upload_raw(r, m->weight_scale, &s, e);
@@ -143,23 +148,28 @@ static int decode(nd_run *r, const nd_module *m, const float *div, int nout, int
 }
 
 int nd_weight_f32(nd_run *r, const nd_module *m, float **out, nd_err *e) {
-    return decode(r, m, &m->weight_global_div, 1, 0, out, e);
+    return decode(r, m, &m->weight_global_div, 1, 0, NULL, out, e);
 }
 
 int nd_weight_codes_f32(nd_run *r, const nd_module *m, float **out, nd_err *e) {
     const float one = 1.0f;
-    return decode(r, m, &one, 1, 0, out, e);
+    return decode(r, m, &one, 1, 0, NULL, out, e);
+}
+
+int nd_weight_prod_codes_f32(nd_run *r, const nd_module *m, const nd_sf_read *rd, float **out, nd_err *e) {
+    const float one = 1.0f;
+    return decode(r, m, &one, 1, 0, rd, out, e);
 }
 
 int nd_weight_ref_codes_f32(nd_run *r, const nd_module *m, float **ref, float **codes, nd_err *e) {
     const float div[2] = {m->weight_global_div, 1.0f};
     float *out[2];
-    int rc = decode(r, m, div, 2, 0, out, e);
+    int rc = decode(r, m, div, 2, 0, NULL, out, e);
     *ref = out[0];
     *codes = out[1];
     return rc;
 }
 
 int nd_weight_swapped_f32(nd_run *r, const nd_module *m, float **out, nd_err *e) {
-    return decode(r, m, &m->weight_global_div, 1, 1, out, e);
+    return decode(r, m, &m->weight_global_div, 1, 1, NULL, out, e);
 }

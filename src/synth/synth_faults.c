@@ -24,6 +24,8 @@
 #include <string.h>
 #include <jansson.h>
 #include "synth/synth_faults.h"
+#include "synth/synth_scales.h"
+#include "pipeline/scale_repr.h"
 #include "synth/synth_static.h"
 
 static const struct { const char *name; int needs_value; } KINDS[SY_F_COUNT] = {
@@ -45,6 +47,10 @@ static const struct { const char *name; int needs_value; } KINDS[SY_F_COUNT] = {
     [SY_F_WSCALE_RENAMED] = {"weight-scale-renamed", 0},
     [SY_F_SCALE_MISSING_EXPERT] = {"scale-missing-expert", 0},
     [SY_F_QUANTIZE] = {"quantize", 0},
+    [SY_F_SCALE_POW2] = {"scale-pow2", 0},
+    [SY_F_SCALE_SWIZZLED] = {"scale-swizzled", 0},
+    [SY_F_SCALE_TRANSPOSED] = {"scale-transposed", 0},
+    [SY_F_SCALE_ENCODING] = {"scale-encoding", 2}, /* a word: e8m0, u8 */
 };
 
 const char *sy_fault_name(sy_fault_kind k) { return k < SY_F_COUNT ? KINDS[k].name : "?"; }
@@ -74,7 +80,11 @@ int sy_fault_parse_spec(const char *spec, sy_fault *f, const char **module, nd_e
         return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': unknown fault '%s' (known: %s)", spec, fault, list);
     }
     f->kind = (sy_fault_kind)k;
-    if (KINDS[k].needs_value) {
+    if (KINDS[k].needs_value == 2) {
+        if (!eq || !eq[1])
+            return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': %s needs a value (%s=e8m0@MODULE or =u8)", spec, fault, fault);
+        ND_TRY(sy_scale_fault_value(spec, eq + 1, f, e));
+    } else if (KINDS[k].needs_value) {
         char *end = NULL;
         if (!eq || !eq[1])
             return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': %s needs a factor (%s=F@MODULE)", spec, fault, fault);
@@ -109,6 +119,7 @@ static int parse_one(const sy_plan *pl, const char *spec, sy_fault *f, nd_err *e
         return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': module '%s' is not an NVFP4 linear", spec, at + 1);
     if (f->kind == SY_F_FUSED_MISMATCH && p->fuse < 0)
         return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': module '%s' is not a fused shard", spec, at + 1);
+    if (sy_scale_fault(f->kind)) ND_TRY(sy_scale_fault_check(f, p->shape[0], p->shape[1], spec, e));
     f->param = idx;
     snprintf(f->module, sizeof f->module, "%s", sy_stage_name(p->module));
     return 0;
@@ -177,6 +188,9 @@ void sy_faults_apply(sy_faults *fs, long param, nd_synth_format fmt, const char 
         case SY_F_WGLOBAL_MUL:
             sy_requant_global(m->packed, m->sf, m->n, m->k, &m->wglobal, f->value, !ct);
             f->stored = m->wglobal; t = wg_name; break;
+        case SY_F_SCALE_POW2: case SY_F_SCALE_SWIZZLED: case SY_F_SCALE_TRANSPOSED: case SY_F_SCALE_ENCODING:
+            t = sy_scale_fault_apply(f, ct, m);
+            break;
         default: break;
         }
         snprintf(f->tensor, sizeof f->tensor, "%s.%s", prefix, t ? t : "?");
@@ -196,9 +210,13 @@ int sy_faults_write(const sy_faults *fs, const char *path, nd_err *e) {
         json_t *o = json_object();
         json_object_set_new(o, "fault", json_string(sy_fault_name(f->kind)));
         json_object_set_new(o, "module", json_string(f->module));
-        json_object_set_new(o, "value", f->has_value ? json_real(f->value) : json_null());
+        if (f->kind == SY_F_SCALE_ENCODING) json_object_set_new(o, "value", json_string(nd_sf_encoding_name((int)f->value)));
+        else json_object_set_new(o, "value", f->has_value ? json_real(f->value) : json_null());
         json_object_set_new(o, "tensor", json_string(f->tensor));
-        if (f->kind == SY_F_WSCALE_NAN || f->kind == SY_F_NIBBLE_SWAP)
+        if (sy_scale_fault(f->kind)) {
+            json_object_set_new(o, "scales_changed", json_integer(f->count));
+            if (!isnan(f->stored)) json_object_set_new(o, "stored_global", json_real(f->stored));
+        } else if (f->kind == SY_F_WSCALE_NAN || f->kind == SY_F_NIBBLE_SWAP)
             json_object_set_new(o, f->kind == SY_F_WSCALE_NAN ? "nan_blocks" : "bytes", json_integer(f->count));
         else if (f->kind != SY_F_MISSING_INPUT)
             json_object_set_new(o, "stored", number_or_word(f->stored));

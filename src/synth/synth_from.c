@@ -11,6 +11,7 @@
 #include "ckpt/ckpt.h"
 #include "synth/synth_faults.h"
 #include "synth/synth_kv.h"
+#include "synth/synth_scales.h"
 #include "synth/synth_static.h"
 
 /* One module some fault targets: its tensors in CKPT and the changed copies written instead.
@@ -60,6 +61,7 @@ static int parse(const nd_ckpt *ck, const char *spec, sy_fault *f, target *ts, i
             m->weight_scale->nbytes != (size_t)(m->out_features * (m->in_features / 16)))
             return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: %s's packed weight or block scales have an unexpected size", nd_ckpt_dir(ck), path);
     }
+    if (sy_scale_fault(f->kind)) ND_TRY(sy_scale_fault_check(f, ts[i].m.out_features, ts[i].m.in_features, spec, e));
     if (f->kind == SY_F_MISSING_INPUT && !ts[i].m.input_global)
         return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: module '%s' has no input scale to remove", nd_ckpt_dir(ck), path);
     f->param = i;

@@ -1,0 +1,103 @@
+/* scale_read.c — an NVFP4 weight decoded on the host when its block scales are read another way
+ * than the checkpoint's own (scale_repr.h): the module repairs of the diagnosis (layout, encoding,
+ * refit to the original) on every path, and the production GEMM's stack behaviours (UE8M0
+ * rounding, another layout or encoding, uninitialised tensor-parallel padding) on the production
+ * operand only. The result is uploaded as FP32, so both backends run the same weight. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "scale_read.h"
+#include "scale_repr.h"
+#include "repair_bytes.h"
+#include "ckpt/tp_split.h"
+
+int nd_scale_read_needed(const nd_module_repair *fix, const nd_sf_read *rd) {
+    return fix->scale_layout != ND_SF_LINEAR || fix->scale_encoding != ND_SF_E4M3 || fix->block_scale_refit ||
+           (rd && !nd_sf_read_plain(rd));
+}
+
+/* The original weight of m as FP32 on the host (the module of the same name in
+ * --reference-checkpoint, unquantized). */
+static int original_f32(nd_run *r, const nd_module *m, float **out, nd_err *e) {
+    *out = NULL;
+    if (!r->ref_ck)
+        return nd_fail(e, ND_EXIT_BADINPUT, "--override %s.block_scale_refit: refitting block scales needs the original "
+                       "weights (--reference-checkpoint)", m->path);
+    nd_module o;
+    ND_TRY(nd_ckpt_module(r->ref_ck, m->path, &o, e));
+    if (o.wfmt != ND_WF_DENSE || o.out_features != m->out_features || o.in_features != m->in_features)
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s is not an unquantized [%lld, %lld] weight: block_scale_refit needs the "
+                       "original", nd_ckpt_dir(r->ref_ck), m->path, (long long)m->out_features, (long long)m->in_features);
+    const int64_t nk = m->out_features * m->in_features;
+    *out = malloc((size_t)(nk ? nk : 1) * sizeof(float));
+    if (!*out) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    int rc = nd_tensor_host_f32(o.weight, *out, nk, e);
+    nd_ckpt_release(r->ref_ck, o.weight);
+    if (rc) { free(*out); *out = NULL; }
+    return rc;
+}
+
+int nd_scale_read_decode(nd_run *r, const nd_module *m, const nd_module_repair *fix, const nd_sf_read *rd, int swap_nibbles,
+                         const float *div, int nout, float **out, nd_err *e) {
+    const int64_t n = m->out_features, k = m->in_features, nb = k / 16;
+    const size_t sf_n = m->weight_scale ? m->weight_scale->nbytes : 0;
+    if (m->wfmt != ND_WF_NVFP4 || !m->weight_scale || (int64_t)sf_n < n * nb || m->weight->nbytes != (size_t)(n * (k / 2)))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s: block scales can be read another way only for an NVFP4 weight with "
+                       "[%lld, %lld] scales", nd_ckpt_dir(r->ck), m->path, (long long)n, (long long)nb);
+    const size_t ns = (size_t)(n * nb) + 1, nw = (size_t)(n * k) + 1;
+    uint8_t *packed = malloc(m->weight->nbytes + 1), *sf = malloc(sf_n + 1), *lin = malloc(ns);
+    float *f = malloc(ns * sizeof(float)), *w = malloc(nw * sizeof(float));
+    float *orig = NULL;
+    int *extra = NULL;
+    int rc = packed && sf && lin && f && w ? 0 : nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    if (!rc) {
+        if (swap_nibbles) nd_swap_nibbles(m->weight->data, packed, m->weight->nbytes);
+        else memcpy(packed, m->weight->data, m->weight->nbytes);
+        memcpy(sf, m->weight_scale->data, sf_n);
+        /* the checkpoint's bytes, re-read as the module repairs say: their layout, then NaN fix */
+        nd_sf_read_as(fix->scale_layout, sf, (int64_t)sf_n, n, nb, lin);
+        if (fix->block_scale_fix && nd_fix_nan_block_scales(lin, n, nb) < 0) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    }
+    int enc = fix->scale_encoding;
+    if (!rc && fix->block_scale_refit) {
+        rc = original_f32(r, m, &orig, e);
+        if (!rc) nd_sf_refit(packed, orig, m->weight_global_div, n, k, lin);
+        enc = ND_SF_E4M3;
+    }
+    /* the production kernel's reading of the bytes it is handed */
+    if (!rc && rd && rd->layout != ND_SF_LINEAR) {
+        memcpy(sf, lin, (size_t)(n * nb));
+        nd_sf_read_as(rd->layout, sf, n * nb, n, nb, lin);
+    }
+    if (!rc && rd && enc == ND_SF_E4M3) enc = rd->encoding;
+    for (int64_t i = 0; !rc && i < n * nb; i++) {
+        f[i] = nd_sf_decode(lin[i], enc);
+        if (rd && rd->pow2) f[i] = nd_sf_pow2_ceil(f[i]);
+    }
+    /* a row-parallel shard's padding: the columns it reads again */
+    int64_t pad = 0;
+    if (!rc && rd && rd->pad_garbage && rd->tp > 1 && nd_tp_kind_of(m->path) == ND_TP_ROW) {
+        extra = malloc((size_t)(k ? k : 1) * sizeof *extra);
+        if (!extra) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+        else pad = nd_tp_pad_reads(k, rd->tp, rd->tile, extra);
+    }
+    for (int i = 0; i < nout; i++) out[i] = NULL;
+    for (int i = 0; i < nout && !rc; i++) {
+        nd_nvfp4_decode_f(packed, f, div[i], n, k, w);
+        if (pad)
+            for (int64_t row = 0; row < n; row++)
+                for (int64_t j = 0; j < k; j++) w[row * k + j] *= (float)(1 + extra[j]);
+        out[i] = r->be->alloc(r->be, (size_t)(n * k) * sizeof(float), e);
+        if (!out[i]) rc = e->code;
+        else rc = r->be->upload(r->be, out[i], w, (size_t)(n * k) * sizeof(float), e);
+    }
+    if (rc)
+        for (int i = 0; i < nout; i++) {
+            if (out[i]) r->be->release(r->be, out[i]);
+            out[i] = NULL;
+        }
+    nd_ckpt_release(r->ck, m->weight);
+    nd_ckpt_release(r->ck, m->weight_scale);
+    free(packed); free(sf); free(lin); free(f); free(w); free(orig); free(extra);
+    return rc;
+}

@@ -1,0 +1,56 @@
+/* synth_scales.c — see synth_scales.h. */
+#include "synth/synth_scales.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pipeline/scale_repr.h"
+
+int sy_scale_fault(sy_fault_kind k) {
+    return k == SY_F_SCALE_POW2 || k == SY_F_SCALE_SWIZZLED || k == SY_F_SCALE_TRANSPOSED || k == SY_F_SCALE_ENCODING;
+}
+
+int sy_scale_fault_value(const char *spec, const char *word, sy_fault *f, nd_err *e) {
+    int x = nd_sf_encoding_parse(word);
+    if (x != ND_SF_E8M0)
+        return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': scale-encoding takes e8m0 (the encoding the bytes are written "
+                       "in; e4m3 is the format's own, u8 is a way of reading them: stack key block_scale_encoding), not '%s'",
+                       spec, word);
+    f->value = x;
+    f->has_value = 1;
+    return 0;
+}
+
+int sy_scale_fault_check(const sy_fault *f, int64_t n, int64_t k, const char *spec, nd_err *e) {
+    if (f->kind == SY_F_SCALE_SWIZZLED && (n % 128 || (k / 16) % 4))
+        return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': the swizzled 128x4 layout pads [%lld, %lld] block scales to "
+                       "[%lld, %lld]: scale-swizzled needs rows %% 128 == 0 and K/16 %% 4 == 0 (the tensor keeps its shape)",
+                       spec, (long long)n, (long long)(k / 16), (long long)((n + 127) / 128 * 128), (long long)((k / 16 + 3) / 4 * 4));
+    return 0;
+}
+
+const char *sy_scale_fault_apply(sy_fault *f, int ct, sy_qmod *m) {
+    const int64_t nb = m->k / 16, ns = m->n * nb;
+    uint8_t *before = malloc((size_t)ns + 1);
+    if (before) memcpy(before, m->sf, (size_t)ns);
+    switch (f->kind) {
+    case SY_F_SCALE_POW2:
+        if (nd_sf_e4m3_pow2_ceil(m->sf, ns)) {
+            /* every scale stored at half its ceiling: the divisor halves (ModelOpt's multiplier doubles) */
+            m->wglobal = ct ? m->wglobal * 0.5f : m->wglobal * 2.0f;
+            f->stored = m->wglobal;
+        }
+        break;
+    case SY_F_SCALE_SWIZZLED:
+    case SY_F_SCALE_TRANSPOSED:
+        if (before) nd_sf_store_as(f->kind == SY_F_SCALE_SWIZZLED ? ND_SF_SWIZZLED : ND_SF_TRANSPOSED, before, m->n, nb, m->sf);
+        break;
+    case SY_F_SCALE_ENCODING:
+        nd_sf_to_e8m0_requant(m->packed, m->sf, m->n, m->k);
+        break;
+    default: break;
+    }
+    f->count = 0;
+    for (int64_t i = 0; before && i < ns; i++) f->count += before[i] != m->sf[i];
+    free(before);
+    return "weight_scale";
+}
