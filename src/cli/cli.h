@@ -13,6 +13,7 @@ int nd_cmd_replay(int argc, char **argv);
 int nd_cmd_bisect(int argc, char **argv);
 int nd_cmd_report(int argc, char **argv);
 int nd_cmd_explain(int argc, char **argv);
+int nd_cmd_show(int argc, char **argv);
 
 /* Print "nvfp4dbg: <msg>" on stderr and return e->code (ND_EXIT_INTERNAL when unset). */
 int nd_cli_error(const nd_err *e);

@@ -24,6 +24,7 @@ static const nd_command commands[] = {
     {"bisect", nd_cmd_bisect, "the smallest set of stages whose NVFP4 execution the divergence needs"},
     {"report", nd_cmd_report, "one self-contained HTML page of a trace (charts, routing, table)"},
     {"explain", nd_cmd_explain, "what a cause code means, what proves it, what to do next"},
+    {"show", nd_cmd_show, "print a trace's stages table (text, --csv or --json)"},
 };
 
 static void usage(FILE *f) {

@@ -373,7 +373,7 @@ int nd_cmd_trace(int argc, char **argv) {
             nd_trace_result_free(&res);
             goto out;
         }
-        if (table) { printf("\n"); nd_trace_print_table(&res, first, color, stage, width); }
+        if (table) { printf("\n"); nd_trace_print_table(res.rows, res.nrows, first, color, stage, width); }
         else nd_trace_print_layers(&res, first, color, width);
         nd_trace_print_verdict(&res, diag, ndiag, table, width);
         if (apply_repair && ndiag && (rc = check_repair(&o, &res, &diag[0], json, &check, &e))) {

@@ -62,14 +62,14 @@ void nd_trace_print_header(const nd_trace_opts *o, const nd_trace_result *res, i
 
 /* ---- --table: every row ---- */
 
-void nd_trace_print_table(const nd_trace_result *res, int64_t first, int color, const char *stage, int width) {
+void nd_trace_print_table(const nd_row *rows, int64_t nrows, int64_t first, int color, const char *stage, int width) {
     size_t namew = 5, opw = 2;
     char nm[4 * ND_NAME_LEN];
-    for (int64_t i = 0; i < res->nrows; i++) {
-        if (!nd_trace_stage_match(stage, res->rows[i].name)) continue;
-        size_t l = strlen(nd_term_safe(res->rows[i].name, nm, sizeof nm));
+    for (int64_t i = 0; i < nrows; i++) {
+        if (!nd_trace_stage_match(stage, rows[i].name)) continue;
+        size_t l = strlen(nd_term_safe(rows[i].name, nm, sizeof nm));
         if (l > namew) namew = l;
-        l = strlen(res->rows[i].op);
+        l = strlen(rows[i].op);
         if (l > opw) opw = l;
     }
     /* the figures after the name: op, mode, amax x2, NaN, cosine, SQNR, verdict (~20) */
@@ -80,8 +80,8 @@ void nd_trace_print_table(const nd_trace_result *res, int64_t first, int color, 
     else printf("%-*s ", nw, "stage");
     printf("%-*s %-8s %10s %10s %6s %9s %7s  %s\n", (int)opw, "op", "mode", "ref_amax", "prod_amax", "NaN", "cosine", "SQNR", "verdict");
     int shown = 0;
-    for (int64_t i = 0; i < res->nrows; i++) {
-        const nd_row *r = &res->rows[i];
+    for (int64_t i = 0; i < nrows; i++) {
+        const nd_row *r = &rows[i];
         if (!nd_trace_stage_match(stage, r->name)) continue;
         shown++;
         int bad = strcmp(r->verdict, "ok") != 0;

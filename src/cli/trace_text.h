@@ -11,7 +11,7 @@ int nd_trace_stage_match(const char *pattern, const char *name);
 void nd_trace_print_header(const nd_trace_opts *o, const nd_trace_result *res, int width);
 /* every row (or those --stage matches); first: the row of the first divergence, -1 none.
  * width: terminal columns, 0 no limit. */
-void nd_trace_print_table(const nd_trace_result *res, int64_t first, int color, const char *stage, int width);
+void nd_trace_print_table(const nd_row *rows, int64_t nrows, int64_t first, int color, const char *stage, int width);
 /* one line per layer (and one for the rows before the layers, one for the head): its worst stage
  * (a diverged row first, else the isolated row furthest below its floor), cosine, rel L2, the most
  * NaN/Inf of a production output in the layer, the verdict */
