@@ -6,10 +6,7 @@
 #   usage: bisect_deep.sh NVFP4DBG
 set -u
 bin="$1"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+. "$(dirname "$0")/../lib.sh"
 "$bin" synth "$tmp/bad" --recipe deepseek_v4 --size tiny --layers 60 --inject input-scale-inverted@layers.41.self_attn.q_b_proj >/dev/null
 "$bin" bisect "$tmp/bad" --backend "${ND_TEST_BACKEND:-cpu}" --json >"$tmp/b.json" 2>"$tmp/err"
 rc=$?

@@ -5,10 +5,7 @@
 #   usage: device_fault.sh NVFP4DBG SOURCE_ROOT [BACKEND]
 set -u
 bin="$1"; root="$2"; backend="${3:-cpu}"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+. "$(dirname "$0")/../lib.sh"
 NVFP4DBG_TEST_FAULT_STAGE=layers.1.self_attn.q_b_proj "$bin" trace "$root/golden/clean-v4" --backend "$backend" \
   --out "$tmp/f.h5" >"$tmp/out" 2>"$tmp/err"
 rc=$?

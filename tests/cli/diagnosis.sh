@@ -6,10 +6,7 @@
 #   usage: diagnosis.sh NVFP4DBG SOURCE_ROOT
 set -u
 bin="$1"; root="$2"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+. "$(dirname "$0")/../lib.sh"
 attr() { h5dump -a "/summary/$1" "$2" 2>/dev/null | sed -n 's/^ *(0): *//p' | tr -d '"'; }
 
 seed="$root/golden/seed-bug-v4"

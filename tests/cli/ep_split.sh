@@ -5,10 +5,7 @@
 #   usage: ep_split.sh NVFP4DBG SOURCE_ROOT
 set -u
 bin="$1"; root="$2"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+. "$(dirname "$0")/../lib.sh"
 for n in 2 4 8; do
   "$bin" trace "$root/golden/clean-v4" --backend cpu --ep "$n" --out "$tmp/ep$n.h5" >/dev/null 2>&1
   rc=$?

@@ -6,10 +6,7 @@
 #   usage: golden_gate.sh NVFP4DBG SOURCE_ROOT
 set -u
 bin="$1"; root="$2"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+. "$(dirname "$0")/../lib.sh"
 for ck in seed-bug-v4 clean-v4; do
   "$bin" trace "$root/golden/$ck" --backend cpu --out "$tmp/$ck.h5" >/dev/null 2>&1
   "$bin" compare "$tmp/$ck.h5" "$root/golden/traces/$ck.h5" >"$tmp/cmp" 2>&1

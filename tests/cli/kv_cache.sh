@@ -20,10 +20,7 @@ set -u
 bin="$1"
 root="$2"
 be="${ND_TEST_BACKEND:-cpu}"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+. "$(dirname "$0")/../lib.sh"
 json_field() { grep -m1 "\"$1\":" "$2" | sed 's/.*: "\{0,1\}\([^",]*\)"\{0,1\},*/\1/'; }
 row_field() { awk -v want="$1" -v key="$2" -v mode="${4:-isolated}" '
   function val(s) { sub(/^[^:]*: "?/, "", s); sub(/"?,?$/, "", s); return s }

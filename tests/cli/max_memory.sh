@@ -8,10 +8,7 @@
 set -u
 bin="$1"; root="$2"
 be="${ND_TEST_BACKEND:-cpu}"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+. "$(dirname "$0")/../lib.sh"
 seed="$root/golden/seed-bug-v4"
 
 # 10^6 tokens on the tiny seed model (context 1048576): 256 values per token on both paths is

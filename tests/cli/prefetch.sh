@@ -5,10 +5,7 @@
 #   usage: prefetch.sh NVFP4DBG SOURCE_ROOT
 set -u
 bin="$1"; root="$2"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+. "$(dirname "$0")/../lib.sh"
 # every figure of every row, timings left out
 rows() { grep -v '"elapsed_s"\|"upload_s"\|"trace"' "$1"; }
 "$bin" synth "$tmp/small" --recipe deepseek_v4 --size small >/dev/null

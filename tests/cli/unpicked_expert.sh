@@ -5,10 +5,7 @@
 #   usage: unpicked_expert.sh NVFP4DBG
 set -u
 bin="$1"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+. "$(dirname "$0")/../lib.sh"
 "$bin" synth "$tmp/ck" --recipe deepseek_v4 --size tiny --inject weight-scale-nan@layers.1.mlp.experts.3.down_proj >/dev/null
 "$bin" trace "$tmp/ck" --backend cpu --tokens 3 --json --out "$tmp/t.h5" >"$tmp/out.json" 2>&1
 rc=$?

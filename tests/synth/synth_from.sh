@@ -10,10 +10,7 @@
 #   usage: synth_from.sh NVFP4DBG ST_DUMP SOURCE_ROOT
 set -u
 bin="$1"; dump="$2"; root="$3"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+. "$(dirname "$0")/../lib.sh"
 M=layers.0.self_attn.q_proj
 P=model.$M
 # value column of tensor $2 in list file $1 (single-element F32 tensors only)

@@ -8,10 +8,7 @@
 #   usage: synth_outdir.sh NVFP4DBG SOURCE_ROOT
 set -u
 bin="$1"; root="$2"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+. "$(dirname "$0")/../lib.sh"
 run() { "$bin" synth "$@" >/dev/null 2>"$tmp/err"; rc=$?; }
 sum() { (cd "$1" && find . -type f ! -name .nvfp4dbg-synth | sort | xargs sha256sum) ; }
 

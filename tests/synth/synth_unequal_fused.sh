@@ -8,10 +8,7 @@
 #   usage: synth_unequal_fused.sh NVFP4DBG ST_DUMP SOURCE_ROOT
 set -u
 bin="$1"; dump="$2"; root="$3"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+. "$(dirname "$0")/../lib.sh"
 val() { awk -v n="$2" '$1 == n { print $6 }' "$1"; }
 changed() { diff "$1" "$2" | sed -n 's/^[<>] \([^ ]*\) .*/\1/p' | sort -u | tr '\n' ' ' | sed 's/ $//'; }
 # weight_global_div of module $2 from `inspect --json` output $1

@@ -9,10 +9,7 @@
 #   usage: recipe_attrs.sh NVFP4DBG SOURCE_ROOT
 set -u
 bin="$1"; root="$2"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+. "$(dirname "$0")/../lib.sh"
 
 "$bin" explain --ops --markdown >"$tmp/ops.md"
 ok "docs/ops.md is explain --ops --markdown (regenerate it)" 'cmp -s "$tmp/ops.md" "$root/docs/ops.md"'

@@ -1,0 +1,9 @@
+# lib.sh — the shared start of the shell tests (sourced: `. "$(dirname "$0")/../lib.sh"`): a
+# private scratch folder $tmp removed on exit, the pass/fail counters and
+#   ok NAME EXPR   count EXPR (evaluated) as a pass, or print "FAIL: NAME" and count a failure.
+# The test ends with its own summary line and `[ $fail -eq 0 ]`.
+set -u
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+pass=0; fail=0
+ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
