@@ -27,6 +27,7 @@
 #include "cli.h"
 #include "tokens.h"
 #include "pipeline/pipeline.h"
+#include "util/progress.h"
 
 static const char *usage_text =
     "usage: nvfp4dbg bisect CHECKPOINT [options]\n"
@@ -55,7 +56,7 @@ typedef struct bis {
     int use_nan;
     double min_cos;
     int traces;
-    int progress;                   /* a progress line on stderr (a terminal) */
+    nd_progress pg;                 /* on stderr: the traces run (util/progress.h) */
     char judged[ND_NAME_LEN];       /* the chained row the symptom is read from ("": the last one) */
     nd_err *e;
 } bis;
@@ -70,10 +71,9 @@ static int run(bis *b, const unsigned char *on, outcome *out) {
     b->o.n_ref_only = n_off;
     nd_trace_result res;
     b->traces++;
-    if (b->progress) {
-        fprintf(stderr, "\rbisect: trace %d, %d of %d stages as the checkpoint says   ", b->traces, b->n - n_off, b->n);
-        fflush(stderr);
-    }
+    char detail[96];
+    snprintf(detail, sizeof detail, "trace %d: %d of %d stages as the checkpoint says", b->traces, b->n - n_off, b->n);
+    nd_progress_update(&b->pg, b->traces - 1, detail);
     int rc = nd_pipeline_trace(&b->o, &res, b->e);
     if (!rc) {
         out->nonfinite = 0;
@@ -117,7 +117,6 @@ int nd_cmd_bisect(int argc, char **argv) {
     b.o.layer_hi = -1;
     b.o.modes = ND_MODES_CHAINED;
     b.o.ref_only_floor = 1;
-    b.progress = isatty(2);
     b.min_cos = NAN;
     const char **ovr = calloc((size_t)argc + 1, sizeof *ovr);
     int64_t *tokens = NULL, ntok = 0;
@@ -163,6 +162,9 @@ int nd_cmd_bisect(int argc, char **argv) {
 
     /* the full NVFP4 run: the quantized stages and the symptom */
     nd_trace_result res;
+    b.o.progress = 1; /* each trace's layers move the bar within its step */
+    nd_progress_start(&b.pg, "bisect", "traces run", 0);
+    nd_progress_update(&b.pg, 0, "trace 1: the full NVFP4 run");
     b.traces++;
     b.o.modes = ND_MODES_BOTH; /* the diagnosis (isolated rows) decides whether there is a divergence */
     rc = nd_pipeline_trace(&b.o, &res, &e);
@@ -209,7 +211,7 @@ int nd_cmd_bisect(int argc, char **argv) {
     if (b.use_nan) snprintf(crit, sizeof crit, "a NaN/Inf on the chained path");
     else snprintf(crit, sizeof crit, "chained cosine of %s below the threshold", b.judged[0] ? b.judged : "the last stage");
     if ((!diverged && !b.use_nan) || !symptom(&b, &full) || symptom(&b, &clean) || b.n == 0) {
-        if (b.progress) fputc('\n', stderr);
+        nd_progress_end(&b.pg);
         if (json) printf("{\"status\": \"no_symptom\", \"diverged\": %s, \"traces\": %d, \"stages\": []}\n", diverged ? "true" : "false", b.traces);
         else printf("nvfp4dbg bisect: %s: nothing to bisect (%s; final chained cosine %.5f, %lld NaN/Inf; clean chain %.5f, %lld NaN/Inf; threshold %.5f; %d quantized stages)\n",
                     b.o.ckpt_dir, diverged ? "diverged" : "the trace shows no divergence", full.cos, (long long)full.nonfinite,
@@ -249,7 +251,7 @@ int nd_cmd_bisect(int argc, char **argv) {
     for (int i = j; i < k; i++) on[i] = keep[i];
     rc = run(&b, on, &found);
     free(on);
-    if (b.progress) fputc('\n', stderr);
+    nd_progress_end(&b.pg);
     if (rc) { nd_cli_error(&e); goto out; }
     if (json) {
         json_t *root = json_object(), *st = json_array();
@@ -280,6 +282,7 @@ int nd_cmd_bisect(int argc, char **argv) {
     }
     rc = ND_EXIT_FINDING;
 out:
+    nd_progress_end(&b.pg); /* nothing when it ended above or never started */
     free(keep);
     free(b.names);
     free(b.off);

@@ -5,6 +5,7 @@
 #include "cli_args.h"
 #include "cli.h"
 #include "util/suggest.h"
+#include "util/progress.h"
 
 enum { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER };
 static int color_mode = COLOR_AUTO;
@@ -118,6 +119,7 @@ int nd_cli_args(const char *cmd, int (*run)(int, char **), int *argc, char ***ar
         char *a = in[i];
         if (rest || a[0] != '-' || !a[1]) { own_argv[m++] = a; continue; }
         if (!strcmp(a, "--")) { rest = 1; own_argv[m++] = a; continue; }
+        if (!strcmp(a, "-q")) { nd_progress_set_quiet(1); continue; }
         for (size_t s = 0; s < sizeof shorts / sizeof shorts[0]; s++)
             if (!strcmp(a, shorts[s].s) && find(o, shorts[s].l, strlen(shorts[s].l)) >= 0) { a = (char *)shorts[s].l; break; }
         if (a[1] != '-') { own_argv[m++] = a; continue; } /* -h, a negative number, a command's own */
@@ -130,6 +132,7 @@ int nd_cli_args(const char *cmd, int (*run)(int, char **), int *argc, char ***ar
             continue;
         }
         if (!strcmp(a, "--no-color")) { color_mode = COLOR_NEVER; continue; }
+        if (!strcmp(a, "--quiet")) { nd_progress_set_quiet(1); continue; }
         int k = o->n ? find(o, a, len) : 0;
         if (k < 0) {
             const char *cands[MAX_OPTS + 2];

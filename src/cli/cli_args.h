@@ -6,7 +6,8 @@
  *   a long option the command's --help does not list is refused (exit 2) with the closest one
  *     ("did you mean --stack?");
  *   --color=auto|always|never and --no-color (every command; NO_COLOR set and not empty means
- *     never unless --color=always) are taken out and answered by nd_cli_color().
+ *     never unless --color=always) are taken out and answered by nd_cli_color();
+ *   --quiet and -q (every command) are taken out: no progress on stderr (util/progress.h).
  * A command's options are read from its own --help text, so the help is the list. */
 #ifndef ND_CLI_ARGS_H
 #define ND_CLI_ARGS_H

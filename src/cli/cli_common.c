@@ -2,8 +2,10 @@
 #include <stdio.h>
 #include "util/term.h"
 #include "cli.h"
+#include "util/progress.h"
 
 int nd_cli_error(const nd_err *e) {
+    nd_progress_clear(); /* a progress bar on the terminal goes before the message */
     /* messages quote names taken from files and arguments: never raw control characters */
     char safe[sizeof e->msg * 4];
     fprintf(stderr, "nvfp4dbg: %s\n", e->msg[0] ? nd_term_safe(e->msg, safe, sizeof safe) : "internal error");
@@ -16,6 +18,7 @@ int nd_cli_usage_error(const char *cmd, const char *fmt, ...) {
     va_start(ap, fmt);
     char msg[2048], safe[sizeof msg * 4];
     vsnprintf(msg, sizeof msg, fmt, ap);
+    nd_progress_clear();
     fprintf(stderr, "nvfp4dbg: %s: %s", cmd, nd_term_safe(msg, safe, sizeof safe));
     fprintf(stderr, " (see 'nvfp4dbg %s --help')\n", cmd);
     va_end(ap);

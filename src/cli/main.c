@@ -33,7 +33,8 @@ static void usage(FILE *f) {
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\nEvery command takes --opt=value as well as --opt value; -o -s -r -t -l -b -q -j stand for\n"
                "--out --stack --recipe --tokens --layers --backend --quiet --json where the command has them;\n"
-               "--color=auto|always|never (NO_COLOR=1: never) and --no-color everywhere.\n");
+               "--color=auto|always|never (NO_COLOR=1: never), --no-color and --quiet (-q: no progress on\n"
+               "stderr; a bar on a terminal, else a line every NVFP4DBG_PROGRESS_INTERVAL=5 s) everywhere.\n");
     fprintf(f, "\nexample: nvfp4dbg trace golden/seed-bug-v4\n");
 }
 

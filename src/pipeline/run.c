@@ -14,6 +14,7 @@
 #include "verdict.h"
 #include "nd_config.h"
 #include "op_desc.h"
+#include "util/progress.h"
 
 static void row_init(nd_row *f) {
     memset(f, 0, sizeof *f);
@@ -226,15 +227,7 @@ static int run_stage(nd_run *r, const nd_stage_def *def, int layer, int modes, n
     return rc;
 }
 
-static void progress(nd_run *r, const char *what, int i, int n) {
-    if (!r->progress) return;
-    int w = 30, f = n ? i * w / n : w;
-    fprintf(stderr, "\r%-10s [%.*s%*s] %d/%d", what, f, "##############################", w - f, "", i, n);
-    if (i == n) fputc('\n', stderr);
-    fflush(stderr);
-}
-
-static int run_all(nd_run *r, nd_err *e) {
+static int run_all_layers(nd_run *r, nd_progress *pg, nd_err *e) {
     int nl = (int)r->cfg->num_hidden_layers;
     int hi = r->layer_hi < 0 || r->layer_hi >= nl ? nl - 1 : r->layer_hi;
     for (int i = 0; i < r->rc->n_prologue && !r->captured; i++) ND_TRY(run_stage(r, &r->rc->prologue[i], -1, r->modes, e));
@@ -253,11 +246,23 @@ static int run_all(nd_run *r, nd_err *e) {
         /* the layer is done: none of its mapped pages are needed any more (issue: bounded RSS) */
         nd_ckpt_release_all(r->ck);
         if (r->ref_ck) nd_ckpt_release_all(r->ref_ck);
-        progress(r, "layers", L + 1, hi + 1);
+        if (r->progress) nd_progress_update(pg, L + 1, NULL);
     }
     if (hi == nl - 1)
         for (int i = 0; i < r->rc->n_epilogue && !r->captured; i++) ND_TRY(run_stage(r, &r->rc->epilogue[i], -1, r->modes, e));
     return 0;
+}
+
+/* the layers with their progress on stderr (util/progress.h: a bar on a terminal, plain lines
+ * elsewhere, nested in a bisect's or synth's own) */
+static int run_all(nd_run *r, nd_err *e) {
+    nd_progress pg;
+    int nl = (int)r->cfg->num_hidden_layers;
+    int hi = r->layer_hi < 0 || r->layer_hi >= nl ? nl - 1 : r->layer_hi;
+    if (r->progress) nd_progress_start(&pg, "trace", "layers", hi + 1 > 0 ? hi + 1 : 0);
+    int rc = run_all_layers(r, &pg, e);
+    if (r->progress) nd_progress_end(&pg);
+    return rc;
 }
 
 static const nd_naming *pick_naming(const nd_recipe *rc, const nd_ckpt *ck) {
@@ -327,6 +332,7 @@ int nd_pipeline_calibrate(const char *ckpt_dir, const char *recipe, const int64_
     r.calib_cb = cb;
     r.calib_user = user;
     r.modes = 0;
+    r.progress = nd_progress_active(); /* inside synth's progress: the layers calibrated */
     if (!rc) rc = run_all(&r, e);
     run_close(&r);
     return rc;
@@ -404,7 +410,7 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
                          (double)r.act_limit / 1073741824.0);
     }
     r.dump_tensors = o->dump_tensors;
-    r.progress = o->progress && isatty(2);
+    r.progress = o->progress;
     if (!rc) {
         snprintf(res->recipe, sizeof res->recipe, "%s", r.rc->name);
         snprintf(res->stack, sizeof res->stack, "%s", r.stack.name);

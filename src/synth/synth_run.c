@@ -15,6 +15,7 @@
 #include "synth/synth_rng.h"
 #include "synth/synth_write.h"
 #include "util/suggest.h"
+#include "util/progress.h"
 
 static const char *const FAMILY_NAMES[] = {"deepseek_v4", "llama", "deepseek_v3"};
 static const char *const SIZE_NAMES[] = {"tiny", "small", "full"};
@@ -150,10 +151,14 @@ int nd_synth_run(const nd_synth_opts *o, nd_err *e) {
     int rc = sy_build_ex(&pl, fam, o->size, o->layers, o->experts, e);
     if (!rc) rc = sy_faults_parse(&pl, o->injects, o->n_injects, &faults, e);
     if (!rc) rc = sy_outdir_prepare(outdir, o->force, e);
+    nd_progress pg; /* three steps: the original, its calibration, the NVFP4 checkpoint */
     if (!rc) {
         sy_wctx w = {.plan = &pl, .seed = o->seed, .quantized = 0, .fmt = o->format, .faults = &faults,
                      .shard_bytes = o->shard_bytes, .unequal_fused = o->unequal_fused};
+        nd_progress_start(&pg, "synth", "steps", 3);
+        nd_progress_update(&pg, 0, "writing the unquantized original");
         rc = write_one(&w, orig, e);
+        if (!rc) nd_progress_update(&pg, 1, "calibrating the input scales on it");
         if (!rc) {
             int64_t tok[ND_SYNTH_CALIB_MAX];
             const int ntok = nd_synth_calib_count(o->size);
@@ -163,10 +168,12 @@ int nd_synth_run(const nd_synth_opts *o, nd_err *e) {
         }
         if (!rc) rc = resolve_amax(&pl, e);
         if (!rc) {
+            nd_progress_update(&pg, 2, "writing the NVFP4 checkpoint");
             w.quantized = 1;
             rc = write_one(&w, outdir, e);
         }
         if (!rc) rc = sy_faults_write(&faults, side, e);
+        nd_progress_end(&pg);
     }
     sy_faults_free(&faults);
     sy_plan_free(&pl);

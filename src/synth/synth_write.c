@@ -10,6 +10,7 @@
 #include "synth/synth_json.h"
 #include "synth/synth_quant.h"
 #include "synth/synth_write.h"
+#include "util/progress.h"
 
 /* One output tensor; a parameter expands to 1 (copy, original) .. 4 (NVFP4) of them. */
 typedef enum { T_COPY, T_PACKED, T_SF, T_WGLOBAL, T_IGLOBAL, T_FP8W, T_FP8S } trole;
@@ -177,6 +178,9 @@ int sy_write_tensors(sy_wctx *w, const char *dir, nd_err *e) {
     int rc = 0;
     size_t i = 0;
     char path[4096], fname[64];
+    nd_progress pg; /* inside synth's progress: the tensors written */
+    const int pgon = nd_progress_active();
+    if (pgon) nd_progress_start(&pg, "write", "tensors", (int64_t)pl->n);
     for (int s = 0; s < ns && !rc; s++) {
         if (ns > 1) snprintf(fname, sizeof fname, "model-%05d-of-%05d.safetensors", s + 1, ns);
         else snprintf(fname, sizeof fname, "model.safetensors");
@@ -186,6 +190,7 @@ int sy_write_tensors(sy_wctx *w, const char *dir, nd_err *e) {
         if ((rc = nd_st_writer_meta(st, "format", "pt", e))) { nd_st_writer_abort(st); break; }
         for (; i < pl->n && shard[i] == s; i++) {
             if ((rc = emit(w, (long)i, st, &B, e))) break;
+            if (pgon) nd_progress_update(&pg, (int64_t)i + 1, NULL);
             if (wmap) {
                 otensor t[4];
                 int nt = expand(w, (long)i, t);
@@ -196,6 +201,7 @@ int sy_write_tensors(sy_wctx *w, const char *dir, nd_err *e) {
         rc = nd_st_writer_close(st, e);
         drop_all(&B);
     }
+    if (pgon) nd_progress_end(&pg);
     drop_all(&B);
     free(B.b);
     free(shard);
