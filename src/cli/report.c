@@ -31,10 +31,10 @@ static const char usage[] =
     "Exit: 0 page written (also for a trace that diverged), 2 bad usage, an unreadable trace or\n"
     "traces that are not comparable, 3 the page could not be written.\n"
     "\n"
-    "examples: nvfp4dbg report t.h5 --html t.html\n"
-    "          (t.h5 from: nvfp4dbg trace golden/seed-bug-v4 --out t.h5)\n"
-    "          nvfp4dbg report fixed.h5 --against t.h5 --html fix.html\n"
-    "          (fixed.h5 from: nvfp4dbg trace golden/seed-bug-v4 --override model.layers.0.self_attn.q_a_proj.input_global_scale=719.799134 --out fixed.h5)\n";
+    "example: nvfp4dbg report t.h5 --html t.html\n"
+    "         (t.h5 from: nvfp4dbg trace golden/seed-bug-v4 --out t.h5)\n"
+    "example: nvfp4dbg report fixed.h5 --against t.h5 --html fix.html\n"
+    "         (fixed.h5 from: nvfp4dbg trace golden/seed-bug-v4 --override model.layers.0.self_attn.q_a_proj.input_global_scale=719.799134 --out fixed.h5)\n";
 
 int nd_cmd_report(int argc, char **argv) {
     const char *in = NULL, *out = NULL, *other_path = NULL;

@@ -132,10 +132,14 @@ void nd_report_scales(FILE *f, const nd_rmodel *m) {
                "<span><i class=\"sw\" style=\"background:#ffffff\"></i>1</span>"
                "<span><i class=\"sw\" style=\"background:#d7301f\"></i>&ge; 16</span>"
                "<span><i class=\"sw\" style=\"background:#c9c9c9\"></i>no ratio (not quantized by a calibrated multiplier)</span></div>\n");
-    fprintf(f, "<div class=\"scroll\"><table class=\"heat\"><thead><tr><th>layer</th>");
+    fprintf(f, "<div class=\"scroll\"><table class=\"heat\"><thead><tr><th title=\"decoder layer of the linears in the row\">layer</th>");
     for (int k = 0; k < nkeys; k++) {
-        /* break long module names only after a dot */
-        fprintf(f, "<th>");
+        /* break long module names only after a dot; the title says what the cells are */
+        fprintf(f, "<th title=\"scale ratio of ");
+        nd_html_escape(f, keys[k]);
+        fprintf(f, " in each layer: ");
+        nd_html_escape(f, nd_rmetric_tip("scale_ratio"));
+        fprintf(f, "\">");
         for (const char *a = keys[k]; *a;) {
             const char *d = strchr(a, '.');
             size_t len = d ? (size_t)(d - a) + 1 : strlen(a);

@@ -238,7 +238,9 @@ static void test_page(void) {
     CHECK(heat != NULL, "heat map");
     if (heat) {
         CHECK_EQ_INT(count(heat, "<tr>"), NLAYERS + 1);
-        CHECK_EQ_INT(count(heat, "<th>"), 1 + 11 + NLAYERS);
+        CHECK_EQ_INT(count(heat, "<th>"), NLAYERS);   /* row labels; every column header has a title */
+        CHECK_EQ_INT(count(heat, "<th title=\"scale ratio of "), 11);
+        CHECK_EQ_INT(count(heat, "<th title=\"decoder layer"), 1);
         CHECK_EQ_INT(count(heat, "mlp.<wbr>experts.<wbr>*.<wbr>gate_proj</th>"), 1);
         CHECK_EQ_INT(count(heat, "(worst of 3;"), NLAYERS * 3);
         CHECK_EQ_INT(count(heat, "<td class=\"bad\""), 1);
@@ -385,7 +387,7 @@ static void test_tooltips(void) {
     static const struct { const char *key; size_t n; } want[] = {
         {"cosine", 61 + 1 + 1 + 2 * 60}, {"rel_l2", 61 + 1 + 1 + 2 * 60}, {"sqnr", 61 + 1 + 1 + 2 * 60},
         {"floor", 61 + 1 + 1}, {"ref_amax", 61 + 1}, {"prod_amax", 61 + 1 + 2 * 60}, {"ref_nan", 61 + 1},
-        {"prod_nan", 61 + 1 + 1 + 2 * 60}, {"sat_frac", 61 + 1}, {"zero_block_frac", 61 + 1}, {"scale_ratio", 61 + 1},
+        {"prod_nan", 61 + 1 + 1 + 2 * 60}, {"sat_frac", 61 + 1}, {"zero_block_frac", 61 + 1},
         {"verdict", 61 + 1 + 1 + 2 * 60}, {"delta", 1 + 3 * 60}};
     for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
         const char *tip = nd_rmetric_tip(want[k].key);
@@ -397,6 +399,12 @@ static void test_tooltips(void) {
         size_t in_titles = count(page, attr), all = count(page, esc);
         CHECK(in_titles + 1 == want[k].n && all == want[k].n, "%s: %zu titles, %zu in all, expected %zu", want[k].key,
               in_titles, all, want[k].n);
+    }
+    /* scale ratio: the stage tables, the glossary, and inside the 11 column titles of the heat map */
+    {
+        char esc[1024];
+        nd_html_escape_buf(esc, sizeof esc, nd_rmetric_tip("scale_ratio"));
+        CHECK_EQ_INT(count(page, esc), 61 + 1 + 11);
     }
     CHECK(strstr(nd_rmetric_tip("scale_ratio"), "2688") && strstr(nd_rmetric_tip("floor"), "6 dB") &&
               strstr(nd_rmetric_tip("cosine"), "all-zero"), "tips say what the numbers mean");
