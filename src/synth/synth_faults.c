@@ -82,7 +82,7 @@ int sy_fault_parse_spec(const char *spec, sy_fault *f, const char **module, nd_e
     f->kind = (sy_fault_kind)k;
     if (KINDS[k].needs_value == 2) {
         if (!eq || !eq[1])
-            return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': %s needs a value (%s=e8m0@MODULE or =u8)", spec, fault, fault);
+            return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': %s needs a value (%s=e8m0@MODULE)", spec, fault, fault);
         ND_TRY(sy_scale_fault_value(spec, eq + 1, f, e));
     } else if (KINDS[k].needs_value) {
         char *end = NULL;

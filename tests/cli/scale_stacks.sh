@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# How serving stacks read NVFP4 block scales (issue 18), each a stack-profile key, a per-stage
+# switch and a cause the diagnosis proves by repair:
+#   scale_pow2_rounding         block_scale_rounding: ue8m0_ceil  <stage>.block_scale_pow2=0|1   (deepgemm-ue8m0)
+#   scale_layout_mismatch       block_scale_layout: swizzled_128x4 <stage>.block_scale_layout=0|1|2 (flashinfer-unswizzled)
+#   scale_encoding_mismatch     block_scale_encoding: u8          <stage>.block_scale_encoding=0|1|2 (u8-linear-scales)
+#   padding_scale_contamination tp: 8, tp_tile: 32, pad_policy: garbage  <stage>.pad_garbage=0|1 (vllm-tp8-unaligned)
+# On healthy synth checkpoints of Llama and DeepSeek-V3 in both formats: clean under the default
+# stack; under each profile exit 1 at the first NVFP4 linear the behaviour touches (the first linear;
+# for TP padding the first row-parallel one, o_proj, whose K of 64 leaves 8 columns per rank), the
+# cause proven by repair, and the printed next command makes that stage ok; the switch alone (and
+# the transposed and E8M0 readings) breaks the stage under the default stack with the same cause.
+# Bad input: profile values and switch values outside their sets are exit 2 naming them.
+#   usage: scale_stacks.sh NVFP4DBG
+set -u
+bin="$1"
+be="${ND_TEST_BACKEND:-cpu}"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+pass=0; fail=0
+ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+json_field() { grep -m1 "\"$1\":" "$2" | sed 's/.*: "\(.*\)",*/\1/'; }
+row_verdict() { awk -v want="$1" '
+  function val(s) { sub(/^[^:]*: "?/, "", s); sub(/"?,?$/, "", s); return s }
+  /^ *"name":/ { n = val($0) }
+  /^ *"mode":/ { m = val($0) }
+  /^ *"verdict":/ && n == want && m == "isolated" { print val($0); exit }' "$2"; }
+trace() { # out.json ckpt [args]
+  local out="$1"; shift
+  "$bin" trace "$@" --backend "$be" --json --out "$tmp/t.h5" >"$out" 2>"$tmp/err"
+  rc=$?
+}
+
+expect() { # label ckpt stack stage cause repair
+  local label="$1" ck="$2" stack="$3" stage="$4" cause="$5" repair="$6" j="$tmp/o.json"
+  trace "$j" "$ck" --stack "$stack"
+  local got_stage got_cause proof rep next
+  got_stage=$(json_field first_divergence "$j"); got_cause=$(json_field cause "$j")
+  proof=$(json_field proof "$j"); rep=$(json_field repair "$j"); next=$(json_field next_command "$j")
+  ok "$label: exit 1 at $stage, $cause proven by $repair (got exit $rc, '$got_stage' '$got_cause' proof '$proof' repair '$rep')" \
+    '[ $rc -eq 1 ] && [ "$got_stage" = "$stage" ] && [ "$got_cause" = "$cause" ] && [ "$proof" = repair ] && [ "$rep" = "$repair" ]'
+  ok "$label: the next command switches the stage back (got: $next)" '[[ "$next" == "nvfp4dbg trace $ck --stack $stack --override $stage."* ]]'
+  local -a argv
+  read -r -a argv <<<"${next#nvfp4dbg trace }"
+  trace "$tmp/n.json" "${argv[@]}"
+  local v
+  v=$(row_verdict "$stage" "$tmp/n.json")
+  ok "$label: after the next command $stage is ok (verdict '$v', first divergence now '$(json_field first_divergence "$tmp/n.json")')" \
+    '[ "$v" = ok ] && [ "$(json_field first_divergence "$tmp/n.json")" != "$stage" ]'
+}
+
+override() { # label ckpt NAME=VALUE... stage cause
+  local label="$1" ck="$2" stage="$3" cause="$4"; shift 4
+  local args=() o
+  for o in "$@"; do args+=(--override "$o"); done
+  trace "$tmp/v.json" "$ck" "${args[@]}"
+  ok "$label: $* alone: exit 1 at $stage with $cause (got exit $rc, '$(json_field first_divergence "$tmp/v.json")' '$(json_field cause "$tmp/v.json")')" \
+    '[ $rc -eq 1 ] && [ "$(json_field first_divergence "$tmp/v.json")" = "$stage" ] && [ "$(json_field cause "$tmp/v.json")" = "$cause" ] && [ "$(json_field proof "$tmp/v.json")" = repair ]'
+}
+
+for fam in llama deepseek_v3; do
+  case "$fam" in
+    llama) lin=layers.0.self_attn.q_proj ;;
+    deepseek_v3) lin=layers.0.self_attn.q_a_proj ;;
+  esac
+  row=layers.0.self_attn.o_proj
+  for fmt in compressed-tensors modelopt; do
+    ck="$tmp/$fam-$fmt"
+    "$bin" synth "$ck" --recipe "$fam" --size tiny --format "$fmt" >/dev/null 2>"$tmp/err" ||
+      { echo "FAIL synth $fam $fmt: $(cat "$tmp/err")"; fail=$((fail + 1)); continue; }
+    l="$fam $fmt"
+    trace "$tmp/d.json" "$ck"
+    ok "$l: clean under the default stack (exit $rc)" '[ $rc -eq 0 ]'
+    expect "$l deepgemm-ue8m0" "$ck" deepgemm-ue8m0 "$lin" scale_pow2_rounding block_scale_unrounded
+    expect "$l flashinfer-unswizzled" "$ck" flashinfer-unswizzled "$lin" scale_layout_mismatch block_scale_linear
+    expect "$l u8-linear-scales" "$ck" u8-linear-scales "$lin" scale_encoding_mismatch block_scale_e4m3
+    expect "$l vllm-tp8-unaligned" "$ck" vllm-tp8-unaligned "$row" padding_scale_contamination zero_padding
+    override "$l" "$ck" "$lin" scale_layout_mismatch "$lin.block_scale_layout=2"
+    override "$l" "$ck" "$lin" scale_encoding_mismatch "$lin.block_scale_encoding=1"
+    override "$l" "$ck" "$lin" scale_pow2_rounding "$lin.block_scale_pow2=1"
+    override "$l" "$ck" "$row" padding_scale_contamination "$row.tp=8" "$row.pad_garbage=1"
+  done
+done
+
+# aligned shards are untouched: tp 4 gives o_proj (K 64) 16 columns per rank, whole 16-blocks
+ck="$tmp/llama-compressed-tensors"
+trace "$tmp/a.json" "$ck" --override layers.0.self_attn.o_proj.tp=4 --override layers.0.self_attn.o_proj.pad_garbage=1 \
+  --override layers.1.self_attn.o_proj.tp=4 --override layers.1.self_attn.o_proj.pad_garbage=1
+ok "tp 4 (K/tp = 16, a whole block) pads nothing: exit 0 (got $rc)" '[ $rc -eq 0 ]'
+# a column-parallel linear is not split along K: the padding switch does not touch it
+trace "$tmp/c.json" "$ck" --override layers.0.self_attn.q_proj.tp=8 --override layers.0.self_attn.q_proj.pad_garbage=1
+ok "column-parallel q_proj under tp 8 with garbage padding: exit 0 (got $rc)" '[ $rc -eq 0 ]'
+
+# bad input
+bad() { # label expected-text args...
+  local label="$1" want="$2"; shift 2
+  local r
+  "$bin" trace "$ck" --backend "$be" --out "$tmp/b.h5" "$@" >/dev/null 2>"$tmp/err"
+  r=$?
+  ok "$label: exit 2 naming '$want' (got $r: $(head -c 200 "$tmp/err"))" '[ $r -eq 2 ] && grep -q -- "$want" "$tmp/err"'
+}
+for kv in "block_scale_rounding: ue8m0_floor" "block_scale_layout: swizzled" "block_scale_encoding: e5m2" "tp: 0" "tp: 8x" \
+          "tp_tile: 24" "pad_policy: nan"; do
+  printf 'stack: bad\n%s\n' "$kv" >"$tmp/stack-bad.yaml"
+  bad "profile '$kv'" "${kv%%:*}" --stack "$tmp/stack-bad.yaml"
+done
+bad "switch block_scale_layout=3" "block_scale_layout takes" --override layers.0.self_attn.q_proj.block_scale_layout=3
+bad "switch tp=0" "tp takes" --override layers.0.self_attn.o_proj.tp=0
+bad "switch pad_garbage=0.5" "pad_garbage takes" --override layers.0.self_attn.o_proj.pad_garbage=0.5
+bad "refit without the original" "reference-checkpoint" --override model.layers.0.self_attn.q_proj.block_scale_refit=1
+
+echo "block-scale reading of serving stacks: $pass passed, $fail failed"
+[ $fail -eq 0 ]
