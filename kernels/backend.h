@@ -52,12 +52,7 @@ typedef struct nd_qstats {
     int64_t n_nan_scale;     /* blocks whose scale is NaN (NaN input or NaN multiplier) */
 } nd_qstats;
 
-enum nd_fp8_scale_kind {
-    ND_FP8_SCALE_TENSOR = 0,   /* one f32 scale */
-    ND_FP8_SCALE_CHANNEL = 1,  /* f32 [N] */
-    ND_FP8_SCALE_BLOCK_F32 = 2,/* f32 [ceil(N/bn), ceil(K/bk)] (DeepSeek-V3 weight_scale_inv) */
-    ND_FP8_SCALE_BLOCK_E8M0 = 3/* e8m0 bytes [ceil(N/bn), ceil(K/bk)] (DeepSeek-V4 .scale) */
-};
+/* enum nd_fp8_scale_kind: numerics/nd_dtype.h (the checkpoint loader names them too) */
 
 enum nd_score_func { ND_SCORE_SOFTMAX = 0, ND_SCORE_SIGMOID = 1, ND_SCORE_SQRTSOFTPLUS = 2 };
 

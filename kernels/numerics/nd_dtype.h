@@ -18,4 +18,13 @@ static inline size_t nd_dtype_size(nd_dtype t) {
     return (t > ND_DT_INVALID && t < ND_DT_COUNT) ? sz[t] : 0;
 }
 
+/* How an FP8 weight's scale is stored (the checkpoint loader binds it, the dequant ops read it). */
+enum nd_fp8_scale_kind {
+    ND_FP8_SCALE_TENSOR = 0,   /* one f32 scale */
+    ND_FP8_SCALE_CHANNEL = 1,  /* f32 [N] */
+    ND_FP8_SCALE_BLOCK_F32 = 2,/* f32 [ceil(N/bn), ceil(K/bk)] (DeepSeek-V3 weight_scale_inv) */
+    ND_FP8_SCALE_BLOCK_E8M0 = 3/* e8m0 bytes [ceil(N/bn), ceil(K/bk)] (DeepSeek-V4 .scale) */
+};
+
+
 #endif

@@ -7,7 +7,6 @@
 #include "ckpt/findings.h"
 #include "ckpt/audit.h"
 #include "ckpt/kv_scales.h"
-#include "backend.h"
 #include "numerics/nd_numerics.h"
 
 void nd_findings_init(nd_findings *f) { memset(f, 0, sizeof *f); }

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <string.h>
 #include "ckpt/ckpt_internal.h"
-#include "backend.h"
 #include "numerics/nd_numerics.h"
 
 float nd_tview_get_f32(const nd_tview *t, int64_t i) {

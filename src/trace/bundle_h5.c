@@ -12,7 +12,7 @@
  * Written at PATH.tmp and renamed into place. The reader treats the file as untrusted. */
 #include "util/tmpclean.h"
 #include "trace_h5.h"
-#include "bundle/bundle.h"
+#include "trace/bundle_file.h"
 
 #include <errno.h>
 #include <stdio.h>
