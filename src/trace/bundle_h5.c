@@ -168,6 +168,8 @@ static int get_str(hid_t obj, const char *name, char *dst, size_t cap, const cha
  * the file holds its data. n gets the element count, dims the extent. */
 static int open_ds(hid_t g, const char *name, H5T_class_t cls, int rank, unsigned long long maxn, hid_t *d,
                    hsize_t *dims, unsigned long long *n, const char *path, nd_err *e) {
+    *d = -1;
+    ND_TRY(nd_h5_no_external_data(g, name, path, e));
     *d = H5Dopen2(g, name, H5P_DEFAULT);
     if (*d < 0) return ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot open a dataset");
     hid_t s = H5Dget_space(*d), t = H5Dget_type(*d);
@@ -194,6 +196,7 @@ static int open_ds(hid_t g, const char *name, H5T_class_t cls, int rank, unsigne
 
 static int read_text(hid_t g, const char *name, char **out, const char *path, nd_err *e) {
     *out = NULL;
+    ND_TRY(nd_h5_no_external_data(g, name, path, e));
     hid_t d = H5Dopen2(g, name, H5P_DEFAULT), t = -1, mt = -1, s = -1;
     if (d < 0) return ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot open a text");
     int rc = 0;

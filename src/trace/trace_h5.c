@@ -143,6 +143,25 @@ int nd_h5_hard_links_only(hid_t g, const char *where, const char *path, nd_err *
     return 0;
 }
 
+/* Object header message 0x0007, "External Data Files" (HDF5 file format, IV.A.2.h). */
+#define ND_H5_MSG_EFL 7
+
+int nd_h5_no_external_data(hid_t loc, const char *name, const char *path, nd_err *e) {
+    /* the header's message-type summary, read without decoding any message */
+#if H5_VERSION_GE(1, 12, 0)
+    H5O_native_info_t oi;
+    herr_t got = H5Oget_native_info_by_name(loc, name, &oi, H5O_NATIVE_INFO_HDR, H5P_DEFAULT);
+#else
+    H5O_info_t oi;
+    herr_t got = H5Oget_info_by_name2(loc, name, &oi, H5O_INFO_HDR, H5P_DEFAULT);
+#endif
+    if (got < 0) return ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot read an object header (corrupt file?)");
+    if (oi.hdr.mesg.present & ((uint64_t)1 << ND_H5_MSG_EFL))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: dataset %s keeps its data in external files; refusing to read it",
+                       path, name);
+    return 0;
+}
+
 int nd_h5_put_f64_attr(hid_t obj, const char *name, double value, const char *path, nd_err *e) {
     hid_t s = H5Screate(H5S_SCALAR), a = -1;
     int rc = 0;

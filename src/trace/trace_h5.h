@@ -31,6 +31,10 @@ int nd_h5_put_str_attr(hid_t obj, const char *name, const char *value, size_t ca
 /* Every link in group g and below it is a hard link: an external or soft link (to another file, a FIFO, a path
  * outside the trace) is refused, exit 2 naming the link (issue 21). */
 int nd_h5_hard_links_only(hid_t g, const char *where, const char *path, nd_err *e);
+/* Dataset `name` of loc does not keep its data in external files (an External Data Files message,
+ * which H5Dread follows: another file is read, a FIFO blocks; docs/fuzzing.md F10). Checked from
+ * the object header's message summary before the dataset is opened. Exit 2 naming the dataset. */
+int nd_h5_no_external_data(hid_t loc, const char *name, const char *path, nd_err *e);
 /* A scalar float64 attribute: create (put) or overwrite in place (set). */
 int nd_h5_put_f64_attr(hid_t obj, const char *name, double value, const char *path, nd_err *e);
 int nd_h5_set_f64_attr(hid_t obj, const char *name, double value, const char *path, nd_err *e);

@@ -111,6 +111,7 @@ static hid_t open_1d(hid_t f, const char *name, long long max, hsize_t *n, const
         else nd_fail(e, ND_EXIT_BADINPUT, "%s: not an nvfp4dbg trace (no /%s)", path, name);
         return -1;
     }
+    if (nd_h5_no_external_data(f, name, path, e)) return -1;
     hid_t d = H5Dopen2(f, name, H5P_DEFAULT), s = -1;
     char what[96];
     snprintf(what, sizeof what, "cannot open /%s", name);

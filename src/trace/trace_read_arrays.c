@@ -55,6 +55,7 @@ static int read_array(const char *path, const char *grp, const char *stage, cons
             goto done;
         }
     }
+    if ((rc = nd_h5_no_external_data(f, name, path, e))) goto done;
     if ((d = H5Dopen2(f, name, H5P_DEFAULT)) < 0 || (s = H5Dget_space(d)) < 0 || (ty = H5Dget_type(d)) < 0) {
         rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot open a dataset");
         goto done;

@@ -241,6 +241,47 @@ static void test_trace_allocations(void) {
     free(x);
 }
 
+/* A dataset whose data lives in external files (HDF5 "External Data Files"): H5Dread would read
+ * another file, or block on a FIFO; the readers refuse it before opening it (F10). */
+static void external_dataset(const char *p, const char *grp, const char *name, hid_t type, const char *target,
+                             hsize_t n) {
+    hid_t f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t g = f >= 0 ? H5Gopen2(f, grp, H5P_DEFAULT) : -1;
+    if (g >= 0 && H5Lexists(g, name, H5P_DEFAULT) > 0) H5Ldelete(g, name, H5P_DEFAULT);
+    hid_t sp = H5Screate_simple(1, &n, NULL), pl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_external(pl, target, 0, (hsize_t)(n * H5Tget_size(type)));
+    hid_t d = g >= 0 ? H5Dcreate2(g, name, type, sp, H5P_DEFAULT, pl, H5P_DEFAULT) : -1;
+    CHECK(d >= 0, "cannot add the external dataset %s/%s", grp, name);
+    if (d >= 0) H5Dclose(d);
+    H5Pclose(pl); H5Sclose(sp);
+    if (g >= 0) H5Gclose(g);
+    if (f >= 0) H5Fclose(f);
+}
+
+static void test_trace_external_data(void) {
+    static const int64_t tok[2] = {1, 2};
+    const char *other = fz_write("tokens.bin", tok, sizeof tok);
+    const char *p = small_trace("external.h5");
+    external_dataset(p, "/", "tokens", H5T_STD_I64LE, other, 2);
+    nd_trace *t = NULL;
+    nd_err e = {0};
+    int rc = nd_trace_read(p, &t, &e);
+    expect_bad(rc, &e, p, "dataset tokens keeps its data in external files");
+    nd_trace_free(t);
+
+    const char *fifo = fz_path("fifo");
+    CHECK(mkfifo(fifo, 0600) == 0, "mkfifo");
+    p = small_trace("external-fifo.h5");
+    external_dataset(p, "/tensors/embed", "ref", H5T_IEEE_F32LE, fifo, 4);
+    float *x = NULL;
+    int nd = 0;
+    int64_t shape[ND_TRACE_MAXDIM];
+    rc = nd_trace_read_tensor(p, "embed", "ref", &x, &nd, shape, &e);
+    expect_bad(rc, &e, p, "keeps its data in external files");
+    free(x);
+    unlink(fifo);
+}
+
 static void test_tokens_file(void) {
     const char *p = fz_write("tokens.txt", "1,2,3", 5);
     CHECK(truncate(p, (off_t)65 << 20) == 0, "truncate"); /* sparse: 65 MB of NUL bytes */
@@ -257,6 +298,7 @@ int main(void) {
     test_regex_size();
     test_yaml_depth();
     test_trace_allocations();
+    test_trace_external_data();
     test_tokens_file();
     return nd_test_report("parser_bounds");
 }
