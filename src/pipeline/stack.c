@@ -6,58 +6,83 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
+#include <unistd.h>
 #include <strings.h>
 #include <yaml.h>
-#include "recipe/yaml_depth.h"
+#include "recipe/yaml_doc.h"
 #include "numerics/nd_numerics.h"
 #include "recipe/recipe.h"
 #include "scale_repr.h"
 
-static int parse_rule(const char *v, int *out) {
-    if (!strcmp(v, "own")) *out = ND_FUSED_OWN;
-    else if (!strcmp(v, "max")) *out = ND_FUSED_MAX;
-    else if (!strcmp(v, "min")) *out = ND_FUSED_MIN;
-    else if (!strcmp(v, "first")) *out = ND_FUSED_FIRST;
-    else return -1;
+/* A stack file is a flat mapping of typed keys, read with the one YAML reader
+ * (src/recipe/yaml_doc.h): every value is checked against its key's type and set, and an unknown
+ * key, a non-scalar or a value outside its set is exit 2 naming file, line and key. */
+typedef enum { SK_TEXT, SK_ENUM, SK_BOOL, SK_INT } sk_kind;
+typedef struct stack_key {
+    const char *name;
+    sk_kind kind;
+    size_t off;                 /* the int (or char array) field of nd_stack */
+    size_t cap;                 /* SK_TEXT: the field's size */
+    const char *const *names;   /* SK_ENUM: the spellings, index = stored value */
+    int n;
+    long lo, hi, mult;          /* SK_INT */
+} stack_key;
+
+#define F(field) offsetof(nd_stack, field)
+static const char *const RULES[] = {"own", "max", "min", "first"};        /* nd_fused_rule order */
+static const char *const QUANT[] = {"kernel", "compressed-tensors"};    /* ND_QSEM_KERNEL, ND_QSEM_CT */
+static const char *const GATE_UP[] = {"w13", "w31"}, *const TIMES[] = {"never", "once", "twice"};
+static const char *const EPI[] = {"bf16", "fp16"}, *const KVC[] = {"bf16", "fp8"};
+static const char *const KVS[ND_KV_NUSES] = {"ignore", "apply", "twice", "write_only"};
+static const char *const ROUNDING[] = {"none", "ue8m0_ceil"}, *const PADS[] = {"zero", "garbage"};
+static const char *const LAYOUT[] = {"linear", "swizzled_128x4", "transposed"};  /* nd_sf_layout order */
+static const char *const ENCODING[] = {"e4m3", "e8m0", "u8"};                    /* nd_sf_encoding order */
+static const stack_key KEYS[] = {
+    {"stack", SK_TEXT, F(name), sizeof ((nd_stack *)0)->name, NULL, 0, 0, 0, 0},
+    {"description", SK_TEXT, F(description), sizeof ((nd_stack *)0)->description, NULL, 0, 0, 0, 0},
+    {"fused_input", SK_ENUM, F(input_fused), 0, RULES, 4, 0, 0, 0},
+    {"fused_weight", SK_ENUM, F(weight_fused), 0, RULES, 4, 0, 0, 0},
+    {"reciprocal_input", SK_BOOL, F(reciprocal_input), 0, NULL, 0, 0, 0, 0},
+    {"quantizer", SK_ENUM, F(quant_sem), 0, QUANT, 2, 0, 0, 0},
+    {"gate_up_order", SK_ENUM, F(gate_up_w31), 0, GATE_UP, 2, 0, 0, 0},
+    {"routed_scaling", SK_ENUM, F(routed_scaling), 0, TIMES, 3, 0, 0, 0},
+    {"epilogue", SK_ENUM, F(epilogue_fp16), 0, EPI, 2, 0, 0, 0},
+    {"kv_cache", SK_ENUM, F(kv_cache_fp8), 0, KVC, 2, 0, 0, 0},
+    {"kv_scales", SK_ENUM, F(kv_scales), 0, KVS, ND_KV_NUSES, 0, 0, 0},
+    {"block_scale_rounding", SK_ENUM, F(block_scale_pow2), 0, ROUNDING, 2, 0, 0, 0},
+    {"block_scale_layout", SK_ENUM, F(block_scale_layout), 0, LAYOUT, ND_SF_NLAYOUTS, 0, 0, 0},
+    {"block_scale_encoding", SK_ENUM, F(block_scale_encoding), 0, ENCODING, ND_SF_NENCODINGS, 0, 0, 0},
+    {"tp", SK_INT, F(tp), 0, NULL, 0, 1, 4096, 1},
+    {"tp_tile", SK_INT, F(tp_tile), 0, NULL, 0, 16, 4096, 16},
+    {"pad_policy", SK_ENUM, F(pad_garbage), 0, PADS, 2, 0, 0, 0},
+};
+#undef F
+
+static int read_key(nd_ydoc *d, const stack_key *k, const yaml_node_t *v, nd_stack *s) {
+    char *base = (char *)s;
+    int *iv = (int *)(base + k->off);
+    switch (k->kind) {
+    case SK_TEXT: return nd_ydoc_text(d, k->name, v, base + k->off, k->cap);
+    case SK_ENUM: return nd_ydoc_enum(d, k->name, v, k->names, k->n, iv);
+    case SK_BOOL: return nd_ydoc_bool(d, k->name, v, iv);
+    case SK_INT: {
+        long x;
+        ND_TRY(nd_ydoc_int(d, k->name, v, k->lo, k->hi, &x));
+        if (x % k->mult) return nd_ydoc_fail(d, v, "%s must be a multiple of %ld, not %ld", k->name, k->mult, x);
+        *iv = (int)x;
+        return 0;
+    }
+    }
     return 0;
 }
 
-/* A boolean as profiles write it: true/false, yes/no, 1/0 in any case; anything else is refused
- * (a typo must not silently mean false). */
-static int parse_bool(const char *v, int *out) {
-    static const char *const yes[] = {"true", "yes", "1"}, *const no[] = {"false", "no", "0"};
-    for (int i = 0; i < 3; i++) {
-        if (!strcasecmp(v, yes[i])) { *out = 1; return 0; }
-        if (!strcasecmp(v, no[i])) { *out = 0; return 0; }
-    }
-    return -1;
-}
-
-/* One of `n` spellings (case-sensitive, as the other enumerated keys); its index, or -1. */
-static int parse_enum(const char *v, const char *const *names, int n) {
-    for (int i = 0; i < n; i++)
-        if (!strcmp(v, names[i])) return i;
-    return -1;
-}
-
-/* A positive integer key (tp, tp_tile) within [lo, hi] and a multiple of `mult`; -1 otherwise. */
-static int parse_count(const char *v, int lo, int hi, int mult) {
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (!*v || *end || x < lo || x > hi || x % mult) return -1;
-    return (int)x;
-}
-
-/* A stack file is a flat mapping: stack, description, fused_input, fused_weight,
- * reciprocal_input, quantizer, gate_up_order, routed_scaling, epilogue, kv_cache, kv_scales,
- * block_scale_rounding, block_scale_layout, block_scale_encoding, tp, tp_tile, pad_policy. */
 int nd_stack_load(const char *name, nd_stack *s, nd_err *e) {
     char path[1024];
     if (strchr(name, '/')) snprintf(path, sizeof path, "%s", name);
     else snprintf(path, sizeof path, "%s/stack-%s.yaml", nd_recipe_dir(), name);
     memset(s, 0, sizeof *s);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    if (access(path, F_OK) != 0) {
         /* "did you mean": the shipped profile closest to a misspelt name */
         char names[64][64], near[96] = "";
         const char *cands[64];
@@ -70,119 +95,34 @@ int nd_stack_load(const char *name, nd_stack *s, nd_err *e) {
         }
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: no serving-stack profile named '%s'%s", path, name, near);
     }
-    int deep_line = 0;
-    if (!nd_yaml_depth_ok(f, ND_YAML_MAX_DEPTH, &deep_line)) {
-        fclose(f);
-        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: nested deeper than %d levels", path, deep_line, ND_YAML_MAX_DEPTH);
-    }
-    yaml_parser_t p;
-    yaml_document_t doc;
-    yaml_parser_initialize(&p);
-    yaml_parser_set_input_file(&p, f);
+    nd_ydoc d;
+    ND_TRY(nd_ydoc_load(&d, path, "serving-stack profile", e));
+    yaml_node_t *root = nd_ydoc_root(&d);
     int rc = 0;
-    if (!yaml_parser_load(&p, &doc)) {
-        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: malformed YAML: %s", path, (int)p.problem_mark.line + 1,
-                     p.problem ? p.problem : "parse error");
-        yaml_parser_delete(&p);
-        fclose(f);
-        return rc;
-    }
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
     if (!root || root->type != YAML_MAPPING_NODE) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: a stack profile must be a mapping", path);
     snprintf(s->name, sizeof s->name, "%s", name);
     s->quant_sem = ND_QSEM_KERNEL;
     s->routed_scaling = 1;
-    static const char *const gate_up[] = {"w13", "w31"}, *const times[] = {"never", "once", "twice"},
-                             *const epi[] = {"bf16", "fp16"}, *const kvc[] = {"bf16", "fp8"},
-                             *const kvs[ND_KV_NUSES] = {"ignore", "apply", "twice", "write_only"};
     s->kv_scales = ND_KV_APPLY;
     s->tp = 1;
     s->tp_tile = 16;
-    static const char *const rounding[] = {"none", "ue8m0_ceil"}, *const pads[] = {"zero", "garbage"};
     for (yaml_node_pair_t *q = root && !rc ? root->data.mapping.pairs.start : NULL; q && q < root->data.mapping.pairs.top; q++) {
-        yaml_node_t *kn = yaml_document_get_node(&doc, q->key), *vn = yaml_document_get_node(&doc, q->value);
-        if (kn->type != YAML_SCALAR_NODE || vn->type != YAML_SCALAR_NODE) {
-            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: expected 'key: value'", path, (int)kn->start_mark.line + 1);
+        yaml_node_t *kn = nd_ydoc_node(&d, q->key), *vn = nd_ydoc_node(&d, q->value);
+        const char *k = nd_ydoc_scalar(kn);
+        if (!k || vn->type != YAML_SCALAR_NODE) { rc = nd_ydoc_fail(&d, kn, "expected 'key: value'"); break; }
+        const stack_key *key = NULL;
+        for (size_t i = 0; i < sizeof KEYS / sizeof KEYS[0] && !key; i++)
+            if (!strcmp(KEYS[i].name, k)) key = &KEYS[i];
+        if (!key) {
+            const char *cands[sizeof KEYS / sizeof KEYS[0]];
+            for (size_t i = 0; i < sizeof KEYS / sizeof KEYS[0]; i++) cands[i] = KEYS[i].name;
+            const char *best = nd_suggest(k, cands, sizeof KEYS / sizeof KEYS[0]);
+            rc = nd_ydoc_fail(&d, kn, "unknown key '%s'%s%s%s", k, best ? " (did you mean '" : "", best ? best : "", best ? "'?)" : "");
             break;
         }
-        const char *k = (const char *)kn->data.scalar.value, *v = (const char *)vn->data.scalar.value;
-        int line = (int)kn->start_mark.line + 1;
-        if (!strcmp(k, "stack")) snprintf(s->name, sizeof s->name, "%s", v);
-        else if (!strcmp(k, "description")) snprintf(s->description, sizeof s->description, "%s", v);
-        else if (!strcmp(k, "fused_input") || !strcmp(k, "fused_weight")) {
-            if (parse_rule(v, k[6] == 'i' ? &s->input_fused : &s->weight_fused)) {
-                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: %s must be own, max, min or first", path, line, k);
-                break;
-            }
-        } else if (!strcmp(k, "reciprocal_input")) {
-            if (parse_bool(v, &s->reciprocal_input)) {
-                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: reciprocal_input must be true or false (yes/no, 1/0), not '%s'", path, line, v);
-                break;
-            }
-        } else if (!strcmp(k, "gate_up_order")) {
-            if ((s->gate_up_w31 = parse_enum(v, gate_up, 2)) < 0) {
-                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: gate_up_order must be w13 or w31, not '%s'", path, line, v);
-                break;
-            }
-        } else if (!strcmp(k, "routed_scaling")) {
-            if ((s->routed_scaling = parse_enum(v, times, 3)) < 0) {
-                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: routed_scaling must be once, twice or never, not '%s'", path, line, v);
-                break;
-            }
-        } else if (!strcmp(k, "epilogue")) {
-            if ((s->epilogue_fp16 = parse_enum(v, epi, 2)) < 0) {
-                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: epilogue must be bf16 or fp16, not '%s'", path, line, v);
-                break;
-            }
-        } else if (!strcmp(k, "kv_cache")) {
-            if ((s->kv_cache_fp8 = parse_enum(v, kvc, 2)) < 0) {
-                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: kv_cache must be bf16 or fp8, not '%s'", path, line, v);
-                break;
-            }
-        } else if (!strcmp(k, "kv_scales")) {
-            if ((s->kv_scales = parse_enum(v, kvs, ND_KV_NUSES)) < 0) {
-                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: kv_scales must be apply, ignore, twice or write_only, not '%s'", path, line, v);
-                break;
-            }
-        } else if (!strcmp(k, "block_scale_rounding")) {
-            if ((s->block_scale_pow2 = parse_enum(v, rounding, 2)) < 0) {
-                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: block_scale_rounding must be none or ue8m0_ceil, not '%s'", path, line, v);
-                break;
-            }
-        } else if (!strcmp(k, "block_scale_layout")) {
-            if ((s->block_scale_layout = nd_sf_layout_parse(v)) < 0) {
-                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: block_scale_layout must be linear, swizzled_128x4 or transposed, not '%s'", path, line, v);
-                break;
-            }
-        } else if (!strcmp(k, "block_scale_encoding")) {
-            if ((s->block_scale_encoding = nd_sf_encoding_parse(v)) < 0) {
-                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: block_scale_encoding must be e4m3, e8m0 or u8, not '%s'", path, line, v);
-                break;
-            }
-        } else if (!strcmp(k, "tp")) {
-            if ((s->tp = parse_count(v, 1, 4096, 1)) < 0) {
-                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: tp must be an integer from 1 to 4096, not '%s'", path, line, v);
-                break;
-            }
-        } else if (!strcmp(k, "tp_tile")) {
-            if ((s->tp_tile = parse_count(v, 16, 4096, 16)) < 0) {
-                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: tp_tile must be a multiple of 16 from 16 to 4096, not '%s'", path, line, v);
-                break;
-            }
-        } else if (!strcmp(k, "pad_policy")) {
-            if ((s->pad_garbage = parse_enum(v, pads, 2)) < 0) {
-                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: pad_policy must be zero or garbage, not '%s'", path, line, v);
-                break;
-            }
-        } else if (!strcmp(k, "quantizer")) {
-            if (!strcmp(v, "kernel")) s->quant_sem = ND_QSEM_KERNEL;
-            else if (!strcmp(v, "compressed-tensors")) s->quant_sem = ND_QSEM_CT;
-            else { rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: quantizer must be kernel or compressed-tensors", path, line); break; }
-        } else { rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: unknown key '%s'", path, line, k); break; }
+        if ((rc = read_key(&d, key, vn, s))) break;
     }
-    yaml_document_delete(&doc);
-    yaml_parser_delete(&p);
-    fclose(f);
+    nd_ydoc_free(&d);
     return rc;
 }
 

@@ -67,9 +67,15 @@ for b in True true yes 1 False false no 0; do
 done
 printf 'stack: b\nreciprocal_input: banana\n' >"$tmp/stack-banana.yaml"
 run "stack boolean 'banana'" 2 "stack-banana.yaml:2: reciprocal_input" -- trace "$root/golden/seed-bug-v4" --stack "$tmp/stack-banana.yaml" "${T[@]}"
+printf 'stack: b\nreciprocal_input: "true"\n' >"$tmp/stack-quoted.yaml"
+run "stack boolean quoted" 2 "stack-quoted.yaml:2: reciprocal_input must be a YAML boolean .*not the quoted text 'true'" -- trace "$root/golden/clean-v4" --stack "$tmp/stack-quoted.yaml" "${T[@]}"
+printf 'stack: b\nreciprocal_inptu: true\n' >"$tmp/stack-typo.yaml"
+run "stack key misspelt" 2 "stack-typo.yaml:2: unknown key 'reciprocal_inptu' (did you mean 'reciprocal_input'?)" -- trace "$root/golden/clean-v4" --stack "$tmp/stack-typo.yaml" "${T[@]}"
+printf 'stack: b\ntp: 2\ntp_tile: 24\n' >"$tmp/stack-tile.yaml"
+run "stack integer off its step" 2 "stack-tile.yaml:3: tp_tile must be a multiple of 16, not 24" -- trace "$root/golden/clean-v4" --stack "$tmp/stack-tile.yaml" "${T[@]}"
 printf 'default:\n  cosine: {abs: banana}\n' >"$tmp/tol.yaml"
 "$mk" "$tmp" || { echo "FAIL: mk_gate_cases"; exit 1; }
-run "tolerance 'banana'" 2 "tol.yaml" -- compare "$tmp/golden.h5" "$tmp/golden.h5" --tolerances "$tmp/tol.yaml"
+run "tolerance 'banana'" 2 "tol.yaml:2: cosine.abs must be a number (unquoted), not 'banana'" -- compare "$tmp/golden.h5" "$tmp/golden.h5" --tolerances "$tmp/tol.yaml"
 
 # 5. the gate: what hides a broken run is a regression, what cannot be compared is refused
 run "gate: same run passes" 0 "" -- compare "$tmp/golden.h5" "$tmp/golden.h5"
