@@ -540,6 +540,33 @@ static void test_hostile_summary(void) {
     nd_trace_free(t);
 }
 
+/* Both outputs exactly zero (a zero weight scale on both paths): the trace stores cosine 1 and
+ * SQNR 200, the tables say all-zero instead; a zero reference with a non-zero production is
+ * shown as measured. */
+static void test_all_zero(void) {
+    nd_trace *t = synthetic();
+    for (int64_t i = 0; i < t->nrows; i++) {
+        nd_row *r = &t->rows[i];
+        if (strcmp(r->name, "layers.4.mlp.shared_experts.up_proj")) continue;
+        r->ref_amax = 0;
+        r->prod_amax = !strcmp(r->mode, "chained") ? 0.5 : 0;
+        r->cosine = 1;
+        r->rel_l2 = 0;
+        r->sqnr_db = 200;
+    }
+    char *page = page_of(t, NULL, "s.h5", NULL);
+    char *g4 = slice(page, "id=\"layer-4\"", "</details>");
+    CHECK(g4 && strstr(g4, "<td>layers.4.mlp.shared_experts.up_proj<td>4<td>linear<td>isolated<td>yes<td>4096<td>0<td>0<td>0<td>0"
+                           "<td>all-zero<td>-<td>-<td>20.5<td>"),
+          "all-zero row");
+    CHECK(g4 && strstr(g4, "<td>layers.4.mlp.shared_experts.up_proj<td>4<td>linear<td>chained<td>yes<td>4096<td>0<td>0.5<td>0<td>0"
+                           "<td>1<td>0<td>200<td>20.5<td>"),
+          "a zero reference with a non-zero production output is not all-zero");
+    free(g4);
+    free(page);
+    nd_trace_free(t);
+}
+
 static void test_write_and_routing_load(const char *dir) {
     char path[512], tmp[600], bad[600];
     snprintf(path, sizeof path, "%s/t.h5", dir);
@@ -628,6 +655,7 @@ int main(void) {
     test_tooltips();
     test_against();
     test_hostile_summary();
+    test_all_zero();
     test_write_and_routing_load(dir);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
