@@ -98,6 +98,13 @@ int nd_repairs_for(const nd_row *row, const nd_stage_info *in, nd_repair *out, i
     }
     /* the stage's kernel read the block scales another way than they are stored (stack behaviours,
      * scale_repr.h): the checkpoint's own reading, one behaviour at a time */
+    /* the weight global folded into the E4M3 block scales (C19: vLLM's b12x MoE path): most scales
+     * fall into E4M3's subnormal range and lose their precision; kept apart, as stored */
+    if (in->sf_baked && (r = add(out, &n, cap, "global_scale_apart", "scale_underflow"))) {
+        snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.global_scale_baked=0", row->name);
+        snprintf(r->what, sizeof r->what, "the weight global scale of %s kept apart (alpha) instead of folded into its E4M3 block scales",
+                 row->name);
+    }
     if (in->sf_pow2 && (r = add(out, &n, cap, "block_scale_unrounded", "scale_pow2_rounding"))) {
         snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.block_scale_pow2=0", row->name);
         snprintf(r->what, sizeof r->what, "block scales of %s read as stored instead of rounded up to powers of two (UE8M0)", row->name);

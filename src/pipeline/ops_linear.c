@@ -105,6 +105,7 @@ static void stage_info(const nd_run *r, const nd_lin *l, nd_stage_info *in) {
         in->sf_pow2 = rd->pow2;
         in->sf_layout = rd->layout;
         in->sf_encoding = rd->encoding;
+        in->sf_baked = rd->baked;
         in->tp = rd->tp;
         if (rd->pad_garbage && rd->tp > 1 && nd_tp_kind_of(l->m.path) == ND_TP_ROW)
             in->tp_pad = (int)nd_tp_pad_reads(l->m.in_features, rd->tp, rd->tile, NULL);
@@ -157,6 +158,7 @@ int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char
     nd_stack_params(&r->stack, &l->m, l->fused, l->n_fused, stage_name, &l->pp);
     l->epilogue_fp16 = l->prod_kind == LIN_NVFP4_W4A4 && nd_stack_epilogue_fp16(&r->stack, stage_name);
     nd_stack_sf_read(&r->stack, stage_name, &l->sf_read);
+    if (l->sf_read.baked) l->sf_read.baked_div = l->pp.w_div;
     /* a kernel that reads the block scales another way (stack.h nd_sf_read) gets its own operand */
     const int sf_other = l->prod_kind == LIN_NVFP4_W4A4 && !nd_sf_read_plain(&l->sf_read);
     if (r->opts && r->opts->stage_info && r->opts->only_row && !r->silent && !strcmp(stage_name, r->opts->only_row))

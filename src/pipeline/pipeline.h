@@ -77,6 +77,7 @@ typedef struct nd_stage_info {
     double floor_margin_db;         /* the recipe's allowed gap below the floor (verdict rule) */
     /* block-scale representation (issue 18, scale_repr.h) */
     int sf_pow2, sf_layout, sf_encoding; /* how the production GEMM read the block scales (stack.h) */
+    int sf_baked;                   /* the GEMM folded the weight global into the E4M3 block scales */
     int tp, tp_pad;                 /* ranks, and the padded columns per rank it read as garbage (0: none) */
     int sf_all_pow2;                /* every finite nonzero stored block scale is a power of two (>= 16) */
     int sf_swizzle_fits;            /* the scale matrix is whole 128x4 tiles (a swizzled copy is as large) */

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "numerics/nd_numerics.h"
 #include "scale_read.h"
 #include "scale_repr.h"
 #include "repair_bytes.h"
@@ -73,6 +74,10 @@ int nd_scale_read_decode(nd_run *r, const nd_module *m, const nd_module_repair *
     for (int64_t i = 0; !rc && i < n * nb; i++) {
         f[i] = nd_sf_decode(lin[i], enc);
         if (rd && rd->pow2) f[i] = nd_sf_pow2_ceil(f[i]);
+        /* the global folded into the block scale and re-rounded to E4M3 (a divisor near 2e4 puts
+         * most scales in the subnormal range); multiplied back so that alpha stays the same */
+        if (rd && rd->baked && rd->baked_div > 0)
+            f[i] = nd_e4m3_to_f32(nd_e4m3_from_f32_satfinite(f[i] / rd->baked_div)) * rd->baked_div;
     }
     /* a row-parallel shard's padding: the columns it reads again */
     int64_t pad = 0;

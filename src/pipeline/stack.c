@@ -36,6 +36,7 @@ static const char *const GATE_UP[] = {"w13", "w31"}, *const TIMES[] = {"never", 
 static const char *const EPI[] = {"bf16", "fp16"}, *const KVC[] = {"bf16", "fp8"};
 static const char *const KVS[ND_KV_NUSES] = {"ignore", "apply", "twice", "write_only"};
 static const char *const ROUNDING[] = {"none", "ue8m0_ceil"}, *const PADS[] = {"zero", "garbage"};
+static const char *const GLOBAL[] = {"apart", "baked"};
 static const char *const LAYOUT[] = {"linear", "swizzled_128x4", "transposed"};  /* nd_sf_layout order */
 static const char *const ENCODING[] = {"e4m3", "e8m0", "u8"};                    /* nd_sf_encoding order */
 static const stack_key KEYS[] = {
@@ -56,6 +57,7 @@ static const stack_key KEYS[] = {
     {"tp", SK_INT, F(tp), 0, NULL, 0, 1, 4096, 1},
     {"tp_tile", SK_INT, F(tp_tile), 0, NULL, 0, 16, 4096, 16},
     {"pad_policy", SK_ENUM, F(pad_garbage), 0, PADS, 2, 0, 0, 0},
+    {"global_scale", SK_ENUM, F(global_scale_baked), 0, GLOBAL, 2, 0, 0, 0},
 };
 #undef F
 
@@ -142,7 +144,8 @@ int nd_stack_add_override(nd_stack *s, const char *arg, nd_err *e) {
         {".block_scale_pow2", 0, 1, "0 or 1"}, {".block_scale_layout", 0, 2, "0 (linear), 1 (swizzled_128x4) or 2 (transposed)"},
         {".block_scale_encoding", 0, 2, "0 (e4m3), 1 (e8m0) or 2 (u8)"}, {".tp", 1, 4096, "an integer from 1 to 4096"},
         {".pad_garbage", 0, 1, "0 or 1"}, {".scale_layout", 0, 2, "0 (linear), 1 (swizzled_128x4) or 2 (transposed)"},
-        {".scale_encoding", 0, 2, "0 (e4m3), 1 (e8m0) or 2 (u8)"}, {".block_scale_refit", 0, 1, "0 or 1"}};
+        {".scale_encoding", 0, 2, "0 (e4m3), 1 (e8m0) or 2 (u8)"}, {".block_scale_refit", 0, 1, "0 or 1"},
+        {".global_scale_baked", 0, 1, "0 or 1"}};
     for (size_t i = 0; i < sizeof sw / sizeof sw[0]; i++) {
         size_t ls = strlen(sw[i].suffix);
         if (n > ls && !strncmp(arg + n - ls, sw[i].suffix, ls) && !(v >= sw[i].min && v <= sw[i].max && v == (int)v))
@@ -268,10 +271,13 @@ void nd_stack_sf_read(nd_stack *s, const char *stage, nd_sf_read *out) {
     out->tp = (o = find_ov(s, stage, "tp")) ? (int)o->value : s->tp;
     out->tile = s->tp_tile;
     out->pad_garbage = (o = find_ov(s, stage, "pad_garbage")) ? o->value != 0 : s->pad_garbage;
+    out->baked = (o = find_ov(s, stage, "global_scale_baked")) ? o->value != 0 : s->global_scale_baked;
+    out->baked_div = 0;
 }
 
 int nd_sf_read_plain(const nd_sf_read *rd) {
-    return !rd->pow2 && rd->layout == ND_SF_LINEAR && rd->encoding == ND_SF_E4M3 && !(rd->tp > 1 && rd->pad_garbage);
+    return !rd->pow2 && rd->layout == ND_SF_LINEAR && rd->encoding == ND_SF_E4M3 && !(rd->tp > 1 && rd->pad_garbage) &&
+           !rd->baked;
 }
 
 int nd_stack_unused(const nd_stack *s, const char **name) {

@@ -63,6 +63,8 @@ typedef struct nd_stack {
     int tp, tp_tile;                /* tensor-parallel ranks and the K tile each rank's shard of a
                                      * row-parallel linear is padded to (tp: 1, tp_tile: 16) */
     int pad_garbage;                /* 1: that padding is left uninitialised (pad_policy: garbage) */
+    int global_scale_baked;         /* 1: the weight global scale is folded into the E4M3 block scales
+                                     * (global_scale: baked), as vLLM's SM12x b12x MoE path did */
     nd_override ov[ND_MAX_OVERRIDES];
     int n_ov;
 } nd_stack;
@@ -122,7 +124,10 @@ void nd_stack_module_repair(nd_stack *s, const nd_module *m, nd_module_repair *o
  *   <stage>.block_scale_layout=0|1|2    read as linear, swizzled_128x4 or transposed
  *   <stage>.block_scale_encoding=0|1|2  decoded as e4m3, e8m0 or u8
  *   <stage>.tp=N, <stage>.pad_garbage=0|1  ranks, and the padding of a row-parallel K shard */
-typedef struct nd_sf_read { int pow2, layout, encoding, tp, tile, pad_garbage; } nd_sf_read;
+/* baked: the stack folds the weight's global divisor into the E4M3 block scales (each re-rounded
+ * to E4M3, subnormals included) and drops it from alpha (`global_scale: baked`); baked_div is that
+ * divisor, set by the linear that reads the module (its nd_prod_params w_div). */
+typedef struct nd_sf_read { int pow2, layout, encoding, tp, tile, pad_garbage, baked; float baked_div; } nd_sf_read;
 void nd_stack_sf_read(nd_stack *s, const char *stage, nd_sf_read *out);
 /* 1 when the read is the checkpoint's own (nothing of the above changes it). */
 int nd_sf_read_plain(const nd_sf_read *rd);
