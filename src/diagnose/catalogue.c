@@ -154,6 +154,15 @@ static const nd_cause CAUSES[] = {
      "zero_padding: <stage>.pad_garbage=0",
      "zero the padded weight, scale and activation buffers (torch.zeros, or a quantizer that writes the padding), "
      "or serve with a tensor-parallel size whose shards are whole tiles"},
+    {"router_precision",
+     "the router selects experts with less precision than the model: its score-correction bias held in BF16, where "
+     "biases that differ by less than BF16's step at their magnitude collapse into one value and top-k changes for "
+     "many tokens (field report C33: SGLang's MoEGate under a quant_config, biases in [6.8, 7.1] became 8 values)",
+     "on the same input, the production router picks other experts than the reference (isolated top-k agreement "
+     "below 0.99); replaying it with the bias in FP32 gives the reference's picks",
+     "router_bias_fp32: <stage>.router_bias_bf16=0 (the bias kept in FP32)",
+     "keep the router's correction bias (and its gate) in FP32 in the loader (sglang PR #31213, vllm PR #23640); "
+     "the --override shown runs the stage with it"},
     {"routing_divergence",
      "the production path routes tokens to other experts than the reference",
      "the router row's top-k agreement below 0.5 on the chained path",

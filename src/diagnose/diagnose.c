@@ -29,6 +29,8 @@ static int broken_output(const nd_row *r) {
  * quantization worse too) proves nothing. */
 static int restored(const nd_row *base, const nd_row *t, double margin) {
     if (strcmp(t->verdict, "ok") || t->prod_nan + t->prod_inf + t->ref_nan + t->ref_inf > 0) return 0;
+    /* a router that picked other experts: restored when it picks the reference's again */
+    if (!strcmp(base->verdict, "routing_divergence")) return 1;
     if (!isfinite(margin)) margin = 6.0;
     if (isfinite(base->floor_sqnr_db) && !(t->sqnr_db >= base->floor_sqnr_db - margin)) return 0;
     /* better than before; a base with NaN/Inf or an empty output is improved by any repair that
@@ -58,8 +60,9 @@ int nd_diagnose_row(const nd_trace_opts *o, const nd_row *row, nd_diagnosis *d, 
     memset(d, 0, sizeof *d);
     snprintf(d->row, sizeof d->row, "%s", row->name);
     d->chosen = -1;
-    if (!strcmp(row->verdict, "nan_input") || !strcmp(row->verdict, "routing_divergence")) {
-        /* not this stage's own fault: nothing of it to repair */
+    if (!strcmp(row->verdict, "nan_input") || (!strcmp(row->verdict, "routing_divergence") && strcmp(row->mode, "isolated"))) {
+        /* not this stage's own fault: nothing of it to repair (an isolated router row that routes
+         * otherwise is: its repairs are tried below) */
         snprintf(d->cause, sizeof d->cause, "%s", row->verdict);
         d->base = *row;
         nd_row_evidence(row, d->evidence, sizeof d->evidence);
@@ -124,8 +127,11 @@ int nd_diagnose_row(const nd_trace_opts *o, const nd_row *row, nd_diagnosis *d, 
         snprintf(d->cause, sizeof d->cause, "%s", t->rep.cause);
         char fl[48];
         floor_text(&t->row, fl, sizeof fl);
-        int len = snprintf(d->evidence, sizeof d->evidence, "repair %s (%s) restores the stage: SQNR %.1f -> %.1f dB%s",
-                           t->rep.name, t->rep.what, d->base.sqnr_db, t->row.sqnr_db, fl);
+        int len = isfinite(d->base.topk_agree) && d->base.topk_agree < 1
+                      ? snprintf(d->evidence, sizeof d->evidence, "repair %s (%s) restores the stage: top-k agreement %.3f -> %.3f",
+                                 t->rep.name, t->rep.what, d->base.topk_agree, t->row.topk_agree)
+                      : snprintf(d->evidence, sizeof d->evidence, "repair %s (%s) restores the stage: SQNR %.1f -> %.1f dB%s",
+                                 t->rep.name, t->rep.what, d->base.sqnr_db, t->row.sqnr_db, fl);
         /* other causes whose repairs restore it too */
         for (int i = 0; i < d->n_tries && len > 0 && (size_t)len < sizeof d->evidence; i++)
             if (d->tries[i].restored && strcmp(d->tries[i].rep.cause, t->rep.cause) && !strstr(d->evidence, d->tries[i].rep.cause))

@@ -73,6 +73,15 @@ int nd_repairs_for(const nd_row *row, const nd_stage_info *in, nd_repair *out, i
     nd_repair *r;
     if (!in->found) return 0;
     if (in->kv_cache) return kv_repairs(row, in, out, cap);
+    if (in->router) {
+        /* the correction bias in FP32, as the model routes (C33: SGLang's MoEGate allocates it in
+         * BF16 under a quant_config; vLLM PR #23640 keeps DeepSeek's in FP32) */
+        if (in->router_bias_bf16 && (r = add(out, &n, cap, "router_bias_fp32", "router_precision"))) {
+            snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.router_bias_bf16=0", row->name);
+            snprintf(r->what, sizeof r->what, "the score-correction bias of %s held in FP32 instead of BF16", row->name);
+        }
+        return n;
+    }
     if (in->composite) {
         /* an MLP block or the routed experts' combine: the SwiGLU halves in the other order (a
          * W13/W31 mix-up either way), and the routed scaling factor applied exactly once */

@@ -135,17 +135,38 @@ int nd_op_router(nd_opctx *c, nd_err *e) {
     const nd_tview *bt = bn && !rx.hash ? nd_run_tensor(r, 0, bn) : NULL;
     if (bt) rc = bt->numel == (int64_t)E ? nd_tensor_f32(r, bt, &rx.bias, e)
                                          : nd_fail(e, ND_EXIT_BADINPUT, "%s: %s must have %d elements", bt->file, bt->name, (int)E);
+    /* the production router under a stack that holds the correction bias in BF16 (router_bias:
+     * bf16; field report C33): the same scores, the bias rounded to BF16 for the selection */
+    router_ctx px = rx;
+    const int bias_bf16 = rx.bias && nd_stack_router_bias_bf16(&r->stack, c->st->name);
+    if (!rc && bias_bf16) {
+        px.bias = r->be->alloc(r->be, (size_t)E * sizeof(float), e);
+        if (!px.bias) rc = e->code;
+        if (!rc) rc = r->be->copy(r->be, px.bias, rx.bias, (size_t)E * sizeof(float), e);
+        if (!rc) rc = r->be->round_bf16(r->be, px.bias, (int64_t)E, e);
+    }
+    const nd_trace_opts *o = r->opts;
+    if (o && o->stage_info && o->only_row && !r->silent && !strcmp(o->only_row, c->st->name)) {
+        o->stage_info->found = 1;
+        o->stage_info->router = 1;
+        o->stage_info->router_bias_bf16 = bias_bf16;
+        snprintf(o->stage_info->module, sizeof o->stage_info->module, "%s", c->st->name);
+    }
     if (!rc) rc = route(c, &rx, c->in_ref[0], &c->out_ref[0], e);
-    if (!rc) c->out_iso[0] = nd_buf_ref(c->out_ref[0]);
-    if (!rc && c->want_chain) rc = route(c, &rx, c->in_chain[0], &c->out_chain[0], e);
+    /* isolated: the production router on the reference input (the same routing unless the stack
+     * changes the router's arithmetic) */
+    if (!rc && bias_bf16) rc = route(c, &px, c->in_ref[0], &c->out_iso[0], e);
+    else if (!rc) c->out_iso[0] = nd_buf_ref(c->out_ref[0]);
+    if (!rc && c->want_chain) rc = route(c, &px, c->in_chain[0], &c->out_chain[0], e);
     if (!rc && r->tw && c->want_chain) {
         rc = nd_trace_put_routing(r->tw, c->st->name, "ref", c->out_ref[0]->idx, c->out_ref[0]->rows, c->out_ref[0]->k, e);
         if (!rc) rc = nd_trace_put_routing(r->tw, c->st->name, "prod", c->out_chain[0]->idx, c->out_chain[0]->rows, c->out_chain[0]->k, e);
     }
     if (!rc && c->want_chain) c->extra_chain.topk_agree = topk_agreement(c->out_ref[0], c->out_chain[0]);
-    c->extra_iso.topk_agree = 1.0;
+    c->extra_iso.topk_agree = !rc && bias_bf16 ? topk_agreement(c->out_ref[0], c->out_iso[0]) : 1.0;
     r->be->release(r->be, rx.w_gate);
     if (rx.bias) r->be->release(r->be, rx.bias);
+    if (px.bias && px.bias != rx.bias) r->be->release(r->be, px.bias);
     return rc;
 }
 

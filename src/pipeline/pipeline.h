@@ -45,6 +45,8 @@ typedef int (*nd_capture_fn)(void *user, const nd_capture_info *ci, nd_err *e);
 #define ND_STAGE_MAX_FUSED 4
 typedef struct nd_stage_info {
     int found;                      /* 1 when the row was produced by a linear module or a composite stage */
+    int router;                     /* 1: a router row (module = the stage name) */
+    int router_bias_bf16;           /* router: the production selection used a BF16 correction bias */
     int composite;                  /* 1: an MLP block / routed-experts row (module = its prefix; only the
                                      * runtime fields below and gate_up_swap/routed_scaling apply) */
     int gate_up_swap;               /* composite: SwiGLU ran with gate and up swapped (stack.h) */

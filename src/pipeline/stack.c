@@ -36,7 +36,7 @@ static const char *const GATE_UP[] = {"w13", "w31"}, *const TIMES[] = {"never", 
 static const char *const EPI[] = {"bf16", "fp16"}, *const KVC[] = {"bf16", "fp8"};
 static const char *const KVS[ND_KV_NUSES] = {"ignore", "apply", "twice", "write_only"};
 static const char *const ROUNDING[] = {"none", "ue8m0_ceil"}, *const PADS[] = {"zero", "garbage"};
-static const char *const GLOBAL[] = {"apart", "baked"};
+static const char *const GLOBAL[] = {"apart", "baked"}, *const RBIAS[] = {"fp32", "bf16"};
 static const char *const LAYOUT[] = {"linear", "swizzled_128x4", "transposed"};  /* nd_sf_layout order */
 static const char *const ENCODING[] = {"e4m3", "e8m0", "u8"};                    /* nd_sf_encoding order */
 static const stack_key KEYS[] = {
@@ -58,6 +58,7 @@ static const stack_key KEYS[] = {
     {"tp_tile", SK_INT, F(tp_tile), 0, NULL, 0, 16, 4096, 16},
     {"pad_policy", SK_ENUM, F(pad_garbage), 0, PADS, 2, 0, 0, 0},
     {"global_scale", SK_ENUM, F(global_scale_baked), 0, GLOBAL, 2, 0, 0, 0},
+    {"router_bias", SK_ENUM, F(router_bias_bf16), 0, RBIAS, 2, 0, 0, 0},
 };
 #undef F
 
@@ -145,7 +146,7 @@ int nd_stack_add_override(nd_stack *s, const char *arg, nd_err *e) {
         {".block_scale_encoding", 0, 2, "0 (e4m3), 1 (e8m0) or 2 (u8)"}, {".tp", 1, 4096, "an integer from 1 to 4096"},
         {".pad_garbage", 0, 1, "0 or 1"}, {".scale_layout", 0, 2, "0 (linear), 1 (swizzled_128x4) or 2 (transposed)"},
         {".scale_encoding", 0, 2, "0 (e4m3), 1 (e8m0) or 2 (u8)"}, {".block_scale_refit", 0, 1, "0 or 1"},
-        {".global_scale_baked", 0, 1, "0 or 1"}};
+        {".global_scale_baked", 0, 1, "0 or 1"}, {".router_bias_bf16", 0, 1, "0 or 1"}};
     for (size_t i = 0; i < sizeof sw / sizeof sw[0]; i++) {
         size_t ls = strlen(sw[i].suffix);
         if (n > ls && !strncmp(arg + n - ls, sw[i].suffix, ls) && !(v >= sw[i].min && v <= sw[i].max && v == (int)v))
@@ -230,6 +231,11 @@ int nd_stack_routed_scaling(nd_stack *s, const char *stage) {
 int nd_stack_epilogue_fp16(nd_stack *s, const char *stage) {
     nd_override *o = find_ov(s, stage, "epilogue_fp16");
     return o ? o->value != 0 : s->epilogue_fp16;
+}
+
+int nd_stack_router_bias_bf16(nd_stack *s, const char *stage) {
+    nd_override *o = find_ov(s, stage, "router_bias_bf16");
+    return o ? o->value != 0 : s->router_bias_bf16;
 }
 
 int nd_stack_kv_cache_fp8(nd_stack *s, const char *stage) {

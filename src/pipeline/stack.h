@@ -63,6 +63,8 @@ typedef struct nd_stack {
     int tp, tp_tile;                /* tensor-parallel ranks and the K tile each rank's shard of a
                                      * row-parallel linear is padded to (tp: 1, tp_tile: 16) */
     int pad_garbage;                /* 1: that padding is left uninitialised (pad_policy: garbage) */
+    int router_bias_bf16;           /* 1: the router's score-correction bias is held in BF16 (router_bias:
+                                     * bf16), as SGLang's MoEGate under a quant_config (C33) */
     int global_scale_baked;         /* 1: the weight global scale is folded into the E4M3 block scales
                                      * (global_scale: baked), as vLLM's SM12x b12x MoE path did */
     nd_override ov[ND_MAX_OVERRIDES];
@@ -95,6 +97,8 @@ void nd_stack_params(nd_stack *s, const nd_module *m, const nd_module *fused, in
 int nd_stack_gate_up_swap(nd_stack *s, const char *stage);
 int nd_stack_routed_scaling(nd_stack *s, const char *stage);
 int nd_stack_epilogue_fp16(nd_stack *s, const char *stage);
+/* <stage>.router_bias_bf16=0|1 on a router stage, else the profile's router_bias */
+int nd_stack_router_bias_bf16(nd_stack *s, const char *stage);
 /* The KV cache of the stage named `stage` (a recipe `kv_cache` stage): 1 when it is FP8
  * (<stage>.kv_cache_fp8=0|1 overrides the profile), and the use of the scales
  * (<stage>.kv_scales=0 ignore, 1 apply, 2 twice, 3 write_only). */

@@ -51,6 +51,7 @@ static const struct { const char *name; int needs_value; } KINDS[SY_F_COUNT] = {
     [SY_F_SCALE_SWIZZLED] = {"scale-swizzled", 0},
     [SY_F_SCALE_TRANSPOSED] = {"scale-transposed", 0},
     [SY_F_SCALE_ENCODING] = {"scale-encoding", 2}, /* a word: e8m0, u8 */
+    [SY_F_ROUTER_BIAS_OFFSET] = {"router-bias-offset", 1},
 };
 
 const char *sy_fault_name(sy_fault_kind k) { return k < SY_F_COUNT ? KINDS[k].name : "?"; }
@@ -107,7 +108,7 @@ static int parse_one(const sy_plan *pl, const char *spec, sy_fault *f, nd_err *e
     if (f->kind >= SY_F_KV_SCALES && f->kind <= SY_F_KV_INVERTED)
         return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': KV-cache scale faults apply to an existing checkpoint "
                        "(synth OUTDIR --from CKPT --inject %s@layers.L.self_attn)", spec, sy_fault_name(f->kind));
-    if (f->kind >= SY_F_CONFIG_IGNORE && f->kind <= SY_F_QUANTIZE)
+    if ((f->kind >= SY_F_CONFIG_IGNORE && f->kind <= SY_F_QUANTIZE) || f->kind == SY_F_ROUTER_BIAS_OFFSET)
         return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': %s changes the config, names or precision of an existing "
                        "checkpoint (synth OUTDIR --from CKPT --inject %s@MODULE)", spec, sy_fault_name(f->kind),
                        sy_fault_name(f->kind));

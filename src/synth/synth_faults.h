@@ -15,6 +15,7 @@ typedef enum sy_fault_kind {
     SY_F_CONFIG_IGNORE, SY_F_DEQUANTIZE, SY_F_SCALE_RENAMED, SY_F_WSCALE_RENAMED, SY_F_SCALE_MISSING_EXPERT,
     SY_F_QUANTIZE, /* synth --from only (synth_static.h) */
     SY_F_SCALE_POW2, SY_F_SCALE_SWIZZLED, SY_F_SCALE_TRANSPOSED, SY_F_SCALE_ENCODING, /* synth_scales.h */
+    SY_F_ROUTER_BIAS_OFFSET, /* synth --from only (synth_static.h) */
     SY_F_COUNT
 } sy_fault_kind;
 

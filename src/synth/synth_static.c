@@ -12,7 +12,7 @@
 
 int sy_static_fault(sy_fault_kind k) {
     return k == SY_F_CONFIG_IGNORE || k == SY_F_DEQUANTIZE || k == SY_F_SCALE_RENAMED || k == SY_F_WSCALE_RENAMED ||
-           k == SY_F_SCALE_MISSING_EXPERT || k == SY_F_QUANTIZE;
+           k == SY_F_SCALE_MISSING_EXPERT || k == SY_F_QUANTIZE || k == SY_F_ROUTER_BIAS_OFFSET;
 }
 
 static sy_static_edit *edit(sy_static *st, nd_err *e) {
@@ -196,6 +196,29 @@ static int missing_expert(const nd_ckpt *ck, const nd_module *m, sy_static *st, 
     return drop(st, m->input_global, e);
 }
 
+/* every element of the router's score-correction bias plus F: the FP32 selection is unchanged (one
+ * offset for every expert, and for every group's sum of two), but at a magnitude like 7 BF16's step
+ * is 1/32, so a stack holding the bias in BF16 collapses its differences (field report C33) */
+static int router_bias_offset(const nd_ckpt *ck, const nd_module *m, sy_static *st, sy_fault *f, nd_err *e) {
+    char name[400];
+    /* DeepSeek-V3's name, else transformers' saved DeepSeek-V4 naming (ffn.gate.bias) */
+    snprintf(name, sizeof name, "%s.e_score_correction_bias", m->path);
+    const nd_tview *t = nd_ckpt_find(ck, name);
+    if (!t) {
+        snprintf(name, sizeof name, "%s.bias", m->path);
+        t = nd_ckpt_find(ck, name);
+    }
+    if (!t || t->dtype != ND_DT_F32 || t->ndim != 1)
+        return not_for(ck, f, m->path, "has no F32 e_score_correction_bias or bias (a router with a correction bias)", e);
+    float *v = malloc(t->nbytes ? t->nbytes : 1);
+    if (!v) return nd_fail(e, ND_EXIT_INTERNAL, "synth --from: out of memory");
+    memcpy(v, t->data, t->nbytes);
+    for (int64_t i = 0; i < t->numel; i++) v[i] = (float)(v[i] + f->value);
+    ND_TRY(put(st, t, name, ND_DT_F32, 1, t->shape, v, e));
+    snprintf(f->tensor, sizeof f->tensor, "%s", name);
+    return 0;
+}
+
 int sy_static_plan(const nd_ckpt *ck, sy_fault *fs, int n, sy_static *st, nd_err *e) {
     memset(st, 0, sizeof *st);
     for (int i = 0; i < n; i++) {
@@ -224,6 +247,7 @@ int sy_static_plan(const nd_ckpt *ck, sy_fault *fs, int n, sy_static *st, nd_err
         case SY_F_SCALE_RENAMED: ND_TRY(rename_scale(ck, &m, st, f, 0, e)); break;
         case SY_F_WSCALE_RENAMED: ND_TRY(rename_scale(ck, &m, st, f, 1, e)); break;
         case SY_F_SCALE_MISSING_EXPERT: ND_TRY(missing_expert(ck, &m, st, f, e)); break;
+        case SY_F_ROUTER_BIAS_OFFSET: ND_TRY(router_bias_offset(ck, &m, st, f, e)); break;
         default: break;
         }
         f->applied = 1;
