@@ -114,7 +114,7 @@ int nd_repairs_for(const nd_row *row, const nd_stage_info *in, nd_repair *out, i
         snprintf(r->what, sizeof r->what, "the weight global scale of %s kept apart (alpha) instead of folded into its E4M3 block scales",
                  row->name);
     }
-    if (in->sf_pow2 && (r = add(out, &n, cap, "block_scale_unrounded", "scale_pow2_rounding"))) {
+    if (in->sf_pow2 == 1 && (r = add(out, &n, cap, "block_scale_unrounded", "scale_pow2_rounding"))) {
         snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.block_scale_pow2=0", row->name);
         snprintf(r->what, sizeof r->what, "block scales of %s read as stored instead of rounded up to powers of two (UE8M0)", row->name);
     }

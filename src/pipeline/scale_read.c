@@ -71,9 +71,15 @@ int nd_scale_read_decode(nd_run *r, const nd_module *m, const nd_module_repair *
         nd_sf_read_as(rd->layout, sf, n * nb, n, nb, lin);
     }
     if (!rc && rd && enc == ND_SF_E4M3) enc = rd->encoding;
+    /* UE8M0 with the codes re-quantized (block_scale_rounding: ue8m0_requant): the MX conversion a
+     * careful loader does, scales rounded up to powers of two and codes rescaled to match */
+    if (!rc && rd && rd->pow2 == 2 && enc == ND_SF_E4M3) {
+        nd_sf_to_e8m0_requant(packed, lin, n, k);
+        enc = ND_SF_E8M0;
+    }
     for (int64_t i = 0; !rc && i < n * nb; i++) {
         f[i] = nd_sf_decode(lin[i], enc);
-        if (rd && rd->pow2) f[i] = nd_sf_pow2_ceil(f[i]);
+        if (rd && rd->pow2 == 1) f[i] = nd_sf_pow2_ceil(f[i]);
         /* the global folded into the block scale and re-rounded to E4M3 (a divisor near 2e4 puts
          * most scales in the subnormal range); multiplied back so that alpha stays the same */
         if (rd && rd->baked && rd->baked_div > 0)

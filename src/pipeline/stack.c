@@ -35,7 +35,7 @@ static const char *const QUANT[] = {"kernel", "compressed-tensors"};    /* ND_QS
 static const char *const GATE_UP[] = {"w13", "w31"}, *const TIMES[] = {"never", "once", "twice"};
 static const char *const EPI[] = {"bf16", "fp16"}, *const KVC[] = {"bf16", "fp8"};
 static const char *const KVS[ND_KV_NUSES] = {"ignore", "apply", "twice", "write_only"};
-static const char *const ROUNDING[] = {"none", "ue8m0_ceil"}, *const PADS[] = {"zero", "garbage"};
+static const char *const ROUNDING[] = {"none", "ue8m0_ceil", "ue8m0_requant"}, *const PADS[] = {"zero", "garbage"};
 static const char *const GLOBAL[] = {"apart", "baked"}, *const RBIAS[] = {"fp32", "bf16"};
 static const char *const LAYOUT[] = {"linear", "swizzled_128x4", "transposed"};  /* nd_sf_layout order */
 static const char *const ENCODING[] = {"e4m3", "e8m0", "u8"};                    /* nd_sf_encoding order */
@@ -51,7 +51,7 @@ static const stack_key KEYS[] = {
     {"epilogue", SK_ENUM, F(epilogue_fp16), 0, EPI, 2, 0, 0, 0},
     {"kv_cache", SK_ENUM, F(kv_cache_fp8), 0, KVC, 2, 0, 0, 0},
     {"kv_scales", SK_ENUM, F(kv_scales), 0, KVS, ND_KV_NUSES, 0, 0, 0},
-    {"block_scale_rounding", SK_ENUM, F(block_scale_pow2), 0, ROUNDING, 2, 0, 0, 0},
+    {"block_scale_rounding", SK_ENUM, F(block_scale_pow2), 0, ROUNDING, 3, 0, 0, 0},
     {"block_scale_layout", SK_ENUM, F(block_scale_layout), 0, LAYOUT, ND_SF_NLAYOUTS, 0, 0, 0},
     {"block_scale_encoding", SK_ENUM, F(block_scale_encoding), 0, ENCODING, ND_SF_NENCODINGS, 0, 0, 0},
     {"tp", SK_INT, F(tp), 0, NULL, 0, 1, 4096, 1},
@@ -142,7 +142,7 @@ int nd_stack_add_override(nd_stack *s, const char *arg, nd_err *e) {
     static const struct { const char *suffix; int min, max; const char *takes; } sw[] = {
         {".gate_up_swap", 0, 1, "0 or 1"}, {".routed_scaling", 0, 2, "0, 1 or 2 (times applied)"}, {".epilogue_fp16", 0, 1, "0 or 1"},
         {".kv_cache_fp8", 0, 1, "0 or 1"}, {".kv_scales", 0, 3, "0 (ignore), 1 (apply), 2 (twice) or 3 (write_only)"},
-        {".block_scale_pow2", 0, 1, "0 or 1"}, {".block_scale_layout", 0, 2, "0 (linear), 1 (swizzled_128x4) or 2 (transposed)"},
+        {".block_scale_pow2", 0, 2, "0 (none), 1 (ue8m0_ceil) or 2 (ue8m0_requant)"}, {".block_scale_layout", 0, 2, "0 (linear), 1 (swizzled_128x4) or 2 (transposed)"},
         {".block_scale_encoding", 0, 2, "0 (e4m3), 1 (e8m0) or 2 (u8)"}, {".tp", 1, 4096, "an integer from 1 to 4096"},
         {".pad_garbage", 0, 1, "0 or 1"}, {".scale_layout", 0, 2, "0 (linear), 1 (swizzled_128x4) or 2 (transposed)"},
         {".scale_encoding", 0, 2, "0 (e4m3), 1 (e8m0) or 2 (u8)"}, {".block_scale_refit", 0, 1, "0 or 1"},
@@ -271,7 +271,7 @@ void nd_stack_module_repair(nd_stack *s, const nd_module *m, nd_module_repair *o
 
 void nd_stack_sf_read(nd_stack *s, const char *stage, nd_sf_read *out) {
     nd_override *o;
-    out->pow2 = (o = find_ov(s, stage, "block_scale_pow2")) ? o->value != 0 : s->block_scale_pow2;
+    out->pow2 = (o = find_ov(s, stage, "block_scale_pow2")) ? (int)o->value : s->block_scale_pow2;
     out->layout = (o = find_ov(s, stage, "block_scale_layout")) ? (int)o->value : s->block_scale_layout;
     out->encoding = (o = find_ov(s, stage, "block_scale_encoding")) ? (int)o->value : s->block_scale_encoding;
     out->tp = (o = find_ov(s, stage, "tp")) ? (int)o->value : s->tp;
