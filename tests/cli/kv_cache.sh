@@ -136,7 +136,7 @@ c="$tmp/llama-nvfp4"
 ok "kv_scales=4: exit 2 naming the values" '[ $? -eq 2 ] && grep -q "kv_scales takes 0 (ignore), 1 (apply), 2 (twice) or 3 (write_only)" "$tmp/err"'
 printf 'stack: bad\nkv_scales: half\n' >"$tmp/stack-bad.yaml"
 "$bin" trace "$c" --backend "$be" --stack "$tmp/stack-bad.yaml" --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
-ok "kv_scales: half in a profile: exit 2 with file:line" '[ $? -eq 2 ] && grep -q "stack-bad.yaml:2: kv_scales must be apply, ignore, twice or write_only" "$tmp/err"'
+ok "kv_scales: half in a profile: exit 2 with file:line" '[ $? -eq 2 ] && grep -q "stack-bad.yaml:2: kv_scales must be ignore, apply, twice or write_only" "$tmp/err"'
 printf 'stack: bad\nkv_cache: fp4\n' >"$tmp/stack-bad.yaml"
 "$bin" trace "$c" --backend "$be" --stack "$tmp/stack-bad.yaml" --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
 ok "kv_cache: fp4 in a profile: exit 2" '[ $? -eq 2 ] && grep -q "kv_cache must be bf16 or fp8" "$tmp/err"'
