@@ -82,7 +82,8 @@ int nd_st_writer_add(nd_st_writer *w, const char *name, nd_dtype dt, int ndim, c
     json_array_append_new(jo, json_integer((json_int_t)w->off));
     json_array_append_new(jo, json_integer((json_int_t)(w->off + nbytes)));
     json_object_set_new(ent, "data_offsets", jo);
-    json_object_set_new(w->hdr, name, ent);
+    if (json_object_set_new(w->hdr, name, ent)) /* jansson refuses keys that are not valid UTF-8 */
+        return nd_fail(e, ND_EXIT_INTERNAL, "%s: tensor name is not valid UTF-8", w->path);
     w->t[w->n].data = data;
     w->t[w->n].nbytes = (size_t)nbytes;
     w->n++;

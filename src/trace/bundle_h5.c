@@ -230,10 +230,34 @@ static int list_group(hid_t g, char (*names)[200], int max, int *n, const char *
     return 0;
 }
 
+/* 1 when s is valid UTF-8: a tensor name goes into the JSON header of the replay's safetensors file. */
+static int utf8_valid(const char *s) {
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        if (*p < 0x80) { p++; continue; }
+        const int n = (*p & 0xE0) == 0xC0 ? 1 : (*p & 0xF0) == 0xE0 ? 2 : (*p & 0xF8) == 0xF0 ? 3 : -1;
+        if (n < 0) return 0;
+        unsigned cp = *p & (0x3Fu >> n);
+        for (int i = 1; i <= n; i++) {
+            if ((p[i] & 0xC0) != 0x80) return 0; /* also stops at the terminating NUL */
+            cp = (cp << 6) | (p[i] & 0x3Fu);
+        }
+        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+            (cp >= 0xD800 && cp <= 0xDFFF))
+            return 0; /* overlong, out of range or a surrogate */
+        p += n + 1;
+    }
+    return 1;
+}
+
 static int read_tensor(hid_t g, const char *name, nd_bundle_tensor *t, const char *path, nd_err *e) {
     hid_t d;
     hsize_t dims[1];
     unsigned long long n;
+    /* the replay checkpoint holds the tensor under this name, next to its own nvfp4dbg.* entries */
+    if (!utf8_valid(name) || !strcmp(name, "__metadata__") || !strncmp(name, "nvfp4dbg.", 9))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: tensor name '%s' is not valid UTF-8 or is reserved (__metadata__, nvfp4dbg.*)",
+                       path, name);
     ND_TRY(open_ds(g, name, H5T_INTEGER, 1, MAX_BYTES, &d, dims, &n, path, e));
     int32_t nd = 0;
     int rc = get_str(d, "dtype", t->dtype, sizeof t->dtype, path, e);
@@ -312,6 +336,11 @@ static int read_all(hid_t f, nd_bundle *b, const char *path, nd_err *e) {
     for (char *tok = inputs[0] ? strtok(inputs, ",") : NULL; tok && !rc; tok = strtok(NULL, ",")) {
         if (b->n_in == ND_BUNDLE_MAX_IN) { rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: more than %d inputs", path, ND_BUNDLE_MAX_IN); break; }
         nd_bundle_input *in = &b->in[b->n_in];
+        /* the name becomes a tensor name and a quoted YAML string of the replay recipe */
+        if (strspn(tok, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != strlen(tok)) {
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: input name '%s' holds characters other than letters, digits, '_', '.', '-'", path, tok);
+            break;
+        }
         if (strlen(tok) >= sizeof in->name || H5Lexists(g, tok, H5P_DEFAULT) <= 0) {
             rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: input '%s' named by the root attribute is missing", path, tok);
             break;

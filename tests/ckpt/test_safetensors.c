@@ -35,6 +35,9 @@ static void round_trip(const char *dir) {
     CHECK(nd_st_writer_add(w, "c.scalar", ND_DT_I64, 0, NULL, &i64, &e) == 0, "%s", e.msg);
     CHECK(nd_st_writer_add(w, "d.empty", ND_DT_BF16, 2, s_empty, NULL, &e) == 0, "%s", e.msg);
     CHECK(nd_st_writer_add(w, "b.f32", ND_DT_F32, 2, s_f32, f32, &e) != 0, "duplicate name accepted");
+    /* a name JSON cannot hold is refused and writes nothing (the file size below) */
+    CHECK(nd_st_writer_add(w, "e.\xff", ND_DT_U8, 1, s_u8, u8, &e) == ND_EXIT_INTERNAL && strstr(e.msg, "UTF-8"),
+          "non-UTF-8 name: %s", e.msg);
     CHECK(nd_st_writer_meta(w, "format", "pt", &e) == 0, "%s", e.msg);
     CHECK(nd_st_writer_close(w, &e) == 0, "%s", e.msg);
 
