@@ -40,9 +40,14 @@ int nd_trace_stage_match(const char *pattern, const char *name) {
 }
 
 void nd_trace_print_header(const nd_trace_opts *o, const nd_trace_result *res, int width) {
-    char line[4096];
+    char line[4096], device[128];
+    /* the device's name without its details ("NVIDIA H200", "host CPU"): the trace file and
+     * --table keep the whole description; the summary stays within its line budget */
+    snprintf(device, sizeof device, "%s", res->device);
+    device[strcspn(device, "(")] = 0;
+    for (size_t n = strlen(device); n > 0 && device[n - 1] == ' '; n--) device[n - 1] = 0;
     size_t len = (size_t)snprintf(line, sizeof line, "nvfp4dbg trace: %s  recipe %s  format %s  stack %s  backend %s (%s)  ", o->ckpt_dir,
-                                  res->recipe, res->format, res->stack, res->backend, res->device);
+                                  res->recipe, res->format, res->stack, res->backend, device[0] ? device : res->device);
     if (o->tokens && o->ntok && len < sizeof line) {
         len += (size_t)snprintf(line + len, sizeof line - len, "tokens %lld (", (long long)o->ntok);
         for (int64_t i = 0; i < o->ntok && i < 12 && len < sizeof line; i++)
