@@ -375,6 +375,7 @@ static int read_all(hid_t f, nd_bundle *b, const char *path, nd_err *e) {
     rc = open_ds(f, "rows", H5T_COMPOUND, 1, ND_BUNDLE_MAX_ROWS, &d, dims, &n, path, e);
     if (!rc && (ft = H5Dget_type(d)) >= 0 && H5Tget_nmembers(ft) != H5Tget_nmembers(rt))
         rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: /rows has %d fields, this tool writes %d", path, H5Tget_nmembers(ft), H5Tget_nmembers(rt));
+    if (!rc && ft >= 0) rc = nd_h5_compound_fits(ft, "/rows", path, e);
     if (!rc) {
         b->n_rows = (int)n;
         if (n && H5Dread(d, rt, H5S_ALL, H5S_ALL, H5P_DEFAULT, b->rows) < 0) rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot read /rows");

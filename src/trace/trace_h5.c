@@ -143,6 +143,22 @@ int nd_h5_hard_links_only(hid_t g, const char *where, const char *path, nd_err *
     return 0;
 }
 
+int nd_h5_compound_fits(hid_t ft, const char *what, const char *path, nd_err *e) {
+    const size_t rec = H5Tget_size(ft);
+    const int n = H5Tget_nmembers(ft);
+    if (rec == 0 || n < 0) return ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot query a table's record type");
+    for (int i = 0; i < n; i++) {
+        hid_t m = H5Tget_member_type(ft, (unsigned)i);
+        const size_t off = H5Tget_member_offset(ft, (unsigned)i), sz = m >= 0 ? H5Tget_size(m) : 0;
+        nd_h5_close(m);
+        size_t end;
+        if (sz == 0 || __builtin_add_overflow(off, sz, &end) || end > rec)
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s: field %d (%zu bytes at offset %zu) lies outside its %zu-byte record "
+                           "(corrupt file)", path, what, i, sz, off, rec);
+    }
+    return 0;
+}
+
 /* Object header message 0x0007, "External Data Files" (HDF5 file format, IV.A.2.h). */
 #define ND_H5_MSG_EFL 7
 

@@ -31,6 +31,10 @@ int nd_h5_put_str_attr(hid_t obj, const char *name, const char *value, size_t ca
 /* Every link in group g and below it is a hard link: an external or soft link (to another file, a FIFO, a path
  * outside the trace) is refused, exit 2 naming the link (issue 21). */
 int nd_h5_hard_links_only(hid_t g, const char *where, const char *path, nd_err *e);
+/* Every field of compound file type ft lies inside its record: libhdf5 1.10 converts a record with a
+ * field offset past its end by reading far outside the buffer (docs/fuzzing.md F12). Exit 2 naming
+ * the table (`what`). */
+int nd_h5_compound_fits(hid_t ft, const char *what, const char *path, nd_err *e);
 /* Dataset `name` of loc does not keep its data in external files (an External Data Files message,
  * which H5Dread follows: another file is read, a FIFO blocks; docs/fuzzing.md F10). Checked from
  * the object header's message summary before the dataset is opened. Exit 2 naming the dataset. */

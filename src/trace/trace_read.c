@@ -178,6 +178,7 @@ static int read_stages(hid_t f, nd_trace *t, const char *path, nd_err *e) {
         rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: not an nvfp4dbg trace (/stages is not a table)", path);
         goto done;
     }
+    if ((rc = nd_h5_compound_fits(ft, "/stages", path, e))) goto done;
     for (int i = 0; i < nd_nfields; i++) {
         const nd_field *fd = &nd_fields[i];
         int idx = H5Tget_member_index(ft, fd->name);
