@@ -54,7 +54,7 @@ for h in "${harnesses[@]}"; do
     case "$h" in recipe|stack|tolerances) dict=(-dict=tests/fuzz/dict/yaml.dict) ;;
         *) [ -f "tests/fuzz/dict/$h.dict" ] && dict=(-dict="tests/fuzz/dict/$h.dict") ;; esac
     for ((w = 0; w < workers[$h]; w++)); do
-        ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:suppressions=tests/fuzz/asan.supp \
+        ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:max_allocation_size_mb=4096:suppressions=tests/fuzz/asan.supp \
         UBSAN_OPTIONS=print_stacktrace=1 LSAN_OPTIONS=suppressions=tests/fuzz/lsan.supp \
             "$dir/fuzz_$h" "${dirs[@]}" "${dict[@]}" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 \
             -max_len=262144 -print_final_stats=1 -artifact_prefix="$out/crashes/$h-" \

@@ -47,7 +47,7 @@ run_one() { # harness seconds
   case "$h" in recipe|stack|tolerances) dict=(-dict=tests/fuzz/dict/yaml.dict) ;;
     *) [ -f "tests/fuzz/dict/$h.dict" ] && dict=(-dict="tests/fuzz/dict/$h.dict") ;; esac
   # the first corpus folder (the work copy) receives new inputs; the committed ones are only read
-  ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:suppressions=tests/fuzz/asan.supp UBSAN_OPTIONS=print_stacktrace=1 \
+  ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:max_allocation_size_mb=4096:suppressions=tests/fuzz/asan.supp UBSAN_OPTIONS=print_stacktrace=1 \
     LSAN_OPTIONS=suppressions=tests/fuzz/lsan.supp \
     "$B/fuzz/fuzz_$h" "${dirs[@]}" "${dict[@]}" -max_total_time="$s" -rss_limit_mb=2048 -timeout=10 \
       -max_len=262144 -print_final_stats=1 -artifact_prefix="$out/" >"$B/fuzz/$h.log" 2>&1 || true
