@@ -6,6 +6,7 @@
 #include <string.h>
 #include "ckpt/audit.h"
 #include "ckpt/ckpt_internal.h"
+#include "ckpt/tp_split.h"
 #include "numerics/nd_numerics.h"
 
 typedef enum { ROLE_LINEAR = 0, ROLE_LM_HEAD, ROLE_EMBED, ROLE_ROUTER, ROLE_NORM, ROLE_HC } role_t;
@@ -128,19 +129,6 @@ static scheme scheme_of(const nd_ckpt *c, const char *path) {
     return s;
 }
 
-/* The path with every ".<digits>." run replaced by ".#." (the same module in another layer/expert). */
-static void norm_path(const char *p, char *out, size_t cap) {
-    size_t o = 0;
-    for (size_t i = 0; p[i] && o + 2 < cap; i++) {
-        if (p[i] == '.' && p[i + 1] >= '0' && p[i + 1] <= '9') {
-            size_t j = i + 1;
-            while (p[j] >= '0' && p[j] <= '9') j++;
-            if (p[j] == '.' || !p[j]) { out[o++] = '.'; out[o++] = '#'; i = j - 1; continue; }
-        }
-        out[o++] = p[i];
-    }
-    out[o] = 0;
-}
 
 /* ---- block-scale health of one NVFP4 module ---- */
 typedef struct health {
@@ -285,7 +273,7 @@ static int check_config(const nd_ckpt *c, const nd_module *m, const char *const 
     }
     if (!stored_q && s.quantized && role == ROLE_LINEAR) {
         char np[300];
-        norm_path(m->path, np, sizeof np);
+        nd_ckpt_path_pattern(m->path, np, sizeof np);
         int sib = 0;
         for (size_t i = 0; i < nmod && !sib; i++) sib = quant[i] && !strcmp(norm[i], np);
         if (s.explicit_target || sib) {
@@ -395,7 +383,7 @@ int nd_ckpt_audit(const nd_ckpt *c, nd_findings *f, nd_err *e) {
     for (size_t i = 0; !rc && i < n; i++) {
         const char *p = nd_ckpt_module_path(c, i);
         char np[300];
-        norm_path(p, np, sizeof np);
+        nd_ckpt_path_pattern(p, np, sizeof np);
         if (!(norm[i] = strdup(np))) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
         quant[i] = find2(c, p, "weight_packed") || find2(c, p, "weight_scale") || find2(c, p, "weight_scale_inv");
     }

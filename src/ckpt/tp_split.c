@@ -25,8 +25,7 @@ const char *nd_tp_kind_str(nd_tp_kind k) {
     return k == ND_TP_ROW ? "row-parallel" : k == ND_TP_COLUMN ? "column-parallel" : "replicated";
 }
 
-/* the path with digit components collapsed ("layers.#.mlp.experts.#.up_proj") */
-static void collapse(const char *p, char *out, size_t cap) {
+void nd_ckpt_path_pattern(const char *p, char *out, size_t cap) {
     size_t o = 0;
     for (size_t i = 0; p[i] && o + 2 < cap; i++) {
         if (p[i] == '.' && p[i + 1] >= '0' && p[i + 1] <= '9') {
@@ -54,7 +53,7 @@ int nd_tp_check(const nd_ckpt *c, int tp, nd_findings *f, nd_err *e) {
         nd_tp_kind k = nd_tp_kind_of(m.path);
         if (k == ND_TP_REPLICATED || tp == 1) continue;
         char key[320], col[300];
-        collapse(m.path, col, sizeof col);
+        nd_ckpt_path_pattern(m.path, col, sizeof col);
         snprintf(key, sizeof key, "%s %lld %lld", col, (long long)m.out_features, (long long)m.in_features);
         size_t j;
         for (j = 0; j < ns; j++)

@@ -27,6 +27,9 @@ typedef enum nd_tp_kind { ND_TP_REPLICATED = 0, ND_TP_COLUMN, ND_TP_ROW } nd_tp_
 nd_tp_kind nd_tp_kind_of(const char *path);
 const char *nd_tp_kind_str(nd_tp_kind k);
 /* The findings above for tp ranks (tp >= 1) over every NVFP4 linear of the checkpoint. */
+/* The path with every ".<digits>." component replaced by ".#." ("layers.#.mlp.experts.#.up_proj"):
+ * the same module in another layer or expert (also used by the audit, audit.c). */
+void nd_ckpt_path_pattern(const char *path, char *out, size_t cap);
 int nd_tp_check(const nd_ckpt *c, int tp, nd_findings *f, nd_err *e);
 
 #endif
