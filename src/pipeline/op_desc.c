@@ -1,6 +1,7 @@
 /* op_desc.c — the op table (op_desc.h). Keep each entry in step with what its op reads
  * (tests/pipeline/op_desc_coverage.sh checks the names against the source). */
 #include "op_desc.h"
+#include "util/suggest.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,23 +125,6 @@ const nd_attr_desc *nd_op_common_attrs(int *n) {
     return COMMON;
 }
 
-/* Levenshtein distance, capped (names are short) */
-static int dist(const char *a, const char *b) {
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 47 || lb > 47) return 99;
-    int d[48][48];
-    for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
-    for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
-    for (size_t i = 1; i <= la; i++)
-        for (size_t j = 1; j <= lb; j++) {
-            int c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-            if (d[i - 1][j] + 1 < c) c = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < c) c = d[i][j - 1] + 1;
-            d[i][j] = c;
-        }
-    return d[la][lb];
-}
-
 static const nd_attr_desc *find_attr(const nd_op_desc *op, const char *name) {
     for (int i = 0; i < ND_OP_MAX_ATTRS && op->attrs[i].name; i++)
         if (!strcmp(op->attrs[i].name, name)) return &op->attrs[i];
@@ -149,15 +133,12 @@ static const nd_attr_desc *find_attr(const nd_op_desc *op, const char *name) {
     return NULL;
 }
 
-/* the closest declared name within distance 2, or NULL */
+/* the closest declared attribute of op (util/suggest.h), or NULL */
 static const char *suggest(const nd_op_desc *op, const char *name) {
-    const char *best = NULL;
-    int bd = 3;
-    for (int i = 0; i < ND_OP_MAX_ATTRS && op->attrs[i].name; i++) {
-        int d = dist(name, op->attrs[i].name);
-        if (d < bd) { bd = d; best = op->attrs[i].name; }
-    }
-    return best;
+    const char *cands[ND_OP_MAX_ATTRS];
+    size_t n = 0;
+    while (n < ND_OP_MAX_ATTRS && op->attrs[n].name) { cands[n] = op->attrs[n].name; n++; }
+    return nd_suggest(name, cands, n);
 }
 
 /* a number attribute: terms separated by '+', each a number, $key or -$key */
@@ -186,14 +167,9 @@ static int num_ok(const char *v) {
 static int check_stage(const nd_recipe *rc, const nd_stage_def *s, nd_err *e) {
     const nd_op_desc *op = nd_op_desc_find(s->op);
     if (!op) {
-        int n;
-        const nd_op_desc *all = nd_op_descs(&n);
-        const char *best = NULL;
-        int bd = 3;
-        for (int i = 0; i < n; i++) {
-            int d = dist(s->op, all[i].name);
-            if (d < bd) { bd = d; best = all[i].name; }
-        }
+        const char *cands[sizeof OPS / sizeof OPS[0]];
+        for (size_t i = 0; i < sizeof OPS / sizeof OPS[0]; i++) cands[i] = OPS[i].name;
+        const char *best = nd_suggest(s->op, cands, sizeof OPS / sizeof OPS[0]);
         return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s: unknown op '%s'%s%s%s (nvfp4dbg explain --ops lists them)",
                        rc->path, s->line, s->name, s->op, best ? " (did you mean '" : "", best ? best : "", best ? "'?)" : "");
     }
