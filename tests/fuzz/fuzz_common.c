@@ -1,6 +1,8 @@
 /* fuzz_common.c — scratch folder, input files and the error oracle of the harnesses. */
 #define _GNU_SOURCE /* nftw */
 #include "fuzz_common.h"
+#include "ckpt/ckpt.h"
+#include "ckpt/findings.h"
 
 #include <ftw.h>
 #include <stdarg.h>
@@ -62,4 +64,32 @@ void fz_check_err(int rc, const nd_err *e, const char *prefix) {
     FZ_ASSERT(rc == ND_EXIT_BADINPUT, "bad input gave exit class %d, not 2: %s", rc, e->msg);
     FZ_ASSERT(strncmp(e->msg, prefix, strlen(prefix)) == 0, "message does not name the file %s: %s", prefix,
               e->msg);
+}
+
+const char *fz_parse(const char *name, const uint8_t *data, size_t size, fz_loader load, void *out) {
+    const char *p = fz_write(name, data, size);
+    nd_err e = {0};
+    int rc = load(p, out, &e);
+    fz_check_err(rc, &e, p);
+    return rc ? NULL : p;
+}
+
+void fz_check_ckpt(nd_ckpt *c, const char *dir) {
+    nd_findings f;
+    nd_findings_init(&f);
+    nd_scale_stats *stats = NULL;
+    nd_err e = {0};
+    fz_check_err(nd_ckpt_check(c, &f, &stats, &e), &e, dir);
+    for (size_t i = 0; i < nd_ckpt_module_count(c); i++) {
+        const char *mp = nd_ckpt_module_path(c, i);
+        nd_module m;
+        nd_err e2 = {0};
+        int r2 = nd_ckpt_module(c, mp, &m, &e2);
+        fz_check_err(r2, &e2, dir);
+        (void)nd_ckpt_module_ignored(c, mp);
+        FZ_ASSERT(nd_ckpt_has_module(c, mp), "module %s has no tensor", mp);
+        if (!r2) FZ_ASSERT(m.out_features >= 0 && m.in_features >= 0 && m.weight, "bound module %s", mp);
+    }
+    free(stats);
+    nd_findings_free(&f);
 }

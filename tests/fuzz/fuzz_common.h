@@ -22,6 +22,18 @@ void fz_remove(const char *name);
  * ND_EXIT_BADINPUT, and the message must begin with `prefix` (the file name). Aborts (a crash
  * for libFuzzer) with the offending message otherwise. */
 void fz_check_err(int rc, const nd_err *e, const char *prefix);
+/* A parser of a file: loads path into *out (the parser's own result type), returns an exit class. */
+typedef int (*fz_loader)(const char *path, void *out, nd_err *e);
+/* Write the input to fz_path(name), parse it with load into out and apply fz_check_err: returns
+ * the file's path when the parser accepted it, NULL when it refused it (rightly). */
+const char *fz_parse(const char *name, const uint8_t *data, size_t size, fz_loader load, void *out);
+
+struct nd_ckpt;
+/* What every checkpoint harness asks of an opened checkpoint (its folder dir): the static checks
+ * run or refuse with the oracle, and every module binds or refuses with it; a module that binds
+ * has its tensors and its dimensions. */
+void fz_check_ckpt(struct nd_ckpt *c, const char *dir);
+
 /* Abort with a message when cond is false (an invariant of a parsed result). */
 #define FZ_ASSERT(cond, ...) do { if (!(cond)) fz_fail(__FILE__, __LINE__, #cond, __VA_ARGS__); } while (0)
 void fz_fail(const char *file, int line, const char *cond, const char *fmt, ...)

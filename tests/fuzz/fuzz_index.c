@@ -93,21 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const nd_tview *t = nd_ckpt_at(c, i);
         FZ_ASSERT(t && nd_ckpt_find(c, t->name) == t, "tensor %zu not found by its name", i);
     }
-    nd_findings f;
-    nd_findings_init(&f);
-    nd_scale_stats *stats = NULL;
-    rc = nd_ckpt_check(c, &f, &stats, &e);
-    fz_check_err(rc, &e, dir);
-    for (size_t i = 0; i < nd_ckpt_module_count(c); i++) {
-        const char *mp = nd_ckpt_module_path(c, i);
-        nd_module m;
-        nd_err e2 = {0};
-        int r2 = nd_ckpt_module(c, mp, &m, &e2);
-        fz_check_err(r2, &e2, dir);
-        FZ_ASSERT(nd_ckpt_has_module(c, mp), "module %s has no tensor", mp);
-    }
-    free(stats);
-    nd_findings_free(&f);
+    fz_check_ckpt(c, dir);
     nd_ckpt_close(c);
     return 0;
 }

@@ -16,13 +16,11 @@ static void check_stages(const nd_stage_def *s, int n) {
     }
 }
 
+static int load(const char *path, void *out, nd_err *e) { return nd_recipe_load(path, out, e); }
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    const char *p = fz_write("recipe.yaml", data, size);
     nd_recipe *r = NULL;
-    nd_err e = {0};
-    int rc = nd_recipe_load(p, &r, &e);
-    fz_check_err(rc, &e, p);
-    if (rc) return 0;
+    if (!fz_parse("recipe.yaml", data, size, load, &r)) return 0;
     FZ_ASSERT(r->name[0] && r->n_layer > 0, "recipe without name or layer stages");
     FZ_ASSERT(r->n_match >= 0 && r->n_match <= ND_RECIPE_MAX_MATCH && r->n_namings <= 4, "counts");
     for (int i = 0; i < r->n_namings; i++)

@@ -7,13 +7,11 @@
 #include "ckpt/ckpt_internal.h"
 #include "fuzz_common.h"
 
+static int load(const char *path, void *out, nd_err *e) { return nd_st_open(path, out, e); }
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    const char *p = fz_write("model.safetensors", data, size);
     nd_st_file *f = NULL;
-    nd_err e = {0};
-    int rc = nd_st_open(p, &f, &e);
-    fz_check_err(rc, &e, p);
-    if (rc) return 0;
+    if (!fz_parse("model.safetensors", data, size, load, &f)) return 0;
     const unsigned char *lo = f->map + f->data_start, *hi = f->map + f->size;
     FZ_ASSERT(f->data_start >= 8 && f->data_start <= f->size, "data_start %zu, size %zu", f->data_start, f->size);
     for (size_t i = 0; i < nd_st_count(f); i++) {

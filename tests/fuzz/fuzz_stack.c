@@ -4,13 +4,11 @@
 #include "numerics/nd_numerics.h"
 #include "fuzz_common.h"
 
+static int load(const char *path, void *out, nd_err *e) { return nd_stack_load(path, out, e); }
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    const char *p = fz_write("stack-fuzz.yaml", data, size);
     nd_stack s;
-    nd_err e = {0};
-    int rc = nd_stack_load(p, &s, &e);
-    fz_check_err(rc, &e, p);
-    if (rc) return 0;
+    if (!fz_parse("stack-fuzz.yaml", data, size, load, &s)) return 0;
     FZ_ASSERT(s.input_fused >= ND_FUSED_OWN && s.input_fused < ND_FUSED_NRULES, "input_fused %d", s.input_fused);
     FZ_ASSERT(s.weight_fused >= ND_FUSED_OWN && s.weight_fused < ND_FUSED_NRULES, "weight_fused %d", s.weight_fused);
     FZ_ASSERT(s.quant_sem == ND_QSEM_KERNEL || s.quant_sem == ND_QSEM_CT, "quant_sem %d", s.quant_sem);

@@ -4,13 +4,11 @@
 #include "trace/trace.h"
 #include "fuzz_common.h"
 
+static int load(const char *path, void *out, nd_err *e) { return nd_tolerances_load(path, out, e); }
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    const char *p = fz_write("tolerances.yaml", data, size);
     nd_tolerances t;
-    nd_err e = {0};
-    int rc = nd_tolerances_load(p, &t, &e);
-    fz_check_err(rc, &e, p);
-    if (rc) return 0;
+    if (!fz_parse("tolerances.yaml", data, size, load, &t)) return 0;
     static const char *const stages[] = {"layers.0.self_attn.q_a_proj", "head", "embed", ""};
     static const char *const ops[] = {"linear", "rmsnorm", "moe", ""};
     for (int i = 0; i < 4; i++)

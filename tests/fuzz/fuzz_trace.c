@@ -6,19 +6,19 @@
 #include "trace/trace.h"
 #include "fuzz_common.h"
 
+static int load(const char *path, void *out, nd_err *e) { return nd_trace_read(path, out, e); }
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    const char *p = fz_write("trace.h5", data, size);
     nd_trace *t = NULL;
+    const char *p = fz_parse("trace.h5", data, size, load, &t);
+    if (!p) return 0;
     nd_err e = {0};
-    int rc = nd_trace_read(p, &t, &e);
-    fz_check_err(rc, &e, p);
-    if (rc) return 0;
     FZ_ASSERT(t->nrows >= 0 && (t->nrows == 0 || t->rows) && t->ntokens >= 0, "counts");
     for (int64_t i = 0; i < t->nrows; i++) FZ_ASSERT(t->rows[i].name[0] && t->rows[i].mode[0], "row %lld", (long long)i);
     nd_tolerances tol;
     nd_tolerances_default(&tol);
     nd_cmp_result r;
-    rc = nd_trace_compare(t, t, &tol, &r, &e);
+    int rc = nd_trace_compare(t, t, &tol, &r, &e);
     fz_check_err(rc, &e, p);
     if (!rc) {
         FZ_ASSERT(r.nregressions == 0, "a trace compared with itself has %d regressions", r.nregressions);

@@ -25,6 +25,15 @@ static void expect_bad(int rc, const nd_err *e, const char *path, const char *ne
     CHECK(strstr(e->msg, needle) != NULL, "message lacks '%s': %s", needle, e->msg);
 }
 
+/* The checkpoint folder fz_path(folder) is refused with a message starting with path (its file). */
+static void ckpt_expect(const char *folder, const char *path, const char *needle) {
+    nd_ckpt *c = NULL;
+    nd_err e = {0};
+    int rc = nd_ckpt_open(fz_path(folder), &c, &e);
+    expect_bad(rc, &e, path, needle);
+    nd_ckpt_close(c);
+}
+
 /* A safetensors file: u64 length (0: the header's own), the header text, then `data` zero bytes. */
 static const char *st_file(uint64_t claimed_len, const char *header, size_t data) {
     size_t hl = strlen(header);
@@ -101,11 +110,7 @@ static void test_config_depth(void) {
     deep[k++] = '}';
     const char *p = fz_write("ck/config.json", deep, k);
     free(deep);
-    nd_ckpt *c = NULL;
-    nd_err e = {0};
-    int rc = nd_ckpt_open(fz_path("ck"), &c, &e);
-    expect_bad(rc, &e, p, "not valid JSON");
-    nd_ckpt_close(c);
+    ckpt_expect("ck", p, "not valid JSON");
 }
 
 /* A quantization-config regex with nested counts (glibc regcomp would take minutes and GBs) is
@@ -119,17 +124,15 @@ static void test_regex_size(void) {
           "\"num_attention_heads\":2,\"quantization_config\":{\"quant_method\":\"compressed-tensors\","
           "\"ignore\":[\"re:((((a{100}){100}){100}){100})\"]}}", f);
     fclose(f);
-    nd_ckpt *c = NULL;
-    nd_err e = {0};
-    int rc = nd_ckpt_open(fz_path("rx"), &c, &e);
-    expect_bad(rc, &e, p, "is too large");
-    nd_ckpt_close(c);
+    ckpt_expect("rx", p, "is too large");
     f = fopen(p, "w");
     fputs("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":1,"
           "\"num_attention_heads\":2,\"quantization_config\":{\"quant_method\":\"compressed-tensors\","
           "\"ignore\":[\"re:.*layers\\\\.\\\\d{1,3}\\\\.mlp\\\\.gate\"]}}", f);
     fclose(f);
-    rc = nd_ckpt_open(fz_path("rx"), &c, &e);
+    nd_ckpt *c = NULL;
+    nd_err e = {0};
+    int rc = nd_ckpt_open(fz_path("rx"), &c, &e);
     CHECK(rc == ND_EXIT_BADINPUT && strstr(e.msg, "no model.safetensors"), "small counts refused: %s", e.msg);
     nd_ckpt_close(c);
 }
