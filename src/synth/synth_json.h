@@ -11,4 +11,14 @@ static inline json_t *sy_jstrs(const char *const *v) {
     for (; v && *v; v++) json_array_append_new(a, json_string(*v));
     return a;
 }
+/* config.json's first keys, in the order transformers writes them: architectures [arch],
+ * model_type, vocab_size, hidden_size. */
+static inline void sy_config_head(json_t *c, const char *arch, const char *model_type, long long vocab, long long hidden) {
+    json_t *a = json_array();
+    json_array_append_new(a, json_string(arch));
+    json_object_set_new(c, "architectures", a);
+    sy_js(c, "model_type", model_type);
+    sy_ji(c, "vocab_size", vocab);
+    sy_ji(c, "hidden_size", hidden);
+}
 #endif

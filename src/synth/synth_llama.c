@@ -19,12 +19,8 @@ static const char *const LLAMA_CT_IGNORE[] = {"lm_head", NULL};
 static const char *const LLAMA_MO_EXCLUDE[] = {"lm_head", NULL};
 
 static json_t *llama_config(const llama_dims *d, int64_t layers) {
-    json_t *c = json_object(), *arch = json_array();
-    json_array_append_new(arch, json_string("LlamaForCausalLM"));
-    json_object_set_new(c, "architectures", arch);
-    sy_js(c, "model_type", "llama");
-    sy_ji(c, "vocab_size", d->vocab);
-    sy_ji(c, "hidden_size", d->hidden);
+    json_t *c = json_object();
+    sy_config_head(c, "LlamaForCausalLM", "llama", d->vocab, d->hidden);
     sy_ji(c, "intermediate_size", d->inter);
     sy_ji(c, "num_hidden_layers", layers);
     sy_ji(c, "num_attention_heads", d->heads);
@@ -45,12 +41,7 @@ int sy_build_llama(sy_plan *pl, nd_synth_size size, int layers, nd_err *e) {
     const llama_dims *d = &LLAMA[size];
     const int64_t L = layers > 0 ? layers : d->layers, D = d->hidden, hd = d->head_dim;
     char nm[SY_NAME], pre[48];
-    pl->n_layers = (int)L;
-    pl->vocab = d->vocab;
-    pl->recipe = "llama";
-    pl->ct_ignore = LLAMA_CT_IGNORE;
-    pl->mo_exclude = LLAMA_MO_EXCLUDE;
-    sy_add(pl, "model.embed_tokens.weight", ND_DT_BF16, 2, d->vocab, D, SY_INIT_NORMAL, 0.0, 0.3);
+    sy_plan_begin(pl, "llama", L, d->vocab, D, LLAMA_CT_IGNORE, LLAMA_MO_EXCLUDE);
     for (int l = 0; l < (int)L; l++) {
         snprintf(pre, sizeof pre, "model.layers.%d", l);
         snprintf(nm, sizeof nm, "%s.input_layernorm.weight", pre);
@@ -66,17 +57,8 @@ int sy_build_llama(sy_plan *pl, nd_synth_size size, int layers, nd_err *e) {
         sy_add_linear(pl, nm, D, d->heads * hd, 0.5, SY_Q_NVFP4, -1, l, -1);
         snprintf(nm, sizeof nm, "%s.post_attention_layernorm.weight", pre);
         sy_add_norm(pl, nm, D);
-        int gu = sy_new_fuse(pl);
-        snprintf(nm, sizeof nm, "%s.mlp.gate_proj", pre);
-        sy_add_linear(pl, nm, d->inter, D, 1.0, SY_Q_NVFP4, gu, l, -1);
-        snprintf(nm, sizeof nm, "%s.mlp.up_proj", pre);
-        sy_add_linear(pl, nm, d->inter, D, 1.0, SY_Q_NVFP4, gu, l, -1);
-        snprintf(nm, sizeof nm, "%s.mlp.down_proj", pre);
-        sy_add_linear(pl, nm, D, d->inter, 0.5, SY_Q_NVFP4, -1, l, -1);
+        snprintf(nm, sizeof nm, "%s.mlp", pre);
+        sy_add_mlp(pl, nm, d->inter, D, l, -1);
     }
-    sy_add_norm(pl, "model.norm.weight", D);
-    sy_add_linear(pl, "lm_head", d->vocab, D, 1.0, SY_Q_NONE, -1, -1, -1);
-    pl->config = llama_config(d, L);
-    if (!pl->config) return nd_fail(e, ND_EXIT_INTERNAL, "synth: cannot build the llama config");
-    return 0;
+    return sy_plan_end(pl, D, llama_config(d, L), e);
 }

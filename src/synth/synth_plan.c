@@ -68,6 +68,35 @@ sy_param *sy_add_norm(sy_plan *pl, const char *name, int64_t n) {
 
 int sy_new_fuse(sy_plan *pl) { return pl->next_fuse++; }
 
+void sy_add_mlp(sy_plan *pl, const char *prefix, int64_t I, int64_t D, int layer, int expert) {
+    char nm[SY_NAME];
+    int fuse = sy_new_fuse(pl);
+    snprintf(nm, sizeof nm, "%s.gate_proj", prefix);
+    sy_add_linear(pl, nm, I, D, 1.0, SY_Q_NVFP4, fuse, layer, expert);
+    snprintf(nm, sizeof nm, "%s.up_proj", prefix);
+    sy_add_linear(pl, nm, I, D, 1.0, SY_Q_NVFP4, fuse, layer, expert);
+    snprintf(nm, sizeof nm, "%s.down_proj", prefix);
+    sy_add_linear(pl, nm, D, I, 0.5, SY_Q_NVFP4, -1, layer, expert);
+}
+
+void sy_plan_begin(sy_plan *pl, const char *recipe, int64_t layers, int64_t vocab, int64_t hidden,
+                   const char *const *ct_ignore, const char *const *mo_exclude) {
+    pl->n_layers = (int)layers;
+    pl->vocab = vocab;
+    pl->recipe = recipe;
+    pl->ct_ignore = ct_ignore;
+    pl->mo_exclude = mo_exclude;
+    sy_add(pl, "model.embed_tokens.weight", ND_DT_BF16, 2, vocab, hidden, SY_INIT_NORMAL, 0.0, 0.3);
+}
+
+int sy_plan_end(sy_plan *pl, int64_t hidden, void *config, nd_err *e) {
+    sy_add_norm(pl, "model.norm.weight", hidden);
+    sy_add_linear(pl, "lm_head", pl->vocab, hidden, 1.0, SY_Q_NONE, -1, -1, -1);
+    pl->config = config;
+    if (!config) return nd_fail(e, ND_EXIT_INTERNAL, "synth: cannot build the %s config", pl->recipe);
+    return 0;
+}
+
 int sy_plan_ok(const sy_plan *pl, nd_err *e) {
     if (pl->n == (size_t)-1) return nd_fail(e, ND_EXIT_INTERNAL, "synth: out of memory while planning the model");
     for (size_t i = 0; i < pl->n; i++) {

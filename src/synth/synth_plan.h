@@ -64,6 +64,14 @@ sy_param *sy_add_linear(sy_plan *pl, const char *path, int64_t n, int64_t k, dou
 /* A BF16 RMSNorm weight [n] near 1. */
 sy_param *sy_add_norm(sy_plan *pl, const char *name, int64_t n);
 int sy_new_fuse(sy_plan *pl);
+/* A SwiGLU MLP PREFIX.{gate,up,down}_proj [I, D] [I, D] [D, I], NVFP4, gate and up fused. */
+void sy_add_mlp(sy_plan *pl, const char *prefix, int64_t I, int64_t D, int layer, int expert);
+/* A family builder's first and last steps. begin: the recipe name, layer count, vocabulary and
+ * quantization-config exclusions, then the BF16 embedding [vocab, hidden]. end: the final norm,
+ * the unquantized lm_head and config.json (config NULL: out of memory, an internal error). */
+void sy_plan_begin(sy_plan *pl, const char *recipe, int64_t layers, int64_t vocab, int64_t hidden,
+                   const char *const *ct_ignore, const char *const *mo_exclude);
+int sy_plan_end(sy_plan *pl, int64_t hidden, void *config, nd_err *e);
 int sy_plan_ok(const sy_plan *pl, nd_err *e);
 
 size_t sy_param_numel(const sy_param *p);

@@ -21,12 +21,8 @@ static const char *const V3_CT_IGNORE[] = {"lm_head", "re:.*mlp.gate$", NULL};
 static const char *const V3_MO_EXCLUDE[] = {"lm_head", "*mlp.gate", NULL};
 
 static json_t *v3_config(const v3_dims *d, int64_t layers, int64_t dense) {
-    json_t *c = json_object(), *arch = json_array(), *rs = json_object();
-    json_array_append_new(arch, json_string("DeepseekV3ForCausalLM"));
-    json_object_set_new(c, "architectures", arch);
-    sy_js(c, "model_type", "deepseek_v3");
-    sy_ji(c, "vocab_size", d->vocab);
-    sy_ji(c, "hidden_size", d->hidden);
+    json_t *c = json_object(), *rs = json_object();
+    sy_config_head(c, "DeepseekV3ForCausalLM", "deepseek_v3", d->vocab, d->hidden);
     sy_ji(c, "intermediate_size", d->inter);
     sy_ji(c, "moe_intermediate_size", d->moe_inter);
     sy_ji(c, "num_hidden_layers", layers);
@@ -64,29 +60,13 @@ static json_t *v3_config(const v3_dims *d, int64_t layers, int64_t dense) {
     return c;
 }
 
-static void mlp(sy_plan *pl, const char *prefix, int64_t I, int64_t D, int layer, int expert) {
-    char nm[SY_NAME];
-    int fuse = sy_new_fuse(pl);
-    snprintf(nm, sizeof nm, "%s.gate_proj", prefix);
-    sy_add_linear(pl, nm, I, D, 1.0, SY_Q_NVFP4, fuse, layer, expert);
-    snprintf(nm, sizeof nm, "%s.up_proj", prefix);
-    sy_add_linear(pl, nm, I, D, 1.0, SY_Q_NVFP4, fuse, layer, expert);
-    snprintf(nm, sizeof nm, "%s.down_proj", prefix);
-    sy_add_linear(pl, nm, D, I, 0.5, SY_Q_NVFP4, -1, layer, expert);
-}
-
 int sy_build_v3(sy_plan *pl, nd_synth_size size, int layers, nd_err *e) {
     const v3_dims *d = &V3[size];
     const int64_t L = layers > 0 ? layers : d->layers, D = d->hidden, H = d->heads;
     /* keep at least one MoE layer when --layers cuts the model short */
     const int64_t dense = d->dense_layers < L ? d->dense_layers : (L > 1 ? L - 1 : 0);
     char nm[SY_NAME], pre[48];
-    pl->n_layers = (int)L;
-    pl->vocab = d->vocab;
-    pl->recipe = "deepseek_v3";
-    pl->ct_ignore = V3_CT_IGNORE;
-    pl->mo_exclude = V3_MO_EXCLUDE;
-    sy_add(pl, "model.embed_tokens.weight", ND_DT_BF16, 2, d->vocab, D, SY_INIT_NORMAL, 0.0, 0.3);
+    sy_plan_begin(pl, "deepseek_v3", L, d->vocab, D, V3_CT_IGNORE, V3_MO_EXCLUDE);
     for (int l = 0; l < (int)L; l++) {
         snprintf(pre, sizeof pre, "model.layers.%d", l);
         snprintf(nm, sizeof nm, "%s.input_layernorm.weight", pre);
@@ -110,7 +90,7 @@ int sy_build_v3(sy_plan *pl, nd_synth_size size, int layers, nd_err *e) {
         sy_add_norm(pl, nm, D);
         if (l < dense) {
             snprintf(nm, sizeof nm, "%s.mlp", pre);
-            mlp(pl, nm, d->inter, D, l, -1);
+            sy_add_mlp(pl, nm, d->inter, D, l, -1);
             continue;
         }
         snprintf(nm, sizeof nm, "%s.mlp.gate.weight", pre);
@@ -119,14 +99,10 @@ int sy_build_v3(sy_plan *pl, nd_synth_size size, int layers, nd_err *e) {
         sy_add(pl, nm, ND_DT_F32, 1, d->experts, 1, SY_INIT_NORMAL, 0.0, 0.01);
         for (int x = 0; x < (int)d->experts; x++) {
             snprintf(nm, sizeof nm, "%s.mlp.experts.%d", pre, x);
-            mlp(pl, nm, d->moe_inter, D, l, x);
+            sy_add_mlp(pl, nm, d->moe_inter, D, l, x);
         }
         snprintf(nm, sizeof nm, "%s.mlp.shared_experts", pre);
-        mlp(pl, nm, d->shared * d->moe_inter, D, l, -1);
+        sy_add_mlp(pl, nm, d->shared * d->moe_inter, D, l, -1);
     }
-    sy_add_norm(pl, "model.norm.weight", D);
-    sy_add_linear(pl, "lm_head", d->vocab, D, 1.0, SY_Q_NONE, -1, -1, -1);
-    pl->config = v3_config(d, L, dense);
-    if (!pl->config) return nd_fail(e, ND_EXIT_INTERNAL, "synth: cannot build the deepseek_v3 config");
-    return 0;
+    return sy_plan_end(pl, D, v3_config(d, L, dense), e);
 }

@@ -58,17 +58,6 @@ static void hc_block(sy_plan *pl, const char *prefix, int64_t n, int64_t D) {
     sy_add(pl, nm, ND_DT_F32, 1, 3, 1, SY_INIT_CONST, 1.0, 0.0);
 }
 
-static void mlp_expert(sy_plan *pl, const char *prefix, int64_t I, int64_t D, int layer, int expert) {
-    char nm[SY_NAME];
-    int fuse = sy_new_fuse(pl);
-    snprintf(nm, sizeof nm, "%s.gate_proj", prefix);
-    sy_add_linear(pl, nm, I, D, 1.0, SY_Q_NVFP4, fuse, layer, expert);
-    snprintf(nm, sizeof nm, "%s.up_proj", prefix);
-    sy_add_linear(pl, nm, I, D, 1.0, SY_Q_NVFP4, fuse, layer, expert);
-    snprintf(nm, sizeof nm, "%s.down_proj", prefix);
-    sy_add_linear(pl, nm, D, I, 0.5, SY_Q_NVFP4, -1, layer, expert);
-}
-
 static json_t *v4_config(const v4_dims *d, int64_t layers) {
     json_t *c = json_object(), *lt = json_array(), *cr = json_array(), *rs = json_object(), *rates = json_object();
     for (int64_t l = 0; l < layers; l++) {
@@ -82,12 +71,7 @@ static json_t *v4_config(const v4_dims *d, int64_t layers) {
     sy_ji(c, "index_n_heads", d->index_heads);
     sy_ji(c, "index_head_dim", d->index_dim);
     sy_ji(c, "index_topk", d->index_topk);
-    json_t *arch = json_array();
-    json_array_append_new(arch, json_string("DeepseekV4ForCausalLM"));
-    json_object_set_new(c, "architectures", arch);
-    sy_js(c, "model_type", "deepseek_v4");
-    sy_ji(c, "vocab_size", d->vocab);
-    sy_ji(c, "hidden_size", d->hidden);
+    sy_config_head(c, "DeepseekV4ForCausalLM", "deepseek_v4", d->vocab, d->hidden);
     sy_ji(c, "num_hidden_layers", layers);
     sy_ji(c, "num_attention_heads", d->heads);
     sy_ji(c, "num_key_value_heads", 1);
@@ -139,12 +123,7 @@ int sy_build_v4(sy_plan *pl, nd_synth_size size, int layers, int experts, nd_err
     const v4_dims *d = &dd;
     const int64_t L = layers > 0 ? layers : d->layers, D = d->hidden, n = d->hc_mult, H = d->heads;
     char nm[SY_NAME], pre[48];
-    pl->n_layers = (int)L;
-    pl->vocab = d->vocab;
-    pl->recipe = "deepseek_v4";
-    pl->ct_ignore = V4_CT_IGNORE;
-    pl->mo_exclude = V4_MO_EXCLUDE;
-    sy_add(pl, "model.embed_tokens.weight", ND_DT_BF16, 2, d->vocab, D, SY_INIT_NORMAL, 0.0, 0.3);
+    sy_plan_begin(pl, "deepseek_v4", L, d->vocab, D, V4_CT_IGNORE, V4_MO_EXCLUDE);
     for (int l = 0; l < (int)L; l++) {
         snprintf(pre, sizeof pre, "model.layers.%d", l);
         snprintf(nm, sizeof nm, "%s.attn_hc", pre);
@@ -198,17 +177,13 @@ int sy_build_v4(sy_plan *pl, nd_synth_size size, int layers, int experts, nd_err
         }
         for (int x = 0; x < (int)d->experts; x++) {
             snprintf(nm, sizeof nm, "%s.mlp.experts.%d", pre, x);
-            mlp_expert(pl, nm, d->moe_inter, D, l, x);
+            sy_add_mlp(pl, nm, d->moe_inter, D, l, x);
         }
         snprintf(nm, sizeof nm, "%s.mlp.shared_experts", pre);
-        mlp_expert(pl, nm, d->shared * d->moe_inter, D, l, -1);
+        sy_add_mlp(pl, nm, d->shared * d->moe_inter, D, l, -1);
     }
     sy_add(pl, "model.hc_head.hc_fn", ND_DT_F32, 2, n, n * D, SY_INIT_NORMAL, 0.0, 0.1 / sqrt((double)(n * D)));
     sy_add(pl, "model.hc_head.hc_base", ND_DT_F32, 1, n, 1, SY_INIT_NORMAL, -log((double)(n - 1)), 0.1);
     sy_add(pl, "model.hc_head.hc_scale", ND_DT_F32, 1, 1, 1, SY_INIT_CONST, 1.0, 0.0);
-    sy_add_norm(pl, "model.norm.weight", D);
-    sy_add_linear(pl, "lm_head", d->vocab, D, 1.0, SY_Q_NONE, -1, -1, -1);
-    pl->config = v4_config(d, L);
-    if (!pl->config) return nd_fail(e, ND_EXIT_INTERNAL, "synth: cannot build the deepseek_v4 config");
-    return 0;
+    return sy_plan_end(pl, D, v4_config(d, L), e);
 }
