@@ -167,21 +167,6 @@ static int load(const char *path, int golden, nd_trace **t, nd_err *e) {
     return 0;
 }
 
-/* Two traces are comparable only when made from the same tokens and recipe: otherwise every figure
- * differs and a list of "regressions" says nothing. */
-static int comparable(const char *rp, const nd_trace *run, const char *gp, const nd_trace *golden, nd_err *e) {
-    if (run->ntokens != golden->ntokens)
-        return nd_fail(e, ND_EXIT_BADINPUT, "%s and %s are not comparable: made from %lld and %lld tokens", rp, gp,
-                       (long long)run->ntokens, (long long)golden->ntokens);
-    for (int64_t i = 0; i < run->ntokens; i++)
-        if (run->tokens[i] != golden->tokens[i])
-            return nd_fail(e, ND_EXIT_BADINPUT, "%s and %s are not comparable: token %lld differs (%lld vs %lld)", rp, gp,
-                           (long long)i, (long long)run->tokens[i], (long long)golden->tokens[i]);
-    if (strcmp(run->recipe, golden->recipe))
-        return nd_fail(e, ND_EXIT_BADINPUT, "%s and %s are not comparable: recipes %s and %s", rp, gp, run->recipe, golden->recipe);
-    return 0;
-}
-
 int nd_cmd_compare(int argc, char **argv) {
     const char *cmd = "compare", *pos[2] = {NULL, NULL}, *tolpath = NULL;
     int npos = 0, json = 0;
@@ -216,7 +201,7 @@ int nd_cmd_compare(int argc, char **argv) {
     else nd_tolerances_default(&tol);
     if (rc) return nd_cli_error(&e);
     if ((rc = load(pos[0], 0, &run, &e)) || (rc = load(pos[1], 1, &golden, &e)) ||
-        (rc = comparable(pos[0], run, pos[1], golden, &e)) ||
+        (rc = nd_trace_comparable(pos[0], run, pos[1], golden, &e)) ||
         (rc = nd_trace_compare(run, golden, &tol, &res, &e))) {
         rc = nd_cli_error(&e);
     } else {

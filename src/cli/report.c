@@ -67,7 +67,7 @@ int nd_cmd_report(int argc, char **argv) {
     nd_err e = {0};
     nd_trace *t = NULL, *other = NULL;
     if (nd_trace_read(in, &t, &e)) return nd_cli_error(&e);
-    if (other_path && (nd_trace_read(other_path, &other, &e) || nd_report_comparable(in, t, other_path, other, &e))) {
+    if (other_path && (nd_trace_read(other_path, &other, &e) || nd_trace_comparable(in, t, other_path, other, &e))) {
         nd_trace_free(t);
         nd_trace_free(other);
         return nd_cli_error(&e);

@@ -48,11 +48,6 @@ int nd_report_html(FILE *f, const nd_trace *t, const nd_report_routing *rt, cons
 int nd_report_write(const char *out_path, const nd_trace *t, const nd_report_routing *rt, const char *source_name,
                     const nd_report_against *against, nd_err *e);
 
-/* Two traces can be shown side by side only when made from the same tokens and recipe (the rule
- * of `compare`): otherwise exit 2 naming both files and the first difference. */
-int nd_report_comparable(const char *run_path, const nd_trace *run, const char *other_path, const nd_trace *other,
-                         nd_err *e);
-
 /* HTML text escaping (html_escape.c): & < > " ' become entities, control characters other than
  * tab and newline become U+FFFD, so the result is safe in element content and in quoted
  * attribute values (SVG included). */

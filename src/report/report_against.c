@@ -9,20 +9,6 @@
 #include <string.h>
 #include "report_internal.h"
 
-int nd_report_comparable(const char *rp, const nd_trace *run, const char *op, const nd_trace *other, nd_err *e) {
-    if (run->ntokens != other->ntokens)
-        return nd_fail(e, ND_EXIT_BADINPUT, "%s and %s are not comparable: made from %lld and %lld tokens", rp, op,
-                       (long long)run->ntokens, (long long)other->ntokens);
-    for (int64_t i = 0; i < run->ntokens; i++)
-        if (run->tokens[i] != other->tokens[i])
-            return nd_fail(e, ND_EXIT_BADINPUT, "%s and %s are not comparable: token %lld differs (%lld vs %lld)", rp, op,
-                           (long long)i, (long long)run->tokens[i], (long long)other->tokens[i]);
-    if (strcmp(run->recipe, other->recipe))
-        return nd_fail(e, ND_EXIT_BADINPUT, "%s and %s are not comparable: recipes %s and %s", rp, op, run->recipe,
-                       other->recipe);
-    return 0;
-}
-
 static uint64_t hash_row(const nd_row *r) {
     uint64_t h = 1469598103934665603ull;   /* FNV-1a over name, a separator, mode */
     for (const char *s = r->name; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;

@@ -133,6 +133,12 @@ void nd_tolerances_free(nd_tolerances *t);
  * file order, a later rule overriding only the keys it names. */
 nd_tol nd_tolerance_for(const nd_tolerances *t, const char *stage, const char *op, int fig);
 
+/* Two traces are comparable (compare, report --against) only when made from the same tokens and
+ * recipe: otherwise every figure differs and their differences say nothing. Exit 2 naming both
+ * files and the first difference. */
+int nd_trace_comparable(const char *run_path, const nd_trace *run, const char *other_path, const nd_trace *other,
+                        nd_err *e);
+
 enum nd_cmp_kind {
     ND_CMP_FIGURE,     /* a figure outside its tolerance (or NaN on one side only) */
     ND_CMP_NONFINITE,  /* NaN/Inf count in the run where the golden has none: always a regression */

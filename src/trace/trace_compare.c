@@ -158,6 +158,20 @@ static int by_badness(const void *a, const void *b) {
     return (x->order > y->order) - (x->order < y->order);
 }
 
+int nd_trace_comparable(const char *rp, const nd_trace *run, const char *op, const nd_trace *other, nd_err *e) {
+    if (run->ntokens != other->ntokens)
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s and %s are not comparable: made from %lld and %lld tokens", rp, op,
+                       (long long)run->ntokens, (long long)other->ntokens);
+    for (int64_t i = 0; i < run->ntokens; i++)
+        if (run->tokens[i] != other->tokens[i])
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s and %s are not comparable: token %lld differs (%lld vs %lld)", rp, op,
+                           (long long)i, (long long)run->tokens[i], (long long)other->tokens[i]);
+    if (strcmp(run->recipe, other->recipe))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s and %s are not comparable: recipes %s and %s", rp, op, run->recipe,
+                       other->recipe);
+    return 0;
+}
+
 int nd_trace_compare(const nd_trace *run, const nd_trace *golden, const nd_tolerances *tol, nd_cmp_result *out,
                      nd_err *e) {
     memset(out, 0, sizeof *out);

@@ -491,17 +491,17 @@ static void test_against(void) {
 
     /* incomparable traces are refused with exit 2, naming both files and the difference */
     nd_err e = {0};
-    CHECK_EQ_INT(nd_report_comparable("a.h5", t, "b.h5", o, &e), 0);
+    CHECK_EQ_INT(nd_trace_comparable("a.h5", t, "b.h5", o, &e), 0);
     o->tokens[5] = 7;
-    CHECK_EQ_INT(nd_report_comparable("a.h5", t, "b.h5", o, &e), ND_EXIT_BADINPUT);
+    CHECK_EQ_INT(nd_trace_comparable("a.h5", t, "b.h5", o, &e), ND_EXIT_BADINPUT);
     CHECK(strstr(e.msg, "a.h5 and b.h5 are not comparable: token 5 differs (1005 vs 7)") != NULL, "msg: %s", e.msg);
     o->ntokens = NTOK - 1;
-    CHECK_EQ_INT(nd_report_comparable("a.h5", t, "b.h5", o, &e), ND_EXIT_BADINPUT);
+    CHECK_EQ_INT(nd_trace_comparable("a.h5", t, "b.h5", o, &e), ND_EXIT_BADINPUT);
     CHECK(strstr(e.msg, "made from 16 and 15 tokens") != NULL, "msg: %s", e.msg);
     o->ntokens = NTOK;
     o->tokens[5] = 1005;
     snprintf(o->recipe, sizeof o->recipe, "llama");
-    CHECK_EQ_INT(nd_report_comparable("a.h5", t, "b.h5", o, &e), ND_EXIT_BADINPUT);
+    CHECK_EQ_INT(nd_trace_comparable("a.h5", t, "b.h5", o, &e), ND_EXIT_BADINPUT);
     CHECK(strstr(e.msg, "recipes deepseek_v4 and llama") != NULL, "msg: %s", e.msg);
     nd_trace_free(o);
     nd_trace_free(t);
