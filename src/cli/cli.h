@@ -19,4 +19,19 @@ int nd_cmd_show(int argc, char **argv);
 int nd_cli_error(const nd_err *e);
 /* Print "nvfp4dbg: <command>: <fmt>" usage error and return ND_EXIT_BADINPUT. */
 int nd_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A command's options as a table for nd_cli_parse: a flag sets *flag to 1; an option with a value
+ * stores it in *value, or appends it to list (n_list counts; the list holds argc entries). */
+typedef struct nd_cli_opt {
+    const char *name;
+    const char **value;
+    int *flag;
+    const char **list;
+    int *n_list;
+} nd_cli_opt;
+/* Parse argv[1..argc) with opts (ended by a NULL name) and up to npos positional arguments into
+ * pos[] in order. Returns 0; -1 after printing usage for --help or -h (the command exits 0); or a
+ * usage error (exit 2) for an unknown option, an option without its value or one argument too many. */
+int nd_cli_parse(const char *cmd, const char *usage, int argc, char **argv, const nd_cli_opt *opts, const char **pos,
+                 int npos);
 #endif

@@ -1,5 +1,6 @@
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include "util/term.h"
 #include "cli.h"
 #include "util/progress.h"
@@ -23,4 +24,24 @@ int nd_cli_usage_error(const char *cmd, const char *fmt, ...) {
     fprintf(stderr, " (see 'nvfp4dbg %s --help')\n", cmd);
     va_end(ap);
     return ND_EXIT_BADINPUT;
+}
+
+int nd_cli_parse(const char *cmd, const char *usage, int argc, char **argv, const nd_cli_opt *opts, const char **pos,
+                 int npos) {
+    int got = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage, stdout); return -1; }
+        const nd_cli_opt *o = opts;
+        while (o->name && strcmp(o->name, a)) o++;
+        if (o->name && o->flag) *o->flag = 1;
+        else if (o->name) {
+            if (i + 1 >= argc) return nd_cli_usage_error(cmd, "%s needs a value", a);
+            if (o->list) o->list[(*o->n_list)++] = argv[++i];
+            else *o->value = argv[++i];
+        } else if (a[0] == '-') return nd_cli_usage_error(cmd, "unknown option %s", a);
+        else if (got < npos) pos[got++] = a;
+        else return nd_cli_usage_error(cmd, "unexpected argument %s", a);
+    }
+    return 0;
 }

@@ -61,19 +61,14 @@ int nd_cmd_replay(int argc, char **argv) {
     nd_bundle *b = NULL;
     char dir[1024] = "";
     if (!user) return ND_EXIT_INTERNAL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEED() do { if (!v) { rc = nd_cli_usage_error("replay", "%s needs a value", a); goto out; } i++; } while (0)
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage_text, stdout); goto out; }
-        else if (!strcmp(a, "--backend")) { NEED(); backend = v; }
-        else if (!strcmp(a, "--device")) { NEED(); device = atoi(v); }
-        else if (!strcmp(a, "--override")) { NEED(); user[n_user++] = v; }
-        else if (!strcmp(a, "--json")) json = 1;
-        else if (a[0] == '-') { rc = nd_cli_usage_error("replay", "unknown option %s", a); goto out; }
-        else if (!path) path = a;
-        else { rc = nd_cli_usage_error("replay", "unexpected argument %s", a); goto out; }
-#undef NEED
+    const char *device_s = "0";
+    const nd_cli_opt opts[] = {{"--backend", &backend, NULL, NULL, NULL}, {"--device", &device_s, NULL, NULL, NULL},
+                               {"--override", NULL, NULL, user, &n_user}, {"--json", NULL, &json, NULL, NULL}, {0}};
+    if ((rc = nd_cli_parse("replay", usage_text, argc, argv, opts, &path, 1))) {
+        if (rc < 0) rc = 0;
+        goto out;
     }
+    device = atoi(device_s);
     if (!path) { fputs(usage_text, stderr); rc = nd_cli_usage_error("replay", "no bundle given"); goto out; }
     if ((rc = nd_bundle_read(path, &b, &e))) { nd_cli_error(&e); goto out; }
 

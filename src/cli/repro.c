@@ -49,19 +49,12 @@ int nd_cmd_repro(int argc, char **argv) {
     nd_bundle *b = NULL;
     nd_recipe *rcp = NULL;
     if (!extra) return ND_EXIT_INTERNAL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEED() do { if (!v) { rc = nd_cli_usage_error("repro", "%s needs a value", a); goto out; } i++; } while (0)
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage_text, stdout); goto out; }
-        else if (!strcmp(a, "--stage")) { NEED(); stage = v; }
-        else if (!strcmp(a, "--out")) { NEED(); out = v; }
-        else if (!strcmp(a, "--checkpoint")) { NEED(); ckpt = v; }
-        else if (!strcmp(a, "--recipe")) { NEED(); recipe = v; }
-        else if (!strcmp(a, "--override")) { NEED(); extra[n_extra++] = v; }
-        else if (a[0] == '-') { rc = nd_cli_usage_error("repro", "unknown option %s", a); goto out; }
-        else if (!trace_path) trace_path = a;
-        else { rc = nd_cli_usage_error("repro", "unexpected argument %s", a); goto out; }
-#undef NEED
+    const nd_cli_opt opts[] = {{"--stage", &stage, NULL, NULL, NULL}, {"--out", &out, NULL, NULL, NULL},
+                               {"--checkpoint", &ckpt, NULL, NULL, NULL}, {"--recipe", &recipe, NULL, NULL, NULL},
+                               {"--override", NULL, NULL, extra, &n_extra}, {0}};
+    if ((rc = nd_cli_parse("repro", usage_text, argc, argv, opts, &trace_path, 1))) {
+        if (rc < 0) rc = 0;
+        goto out;
     }
     if (!trace_path || !out) {
         fputs(usage_text, stderr);

@@ -59,6 +59,15 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name, in
     return argv[++*i];
 }
 
+/* An integer option value in lo..hi into *out; 0, or the usage error naming the option. */
+static int int_value(const char *name, const char *v, long lo, long hi, int *out) {
+    char *end = NULL;
+    long x = strtol(v, &end, 10);
+    if (!*v || *end || x < lo || x > hi) return nd_cli_usage_error("synth", "%s '%s' is not a number in %ld..%ld", name, v, lo, hi);
+    *out = (int)x;
+    return 0;
+}
+
 int nd_cmd_synth(int argc, char **argv) {
     nd_synth_opts o = {.recipe = NULL, .size = ND_SYNTH_TINY, .format = ND_SYNTH_CT,
                        .calibrate = nd_synth_pipeline_calibrate};
@@ -92,19 +101,13 @@ int nd_cmd_synth(int argc, char **argv) {
             continue;
         }
         if (!missing && (v = opt_value(argc, argv, &i, "--layers", &missing))) {
-            char *end = NULL;
             gen_opts = 1;
-            long l = strtol(v, &end, 10);
-            if (!*v || *end || l < 1 || l > 64) rc = nd_cli_usage_error("synth", "--layers '%s' is not a number in 1..64", v);
-            else o.layers = (int)l;
+            rc = int_value("--layers", v, 1, 64, &o.layers);
             continue;
         }
         if (!missing && (v = opt_value(argc, argv, &i, "--experts", &missing))) {
-            char *end = NULL;
             gen_opts = 1;
-            long x = strtol(v, &end, 10);
-            if (!*v || *end || x < 1 || x > 4096) rc = nd_cli_usage_error("synth", "--experts '%s' is not a number in 1..4096", v);
-            else o.experts = (int)x;
+            rc = int_value("--experts", v, 1, 4096, &o.experts);
             continue;
         }
         if (!missing && (v = opt_value(argc, argv, &i, "--inject", &missing))) { inj[o.n_injects++] = v; continue; }
