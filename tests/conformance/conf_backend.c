@@ -1,6 +1,8 @@
 /* conf_backend.c — see conf_backend.h. */
 #include <stdio.h>
 #include "conf_backend.h"
+#include <string.h>
+#include "conf_fixture.h"
 
 int conf_backends(nd_backend *be[2]) {
     nd_err e = {0};
@@ -51,4 +53,36 @@ int conf_dequant(nd_backend *b, const uint8_t *packed, const uint8_t *sf, float 
     if (ds) b->release(b, ds);
     if (dout) b->release(b, dout);
     return rc;
+}
+
+int conf_each_module(nd_backend *b, const char *rec, const char *suffix, conf_module_fn fn, int *missing) {
+    int modules = 0;
+    *missing = 0;
+    for (int mi = 0; mi < 3; mi++) {
+        const char *model = conf_models[mi];
+        nd_st_file *f = conf_open(model, rec);
+        char dir[1024];
+        conf_path(dir, sizeof dir, model, "nvfp4");
+        nd_ckpt *ck = NULL;
+        nd_err e = {0};
+        if (!f || nd_ckpt_open(dir, &ck, &e)) {
+            fprintf(stderr, "%s: %s\n", model, f ? e.msg : "no recording");
+            if (f) nd_st_close(f);
+            ++*missing;
+            continue;
+        }
+        const size_t sl = strlen(suffix);
+        for (size_t i = 0; i < nd_st_count(f); i++) {
+            const char *n = nd_st_at(f, i)->name;
+            const size_t l = strlen(n);
+            if (l <= sl || strcmp(n + l - sl, suffix) != 0) continue;
+            char p[300];
+            snprintf(p, sizeof p, "%.*s", (int)(l - sl), n);
+            fn(b, f, ck, model, p);
+            modules++;
+        }
+        nd_ckpt_close(ck);
+        nd_st_close(f);
+    }
+    return modules;
 }

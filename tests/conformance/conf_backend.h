@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include "backend.h"
+#include "ckpt/ckpt.h"
 
 /* Fills be[0] = CPU and be[1] = CUDA when available; returns how many (0 on failure). */
 int conf_backends(nd_backend *be[2]);
@@ -16,5 +17,13 @@ int conf_quant(nd_backend *b, const float *x, float g, int sem, int64_t rows, in
 /* dequant_nvfp4 of host packed/sf (may be unaligned checkpoint bytes): out [rows,k] on the host. */
 int conf_dequant(nd_backend *b, const uint8_t *packed, const uint8_t *sf, float global_div, int64_t rows,
                  int64_t k, float *out, nd_err *e);
+
+/* For each fixture model, its recording MODEL/REC and its NVFP4 checkpoint: fn once per module
+ * recorded there (a tensor name ending in suffix, less the suffix), in file order, on backend b.
+ * Returns the modules visited; *missing counts the models whose recording or checkpoint did not
+ * open (the reason printed). */
+typedef void (*conf_module_fn)(nd_backend *b, const nd_st_file *f, const nd_ckpt *ck, const char *model,
+                               const char *module);
+int conf_each_module(nd_backend *b, const char *rec, const char *suffix, conf_module_fn fn, int *missing);
 
 #endif

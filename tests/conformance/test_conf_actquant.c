@@ -112,28 +112,9 @@ int main(void) {
     CHECK(nbe >= 1, "no CPU backend");
     for (int bi = 0; bi < nbe; bi++) {
         total_blocks = ct_f32_scale_diffs = ct_f32_unexplained = 0;
-        int modules = 0;
-        for (int mi = 0; mi < 3; mi++) {
-            const char *model = conf_models[mi];
-            nd_st_file *f = conf_open(model, "actquant.safetensors");
-            char dir[1024];
-            conf_path(dir, sizeof dir, model, "nvfp4");
-            nd_ckpt *ck = NULL;
-            nd_err e = {0};
-            CHECK(f && nd_ckpt_open(dir, &ck, &e) == 0, "%s: %s", model, e.msg);
-            if (!f || !ck) { if (f) nd_st_close(f); continue; }
-            for (size_t i = 0; i < nd_st_count(f); i++) {
-                const char *n = nd_st_at(f, i)->name;
-                const size_t l = strlen(n);
-                if (l < 7 || strcmp(n + l - 6, ".input") != 0) continue;
-                char p[300];
-                snprintf(p, sizeof p, "%.*s", (int)(l - 6), n);
-                check_module(be[bi], f, ck, model, p);
-                modules++;
-            }
-            nd_ckpt_close(ck);
-            nd_st_close(f);
-        }
+        int missing;
+        const int modules = conf_each_module(be[bi], "actquant.safetensors", ".input", check_module, &missing);
+        CHECK_EQ_INT(missing, 0);
         /* golden/conformance/README.md: 4 + 4 + 2 recorded modules, 1144 blocks in all */
         CHECK_EQ_INT(modules, 10);
         CHECK_EQ_INT(total_blocks, 1144);

@@ -56,28 +56,9 @@ int main(void) {
     const int nbe = conf_backends(be);
     CHECK(nbe >= 1, "no CPU backend");
     for (int bi = 0; bi < nbe; bi++) {
-        int modules = 0;
-        for (int mi = 0; mi < 3; mi++) {
-            const char *model = conf_models[mi];
-            nd_st_file *f = conf_open(model, "dequant.safetensors");
-            char dir[1024];
-            conf_path(dir, sizeof dir, model, "nvfp4");
-            nd_ckpt *ck = NULL;
-            nd_err e = {0};
-            CHECK(f && nd_ckpt_open(dir, &ck, &e) == 0, "%s: %s", model, e.msg);
-            if (!f || !ck) { if (f) nd_st_close(f); continue; }
-            for (size_t i = 0; i < nd_st_count(f); i++) {
-                const char *n = nd_st_at(f, i)->name, *suf = ".weight_packed";
-                const size_t l = strlen(n), sl = strlen(suf);
-                if (l <= sl || strcmp(n + l - sl, suf) != 0) continue;
-                char p[300];
-                snprintf(p, sizeof p, "%.*s", (int)(l - sl), n);
-                check_module(be[bi], f, ck, model, p);
-                modules++;
-            }
-            nd_ckpt_close(ck);
-            nd_st_close(f);
-        }
+        int missing;
+        const int modules = conf_each_module(be[bi], "dequant.safetensors", ".weight_packed", check_module, &missing);
+        CHECK_EQ_INT(missing, 0);
         CHECK_EQ_INT(modules, 2 + 4 + 4);   /* golden/conformance/README.md: Llama 2, V3 4, V4 4 */
     }
     conf_backends_free(be, nbe);

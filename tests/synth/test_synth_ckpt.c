@@ -9,7 +9,6 @@
  * skips what a real run may not report (routed experts >= 4 "unpicked", kv_proj "reported with
  * its fused partner") so that synth's fallbacks are checked against values computed here. */
 #define _GNU_SOURCE
-#include <ftw.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "nd_test.h"
+#include "scratch.h"
 #include "backend.h"
 #include "ckpt/ckpt.h"
 #include "numerics/nd_numerics.h"
@@ -511,15 +511,8 @@ static void test_bad_options(void) {
     }
 }
 
-static int rm_one(const char *p, const struct stat *s, int flag, struct FTW *f) {
-    (void)s; (void)flag; (void)f;
-    return remove(p);
-}
-
 int main(void) {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(g_root, sizeof g_root, "%s/nd-synth-test-XXXXXX", tmp && *tmp ? tmp : P_tmpdir);
-    if (!mkdtemp(g_root)) { perror("mkdtemp"); return 1; }
+    if (nd_scratch_make(g_root, sizeof g_root, "synth-test")) return 1;
     test_families();
     test_formats_agree();
     test_small();
@@ -528,7 +521,6 @@ int main(void) {
     test_reproducible();
     test_sharded();
     test_bad_options();
-    if (!getenv("ND_KEEP_TMP")) nftw(g_root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-    else fprintf(stderr, "kept %s\n", g_root);
+    nd_scratch_remove(g_root);
     return nd_test_report("test_synth_ckpt");
 }

@@ -2,13 +2,13 @@
  * nothing; a real run calibrates through the reference pipeline (nd_pipeline_calibrate), and the
  * input global scales it writes are 2688 / the amax that calibration reports for the same tokens. */
 #define _GNU_SOURCE
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "nd_test.h"
+#include "scratch.h"
 #include "cli/cli.h"
 #include "ckpt/ckpt.h"
 #include "pipeline/pipeline.h"
@@ -96,18 +96,11 @@ static void test_real_calibration(const char *fmt) {
     nd_ckpt_close(c);
 }
 
-static int rm_one(const char *p, const struct stat *s, int flag, struct FTW *f) {
-    (void)s; (void)flag; (void)f;
-    return remove(p);
-}
-
 int main(void) {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(g_root, sizeof g_root, "%s/nd-synth-cli-XXXXXX", tmp && *tmp ? tmp : P_tmpdir);
-    if (!mkdtemp(g_root)) { perror("mkdtemp"); return 1; }
+    if (nd_scratch_make(g_root, sizeof g_root, "synth-cli")) return 1;
     test_usage();
     test_real_calibration("compressed-tensors");
     test_real_calibration("modelopt");
-    if (!getenv("ND_KEEP_TMP")) nftw(g_root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    nd_scratch_remove(g_root);
     return nd_test_report("test_synth_cli");
 }
