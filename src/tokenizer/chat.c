@@ -1,0 +1,115 @@
+/* chat.c — `--chat` without Jinja: the chat formats of the supported families as a table, one
+ * picked by signature strings found in tokenizer_config.json's chat_template, each rendering one
+ * user turn with the generation prompt exactly as the family's template does (checked against
+ * transformers' apply_chat_template on golden/tokenizers/). A template that matches no row is
+ * refused (exit 2). */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "tokenizer.h"
+#include "util/infile.h"
+
+enum { NO_TRIM, TRIM };
+typedef struct chat_fmt {
+    const char *name;
+    const char *sig[3];      /* all must appear in the template */
+    const char *not_sig;     /* must not appear (NULL: no such rule) */
+    int bos;                 /* the template writes bos_token first */
+    int trim;                /* the user text goes through Jinja's |trim */
+    const char *pre, *post;  /* around the user text ("%DATE%" in pre: the Llama 3 date line) */
+} chat_fmt;
+
+#define L3_SYS "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: %DATE%\n\n<|eot_id|>"
+#define L3_USER "<|start_header_id|>user<|end_header_id|>\n\n"
+#define L3_GEN "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
+#define QWEN_GEN "<|im_end|>\n<|im_start|>assistant\n"
+static const chat_fmt formats[] = {
+    /* Llama 3.1-3.3: a system block with the knowledge cut-off and the date (3.2+: today's) */
+    {"llama3.1", {"<|start_header_id|>", "Cutting Knowledge Date: December 2023", "'<|start_header_id|>assistant<|end_header_id|>\\n\\n'"}, NULL, 1, TRIM, L3_SYS L3_USER, L3_GEN},
+    {"llama3", {"<|start_header_id|>", "'<|start_header_id|>assistant<|end_header_id|>\n\n'", NULL}, "Cutting Knowledge", 1, TRIM, L3_USER, L3_GEN},
+    {"qwen2.5", {"<|im_start|>", "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.", "'<|im_start|>assistant\\n'"}, NULL, 0, NO_TRIM,
+     "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n<|im_start|>user\n", QWEN_GEN},
+    {"qwen2", {"<|im_start|>", "'<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n'", "'<|im_start|>assistant\\n'"}, NULL, 0, NO_TRIM,
+     "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n", QWEN_GEN},
+    /* ChatML without a default system message (Qwen3; its thinking switch adds nothing by default) */
+    {"chatml", {"<|im_start|>", "'<|im_start|>assistant\\n'", NULL}, "'<|im_start|>system\\nYou are", 0, NO_TRIM, "<|im_start|>user\n", QWEN_GEN},
+    {"deepseek-v3", {"<｜User｜>", "{{'<｜Assistant｜>'}}", NULL}, NULL, 1, NO_TRIM, "<｜User｜>", "<｜Assistant｜>"},
+    {"mistral-v1", {"'[INST] ' + message['content'] + ' [/INST]'", NULL, NULL}, NULL, 1, NO_TRIM, "[INST] ", " [/INST]"},
+    {"mistral-v3", {"\"[INST] \" + message[\"content\"] + \"[/INST]\"", NULL, NULL}, NULL, 1, NO_TRIM, "[INST] ", "[/INST]"},
+    {"mistral-tekken", {"\"[INST]\" + message[\"content\"] + \"[/INST]\"", NULL, NULL}, NULL, 1, NO_TRIM, "[INST]", "[/INST]"},
+};
+
+static const char *token_text(json_t *v) {   /* "..." or {"content": "..."} */
+    if (json_is_string(v)) return json_string_value(v);
+    if (json_is_object(v) && json_is_string(json_object_get(v, "content"))) return json_string_value(json_object_get(v, "content"));
+    return NULL;
+}
+
+static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
+static int render(const chat_fmt *f, const char *tmpl, const char *bos, const char *text, char **out) {
+    char date[32] = "26 Jul 2024";
+    if (strstr(tmpl, "strftime_now")) {   /* transformers passes today's date to the Llama 3.2+ template */
+        time_t now = time(NULL);
+        struct tm tm;
+        localtime_r(&now, &tm);
+        strftime(date, sizeof date, "%d %b %Y", &tm);
+    }
+    size_t tl = strlen(text);
+    const char *ts = text;
+    if (f->trim) {
+        while (tl && is_ws(*ts)) { ts++; tl--; }
+        while (tl && is_ws(ts[tl - 1])) tl--;
+    }
+    const char *pre = f->pre, *d = strstr(pre, "%DATE%");
+    size_t n = strlen(bos) + strlen(pre) + strlen(date) + tl + strlen(f->post) + 1;
+    char *o = malloc(n);
+    if (!o) return -1;
+    if (d) snprintf(o, n, "%s%.*s%s%s%.*s%s", f->bos ? bos : "", (int)(d - pre), pre, date, d + 6, (int)tl, ts, f->post);
+    else snprintf(o, n, "%s%s%.*s%s", f->bos ? bos : "", pre, (int)tl, ts, f->post);
+    *out = o;
+    return 0;
+}
+
+int nd_chat_render(const char *config_path, const char *text, char **out, const char **name, nd_err *e) {
+    *out = NULL;
+    ND_TRY(nd_input_regular(config_path, e));
+    json_error_t je;
+    json_t *root = json_load_file(config_path, 0, &je);
+    if (!root) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot read (needed for --chat): %s", config_path, je.text);
+    json_t *ct = json_object_get(root, "chat_template");
+    const char *tmpl = json_is_string(ct) ? json_string_value(ct) : NULL;
+    if (json_is_array(ct)) {   /* [{"name": "default", "template": ...}, ...] */
+        size_t i;
+        json_t *x;
+        json_array_foreach(ct, i, x) {
+            json_t *nm = json_object_get(x, "name");
+            if (json_is_string(nm) && !strcmp(json_string_value(nm), "default") && json_is_string(json_object_get(x, "template")))
+                tmpl = json_string_value(json_object_get(x, "template"));
+        }
+    }
+    if (!tmpl) {
+        json_decref(root);
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: no chat_template (a base model?): use --prompt without --chat", config_path);
+    }
+    const char *bos = token_text(json_object_get(root, "bos_token"));
+    const chat_fmt *f = NULL;
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0] && !f; i++) {
+        int ok = !formats[i].not_sig || !strstr(tmpl, formats[i].not_sig);
+        for (int k = 0; k < 3 && ok; k++) ok = !formats[i].sig[k] || strstr(tmpl, formats[i].sig[k]);
+        if (ok) f = &formats[i];
+    }
+    int rc = 0;
+    if (!f)
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: chat_template not recognised (nvfp4dbg knows the ChatML/Qwen, Llama 3, DeepSeek-V3 and "
+                     "Mistral [INST] templates, docs/tokenizer.md); use --prompt without --chat and write the turn markers into the prompt",
+                     config_path);
+    else if (f->bos && !bos)
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: the %s chat template writes bos_token, which the file does not set", config_path, f->name);
+    else if (render(f, tmpl, bos ? bos : "", text, out)) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    else *name = f->name;
+    json_decref(root);
+    return rc;
+}
