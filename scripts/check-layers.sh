@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # check-layers.sh SOURCE_ROOT [STAMP] — the build's layering rule (docs/architecture.md): a folder
 # may include only itself and the folders below it, so data flows one way:
-#   util, numerics < kernels < ckpt, recipe < trace < probes < pipeline < diagnose, bundle, synth < cli
+#   util, numerics < kernels < ckpt, recipe, tokenizer < trace < probes < pipeline < diagnose, bundle, synth < cli
 #   report sits on trace and probes (the figures), below the pipeline
 # Run by meson on every build (src/meson.build); an upward or sideways include fails the build
 # with the file, the line and the rule. Includes are resolved as the compiler does: a bare
@@ -18,12 +18,13 @@ allowed() {
     kernels|cpu|cuda) echo "util numerics kernels cpu cuda" ;;
     ckpt) echo "util numerics" ;;
     recipe) echo "util" ;;
+    tokenizer) echo "util" ;;
     trace) echo "util numerics ckpt recipe" ;;
     probes) echo "util numerics kernels ckpt recipe trace" ;;
     pipeline) echo "util numerics kernels ckpt recipe trace probes" ;;
     diagnose|bundle|synth) echo "util numerics kernels ckpt recipe trace probes pipeline" ;;
     report) echo "util numerics kernels ckpt recipe trace probes" ;;
-    cli) echo "util numerics kernels ckpt recipe trace probes pipeline diagnose bundle synth report" ;;
+    cli) echo "util numerics kernels ckpt recipe tokenizer trace probes pipeline diagnose bundle synth report" ;;
     *) echo "?" ;;
   esac
 }
