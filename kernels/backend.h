@@ -99,6 +99,11 @@ typedef struct nd_backend nd_backend;
      * semantics sem (ND_QSEM_*): codes [rows,k/2], sf [rows,k/16] linear. stats_host may be NULL. */ \
     X(quant_nvfp4, (nd_backend *b, const float *x, float g, int sem, int64_t rows, int64_t k, uint8_t *codes, \
         uint8_t *sf, nd_qstats *stats_host, nd_err *e)) \
+    /* MXFP4 32-blocks of x [rows,k] under the block-scale rule sem (nd_mxsem, numerics): codes \
+     * [rows,k/2] (element 2j in the low nibble), E8M0 scale bytes sf [rows,k/32]. stats_host may be \
+     * NULL (n_scale_448 and n_zero_scale stay 0; n_nan_scale counts 0xFF bytes). */ \
+    X(quant_mxfp4, (nd_backend *b, const float *x, int sem, int64_t rows, int64_t k, uint8_t *codes, uint8_t *sf, \
+        nd_qstats *stats_host, nd_err *e)) \
     /* FP8 e4m3 quantize-dequantize in groups of `group` consecutive columns: scale = amax/448, \
      * or 2^ceil(log2(max(amax,1e-4)/448)) when pow2; satfinite. In place allowed (x == out). */ \
     X(fake_quant_fp8, (nd_backend *b, const float *x, int64_t rows, int64_t k, int group, int pow2, float *out, \

@@ -1,4 +1,5 @@
-/* cpu_quant.c — NVFP4 activation quantization (kernel and CT semantics), FP8 fake quantization,
+/* cpu_quant.c — NVFP4 activation quantization (kernel and CT semantics), MXFP4 quantization (the
+ * block-scale rules of nd_mxsem), FP8 fake quantization,
  * and the linear <-> 128x4 swizzled scale layouts. */
 #include <string.h>
 #include "cpu_internal.h"
@@ -44,6 +45,36 @@ int nd_cpu_quant_nvfp4(nd_backend *b, const float *x, float g, int sem, int64_t 
         st.n_zero_scale += p.zero_scale;
         st.n_scale_448 += (p.sf == 0x7eu);
         st.n_nan_scale += ((p.sf & 0x7fu) == 0x7fu);
+    }
+    st.n_elems = rows * k;
+    st.n_blocks = nb;
+    if (stats_host) *stats_host = st;
+    return 0;
+}
+
+int nd_cpu_quant_mxfp4(nd_backend *b, const float *x, int sem, int64_t rows, int64_t k, uint8_t *codes,
+                       uint8_t *sf, nd_qstats *stats_host, nd_err *e) {
+    (void)b;
+    const char *op = "quant_mxfp4";
+    ND_CPU_SIZES(e, op, rows, k);
+    ND_CPU_REQUIRE(k % ND_MXFP4_BLOCK == 0, e, op, "k = %lld is not a multiple of 32", (long long)k);
+    ND_CPU_REQUIRE(sem >= 0 && sem < ND_MXSEM_N, e, op, "unknown semantics %d", sem);
+    ND_CPU_REQUIRE(rows * k == 0 || (x && codes && sf), e, op, "NULL buffer");
+    nd_qstats st;
+    memset(&st, 0, sizeof st);
+    const int64_t nb = rows * (k / ND_MXFP4_BLOCK);
+    for (int64_t bi = 0; bi < nb; bi++) {
+        const float *xb = x + bi * ND_MXFP4_BLOCK;
+        const float amax = block_amax(xb, ND_MXFP4_BLOCK);
+        const uint8_t s = nd_mxfp4_scale_byte(amax, sem);
+        sf[bi] = s;
+        uint8_t *cb = codes + bi * (ND_MXFP4_BLOCK / 2);
+        for (int j = 0; j < ND_MXFP4_BLOCK; j += 2) {
+            cb[j / 2] = (uint8_t)(nd_mxfp4_quant_elem(xb[j], s, sem) | (nd_mxfp4_quant_elem(xb[j + 1], s, sem) << 4));
+            st.n_saturated += nd_mxfp4_elem_saturates(xb[j], s) + nd_mxfp4_elem_saturates(xb[j + 1], s);
+        }
+        st.n_nonzero_blocks += amax > 0.0f;
+        st.n_nan_scale += s == ND_E8M0_NAN;
     }
     st.n_elems = rows * k;
     st.n_blocks = nb;

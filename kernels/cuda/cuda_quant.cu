@@ -1,4 +1,4 @@
-/* cuda_quant.cu — NVFP4 activation quantization (codes, block scales and statistics in one pass),
+/* cuda_quant.cu — NVFP4 and MXFP4 activation quantization (codes, block scales and statistics in one pass),
  * FP8 fake quantization, and the linear <-> 128x4 swizzled scale layouts. Block rules come from
  * nd_numerics.h, so codes and scales are bit-identical to the CPU backend. */
 #include "cuda_common.cuh"
@@ -102,6 +102,90 @@ int nd_cuda_quant_nvfp4(nd_backend *b, const float *x, float g, int sem, int64_t
         stats_host->n_nonzero_blocks = (int64_t)hs[QS_NONZERO];
         stats_host->n_zero_scale = (int64_t)hs[QS_ZERO_SCALE];
         stats_host->n_scale_448 = (int64_t)hs[QS_448];
+        stats_host->n_nan_scale = (int64_t)hs[QS_NAN];
+    }
+    return 0;
+}
+
+/* MXFP4: eight threads per 32-element block, one float4 each (the block's amax through three
+ * shuffles), 2 code bytes per thread, the E8M0 byte from the block's first thread. The rules are
+ * nd_mxfp4_scale_byte / nd_mxfp4_quant_elem, as on the CPU. */
+__global__ void __launch_bounds__(QT_THREADS) quant_mxfp4_kernel(const float4 *__restrict__ x, int sem, int64_t n4,
+                                                                 uint16_t *__restrict__ codes, uint8_t *__restrict__ sf,
+                                                                 unsigned long long *__restrict__ stats) {
+    unsigned sat = 0, nonzero = 0, snan = 0;
+    const int64_t stride = (int64_t)gridDim.x * QT_THREADS * QT_UNROLL;
+    for (int64_t i0 = (int64_t)blockIdx.x * QT_THREADS * QT_UNROLL; i0 < n4; i0 += stride) {
+        float4 v[QT_UNROLL];
+#pragma unroll
+        for (int u = 0; u < QT_UNROLL; u++) {
+            const int64_t i = i0 + (int64_t)u * QT_THREADS + threadIdx.x;
+            v[u] = i < n4 ? x[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+        for (int u = 0; u < QT_UNROLL; u++) {
+            const int64_t i = i0 + (int64_t)u * QT_THREADS + threadIdx.x;
+            float a = amax_nan(amax_nan(amax_nan(amax_nan(0.0f, v[u].x), v[u].y), v[u].z), v[u].w);
+            a = amax_nan(a, __shfl_xor_sync(0xffffffffu, a, 1));
+            a = amax_nan(a, __shfl_xor_sync(0xffffffffu, a, 2));
+            a = amax_nan(a, __shfl_xor_sync(0xffffffffu, a, 4));
+            if (i >= n4) continue;
+            const uint8_t s = nd_mxfp4_scale_byte(a, sem);
+            const uint8_t c0 = nd_mxfp4_quant_elem(v[u].x, s, sem), c1 = nd_mxfp4_quant_elem(v[u].y, s, sem);
+            const uint8_t c2 = nd_mxfp4_quant_elem(v[u].z, s, sem), c3 = nd_mxfp4_quant_elem(v[u].w, s, sem);
+            codes[i] = (uint16_t)(c0 | (c1 << 4) | (c2 << 8) | (c3 << 12)); /* element 2j in the low nibble */
+            sat += nd_mxfp4_elem_saturates(v[u].x, s) + nd_mxfp4_elem_saturates(v[u].y, s) +
+                   nd_mxfp4_elem_saturates(v[u].z, s) + nd_mxfp4_elem_saturates(v[u].w, s);
+            if ((i & 7) == 0) {
+                sf[i >> 3] = s;
+                nonzero += a > 0.0f;
+                snan += s == ND_E8M0_NAN;
+            }
+        }
+    }
+    if (!stats) return;
+    sat = __reduce_add_sync(0xffffffffu, sat);
+    nonzero = __reduce_add_sync(0xffffffffu, nonzero);
+    snan = __reduce_add_sync(0xffffffffu, snan);
+    if ((threadIdx.x & 31) == 0) {
+        if (sat) atomicAdd(&stats[QS_SAT], (unsigned long long)sat);
+        if (nonzero) atomicAdd(&stats[QS_NONZERO], (unsigned long long)nonzero);
+        if (snan) atomicAdd(&stats[QS_NAN], (unsigned long long)snan);
+    }
+}
+
+int nd_cuda_quant_mxfp4(nd_backend *b, const float *x, int sem, int64_t rows, int64_t k, uint8_t *codes,
+                        uint8_t *sf, nd_qstats *stats_host, nd_err *e) {
+    if (rows < 0 || k < 0 || k % 32 != 0)
+        return nd_fail(e, ND_EXIT_INTERNAL, "cuda: quant_mxfp4: k = %lld is not a multiple of 32", (long long)k);
+    if (sem < 0 || sem >= ND_MXSEM_N) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: quant_mxfp4: unknown semantics %d", sem);
+    if (((uintptr_t)x & 15) || ((uintptr_t)codes & 1))
+        return nd_fail(e, ND_EXIT_INTERNAL, "cuda: quant_mxfp4: x is not 16-byte or codes not 2-byte aligned");
+    nd_cuda *c = nd_cu(b);
+    const int64_t n4 = rows * k / 4;
+    unsigned long long *dstats = NULL;
+    if (stats_host) {
+        void *s;
+        ND_TRY(nd_cuda_scratch(b, QS_N * sizeof(unsigned long long), &s, e));
+        dstats = (unsigned long long *)s;
+        ND_CU(cudaMemsetAsync(dstats, 0, QS_N * sizeof(unsigned long long), c->stream));
+    }
+    if (n4 > 0) {
+        quant_mxfp4_kernel<<<nd_cuda_grid(b, n4, QT_THREADS * QT_UNROLL), QT_THREADS, 0, c->stream>>>((const float4 *)x, sem, n4,
+                                                                              (uint16_t *)codes, sf, dstats);
+        ND_LAUNCHED("quant_mxfp4_kernel");
+    }
+    if (stats_host) {
+        void *h;
+        ND_TRY(nd_cuda_host_scratch(b, QS_N * sizeof(unsigned long long), &h, e));
+        ND_CU(cudaMemcpyAsync(h, dstats, QS_N * sizeof(unsigned long long), cudaMemcpyDeviceToHost, c->stream));
+        ND_CU(cudaStreamSynchronize(c->stream));
+        const unsigned long long *hs = (const unsigned long long *)h;
+        memset(stats_host, 0, sizeof *stats_host);
+        stats_host->n_elems = rows * k;
+        stats_host->n_blocks = rows * (k / 32);
+        stats_host->n_saturated = (int64_t)hs[QS_SAT];
+        stats_host->n_nonzero_blocks = (int64_t)hs[QS_NONZERO];
         stats_host->n_nan_scale = (int64_t)hs[QS_NAN];
     }
     return 0;

@@ -178,6 +178,88 @@ ND_HD float nd_e8m0_to_f32(uint8_t b) {
     return nd_bits_f32((uint32_t)b << 23);
 }
 
+/* ---- MXFP4 (OCP Microscaling Formats v1.0): E2M1 codes, 32-element blocks along K, one E8M0
+ * scale per block, no global scale. docs/formats.md lists the sources of each rule. ---- */
+#define ND_MXFP4_BLOCK 32
+#define ND_E8M0_NAN 0xffu
+
+/* The E8M0 byte of the smallest power of two >= |v| (cvt.rp.satfinite.ue8m0x2.f32; the
+ * ROUND_UP of triton_kernels' downcast_to_mxfp: (bits + 0x7FFFFF) & 0x7F800000). 0 and values
+ * below 2^-126 give byte 0 or 1 as that bit rule does; past 2^127 and Inf give 0xFF; NaN 0xFF. */
+ND_HD uint8_t nd_e8m0_from_f32_ceil(float v) {
+    const uint32_t a = nd_f32_bits(v) & 0x7fffffffu;
+    if (a > 0x7f800000u) return (uint8_t)ND_E8M0_NAN;
+    return (uint8_t)(((a + 0x7fffffu) & 0x7f800000u) >> 23);
+}
+
+/* Multiplier 1/2^(b-127) of an E8M0 byte, exact: 2^127 for b = 0, 2^-127 (subnormal) for b = 254,
+ * 0 for 0xFF (an infinite scale: triton_kernels' quant_scale = 1/inf; also a NaN block's byte). */
+ND_HD float nd_e8m0_inv(uint8_t b) {
+    if (b == ND_E8M0_NAN) return 0.0f;
+    if (b == 254u) return nd_bits_f32(0x00400000u);
+    return nd_bits_f32((uint32_t)(254u - b) << 23);
+}
+
+/* float -> E2M1 rounding to nearest with ties away from zero, saturating at 6 (triton_kernels'
+ * downcast_to_mxfp bit rule ((exp << 2 | top two mantissa bits) + 1) >> 1, which gpt-oss's
+ * checkpoint was made with): 0.25 -> 0.5, 1.25 -> 1.5, 2.5 -> 3, 5 -> 6, where RNE goes down. */
+ND_HD uint8_t nd_e2m1_from_f32_rna(float x) {
+    uint8_t s = (nd_f32_bits(x) >> 31) ? 8u : 0u;
+    if (x != x) return (uint8_t)(s | 7u);
+    float a = fabsf(x);
+    uint8_t m;
+    if (a < 0.25f) m = 0;
+    else if (a < 0.75f) m = 1;
+    else if (a < 1.25f) m = 2;
+    else if (a < 1.75f) m = 3;
+    else if (a < 2.5f) m = 4;
+    else if (a < 3.5f) m = 5;
+    else if (a < 5.0f) m = 6;
+    else m = 7;
+    return (uint8_t)(s | m);
+}
+
+/* The block-scale rule of an MXFP4 quantizer (activations, or weights as a producer made them):
+ *  OCP    : OCP MX v1.0 §6.3: shared_exp = floor(log2(amax)) - emax_elem (2 for E2M1), clamped to
+ *           the E8M0 range (byte 0 for amax = 0); elements x / 2^shared_exp saturated to ±6, RNE.
+ *           Blocks with amax in (6, 8) x 2^shared_exp clip their largest elements.
+ *  CEIL   : scale = amax / 6 rounded UP to a power of two (FlashInfer mxfp4_quantize / TRT-LLM UE8M0
+ *           scale factors, cudaRoundPosInf; triton_kernels ROUND_UP): no element clips; RNE codes.
+ *  TRITON : CEIL's scale with triton_kernels' codes (ties away from zero, nd_e2m1_from_f32_rna):
+ *           downcast_to_mxfp(_torch), the quantizer of gpt-oss's release and transformers'
+ *           quantize_to_mxfp4.
+ *  CT     : compressed-tensors generate_mx_scales: amax rounded to a power of two at the E2M1
+ *           mantissa (bits + 2^21, masked: mantissas from 1.75 up go to the next power), then
+ *           exponent - 2, clamped to [0, 255]; codes clamp(x / scale, ±6) RNE.
+ * A NaN in the block gives byte 0xFF on every rule (the block is visibly broken). */
+enum nd_mxsem { ND_MXSEM_OCP = 0, ND_MXSEM_CEIL = 1, ND_MXSEM_TRITON = 2, ND_MXSEM_CT = 3, ND_MXSEM_N = 4 };
+
+ND_HD uint8_t nd_mxfp4_scale_byte(float amax, int sem) {
+    const uint32_t a = nd_f32_bits(amax) & 0x7fffffffu;
+    if (a > 0x7f800000u) return (uint8_t)ND_E8M0_NAN;
+    if (sem == ND_MXSEM_CEIL || sem == ND_MXSEM_TRITON) return nd_e8m0_from_f32_ceil(fabsf(amax) / ND_E2M1_MAX);
+    int be;
+    if (sem == ND_MXSEM_CT) {
+        be = (int)(((a + (1u << 21)) & 0x7f800000u) >> 23); /* round_to_power_2 */
+        if (be == 255) return (uint8_t)ND_E8M0_NAN;          /* log2(inf): clamped to 255 */
+    } else {
+        if (a == 0x7f800000u) return (uint8_t)ND_E8M0_NAN;
+        be = (int)(a >> 23);                                   /* floor(log2(amax)) + 127; 0: below 2^-126 */
+    }
+    be -= 2;                                                   /* emax of E2M1 */
+    return (uint8_t)(be < 0 ? 0 : be);
+}
+
+/* 1 if x's scaled magnitude exceeds 6 before rounding (it clips). */
+ND_HD int nd_mxfp4_elem_saturates(float x, uint8_t sf) { return fabsf(x * nd_e8m0_inv(sf)) > ND_E2M1_MAX; }
+
+/* One element's code given its block's scale byte: x times the exact inverse scale (x / 2^e, the
+ * same product for the division of CT and OCP and the multiplication of the kernels). */
+ND_HD uint8_t nd_mxfp4_quant_elem(float x, uint8_t sf, int sem) {
+    const float y = x * nd_e8m0_inv(sf);
+    return sem == ND_MXSEM_TRITON ? nd_e2m1_from_f32_rna(y) : nd_e2m1_from_f32(y);
+}
+
 /* Power-of-two scale as vLLM/DeepGEMM pick it for FP8 activations: 2^ceil(log2(amax/448)). */
 ND_HD float nd_pow2_scale_ceil(float amax, float floor_amax) {
     float a = amax > floor_amax ? amax : floor_amax;

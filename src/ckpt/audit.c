@@ -114,7 +114,8 @@ static const char *match_any(const nd_pat *p, size_t n, const char *name) {
 static scheme scheme_of(const nd_ckpt *c, const char *path) {
     scheme s = {0};
     const nd_qcfg *q = &c->q;
-    s.quantized = !nd_qcfg_ignored(q, path) && q->fmt != ND_CKPT_UNQUANTIZED && q->fmt != ND_CKPT_FP8;
+    s.quantized = !nd_qcfg_ignored(q, path) && q->fmt != ND_CKPT_UNQUANTIZED && q->fmt != ND_CKPT_FP8 &&
+                  q->fmt != ND_CKPT_MXFP4;
     if (q->fmt == ND_CKPT_COMPRESSED_TENSORS) {
         s.ignored_by = match_any(q->ignore, q->n_ignore, path);
         s.group = nd_qcfg_ct_group(q, path);
@@ -245,7 +246,8 @@ static int check_group(const nd_ckpt *c, const nd_module *m, const nd_ct_group *
 static int check_config(const nd_ckpt *c, const nd_module *m, const char *const *norm, const unsigned char *quant,
                         size_t nmod, const nd_ct_group **seen, size_t *nseen, nd_findings *f) {
     const nd_qcfg *q = &c->q;
-    if (q->fmt == ND_CKPT_UNQUANTIZED || q->fmt == ND_CKPT_FP8) return 0;
+    /* native releases (DeepSeek FP8, gpt-oss MXFP4) keep their own mixed precision: nothing to check */
+    if (q->fmt == ND_CKPT_UNQUANTIZED || q->fmt == ND_CKPT_FP8 || q->fmt == ND_CKPT_MXFP4) return 0;
     const role_t role = role_of(m->path);
     const scheme s = scheme_of(c, m->path);
     const int stored_q = m->wfmt != ND_WF_DENSE;

@@ -47,6 +47,7 @@ void nd_ckpt_close(nd_ckpt *c) {
     free(c->tensors);
     for (size_t i = 0; i < c->n_modules; i++) free(c->modules[i]);
     free(c->modules);
+    nd_ckpt_virt_free(c);
     nd_cfg_free(&c->cfg);
     nd_qcfg_free(&c->q);
     free(c->dir);
@@ -121,10 +122,11 @@ static const char *const quant_suffixes[] = {
 };
 
 static int find_modules(nd_ckpt *c, nd_err *e) {
-    c->modules = calloc(c->n_tensors + 1, sizeof *c->modules);
+    c->modules = calloc(c->n_tensors + c->n_virt + 1, sizeof *c->modules);
     if (!c->modules) return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", c->dir);
-    for (size_t i = 0; i < c->n_tensors; i++) {
-        const nd_tview *t = c->tensors[i];
+    for (size_t i = 0; i < c->n_tensors + c->n_virt; i++) {
+        /* the stored tensors, then the per-expert views of fused MXFP4 experts */
+        const nd_tview *t = i < c->n_tensors ? c->tensors[i] : c->virt_sorted[i - c->n_tensors];
         const char *dot = strrchr(t->name, '.');
         if (!dot) continue;
         const char *suf = dot + 1;
@@ -180,6 +182,7 @@ static int open_impl(nd_ckpt *c, const char *dir, nd_err *e) {
         if (strcmp(c->tensors[i - 1]->name, c->tensors[i]->name) == 0)
             return nd_fail(e, ND_EXIT_BADINPUT, "%s: tensor '%s' is also in %s", c->tensors[i]->file,
                            c->tensors[i]->name, c->tensors[i - 1]->file);
+    ND_TRY(nd_ckpt_expand_mx_experts(c, e));
     return find_modules(c, e);
 }
 
@@ -206,6 +209,7 @@ const char *nd_ckpt_format_str(const nd_ckpt *c) {
     case ND_CKPT_COMPRESSED_TENSORS: return "compressed-tensors";
     case ND_CKPT_MODELOPT: return "modelopt";
     case ND_CKPT_FP8: return "fp8";
+    case ND_CKPT_MXFP4: return "mxfp4";
     case ND_CKPT_UNQUANTIZED: break;
     }
     return "unquantized";
@@ -226,7 +230,8 @@ static size_t lower_bound(const nd_ckpt *c, const char *key) {
 
 const nd_tview *nd_ckpt_find(const nd_ckpt *c, const char *name) {
     size_t i = lower_bound(c, name);
-    return i < c->n_tensors && strcmp(c->tensors[i]->name, name) == 0 ? c->tensors[i] : NULL;
+    if (i < c->n_tensors && strcmp(c->tensors[i]->name, name) == 0) return c->tensors[i];
+    return c->n_virt ? nd_ckpt_virt_find(c, name) : NULL;
 }
 
 int nd_ckpt_has_module(const nd_ckpt *c, const char *path) {
@@ -234,7 +239,8 @@ int nd_ckpt_has_module(const nd_ckpt *c, const char *path) {
     int n = snprintf(key, sizeof key, "%s.", path);
     if (n < 0 || (size_t)n >= sizeof key) return 0;
     size_t i = lower_bound(c, key);
-    return i < c->n_tensors && strncmp(c->tensors[i]->name, key, (size_t)n) == 0;
+    if (i < c->n_tensors && strncmp(c->tensors[i]->name, key, (size_t)n) == 0) return 1;
+    return c->n_virt && nd_ckpt_virt_has_prefix(c, key);
 }
 
 int nd_ckpt_module_ignored(const nd_ckpt *c, const char *path) { return nd_qcfg_ignored(&c->q, path); }

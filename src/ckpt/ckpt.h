@@ -84,7 +84,7 @@ const char *nd_cfg_string(const nd_model_cfg *c, const char *key);
 typedef enum nd_wfmt {
     ND_WF_DENSE = 0,  /* BF16/F16/F32 weight */
     ND_WF_NVFP4,      /* e2m1 codes U8 [N,K/2] + e4m3 [N,K/16] + per-tensor global */
-    ND_WF_MXFP4,      /* e2m1 codes + e8m0 [N,K/32] */
+    ND_WF_MXFP4,      /* e2m1 codes U8 [N,K/2] + e8m0 [N,K/32] (2^(b-127)), no global scale */
     ND_WF_FP8,        /* e4m3 weight + scale (tensor, channel, or 128x128 block F32 / E8M0) */
 } nd_wfmt;
 
@@ -97,6 +97,7 @@ typedef enum nd_conv {
 
 typedef enum nd_ckpt_fmt {
     ND_CKPT_UNQUANTIZED = 0, ND_CKPT_COMPRESSED_TENSORS, ND_CKPT_MODELOPT, ND_CKPT_FP8,
+    ND_CKPT_MXFP4,    /* quant_method "mxfp4" (gpt-oss: fused *_blocks / *_scales experts, mx_experts.c) */
 } nd_ckpt_fmt;
 
 /* A linear module bound to its tensors. Scalars are normalised:
@@ -126,7 +127,7 @@ void nd_ckpt_close(nd_ckpt *c);
 const char *nd_ckpt_dir(const nd_ckpt *c);
 const nd_model_cfg *nd_ckpt_config(const nd_ckpt *c);
 nd_ckpt_fmt nd_ckpt_format(const nd_ckpt *c);
-const char *nd_ckpt_format_str(const nd_ckpt *c); /* "compressed-tensors", "modelopt", "fp8", "unquantized" */
+const char *nd_ckpt_format_str(const nd_ckpt *c); /* "compressed-tensors", "modelopt", "fp8", "mxfp4", "unquantized" */
 size_t nd_ckpt_count(const nd_ckpt *c);
 const nd_tview *nd_ckpt_at(const nd_ckpt *c, size_t i);
 /* Exact tensor name; NULL when absent. */

@@ -63,6 +63,10 @@ typedef struct nd_qcfg {
     int fp8_block_n, fp8_block_k;
     char fp8_scale_fmt[16];
     char moe_quant_algo[32];     /* config.json moe_quant_algo (NVIDIA V4 NVFP4 release) */
+    /* quant_method "mxfp4" (gpt-oss): modules_to_not_convert (a module matches an entry that is
+     * its path, a dotted prefix of it, or a glob of it) */
+    nd_pat *no_convert;
+    size_t n_no_convert;
 } nd_qcfg;
 
 struct nd_ckpt {
@@ -75,6 +79,11 @@ struct nd_ckpt {
     size_t n_tensors;
     char **modules;              /* module paths, natural order */
     size_t n_modules;
+    /* per-expert views of fused MXFP4 expert tensors (mx_experts.c): found, not enumerated */
+    nd_tview *virt;
+    const nd_tview **virt_sorted;
+    char *virt_names;
+    size_t n_virt;
 };
 
 /* config.c */
@@ -91,6 +100,13 @@ int nd_qcfg_ignored(const nd_qcfg *q, const char *module);
 /* 1 when the config says the module's input activations are quantized to 4 bits. */
 int nd_qcfg_act_quant(const nd_qcfg *q, const char *module, int *known);
 int nd_pat_match(const nd_pat *p, const char *name);
+
+/* mx_experts.c: gpt-oss's P.<proj>_blocks / _scales / _bias [experts, ...] as per-expert views
+ * P.<e>.<proj>.weight / .weight_scale / .bias (exit 2 for blocks without matching scales). */
+int nd_ckpt_expand_mx_experts(nd_ckpt *c, nd_err *e);
+void nd_ckpt_virt_free(nd_ckpt *c);
+const nd_tview *nd_ckpt_virt_find(const nd_ckpt *c, const char *name);
+int nd_ckpt_virt_has_prefix(const nd_ckpt *c, const char *prefix);
 
 /* Compare strings with digit runs compared as numbers ("layers.2" < "layers.10"). */
 int nd_natural_cmp(const char *a, const char *b);

@@ -4,7 +4,10 @@
  *        -> NVFP4, compressed-tensors (globals are divisors: 2688/amax)
  *   P.weight U8 + P.weight_scale E4M3 (+ P.weight_scale_2, P.input_scale)
  *        -> NVFP4, ModelOpt (globals are multipliers amax/2688: normalised as 1/value)
- *   P.weight U8/I8 + P.scale (or P.weight_scale) E8M0 [N, K/32]         -> MXFP4
+ *   P.weight U8/I8 + P.scale (or P.weight_scale) E8M0 [N, K/32]         -> MXFP4 (DeepSeek; gpt-oss's
+ *        fused experts as views, mx_experts.c)
+ *   P.weight_packed U8 + P.weight_scale U8/E8M0 [N, K/32]               -> MXFP4, compressed-tensors
+ *        (mxfp4-pack-quantized: E8M0 exponents stored as uint8)
  *   P.weight E4M3 + P.weight_scale F32 | P.weight_scale_inv F32 | P.scale E8M0 -> FP8
  *   P.weight BF16/F16/F32 [N, K]                                        -> dense
  * A missing weight or block scale, and scales of the wrong dtype or shape, are bad input. A
@@ -112,14 +115,14 @@ static int bind_nvfp4(const bind *b, nd_module *m, const nd_tview *w, int modelo
     return 0;
 }
 
-static int bind_mxfp4(const bind *b, nd_module *m, const nd_tview *w, const nd_tview *s) {
-    if (w->ndim != 2) return bad(b, w, "not packed FP4 codes", "U8 [N, K/2]");
+static int bind_mxfp4(const bind *b, nd_module *m, const nd_tview *w, const nd_tview *s, nd_conv conv) {
+    if (w->ndim != 2 || (conv == ND_CONV_CT && w->dtype != ND_DT_U8)) return bad(b, w, "not packed FP4 codes", "U8 [N, K/2]");
     m->out_features = w->shape[0];
     m->in_features = 2 * w->shape[1];
     if (m->in_features % 32) return bad(b, w, "K is not a multiple of 32", "U8 [N, K/2] with K % 32 == 0");
     if (!is2d(s, m->out_features, m->in_features / 32)) return bad(b, s, "block scales do not match the weight", "F8_E8M0 [N, K/32]");
     m->wfmt = ND_WF_MXFP4;
-    m->conv = ND_CONV_DEEPSEEK;
+    m->conv = conv;
     m->weight = w;
     m->weight_scale = s;
     return 0;
@@ -182,12 +185,17 @@ int nd_ckpt_module(const nd_ckpt *c, const char *path, nd_module *m, nd_err *e) 
     bind b = { c, path, e };
     const nd_tview *wp = tens(&b, "weight_packed"), *w = tens(&b, "weight");
     int rc;
-    if (wp) rc = bind_nvfp4(&b, m, wp, 0);
+    if (wp) {
+        /* compressed-tensors mxfp4-pack-quantized: weight_packed + U8 E8M0 exponents per 32 */
+        const nd_tview *ws = tens(&b, "weight_scale");
+        if (ws && (ws->dtype == ND_DT_U8 || ws->dtype == ND_DT_F8_E8M0)) rc = bind_mxfp4(&b, m, wp, ws, ND_CONV_CT);
+        else rc = bind_nvfp4(&b, m, wp, 0);
+    }
     else if (!w) return missing(&b, "weight", "no weight or weight_packed tensor");
     else if (w->dtype == ND_DT_U8 || w->dtype == ND_DT_I8) {
         const nd_tview *ws = tens(&b, "weight_scale"), *sc = tens(&b, "scale");
-        if (sc && sc->dtype == ND_DT_F8_E8M0) rc = bind_mxfp4(&b, m, w, sc);
-        else if (ws && ws->dtype == ND_DT_F8_E8M0) rc = bind_mxfp4(&b, m, w, ws);
+        if (sc && sc->dtype == ND_DT_F8_E8M0) rc = bind_mxfp4(&b, m, w, sc, ND_CONV_DEEPSEEK);
+        else if (ws && ws->dtype == ND_DT_F8_E8M0) rc = bind_mxfp4(&b, m, w, ws, ND_CONV_DEEPSEEK);
         else if (w->dtype == ND_DT_U8) rc = bind_nvfp4(&b, m, w, 1);
         else if (sc || ws) return bad(&b, sc ? sc : ws, "wrong dtype for MXFP4 block scales", "F8_E8M0 [N, K/32]");
         else return missing(&b, "scale", "packed FP4 weight without block scales");
@@ -207,6 +215,12 @@ int nd_ckpt_module(const nd_ckpt *c, const char *path, nd_module *m, nd_err *e) 
             bias->shape[0] != m->out_features)
             return bad(&b, bias, "bias does not match the weight", "BF16/F16/F32 [N]");
         m->bias = bias;
+    }
+    if (m->wfmt == ND_WF_MXFP4) {
+        /* MXFP4 activations only where the config says so (compressed-tensors MXFP4 with 4-bit inputs) */
+        int known;
+        int aq = nd_qcfg_act_quant(&c->q, path, &known);
+        m->act_quant = known && aq;
     }
     if (m->wfmt == ND_WF_NVFP4) {
         int known;

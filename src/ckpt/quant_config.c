@@ -10,6 +10,7 @@
  *    exclude_modules (fnmatch globs), quantized_layers{pattern: {quant_algo, group_size}}}}, or
  *    config.json quantization_config with quant_method "modelopt". hf_quant_config.json wins.
  *  - DeepSeek native FP8: quant_method "fp8", weight_block_size [bn, bk], scale_fmt.
+ *  - gpt-oss MXFP4: quant_method "mxfp4", modules_to_not_convert (globs or dotted prefixes).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -275,6 +276,29 @@ static int parse_fp8(json_t *q, const char *file, nd_qcfg *c, nd_err *e) {
     return opt_str(q, "scale_fmt", file, "quantization_config", c->fp8_scale_fmt, sizeof c->fp8_scale_fmt, e);
 }
 
+/* gpt-oss's quant_method "mxfp4": the experts are MXFP4 (fused *_blocks / *_scales), everything in
+ * modules_to_not_convert stays BF16. */
+static int parse_mxfp4(json_t *q, const char *file, nd_qcfg *c, nd_err *e) {
+    c->fmt = ND_CKPT_MXFP4;
+    return pat_list(get(q, "modules_to_not_convert"), 1, file, "quantization_config.modules_to_not_convert", &c->no_convert,
+                    &c->n_no_convert, e);
+}
+
+/* A modules_to_not_convert entry covers the module itself, a dotted prefix of it, or a glob of
+ * either ("model.layers.*.self_attn" covers model.layers.0.self_attn.q_proj). */
+static int no_convert(const nd_qcfg *q, const char *module) {
+    for (size_t i = 0; i < q->n_no_convert; i++) {
+        const char *p = q->no_convert[i].text;
+        size_t pl = strlen(p);
+        char g[600];
+        snprintf(g, sizeof g, "%s.*", p);
+        if (!strcmp(p, module) || (!strncmp(p, module, pl) && module[pl] == '.') || !fnmatch(p, module, 0) ||
+            !fnmatch(g, module, 0))
+            return 1;
+    }
+    return 0;
+}
+
 static int load_hf_quant(const char *dir, nd_qcfg *c, nd_err *e) {
     char path[4096];
     snprintf(path, sizeof path, "%s/hf_quant_config.json", dir);
@@ -328,8 +352,9 @@ int nd_qcfg_load(const char *dir, const nd_model_cfg *cfg, nd_qcfg *c, nd_err *e
         if (strcmp(meth, "compressed-tensors") == 0) rc = parse_ct(q, path, c, e);
         else if (strcmp(meth, "modelopt") == 0) rc = parse_modelopt(q, path, "quantization_config", c, e);
         else if (strcmp(meth, "fp8") == 0) { c->fmt = ND_CKPT_FP8; rc = parse_fp8(q, path, c, e); }
+        else if (strcmp(meth, "mxfp4") == 0) rc = parse_mxfp4(q, path, c, e);
         else rc = nd_fail(e, ND_EXIT_BADINPUT,
-                          "%s: quantization_config.quant_method \"%s\" is not supported (compressed-tensors, modelopt, fp8)",
+                          "%s: quantization_config.quant_method \"%s\" is not supported (compressed-tensors, modelopt, fp8, mxfp4)",
                           path, meth);
         if (rc) return rc;
     }
@@ -349,6 +374,8 @@ void nd_qcfg_free(nd_qcfg *c) {
     free(c->exclude);
     for (size_t i = 0; i < c->n_layers; i++) free(c->layers[i].pattern);
     free(c->layers);
+    for (size_t i = 0; i < c->n_no_convert; i++) pat_free(&c->no_convert[i]);
+    free(c->no_convert);
     memset(c, 0, sizeof *c);
 }
 
@@ -390,6 +417,7 @@ int nd_qcfg_ignored(const nd_qcfg *q, const char *module) {
     case ND_CKPT_COMPRESSED_TENSORS: return nd_qcfg_ct_group(q, module) == NULL;
     case ND_CKPT_MODELOPT: return mo_algo_of(q, module)[0] == 0;
     case ND_CKPT_FP8: return 0;
+    case ND_CKPT_MXFP4: return no_convert(q, module);
     case ND_CKPT_UNQUANTIZED: return 1;
     }
     return 1;
@@ -407,6 +435,7 @@ int nd_qcfg_act_quant(const nd_qcfg *q, const char *module, int *known) {
         if (!a[0]) { *known = 0; return 0; }
         return strcmp(a, "NVFP4") == 0 || strcmp(a, "NVFP4_AWQ") == 0 || strcmp(a, "NVFP4_SVD") == 0;
     }
+    if (q->fmt == ND_CKPT_MXFP4) return 0; /* gpt-oss: MXFP4 experts times BF16 activations */
     *known = 0;
     return 0;
 }

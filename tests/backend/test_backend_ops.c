@@ -7,7 +7,7 @@
  * Tolerances, and why:
  *  - bit-exact (NaN compared as "both NaN", since CUDA arithmetic returns the canonical NaN while
  *    x86 propagates the operand's payload and sign): dequant_nvfp4/mxfp4/fp8, to_f32, quant_nvfp4
- *    codes + scales + statistics, fake_quant_fp8, kv_fp8, swizzle/unswizzle, round_bf16, cast_f16_scale,
+ *    and quant_mxfp4 codes + scales + statistics, fake_quant_fp8, kv_fp8, swizzle/unswizzle, round_bf16, cast_f16_scale,
  *    add, gather, scatter_add (same order of FP32 additions), hc_post (same order, no FMA).
  *  - TOL_GEMM rel-L2 1e-5: FP32 sums of K products in another order (cuBLAS blocks/splits K, the
  *    CPU sums in increasing k); the typical error of either is ~eps*sqrt(K), 2e-6 at K = 1040.
@@ -338,6 +338,55 @@ static void case_quant_nvfp4(void) {
                       w, (long long)st[0].n_saturated, (long long)st[0].n_nonzero_blocks, (long long)st[0].n_zero_scale,
                       (long long)st[0].n_scale_448, (long long)st[0].n_nan_scale, (long long)st[1].n_saturated,
                       (long long)st[1].n_nonzero_blocks, (long long)st[1].n_zero_scale, (long long)st[1].n_scale_448,
+                      (long long)st[1].n_nan_scale);
+                BOTH(be) { free(codes[be]); free(sf[be]); }
+                free(x);
+            }
+}
+
+/* MXFP4 blocks of 32 under every block-scale rule: normal activations (with all-zero, x300 and
+ * x1e-4 blocks), tiny (subnormal amax), huge (amax past 2^127 * 6: the ceiling's infinite scale),
+ * values on the E2M1 midpoints (where RNE and ties-away differ), and NaN/Inf elements. */
+static float *mx_inputs(int64_t R, int64_t K, int kind) {
+    if (kind <= 1) return activations(R, K, kind == 1);
+    float *x = rnd_floats(R * K, 1.0f);
+    for (int64_t i = 0; i < R * K; i++) {
+        if (kind == 2) x[i] *= 1e-39f;
+        else if (kind == 3) x[i] *= 3e38f;
+        else x[i] = (rnd_int(2) ? 1.0f : -1.0f) * 0.25f * (float)rnd_int(33) * ldexpf(1.0f, rnd_int(9) - 4);
+    }
+    return x;
+}
+
+static void case_quant_mxfp4(void) {
+    static const int64_t shapes[][2] = {{1, 32}, {5, 96}, {33, 224}, {128, 1056}, {4, 7168}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int sem = 0; sem < ND_MXSEM_N; sem++)
+            for (int kind = 0; kind < 5; kind++) {
+                const int64_t R = shapes[s][0], K = shapes[s][1];
+                float *x = mx_inputs(R, K, kind);
+                uint8_t *codes[2], *sf[2];
+                nd_qstats st[2];
+                BOTH(be) {
+                    nd_err e = {0};
+                    void *dx = dev_put(be, x, R * K * 4), *dc = dev_poisoned(be, R * K / 2), *ds = dev_poisoned(be, R * K / 32);
+                    memset(&st[be], 0x11 * (be + 1), sizeof st[be]);
+                    op_rc(be, "quant_mxfp4", g_be[be]->quant_mxfp4(g_be[be], dx, sem, R, K, dc, ds, &st[be], &e), &e);
+                    codes[be] = dev_get(be, dc, R * K / 2);
+                    sf[be] = dev_get(be, ds, R * K / 32);
+                    dev_free(be, dx); dev_free(be, dc); dev_free(be, ds);
+                }
+                char w[128];
+                snprintf(w, sizeof w, "quant_mxfp4 sem=%d inputs=%d R=%lld K=%lld codes", sem, kind, (long long)R, (long long)K);
+                same_bytes(w, codes[0], codes[1], R * K / 2);
+                snprintf(w, sizeof w, "quant_mxfp4 sem=%d inputs=%d R=%lld K=%lld scales", sem, kind, (long long)R, (long long)K);
+                same_bytes(w, sf[0], sf[1], R * K / 32);
+                snprintf(w, sizeof w, "quant_mxfp4 sem=%d inputs=%d R=%lld K=%lld stats", sem, kind, (long long)R, (long long)K);
+                CHECK(memcmp(&st[0], &st[1], sizeof st[0]) == 0,
+                      "%s: cpu {n %lld blocks %lld sat %lld nz %lld nan %lld} cuda {n %lld blocks %lld sat %lld nz %lld nan %lld}",
+                      w, (long long)st[0].n_elems, (long long)st[0].n_blocks, (long long)st[0].n_saturated,
+                      (long long)st[0].n_nonzero_blocks, (long long)st[0].n_nan_scale, (long long)st[1].n_elems,
+                      (long long)st[1].n_blocks, (long long)st[1].n_saturated, (long long)st[1].n_nonzero_blocks,
                       (long long)st[1].n_nan_scale);
                 BOTH(be) { free(codes[be]); free(sf[be]); }
                 free(x);
@@ -1114,7 +1163,7 @@ static void case_attention_compressed(void) {
 typedef struct test_case { const char *name; void (*fn)(void); } test_case;
 static const test_case g_cases[] = {
     {"copy2d", case_copy2d}, {"dequant_nvfp4", case_dequant_nvfp4}, {"dequant_mxfp4", case_dequant_mxfp4}, {"dequant_fp8", case_dequant_fp8},
-    {"to_f32", case_to_f32}, {"quant_nvfp4", case_quant_nvfp4}, {"fake_quant_fp8", case_fake_quant_fp8},
+    {"to_f32", case_to_f32}, {"quant_nvfp4", case_quant_nvfp4}, {"quant_mxfp4", case_quant_mxfp4}, {"fake_quant_fp8", case_fake_quant_fp8},
     {"kv_fp8", case_kv_fp8},
     {"swizzle_sf+unswizzle_sf", case_swizzle}, {"gemm+gemm_grouped", case_gemm},
     {"round_bf16+cast_f16_scale+add+add_bias+swiglu+rmsnorm", case_elementwise}, {"rope", case_rope}, {"attention", case_attention},

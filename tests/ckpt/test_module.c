@@ -5,6 +5,7 @@
 #include "backend.h"
 #include "ckpt/ckpt.h"
 #include "ckpt_fixture.h"
+#include "numerics/nd_numerics.h"
 #include "nd_test.h"
 
 static const char *CT_Q =
@@ -306,15 +307,117 @@ static void mk_odd_k(fx *x) {
     fx_add(x, "m.weight_scale", ND_DT_F8_E4M3, 2, ss, fx_alloc(x, 4));
 }
 
+/* gpt-oss's fused MXFP4 experts (quant_method mxfp4) as per-expert views, and compressed-tensors'
+ * mxfp4-pack-quantized (weight_packed + U8 exponents). */
+static void mxfp4_layouts(const char *dir) {
+    fx_config(dir, "{\"quant_method\": \"mxfp4\", \"modules_to_not_convert\": [\"model.layers.*.self_attn\", "
+                   "\"model.layers.*.mlp.router\", \"model.embed_tokens\", \"lm_head\"]}");
+    fx x;
+    if (fx_begin(&x, dir, "model.safetensors")) return;
+    const int64_t E = 3, N = 8, K = 64, G = K / 32;
+    int64_t sb[4] = {E, N, G, 16}, ss[3] = {E, N, G}, sbias[2] = {E, N};
+    uint8_t *blocks = fx_alloc(&x, (size_t)(E * N * K / 2)), *scales = fx_alloc(&x, (size_t)(E * N * G));
+    uint16_t *bias = fx_alloc(&x, sizeof(uint16_t) * (size_t)(E * N));
+    for (int64_t i = 0; i < E * N * K / 2; i++) blocks[i] = (uint8_t)(i * 29 + 5);
+    for (int64_t i = 0; i < E * N * G; i++) scales[i] = (uint8_t)(120 + i % 11);
+    for (int64_t i = 0; i < E * N; i++) bias[i] = nd_bf16_from_f32(0.125f * (float)i);
+    fx_add(&x, "model.layers.0.mlp.experts.gate_up_proj_blocks", ND_DT_U8, 4, sb, blocks);
+    fx_add(&x, "model.layers.0.mlp.experts.gate_up_proj_scales", ND_DT_U8, 3, ss, scales);
+    fx_add(&x, "model.layers.0.mlp.experts.gate_up_proj_bias", ND_DT_BF16, 2, sbias, bias);
+    fx_dense(&x, "model.layers.0.self_attn.q_proj", 64, 64);
+    if (fx_end(&x)) return;
+    nd_ckpt *c = open_ok(dir);
+    if (!c) return;
+    CHECK(strcmp(nd_ckpt_format_str(c), "mxfp4") == 0, "%s", nd_ckpt_format_str(c));
+    CHECK_EQ_INT((int)nd_ckpt_count(c), 4); /* the stored tensors only, not the views */
+    int found = 0;
+    for (size_t i = 0; i < nd_ckpt_module_count(c); i++)
+        found += !strcmp(nd_ckpt_module_path(c, i), "model.layers.0.mlp.experts.2.gate_up_proj");
+    CHECK_EQ_INT(found, 1);
+    CHECK_EQ_INT(nd_ckpt_has_module(c, "model.layers.0.mlp.experts.1.gate_up_proj"), 1);
+    CHECK_EQ_INT(nd_ckpt_has_module(c, "model.layers.0.mlp.experts.3.gate_up_proj"), 0);
+    nd_module m;
+    nd_err e = {0};
+    CHECK(nd_ckpt_module(c, "model.layers.0.mlp.experts.1.gate_up_proj", &m, &e) == 0, "%s", e.msg);
+    CHECK_EQ_INT(m.wfmt, ND_WF_MXFP4);
+    CHECK_EQ_INT(m.out_features, N);
+    CHECK_EQ_INT(m.in_features, K);
+    CHECK_EQ_INT(m.act_quant, 0);
+    const uint8_t *wd = m.weight->data, *sd = m.weight_scale->data;
+    const uint8_t *b0 = nd_ckpt_find(c, "model.layers.0.mlp.experts.gate_up_proj_blocks")->data;
+    const uint8_t *s0 = nd_ckpt_find(c, "model.layers.0.mlp.experts.gate_up_proj_scales")->data;
+    CHECK(wd == b0 + 1 * N * K / 2 && sd == s0 + 1 * N * G, "expert 1's slices: weight at +%td, scales at +%td", wd - b0, sd - s0);
+    CHECK_EQ_INT(m.weight_scale->dtype, ND_DT_F8_E8M0);
+    CHECK(m.bias && m.bias->shape[0] == N && nd_tview_get_f32(m.bias, 2) == 0.125f * (float)(N + 2), "bias of expert 1: %g",
+          m.bias ? nd_tview_get_f32(m.bias, 2) : -1.0f);
+    /* decoded on the CPU backend: element j of row r = e2m1(nibble) * 2^(scale - 127) */
+    nd_backend *be = NULL;
+    if (nd_backend_cpu_create(&be, &e) == 0) {
+        float out[8 * 64];
+        CHECK(be->dequant_mxfp4(be, wd, sd, N, K, out, &e) == 0, "%s", e.msg);
+        int bad = 0;
+        for (int64_t r = 0; r < N; r++)
+            for (int64_t j = 0; j < K; j++) {
+                uint8_t byte = b0[(1 * N + r) * K / 2 + j / 2], code = (j & 1) ? byte >> 4 : byte & 15;
+                float want = nd_e2m1_to_f32(code) * ldexpf(1.0f, (int)s0[(1 * N + r) * G + j / 32] - 127);
+                bad += out[r * K + j] != want;
+            }
+        CHECK_EQ_INT(bad, 0);
+        be->destroy(be);
+    }
+    CHECK_EQ_INT(nd_ckpt_module_ignored(c, "model.layers.0.self_attn.q_proj"), 1);
+    CHECK_EQ_INT(nd_ckpt_module_ignored(c, "lm_head"), 1);
+    CHECK_EQ_INT(nd_ckpt_module_ignored(c, "model.layers.0.mlp.experts.1.gate_up_proj"), 0);
+    nd_ckpt_close(c);
+
+    /* scales that do not match the blocks, and blocks without scales: exit 2 naming the tensor */
+    for (int k = 0; k < 2; k++) {
+        if (fx_begin(&x, dir, "model.safetensors")) return;
+        uint8_t *bb = fx_alloc(&x, (size_t)(E * N * K / 2)), *sc = fx_alloc(&x, (size_t)(E * N * G));
+        int64_t bad_ss[3] = {E, N, G + 1};
+        fx_add(&x, "model.layers.0.mlp.experts.down_proj_blocks", ND_DT_U8, 4, sb, bb);
+        if (k == 0) fx_add(&x, "model.layers.0.mlp.experts.down_proj_scales", ND_DT_U8, 3, bad_ss, sc);
+        if (fx_end(&x)) return;
+        nd_ckpt *bc = NULL;
+        e.msg[0] = 0;
+        int rc = nd_ckpt_open(dir, &bc, &e);
+        CHECK(rc == ND_EXIT_BADINPUT && strstr(e.msg, k ? "missing tensor 'model.layers.0.mlp.experts.down_proj_scales'"
+                                                        : "'model.layers.0.mlp.experts.down_proj_scales'"),
+              "rc %d: %s", rc, e.msg);
+        nd_ckpt_close(bc);
+    }
+
+    /* compressed-tensors MXFP4 (W4A4 scheme MXFP4: 4-bit input activations per 32) */
+    fx_config(dir, "{\"quant_method\": \"compressed-tensors\", \"format\": \"mxfp4-pack-quantized\", \"config_groups\": {"
+                   "\"g\": {\"targets\": [\"Linear\"], \"weights\": {\"num_bits\": 4, \"type\": \"float\", \"strategy\": \"group\", "
+                   "\"group_size\": 32}, \"input_activations\": {\"num_bits\": 4, \"type\": \"float\", \"strategy\": \"group\", "
+                   "\"group_size\": 32, \"dynamic\": true}}}, \"ignore\": [\"lm_head\"]}");
+    if (fx_begin(&x, dir, "model.safetensors")) return;
+    int64_t sp[2] = {N, K / 2}, sc2[2] = {N, G};
+    uint8_t *pk = fx_alloc(&x, (size_t)(N * K / 2)), *ex = fx_alloc(&x, (size_t)(N * G));
+    memset(ex, 127, (size_t)(N * G));
+    fx_add(&x, "model.layers.0.mlp.down_proj.weight_packed", ND_DT_U8, 2, sp, pk);
+    fx_add(&x, "model.layers.0.mlp.down_proj.weight_scale", ND_DT_U8, 2, sc2, ex);
+    if (fx_end(&x)) return;
+    if (!(c = open_ok(dir))) return;
+    CHECK(nd_ckpt_module(c, "model.layers.0.mlp.down_proj", &m, &e) == 0, "%s", e.msg);
+    CHECK_EQ_INT(m.wfmt, ND_WF_MXFP4);
+    CHECK_EQ_INT(m.conv, ND_CONV_CT);
+    CHECK_EQ_INT(m.in_features, K);
+    CHECK_EQ_INT(m.act_quant, 1);
+    nd_ckpt_close(c);
+}
+
 int main(void) {
     char dir[256];
-    const char *tags[] = {"ct", "mo", "fp8", "shard", "bind"};
-    char dirs[5][256];
-    for (int i = 0; i < 5; i++) if (fx_tmpdir(dirs[i], sizeof dirs[i], tags[i])) return 1;
+    const char *tags[] = {"ct", "mo", "fp8", "shard", "bind", "mx"};
+    char dirs[6][256];
+    for (int i = 0; i < 6; i++) if (fx_tmpdir(dirs[i], sizeof dirs[i], tags[i])) return 1;
     ct(dirs[0]);
     modelopt(dirs[1]);
     deepseek_fp8(dirs[2]);
     sharded(dirs[3]);
+    mxfp4_layouts(dirs[5]);
     snprintf(dir, sizeof dir, "%s", dirs[4]);
     bind_error(dir, mk_scale_shape, "m.weight_scale", "do not match");
     bind_error(dir, mk_scale_dtype, "m.weight_scale", "wrong dtype");
@@ -325,6 +428,6 @@ int main(void) {
     bind_error(dir, mk_fp8_scale, "m.weight_scale_inv", "do not match");
     bind_error(dir, mk_mx_scale, "m.scale", "do not match");
     bind_error(dir, mk_odd_k, "m.weight_packed", "multiple of 16");
-    for (int i = 0; i < 5; i++) fx_rmrf(dirs[i]);
+    for (int i = 0; i < 6; i++) fx_rmrf(dirs[i]);
     return nd_test_report("test_module");
 }

@@ -451,6 +451,59 @@ static void test_dequant(void) {
     CHECK(be->to_f32(be, h, ND_DT_I8, 4, out, &e) == ND_EXIT_INTERNAL, "unsupported dtype rejected");
 }
 
+/* MXFP4 block-scale rules on blocks worked out by hand (docs/formats.md):
+ *  A = {7, 1.25, 0.25, 2.5, -5, 0.75, 0...}: OCP floor(log2 7) - 2 = 0 -> byte 127, 7 clips to 6,
+ *      RNE ties 1.25 -> 1, 0.25 -> 0, 2.5 -> 2, -5 -> -4, 0.75 -> 1; CEIL 7/6 -> 2 (byte 128):
+ *      3.5 -> 4, 0.625 -> 0.5, 0.125 -> 0, 1.25 -> 1, -2.5 -> -2, 0.375 -> 0.5; TRITON the same
+ *      scale with ties away (1.25 -> 1.5, -2.5 -> -3); CT rounds 7 (mantissa 1.75) up to 8: byte 128.
+ *  B = {6.5, 0.25, 0...}: mantissa 1.625 stays at 4 for OCP and CT (byte 127, 6.5 clips, 0.25 -> 0);
+ *      CEIL/TRITON 6.5/6 -> 2: 3.25 -> 3, 0.125 -> 0.
+ *  C = zeros: byte 0 (2^-127) and zero codes on every rule.  D = {NaN, 1, 0...}: byte 0xFF, NaN
+ *  -> code 7, the others 0 (x times the infinite scale's zero multiplier). */
+static void test_quant_mxfp4(void) {
+    float x[128];
+    memset(x, 0, sizeof x);
+    const float a[6] = {7.0f, 1.25f, 0.25f, 2.5f, -5.0f, 0.75f};
+    memcpy(x, a, sizeof a);
+    x[32] = 6.5f; x[33] = 0.25f;
+    x[96] = NAN; x[97] = 1.0f;
+    static const uint8_t want_sf[4][4] = {{127, 127, 0, 0xff}, {128, 128, 0, 0xff}, {128, 128, 0, 0xff}, {128, 127, 0, 0xff}};
+    static const uint8_t want_a[4][6] = {{7, 2, 0, 4, 14, 2}, {6, 1, 0, 2, 12, 1}, {6, 1, 0, 3, 13, 1}, {6, 1, 0, 2, 12, 1}};
+    static const uint8_t want_b[4][2] = {{7, 0}, {5, 0}, {5, 0}, {7, 0}};
+    static const int want_sat[4] = {2, 0, 0, 1}; /* CT's block A has scale 2: only B clips */
+    for (int sem = 0; sem < ND_MXSEM_N; sem++) {
+        uint8_t codes[64], sf[4];
+        nd_qstats st;
+        CHECK_EQ_INT(be->quant_mxfp4(be, x, sem, 1, 128, codes, sf, &st, &e), 0);
+        for (int b = 0; b < 4; b++) CHECK(sf[b] == want_sf[sem][b], "sem %d block %d: scale byte %d, want %d", sem, b, sf[b], want_sf[sem][b]);
+        for (int j = 0; j < 6; j++) CHECK(nd_nibble(codes, j) == want_a[sem][j], "sem %d A[%d] (%g): code %d, want %d", sem, j, a[j], nd_nibble(codes, j), want_a[sem][j]);
+        for (int j = 0; j < 2; j++) CHECK(nd_nibble(codes, 32 + j) == want_b[sem][j], "sem %d B[%d]: code %d, want %d", sem, j, nd_nibble(codes, 32 + j), want_b[sem][j]);
+        int bad = 0;
+        for (int j = 6; j < 128; j++) bad += j != 32 && j != 33 && j != 96 && nd_nibble(codes, j) != 0;
+        CHECK(bad == 0, "sem %d: %d codes of zeros / of the NaN block's finite element are not 0", sem, bad);
+        CHECK(nd_nibble(codes, 96) == 7, "sem %d: the NaN element's code is %d, want 7", sem, nd_nibble(codes, 96));
+        CHECK_EQ_INT((int)st.n_saturated, want_sat[sem]);
+        CHECK_EQ_INT((int)st.n_blocks, 4);
+        CHECK_EQ_INT((int)st.n_nonzero_blocks, 2);
+        CHECK_EQ_INT((int)st.n_nan_scale, 1);
+    }
+    /* the ends of the E8M0 range: FLT_MAX/6 is below 2^126 (3e38/6 rounds up to 2^126, byte 253),
+     * only an Inf amax gives 0xFF; a subnormal amax/6 goes up to 2^-126 (byte 1) */
+    CHECK_EQ_INT(nd_mxfp4_scale_byte(3.0e38f, ND_MXSEM_CEIL), 253);
+    CHECK_EQ_INT(nd_mxfp4_scale_byte(INFINITY, ND_MXSEM_CEIL), 0xff);
+    CHECK_EQ_INT(nd_mxfp4_scale_byte(INFINITY, ND_MXSEM_OCP), 0xff);
+    CHECK_EQ_INT(nd_mxfp4_scale_byte(1e-40f, ND_MXSEM_CEIL), 1);
+    CHECK_EQ_INT(nd_mxfp4_scale_byte(1e-40f, ND_MXSEM_OCP), 0);
+    CHECK_EQ_INT(nd_mxfp4_scale_byte(3.0e38f, ND_MXSEM_OCP), 252);
+    CHECK_EQ_INT(nd_e8m0_from_f32_ceil(1.0f), 127);
+    CHECK_EQ_INT(nd_e8m0_from_f32_ceil(1.0000001f), 128);
+    CHECK(nd_e8m0_inv(0) == ldexpf(1.0f, 127) && nd_e8m0_inv(254) == ldexpf(1.0f, -127) && nd_e8m0_inv(127) == 1.0f,
+          "nd_e8m0_inv: %g %g %g", nd_e8m0_inv(0), nd_e8m0_inv(254), nd_e8m0_inv(127));
+    uint8_t c[16], f[1];
+    CHECK(be->quant_mxfp4(be, x, 0, 1, 48, c, f, NULL, &e) == ND_EXIT_INTERNAL, "k = 48 accepted");
+    CHECK(be->quant_mxfp4(be, x, 9, 1, 32, c, f, NULL, &e) == ND_EXIT_INTERNAL, "semantics 9 accepted");
+}
+
 static void test_fake_quant_fp8(void) {
     const int64_t rows = 3, k = 100;   /* groups of 32: the last one is short */
     float *x = fvec(rows * k, -5, 5), *o = fvec(rows * k, 0, 0);
@@ -568,6 +621,7 @@ int main(void) {
     test_swiglu();
     test_gemm();
     test_dequant();
+    test_quant_mxfp4();
     test_fake_quant_fp8();
     test_gather_scatter();
     test_compare();
