@@ -26,6 +26,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "tokens.h"
+#include "prompt.h"
 #include "pipeline/pipeline.h"
 #include "util/progress.h"
 
@@ -39,7 +40,8 @@ static const char *usage_text =
     "\n"
     "  --recipe NAME|FILE, --tokens 1,2,3, --tokens-file FILE, --layers A-B|N|all,\n"
     "  --backend auto|cpu|cuda, --device N, --stack NAME, --override NAME=VALUE (repeatable),\n"
-    "  --reference-checkpoint DIR, --max-memory SIZE    as for trace\n"
+    "  --reference-checkpoint DIR, --max-memory SIZE, --prompt TEXT, --prompt-file FILE,\n"
+    "  --chat                                           as for trace\n"
     "  --min-cosine X    the symptom: final chained cosine below X (default: halfway between the\n"
     "                    full NVFP4 run's and the clean chain's, every stage at its NVFP4 floor)\n"
     "  --off floor|reference  how the stages outside a probed set run: NVFP4 the healthy way\n"
@@ -122,10 +124,14 @@ int nd_cmd_bisect(int argc, char **argv) {
     int64_t *tokens = NULL, ntok = 0;
     int json = 0, rc = 0;
     unsigned char *keep = NULL;
+    nd_prompt prompt = {0};
     if (!ovr) return ND_EXIT_INTERNAL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define NEED() do { if (!v) { rc = nd_cli_usage_error("bisect", "%s needs a value", a); goto out; } i++; } while (0)
+        int pr = nd_prompt_option(&prompt, a, v);
+        if (pr < 0) { rc = nd_cli_usage_error("bisect", "%s needs a value", a); goto out; }
+        if (pr) { i += pr - 1; continue; }
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage_text, stdout); goto out; }
         else if (!strcmp(a, "--recipe")) { NEED(); b.o.recipe = v; }
         else if (!strcmp(a, "--tokens")) { NEED(); free(tokens); tokens = NULL; if (nd_tokens_parse(v, "--tokens", &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
@@ -156,6 +162,8 @@ int nd_cmd_bisect(int argc, char **argv) {
 #undef NEED
     }
     if (!b.o.ckpt_dir) { fputs(usage_text, stderr); rc = nd_cli_usage_error("bisect", "no checkpoint given"); goto out; }
+    if (prompt.chat && !nd_prompt_given(&prompt)) { rc = nd_cli_usage_error("bisect", "--chat needs --prompt or --prompt-file"); goto out; }
+    if (nd_prompt_given(&prompt) && nd_prompt_tokens(&prompt, b.o.ckpt_dir, tokens != NULL, &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; }
     b.o.tokens = tokens;
     b.o.ntok = ntok;
     b.o.overrides = ovr;
@@ -288,5 +296,6 @@ out:
     free(b.off);
     free(tokens);
     free(ovr);
+    nd_prompt_free(&prompt);
     return rc;
 }

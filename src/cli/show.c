@@ -91,6 +91,8 @@ static int print_json(const nd_trace *t, const char *path, const char *stage) {
     json_t *tok = json_array();
     for (int64_t i = 0; i < t->ntokens; i++) json_array_append_new(tok, json_integer(t->tokens[i]));
     json_object_set_new(root, "tokens", tok);
+    json_object_set_new(root, "prompt", t->prompt ? json_string(t->prompt) : json_null());
+    json_object_set_new(root, "prompt_chat", t->prompt_chat[0] ? json_string(t->prompt_chat) : json_null());
     const nd_trace_summary *s = &t->summary;
     const struct { const char *k, *v; } ss[] = {
         {"status", s->status}, {"first_divergence", s->first_divergence}, {"first_divergence_mode", s->first_divergence_mode},
@@ -152,6 +154,16 @@ int nd_cmd_show(int argc, char **argv) {
                  path, t->checkpoint, t->recipe, t->checkpoint_format, t->stack, t->backend, t->device, (long long)t->ntokens,
                  t->has_summary ? t->summary.status : "no summary");
         nd_term_wrap(stdout, nd_term_safe(line, nm, sizeof nm), 2, 0, width);
+        if (t->prompt) {   /* the text the tokens came from (its first 300 bytes, control characters escaped) */
+            char head[320], safe[4 * sizeof head];
+            size_t n = strlen(t->prompt);
+            size_t cut = n > 300 ? 300 : n;
+            while (cut < n && cut && ((unsigned char)t->prompt[cut] & 0xC0) == 0x80) cut--;   /* whole characters */
+            snprintf(head, sizeof head, "%.*s", (int)cut, t->prompt);
+            snprintf(line, sizeof line, "prompt%s%s%s: %s%s", t->prompt_chat[0] ? " (chat " : "", t->prompt_chat,
+                     t->prompt_chat[0] ? ")" : "", nd_term_safe(head, safe, sizeof safe), n > 300 ? " ..." : "");
+            nd_term_wrap(stdout, line, 2, 0, width);
+        }
         int64_t first = -1;
         for (int64_t i = 0; t->has_summary && i < t->nrows; i++)
             if (!strcmp(t->rows[i].name, t->summary.first_divergence) && !strcmp(t->rows[i].mode, t->summary.first_divergence_mode)) { first = i; break; }

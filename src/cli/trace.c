@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "tokens.h"
+#include "prompt.h"
 #include "pipeline/pipeline.h"
 #include "diagnose/diagnose.h"
 #include "diagnose/catalogue.h"
@@ -27,6 +28,10 @@ static const char *usage_text =
     "  --recipe NAME|FILE        model recipe (default: from config.json model_type)\n"
     "  --tokens 1,2,3            token ids (default: 16 built-in ids modulo the vocabulary)\n"
     "  --tokens-file FILE        token ids, one per line or comma separated\n"
+    "  --prompt TEXT             the prompt as text, tokenized with the checkpoint's tokenizer.json\n"
+    "  --prompt-file FILE        the prompt from a UTF-8 text file, likewise\n"
+    "  --chat                    apply the checkpoint's chat template (one user turn and the\n"
+    "                            generation prompt) before tokenizing --prompt/--prompt-file\n"
     "  --max-memory SIZE         activations the run may hold (8G, 512M; default half the machine's\n"
     "                            memory); a prompt that needs more is refused up front (exit 2)\n"
     "  --layers 0-3|N|all        layers to replay (earlier layers run on the reference path only)\n"
@@ -277,11 +282,15 @@ int nd_cmd_trace(int argc, char **argv) {
     int table = 0;
     nd_err e = {0};
     if (!ovr) return ND_EXIT_INTERNAL;
+    nd_prompt prompt = {0};
     for (int i = 1; i < argc && !rc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define NEED() do { if (!v) { rc = nd_cli_usage_error("trace", "%s needs a value", a); goto out; } i++; } while (0)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage_text, stdout); goto out; }
+        int pr = nd_prompt_option(&prompt, a, v);
+        if (pr < 0) { rc = nd_cli_usage_error("trace", "%s needs a value", a); goto out; }
+        if (pr) { i += pr - 1; continue; }
         else if (!strcmp(a, "--recipe")) { NEED(); o.recipe = v; }
         else if (!strcmp(a, "--tokens")) { NEED(); free(tokens); if (nd_tokens_parse(v, "--tokens", &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
         else if (!strcmp(a, "--max-memory")) { NEED(); if (nd_parse_size(v, &o.max_memory)) { rc = nd_cli_usage_error("trace", "--max-memory %s: expected a size such as 8G, 512M or 1.5G (at least 1M)", v); goto out; } }
@@ -341,6 +350,12 @@ int nd_cmd_trace(int argc, char **argv) {
     o.ntok = ntok;
     o.overrides = ovr;
     nd_trace_result res;
+    if (prompt.chat && !nd_prompt_given(&prompt)) { rc = nd_cli_usage_error("trace", "--chat needs --prompt or --prompt-file"); goto out; }
+    if (nd_prompt_given(&prompt)) {
+        if (nd_prompt_tokens(&prompt, o.ckpt_dir, tokens != NULL, &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; }
+        o.prompt_text = nd_prompt_text(&prompt);
+        o.prompt_chat = prompt.chat_name;
+    }
     o.defer_finish = 1;
     rc = nd_pipeline_trace(&o, &res, &e);
     /* the diagnosis above the pipeline: replay the diverged stage under candidate repairs */
@@ -409,3 +424,4 @@ out:
     free(ovr);
     return rc;
 }
+    nd_prompt_free(&prompt);

@@ -127,6 +127,9 @@ typedef struct nd_trace_opts {
     /* single-stage replay (diagnosis, issue 13): run only the stage that produces the row named
      * only_row, in isolated mode, on the same reference inputs as a full run (everything before
      * it runs on the reference path, unreported); stop after it. info (may be NULL) is filled for
+    /* --prompt/--prompt-file (issue 22): the text the tokens came from and the chat format applied
+     * (NULL: ids given as ids; no chat), recorded in the trace */
+    const char *prompt_text, *prompt_chat;
      * a linear row. */
     const char *only_row;
     nd_stage_info *stage_info;

@@ -420,12 +420,14 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     }
     if (!rc && o->out_path) {
         nd_trace_meta meta = {ND_VERSION, o->ckpt_dir, nd_ckpt_format_str(r.ck), r.rc->name, r.stack.name,
-                              r.be->name, r.be->device, modes_str(r.modes), NULL, nd_run_ref_numerics_name(&r)};
+                              r.be->name, r.be->device, modes_str(r.modes), NULL, nd_run_ref_numerics_name(&r), NULL, NULL};
         char ovr[2048] = "";
         size_t len = 0;
         for (int i = 0; i < o->n_overrides; i++)
             len += (size_t)snprintf(ovr + len, len < sizeof ovr ? sizeof ovr - len : 0, "%s%s", i ? ";" : "", o->overrides[i]);
         meta.overrides = ovr;
+        meta.prompt = o->prompt_text;
+        meta.prompt_chat = o->prompt_chat;
         rc = nd_trace_create(o->out_path, &meta, r.tokens, r.t, &r.tw, e);
     }
     struct timespec t0, t1;

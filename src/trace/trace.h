@@ -45,6 +45,8 @@ typedef struct nd_trace_meta {
         *device, *modes;
     const char *overrides;   /* the run's --override arguments, ';'-separated ("" when none) */
     const char *ref_numerics;/* reference-path numerics ("fp32", "transformers"); NULL: "fp32" */
+    const char *prompt;      /* --prompt text the tokens came from (NULL: ids given as ids): /prompt */
+    const char *prompt_chat; /* the chat format applied to it (NULL: none): attribute prompt_chat */
 } nd_trace_meta;
 
 typedef struct nd_trace_summary {
@@ -81,6 +83,8 @@ typedef struct nd_trace {
     char schema[64], tool_version[32], checkpoint[512], checkpoint_format[32], recipe[64], stack[64],
         backend[32], device[128], modes[32], created_utc[32];
     char overrides[2048];    /* optional attribute (older traces: empty) */
+    char *prompt;            /* /prompt, the text the tokens came from (NULL: none) */
+    char prompt_chat[32];    /* the chat format applied to it ("" none) */
     int64_t ntokens;
     int64_t *tokens;
     int64_t nrows;

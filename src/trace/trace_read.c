@@ -268,6 +268,31 @@ static int read_summary(hid_t f, nd_trace *t, const char *path, nd_err *e) {
     return rc;
 }
 
+/* /prompt (optional: traces from token ids, and older traces, have none) */
+#define MAX_PROMPT_BYTES (16ull << 20)
+static int read_prompt(hid_t f, nd_trace *t, const char *path, nd_err *e) {
+    htri_t ex = H5Lexists(f, "prompt", H5P_DEFAULT);
+    if (ex < 0) return ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "corrupt root group");
+    if (!ex) return 0;
+    ND_TRY(nd_h5_no_external_data(f, "prompt", path, e));
+    hid_t d = H5Dopen2(f, "prompt", H5P_DEFAULT), ft = -1, s = -1, mt = -1;
+    int rc = 0;
+    size_t size = 0;
+    if (d < 0 || (ft = H5Dget_type(d)) < 0 || (s = H5Dget_space(d)) < 0) rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot open /prompt");
+    else if (H5Tget_class(ft) != H5T_STRING || H5Tis_variable_str(ft) > 0 || H5Sget_simple_extent_type(s) != H5S_SCALAR ||
+             (size = H5Tget_size(ft)) == 0 || size > MAX_PROMPT_BYTES + 1 || !nd_h5_backed(d, 1, size))
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: /prompt is not a scalar fixed-length string of a plausible size", path);
+    else if (!(t->prompt = calloc(1, size + 1))) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    else if ((mt = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(mt, size) < 0 || H5Tset_cset(mt, H5Tget_cset(ft)) < 0 || H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, t->prompt) < 0)
+        rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot read /prompt");
+    nd_h5_close(mt); nd_h5_close(s); nd_h5_close(ft); nd_h5_close(d);
+    if (!rc) {
+        rc = nd_h5_get_str_attr(f, "prompt_chat", t->prompt_chat, sizeof t->prompt_chat, path, e);
+        if (rc == 1) { t->prompt_chat[0] = 0; rc = 0; }
+    }
+    return rc;
+}
+
 int nd_trace_read(const char *path, nd_trace **out, nd_err *e) {
     *out = NULL;
     nd_h5_quiet();
@@ -277,6 +302,7 @@ int nd_trace_read(const char *path, nd_trace **out, nd_err *e) {
     int rc = t ? 0 : nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", path);
     if (!rc) rc = read_root(f, t, path, e);
     if (!rc) rc = read_tokens(f, t, path, e);
+    if (!rc) rc = read_prompt(f, t, path, e);
     if (!rc) rc = read_stages(f, t, path, e);
     if (!rc) rc = read_summary(f, t, path, e);
     /* A writer killed between extending /stages and its flush can leave a zero-filled last row;
@@ -300,6 +326,7 @@ int nd_trace_read(const char *path, nd_trace **out, nd_err *e) {
 void nd_trace_free(nd_trace *t) {
     if (!t) return;
     free(t->tokens);
+    free(t->prompt);
     free(t->rows);
     free(t);
 }

@@ -76,6 +76,21 @@ static int write_tokens(hid_t f, const int64_t *tokens, int64_t ntok, const char
     return rc;
 }
 
+/* /prompt: the text as one scalar UTF-8 string, and the chat format as a root attribute */
+static int write_prompt(hid_t f, const nd_trace_meta *m, const char *path, nd_err *e) {
+    if (!m->prompt) return 0;
+    hid_t ty = H5Tcopy(H5T_C_S1), s = H5Screate(H5S_SCALAR), d = -1;
+    int rc = 0;
+    if (ty < 0 || s < 0 || H5Tset_size(ty, strlen(m->prompt) + 1) < 0 || H5Tset_cset(ty, H5T_CSET_UTF8) < 0 ||
+        (d = H5Dcreate2(f, "prompt", ty, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0)
+        rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot create /prompt");
+    else if (H5Dwrite(d, ty, H5S_ALL, H5S_ALL, H5P_DEFAULT, m->prompt) < 0)
+        rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot write /prompt");
+    nd_h5_close(d); nd_h5_close(s); nd_h5_close(ty);
+    if (!rc) rc = nd_h5_put_str_attr(f, "prompt_chat", m->prompt_chat ? m->prompt_chat : "", 0, path, e);
+    return rc;
+}
+
 static int create_stages(nd_trace_w *w, nd_err *e) {
     hsize_t zero = 0, unlim = H5S_UNLIMITED, chunk = STAGE_CHUNK_ROWS;
     hid_t ft = -1, s = -1, dcpl = -1;
@@ -159,7 +174,7 @@ int nd_trace_create(const char *path, const nd_trace_meta *meta, const int64_t *
         rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot create the trace file");
         goto fail;
     }
-    if ((rc = write_root_attrs(w->f, meta, path, e)) || (rc = write_tokens(w->f, tokens, ntok, path, e)) ||
+    if ((rc = write_root_attrs(w->f, meta, path, e)) || (rc = write_tokens(w->f, tokens, ntok, path, e)) || (rc = write_prompt(w->f, meta, path, e)) ||
         (rc = create_stages(w, e)) || (rc = create_summary(w, e)))
         goto fail;
     if ((w->gcpl = dense_gcpl()) < 0 ||
