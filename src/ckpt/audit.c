@@ -363,6 +363,38 @@ static int check_health(const nd_module *m, nd_findings *f) {
     return 0;
 }
 
+/* Block scales stored padded like a kernel's buffer (module.c nd_sf_padded_shape): a loader that
+ * expects [N, K/16] refuses the shape or, handed the bytes, reads row r from r * K/16 where it
+ * begins at r * S (C37's stride contract between writer and reader). */
+static int check_layout(const nd_module *m, nd_findings *f) {
+    if (m->wfmt != ND_WF_NVFP4 || !m->weight_scale) return 0;
+    const nd_tview *s = m->weight_scale;
+    const int64_t n = m->out_features, nb = m->in_features / ND_NVFP4_BLOCK;
+    if (!nd_sf_padded_shape(s, n, nb)) return 0;
+    const int64_t S = s->shape[1], R = s->shape[0];
+    char rows[96] = "";
+    if (R > n) snprintf(rows, sizeof rows, ", %lld padding rows (a multiple of 128)", (long long)(R - n));
+    if (S > nb)
+        ND_TRY(nd_findings_add(f, ND_BREAKS_ALL, "scale_layout_mismatch", m->path, s->name,
+                               "block scales stored as [%lld, %lld] for a [%lld, %lld] weight: rows of %lld bytes where "
+                               "K/16 = %lld (padded)%s; a loader that expects [%lld, %lld] refuses the shape "
+                               "(vLLM: size mismatch) or, handed the bytes, reads row r from byte r * %lld where it begins "
+                               "at r * %lld: every row after the first is shifted (read with the row stride %lld: "
+                               "--override %s.scale_layout=3)",
+                               (long long)R, (long long)S, (long long)n, (long long)m->in_features, (long long)S, (long long)nb,
+                               rows, (long long)n, (long long)nb, (long long)nb, (long long)S, (long long)S,
+                               m->path));
+    else
+        ND_TRY(nd_findings_add(f, ND_BREAKS_ALL, "scale_layout_mismatch", m->path, s->name,
+                               "block scales stored as [%lld, %lld] for a [%lld, %lld] weight%s; a loader that expects "
+                               "[%lld, %lld] refuses the shape (vLLM: size mismatch); read as bytes the first %lld rows are "
+                               "right",
+                               (long long)R, (long long)S, (long long)n, (long long)m->in_features, rows, (long long)n,
+                               (long long)nb, (long long)n));
+    if (S > nb && n > 1) nd_findings_set_coord(f, 1, 0);
+    return 0;
+}
+
 static int check_outlier(const nd_ckpt *c, const nd_module *m, nd_findings *f) {
     if (m->wfmt != ND_WF_NVFP4 || !isfinite(m->weight_global_div) || m->weight_global_div <= 0) return 0;
     float med = sibling_median_div(c, m);
@@ -399,7 +431,7 @@ int nd_ckpt_audit(const nd_ckpt *c, nd_findings *f, nd_err *e) {
         nd_module m;
         if ((rc = nd_ckpt_module(c, nd_ckpt_module_path(c, i), &m, e))) break;
         if (check_config(c, &m, (const char *const *)norm, quant, n, seen, &nseen, f) || check_scales(c, &m, f) ||
-            check_health(&m, f) || check_outlier(c, &m, f))
+            check_health(&m, f) || check_outlier(c, &m, f) || check_layout(&m, f))
             rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
         if (m.weight_scale) nd_ckpt_release(c, m.weight_scale);
     }

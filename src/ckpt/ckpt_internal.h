@@ -108,6 +108,10 @@ void nd_ckpt_virt_free(nd_ckpt *c);
 const nd_tview *nd_ckpt_virt_find(const nd_ckpt *c, const char *name);
 int nd_ckpt_virt_has_prefix(const nd_ckpt *c, const char *prefix);
 
+/* module.c: 1 when NVFP4 block scales s are not [n, nb] but padded like a kernel's buffer: rows n
+ * or round_up(n, 128), columns round_up(nb, 2^j) for j <= 7 (scale_layout_mismatch). */
+int nd_sf_padded_shape(const nd_tview *s, int64_t n, int64_t nb);
+
 /* Compare strings with digit runs compared as numbers ("layers.2" < "layers.10"). */
 int nd_natural_cmp(const char *a, const char *b);
 

@@ -11,6 +11,9 @@
  *   P.weight E4M3 + P.weight_scale F32 | P.weight_scale_inv F32 | P.scale E8M0 -> FP8
  *   P.weight BF16/F16/F32 [N, K]                                        -> dense
  * A missing weight or block scale, and scales of the wrong dtype or shape, are bad input. A
+ * block-scale tensor padded like a kernel's buffer ([N or round_up(N, 128), round_up(K/16, 2^j)],
+ * j <= 7) binds: its bytes are read as the [N, K/16] a loader expects (the audit names it
+ * scale_layout_mismatch; the repair reads rows of its own length). A
  * missing global or input scale is not: its normalised value is NaN, and inspect reports it.
  * Global scales with one value per fused shard ([s]) set n_shards; the normalised value is the
  * largest divisor over the shards (a NaN in any shard gives NaN), the raw tensor keeps them all.
@@ -86,6 +89,14 @@ static float normalise(const nd_tview *t, int invert) {
     return best;
 }
 
+int nd_sf_padded_shape(const nd_tview *s, int64_t n, int64_t nb) {
+    if (!s || s->ndim != 2 || s->shape[0] < n || s->shape[0] > (n + 127) / 128 * 128 || s->shape[1] < nb) return 0;
+    if (s->shape[0] == n && s->shape[1] == nb) return 0;
+    for (int64_t mult = 1; mult <= 128; mult *= 2)
+        if (s->shape[1] == (nb + mult - 1) / mult * mult) return 1;
+    return 0;
+}
+
 static int bind_nvfp4(const bind *b, nd_module *m, const nd_tview *w, int modelopt) {
     const nd_tview *s = tens(b, "weight_scale");
     if (w->dtype != ND_DT_U8 || w->ndim != 2) return bad(b, w, "not packed FP4 codes", "U8 [N, K/2]");
@@ -94,7 +105,7 @@ static int bind_nvfp4(const bind *b, nd_module *m, const nd_tview *w, int modelo
     if (!s) return missing(b, "weight_scale", "NVFP4 block scales");
     if (s->dtype != ND_DT_F8_E4M3) return bad(b, s, "wrong dtype for NVFP4 block scales", "F8_E4M3 [N, K/16]");
     if (m->in_features % ND_NVFP4_BLOCK) return bad(b, w, "K is not a multiple of 16", "U8 [N, K/2] with K % 16 == 0");
-    if (!is2d(s, m->out_features, m->in_features / ND_NVFP4_BLOCK)) {
+    if (!is2d(s, m->out_features, m->in_features / ND_NVFP4_BLOCK) && !nd_sf_padded_shape(s, m->out_features, m->in_features / ND_NVFP4_BLOCK)) {
         char exp[96];
         snprintf(exp, sizeof exp, "F8_E4M3 [%lld, %lld] for packed weight [%lld, %lld]", (long long)m->out_features,
                  (long long)(m->in_features / 16), (long long)w->shape[0], (long long)w->shape[1]);

@@ -5,19 +5,22 @@
 static const nd_cause CAUSES[] = {
     {"scale_inverted",
      "the activation quantizer multiplier is the reciprocal of the right one: an input scale stored or applied in the "
-     "other convention (ModelOpt's amax/2688 where compressed-tensors' 2688/amax is meant, or the reverse)",
+     "other convention (ModelOpt's amax/2688 where compressed-tensors' 2688/amax is meant, or the reverse) (field "
+     "report C25: modular/modular #6600; and the seed report)",
      "replaying the stage with the reciprocal of the input scale brings its SQNR back to the NVFP4 floor",
      "input_scale_reciprocal: the module's input scale replaced by its reciprocal",
      "fix the exporter or the loader that wrote/read this input scale; the --override shown applies the fix to the "
      "whole run"},
     {"scale_saturation",
-     "the activation quantizer multiplier is too large: block scales clip at 448 and codes clip at +-6",
+     "the activation quantizer multiplier is too large: block scales clip at 448 and codes clip at +-6 (field report "
+     "C28)",
      "replaying the stage with the input scale divided by a power of two brings its SQNR back to the floor",
      "input_scale_pow2: the input scale multiplied by 2^k, k < 0",
      "recalibrate the input scale (or check for a factor applied twice); the --override shown tests it on the whole run"},
     {"scale_underflow",
      "the activation quantizer multiplier is too small: block scales flush to zero or lose precision as subnormals; "
-     "or the weight's own block scales are E4M3 subnormals (< 2^-6) although its global scale is finite",
+     "or the weight's own block scales are E4M3 subnormals (< 2^-6) although its global scale is finite (field "
+     "reports C09, C17, C19, C21)",
      "replaying the stage with the input scale multiplied by a power of two brings its SQNR back to the floor; for "
      "the weight, a static fact: more than 1/8 of its non-zero block scales are subnormal (inspect reports the share "
      "and the first block's coordinates), and with --reference-checkpoint the stage diverges from the original",
@@ -28,7 +31,8 @@ static const nd_cause CAUSES[] = {
     {"quant_config_mismatch",
      "the quantization config and the tensors disagree: a linear the config ignores holds quantized tensors, a "
      "linear it quantizes is stored unquantized, or a group's bits / type / group size / strategy or the format "
-     "string contradict the NVFP4 tensors (field reports A17, A28; research/field-bug-reports.md section 3)",
+     "string contradict the NVFP4 tensors (field reports C11, C12, C13, C14, A17, A28; research/field-bug-reports.md "
+     "section 3)",
      "a static fact (inspect): the module and the disagreeing fields; a loader that follows the config builds "
      "another scheme for the module (vLLM: unexpected key, shape mismatch or 'weights were not initialized')",
      "",
@@ -36,7 +40,7 @@ static const nd_cause CAUSES[] = {
     {"scale_not_loaded",
      "a scale tensor is stored under a name the format's loader does not read (the other format's input_scale / "
      "input_global_scale, weight_scale_2 / weight_global_scale), or a routed expert lacks the scale its siblings "
-     "have: the parameter keeps its initial value (vLLM: torch.empty; the replay: NaN) (field reports C05, A4, A5)",
+     "have: the parameter keeps its initial value (vLLM: torch.empty; the replay: NaN) (field reports C05, C18 (a), A4, A5)",
      "replaying the stage with the orphan tensor's value loaded under the name the loader reads (or, for an "
      "expert, its siblings' value) brings it back to the floor; inspect names the orphan statically",
      "load_orphan_scale: model.<module>.<name the loader reads>=<orphan value>; input_scale_from_sibling: the "
@@ -53,22 +57,25 @@ static const nd_cause CAUSES[] = {
      "",
      "re-export with the role in the ignore list (router gates: re:.*mlp.gate$, lm_head, embed_tokens)"},
     {"nonfinite_scale",
-     "a global scale, quantizer multiplier or alpha is NaN, Inf or zero (a missing, unloaded or zeroed scale)",
+     "a global scale, quantizer multiplier or alpha is NaN, Inf or zero (a missing, unloaded or zeroed scale) (field "
+     "reports C07, C08, C09, A31)",
      "a static fact on its own; where a calibrated value can be computed, replaying the stage with it restores it",
      "input_scale_calibrated: the input scale set to 2688/amax of this prompt's input",
      "re-export the scale; the --override shown sets a calibrated value for the whole run"},
     {"nan_weight_scale",
-     "the weight has NaN/Inf e4m3 block scales",
+     "the weight has NaN/Inf e4m3 block scales (field report C10)",
      "a static fact on its own; replaying with each NaN block scale replaced by its row neighbour restores the stage",
      "block_scale_fix: NaN block scales replaced by their nearest finite neighbour",
      "re-quantize the weight (its block scales are corrupt)"},
     {"weight_packing",
-     "the packed FP4 codes are stored in the other nibble order (or layout) than the kernel reads",
+     "the packed FP4 codes are stored in the other nibble order (or layout) than the kernel reads (field reports "
+     "C38, A19, A20, A21)",
      "with --reference-checkpoint, replaying the stage with every byte's nibbles swapped brings it back to the floor",
      "nibble_swap: every packed byte read with its two 4-bit codes swapped",
      "fix the packing in the exporter (low nibble = even element)"},
     {"fused_scale_mismatch",
-     "fused shards carry different global scales but the serving stack's fused GEMM uses one value for all of them",
+     "fused shards carry different global scales but the serving stack's fused GEMM uses one value for all of them "
+     "(field reports C01, C02, C03, A1)",
      "replaying the stage with each shard's own scales (instead of the stack's max/min/first rule), or the reverse, "
      "brings it back to the floor",
      "fused_rule: the fused-shard rule of the stack replaced by own / max / min / first; weight_scale_fit: with "
@@ -77,7 +84,8 @@ static const nd_cause CAUSES[] = {
      "global scale"},
     {"weight_global_mismatch",
      "the weight's global scale does not match the one its block scales were made with: the weight decodes too "
-     "large or too small by one factor",
+     "large or too small by one factor (no field report of its own: the single-module form of the global/block-scale "
+     "contract of C01-C03)",
      "with --reference-checkpoint, replaying the stage with the divisor that best fits the stored codes and block "
      "scales to the original weight brings it back to the floor",
      "weight_scale_fit: the weight global scale set to the least-squares fit against the original",
@@ -85,7 +93,7 @@ static const nd_cause CAUSES[] = {
      "made with"},
     {"gate_up_order",
      "the serving stack reads the fused gate/up projection in the other order (W31 where the checkpoint is W13, or "
-     "the reverse): SwiGLU computes act(up) * gate instead of act(gate) * up",
+     "the reverse): SwiGLU computes act(up) * gate instead of act(gate) * up (field reports C04, C05 (3c))",
      "replaying the MLP block (or the routed experts) with gate and up in the other order makes it healthy again "
      "(the cosine and magnitude of a clean NVFP4 block); every projection's own row is clean either way",
      "gate_up_swap: <stage>.gate_up_swap toggled (0: act(gate)*up, 1: act(up)*gate)",
@@ -93,23 +101,26 @@ static const nd_cause CAUSES[] = {
      "--override shown applies the other order to the stage"},
     {"moe_output_scale",
      "the routed experts' output is scaled by routed_scaling_factor twice (or never) instead of once: the "
-     "combine is off by exactly that factor",
+     "combine is off by exactly that factor (field reports C16, A2, A3)",
      "replaying the routed experts with the factor applied once brings their output back to the reference "
      "magnitude (a clean NVFP4 block)",
      "routed_scaling_once: <stage>.routed_scaling=1 (the stack applied it 0 or 2 times)",
      "apply routed_scaling_factor in one place only (top-k weights or the final sum: sglang PR #31762); the "
      "--override shown runs the stage with it applied once"},
     {"fp16_overflow",
-     "the GEMM casts its FP32 accumulator to FP16 before applying alpha (the global scales): sums past 65504 "
-     "become Inf although the scaled output is small",
-     "replaying the stage with alpha applied before the output cast (no FP16 step) removes the Inf and brings "
+     "an FP16 step overflows at 65504 where BF16 would not: the GEMM casts its FP32 accumulator to FP16 before "
+     "applying alpha (the global scales), so sums past 65504 become Inf although the scaled output is small (field "
+     "report C18); or the stack writes the output itself as FP16 (dtype=float16 serving) and a module with massive "
+     "activations passes 65504 (vllm #14126, #17154, #16579)",
+     "replaying the stage without the FP16 step (alpha in FP32, output kept in BF16) removes the Inf and brings "
      "it back to the floor",
-     "epilogue_fp32: <stage>.epilogue_fp16=0 (scale first, then cast)",
+     "epilogue_fp32: <stage>.epilogue_fp16=0 (scale first, no FP16 cast)",
      "serve with dtype=bfloat16 or a kernel that scales before casting (vLLM PR #37135 / #33972 for Marlin "
      "NVFP4); the --override shown runs the stage without the FP16 step"},
     {"kv_scale_ignored",
      "the checkpoint's FP8 KV-cache scales (k_scale / v_scale) are not used as they must be: dropped (the cache "
-     "runs with 1.0), applied when K/V are written but not when attention reads them back, or applied twice",
+     "runs with 1.0), applied when K/V are written but not when attention reads them back, or applied twice (field "
+     "reports C39, A6, A7)",
      "replaying the KV-cache stage with the scales applied once on write and once on read brings it back to the "
      "floor of a healthy FP8 cache (each tensor with its own calibrated scale)",
      "kv_scales_apply: <stage>.kv_scales=1 (x / s written, x s read)",
@@ -119,7 +130,7 @@ static const nd_cause CAUSES[] = {
     {"scale_pow2_rounding",
      "the weight's block scales are rounded up to powers of two (UE8M0 ceiling) without re-quantizing the codes "
      "they were made with: each block decodes too large by a factor in [1, 2) (DeepGEMM's UE8M0 scale format on "
-     "Blackwell: field reports C29, C30, C31)",
+     "Blackwell: field reports C29, C30, C31, C32)",
      "replaying the stage with the scales read as stored (stack behaviour), or, with --reference-checkpoint and "
      "stored scales that are all powers of two, with the scales refitted to the original weight (codes kept), "
      "brings it back to the floor",
@@ -128,18 +139,20 @@ static const nd_cause CAUSES[] = {
      "requant_weight_ue8m0); re-export a checkpoint whose scales were rounded"},
     {"scale_layout_mismatch",
      "the block scales are read in another layout than they are stored in: the 128x4 swizzled layout of the "
-     "CUTLASS / FlashInfer kernels where they are linear (or the reverse), or transposed (field reports C20, C24, "
-     "C25, C37)",
+     "CUTLASS / FlashInfer kernels where they are linear (or the reverse), transposed, or with another row stride "
+     "(rows padded to a multiple, as a kernel's buffer, read as dense, or dense rows read with the padded stride) "
+     "(field reports C20, C24, C25, C37, A15)",
      "replaying the stage with the scales read in the layout they are stored in (linear for a stack behaviour; "
-     "with --reference-checkpoint, un-swizzled or un-transposed for the checkpoint) brings it back to the floor",
-     "block_scale_linear: <stage>.block_scale_layout=0; scale_layout: model.<module>.scale_layout=1 (swizzled_128x4) "
-     "or 2 (transposed)",
+     "with --reference-checkpoint, un-swizzled, un-transposed or in rows of the stored length for the checkpoint) "
+     "brings it back to the floor; inspect names a padded scale tensor statically",
+     "block_scale_linear: <stage>.block_scale_layout=0; scale_layout: model.<module>.scale_layout=1 (swizzled_128x4), "
+     "2 (transposed) or 3 (rows of the stored tensor's length)",
      "swizzle the scales exactly once between the checkpoint and the kernel (the loader's swizzle_blockscale step); "
      "re-export a checkpoint that stored them swizzled or transposed"},
     {"scale_encoding_mismatch",
      "the block-scale bytes are decoded with another encoding than they were written in: E4M3 bytes read as E8M0 "
      "exponents or as integers (a U8-typed tensor converted numerically), E8M0 bytes read as E4M3 (field reports "
-     "C26, C27)",
+     "C26, C27, A18)",
      "replaying the stage with the bytes decoded as E4M3 (stack behaviour), or, with --reference-checkpoint, as "
      "E8M0 (a checkpoint whose scales are E8M0 exponents) brings it back to the floor",
      "block_scale_e4m3: <stage>.block_scale_encoding=0; scale_encoding: model.<module>.scale_encoding=1 (e8m0)",
@@ -148,7 +161,7 @@ static const nd_cause CAUSES[] = {
     {"padding_scale_contamination",
      "a tensor-parallel rank's K shard is not a multiple of the kernel's tile and its padding is left "
      "uninitialised: the padded columns' codes, scales and activations are read into real outputs (field reports "
-     "C22, C23; vLLM PR #30260, PR #38148)",
+     "C22, C23, A8, A9, A10, A33; vLLM PR #30260, PR #38148)",
      "replaying the stage with the padding zeroed brings it back to the floor; inspect --tp names the splits "
      "that leave a remainder",
      "zero_padding: <stage>.pad_garbage=0",
@@ -164,22 +177,23 @@ static const nd_cause CAUSES[] = {
      "keep the router's correction bias (and its gate) in FP32 in the loader (sglang PR #31213, vllm PR #23640); "
      "the --override shown runs the stage with it"},
     {"routing_divergence",
-     "the production path routes tokens to other experts than the reference",
+     "the production path routes tokens to other experts than the reference (field reports C34, C35)",
      "the router row's top-k agreement below 0.5 on the chained path",
      "",
      "look at the first diverged stage before the router: routing follows its error"},
     {"nan_input",
-     "NaN/Inf arrives from an earlier stage",
+     "NaN/Inf arrives from an earlier stage (the first-NaN locator of field reports C05, C18, C22)",
      "the stage's input already holds NaN/Inf on that path",
      "",
      "look at the stage where NaN/Inf appears first"},
     {"accumulated_error",
-     "the error exceeds what NVFP4 quantization of this stage explains, and no single repair restores it",
+     "the error exceeds what NVFP4 quantization of this stage explains, and no single repair restores it (field "
+     "report C40's layer-44 MoE before its cause was known)",
      "every candidate repair was replayed and none brought the stage back to its floor (the tries are listed)",
      "",
      "compare with --reference-checkpoint, try another --stack, or bisect the stage's operands"},
     {"unknown",
-     "the output is broken (NaN, Inf or empty) and no candidate repair restores it",
+     "the output is broken (NaN, Inf or empty) and no candidate repair restores it (field reports C36, A22, A27)",
      "every candidate repair was replayed and none restored the stage",
      "",
      "make a repro bundle (nvfp4dbg repro) and look at the stage's tensors"},

@@ -102,8 +102,11 @@ int nd_repairs_for(const nd_row *row, const nd_stage_info *in, nd_repair *out, i
      * a known behaviour of the stack that ran, and halving a scale can also hide a marginal overflow */
     if (in->epilogue_fp16 && (r = add(out, &n, cap, "epilogue_fp32", "fp16_overflow"))) {
         snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.epilogue_fp16=0", row->name);
-        snprintf(r->what, sizeof r->what, "alpha %.6g applied to the FP32 accumulator of %s before its output cast, not after an FP16 cast",
-                 in->alpha, row->name);
+        if (in->epilogue_fp16 == 2)
+            snprintf(r->what, sizeof r->what, "the output of %s kept in BF16 instead of written as FP16 (max 65504)", row->name);
+        else
+            snprintf(r->what, sizeof r->what, "alpha %.6g applied to the FP32 accumulator of %s before its output cast, not after an FP16 cast",
+                     in->alpha, row->name);
     }
     /* the stage's kernel read the block scales another way than they are stored (stack behaviours,
      * scale_repr.h): the checkpoint's own reading, one behaviour at a time */
@@ -222,9 +225,13 @@ int nd_repairs_for(const nd_row *row, const nd_stage_info *in, nd_repair *out, i
      * format's (stored swizzled or transposed; E8M0 or integer bytes where E4M3 is read) */
     for (int l = ND_SF_SWIZZLED; in->has_original && l < ND_SF_NLAYOUTS; l++) {
         if (l == ND_SF_SWIZZLED && !in->sf_swizzle_fits) continue;
+        if (l == ND_SF_PADDED && !in->sf_padded) continue; /* rows of the stored tensor's length */
         if (!(r = add(out, &n, cap, "scale_layout", "scale_layout_mismatch"))) break;
         snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.scale_layout=%d", in->module, l);
-        snprintf(r->what, sizeof r->what, "block scales of %s read as stored in the %s layout", in->module, nd_sf_layout_name(l));
+        if (l == ND_SF_PADDED)
+            snprintf(r->what, sizeof r->what, "block scales of %s read in rows of %d bytes, as stored", in->module, in->sf_padded);
+        else
+            snprintf(r->what, sizeof r->what, "block scales of %s read as stored in the %s layout", in->module, nd_sf_layout_name(l));
     }
     if (in->has_original && (r = add(out, &n, cap, "scale_encoding", "scale_encoding_mismatch"))) {
         snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.scale_encoding=%d", in->module, ND_SF_E8M0);

@@ -99,7 +99,7 @@ static void stage_info(const nd_run *r, const nd_lin *l, nd_stage_info *in) {
     in->w_div = l->pp.w_div;
     in->alpha = l->pp.alpha;
     in->routed_scaling = -1;
-    in->epilogue_fp16 = l->prod_kind == LIN_NVFP4_W4A4 && l->epilogue_fp16;
+    in->epilogue_fp16 = l->prod_kind == LIN_NVFP4_W4A4 ? l->epilogue_fp16 : 0; /* 1 before alpha, 2 output */
     if (l->prod_kind == LIN_NVFP4_W4A4) {
         const nd_sf_read *rd = &l->sf_read;
         in->sf_pow2 = rd->pow2;
@@ -116,6 +116,8 @@ static void stage_info(const nd_run *r, const nd_lin *l, nd_stage_info *in) {
         nd_sf_pow2_share(l->m.weight_scale->data, (int64_t)l->m.weight_scale->nbytes, &nz, &p2);
         in->sf_all_pow2 = nz >= 16 && p2 == nz;
         in->sf_swizzle_fits = l->m.out_features % 128 == 0 && cols % 4 == 0;
+        if (l->m.weight_scale->ndim == 2 && l->m.weight_scale->shape[1] > l->m.in_features / 16)
+            in->sf_padded = (int)l->m.weight_scale->shape[1];
     }
 }
 
@@ -156,7 +158,7 @@ int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char
     }
 
     nd_stack_params(&r->stack, &l->m, l->fused, l->n_fused, stage_name, &l->pp);
-    l->epilogue_fp16 = l->prod_kind == LIN_NVFP4_W4A4 && nd_stack_epilogue_fp16(&r->stack, stage_name);
+    l->epilogue_fp16 = l->prod_kind == LIN_NVFP4_W4A4 ? nd_stack_epilogue_fp16(&r->stack, stage_name) : 0;
     nd_stack_sf_read(&r->stack, stage_name, &l->sf_read);
     if (l->sf_read.baked) l->sf_read.baked_div = l->pp.w_div;
     /* a kernel that reads the block scales another way (stack.h nd_sf_read) gets its own operand */
@@ -285,9 +287,13 @@ int nd_lin_prod(nd_run *r, nd_lin *l, const nd_buf *x, double x_ref_amax, nd_buf
         memset(&qs, 0, sizeof qs);
         rc = xq ? quant_dequant(r, x, l->pp.mult, r->stack.quant_sem, xq, &qs, e) : e->code;
         /* an FP16 epilogue (stack knob epilogue: fp16) casts the FP32 accumulator to FP16 before
-         * alpha, as vLLM's Marlin NVFP4 kernel did: past 65504 it is Inf whatever alpha brings */
-        if (!rc) rc = gemm(r, l, xq, l->w_prod, (*y)->p, x->rows, l->epilogue_fp16 ? 1.0f : l->pp.alpha, 1, e);
-        if (!rc && l->epilogue_fp16) rc = r->be->cast_f16_scale(r->be, (*y)->p, (*y)->n, l->pp.alpha, e);
+         * alpha, as vLLM's Marlin NVFP4 kernel did: past 65504 it is Inf whatever alpha brings;
+         * epilogue: fp16_output applies alpha first and writes FP16 (dtype=float16 serving): Inf
+         * only where the output itself passes 65504 */
+        const int pre_alpha = l->epilogue_fp16 == 1;
+        if (!rc) rc = gemm(r, l, xq, l->w_prod, (*y)->p, x->rows, pre_alpha ? 1.0f : l->pp.alpha, 1, e);
+        if (!rc && l->epilogue_fp16)
+            rc = r->be->cast_f16_scale(r->be, (*y)->p, (*y)->n, pre_alpha ? l->pp.alpha : 1.0f, e);
         if (xq) r->be->release(r->be, xq);
         fig->sat_frac = qs.n_elems ? (double)qs.n_saturated / (double)qs.n_elems : NAN;
         fig->zero_block_frac = qs.n_nonzero_blocks ? (double)qs.n_zero_scale / (double)qs.n_nonzero_blocks : 0.0;

@@ -52,7 +52,8 @@ typedef struct nd_stage_info {
     int gate_up_swap;               /* composite: SwiGLU ran with gate and up swapped (stack.h) */
     int routed_scaling;             /* routed experts: times the combine applied routed_scaling_factor; -1 n/a */
     double routed_scaling_factor;   /* the router's factor (0: unknown) */
-    int epilogue_fp16;              /* linear: the accumulator was cast to FP16 before alpha */
+    int epilogue_fp16;              /* linear: the accumulator was cast to FP16 before alpha (1), or the
+                                     * output written as FP16 after it (2) */
     int kv_cache;                   /* 1: a KV-cache row (op kv_cache under an FP8 cache); module = the
                                      * attention module, only the kv_ fields below apply */
     int kv_scales;                  /* nd_kv_use (stack.h) the production path applied */
@@ -83,6 +84,8 @@ typedef struct nd_stage_info {
     int tp, tp_pad;                 /* ranks, and the padded columns per rank it read as garbage (0: none) */
     int sf_all_pow2;                /* every finite nonzero stored block scale is a power of two (>= 16) */
     int sf_swizzle_fits;            /* the scale matrix is whole 128x4 tiles (a swizzled copy is as large) */
+    int sf_padded;                  /* the stored scale tensor's row length when it is longer than K/16
+                                     * (padded rows), else 0 */
     int has_original;               /* an NVFP4 weight and --reference-checkpoint given (checkpoint-side
                                      * block-scale repairs apply) */
     double weight_div_fit;          /* --reference-checkpoint: the weight divisor g that makes the stored

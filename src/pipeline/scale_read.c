@@ -12,6 +12,11 @@
 #include "repair_bytes.h"
 #include "ckpt/tp_split.h"
 
+int64_t nd_sf_stored_stride(const nd_tview *sf, int64_t nb) {
+    if (sf && sf->ndim == 2 && sf->shape[1] > nb) return sf->shape[1];
+    return nd_sf_padded_stride(nb, 4);
+}
+
 int nd_scale_read_needed(const nd_module_repair *fix, const nd_sf_read *rd) {
     return fix->scale_layout != ND_SF_LINEAR || fix->scale_encoding != ND_SF_E4M3 || fix->block_scale_refit ||
            (rd && !nd_sf_read_plain(rd));
@@ -55,8 +60,12 @@ int nd_scale_read_decode(nd_run *r, const nd_module *m, const nd_module_repair *
         if (swap_nibbles) nd_swap_nibbles(m->weight->data, packed, m->weight->nbytes);
         else memcpy(packed, m->weight->data, m->weight->nbytes);
         memcpy(sf, m->weight_scale->data, sf_n);
-        /* the checkpoint's bytes, re-read as the module repairs say: their layout, then NaN fix */
-        nd_sf_read_as(fix->scale_layout, sf, (int64_t)sf_n, n, nb, lin);
+        /* the checkpoint's bytes, re-read as the module repairs say: their layout (padded: rows of
+         * the stored tensor's own length), then NaN fix */
+        if (fix->scale_layout == ND_SF_PADDED)
+            nd_sf_read_strided(sf, (int64_t)sf_n, n, nb, nd_sf_stored_stride(m->weight_scale, nb), lin);
+        else
+            nd_sf_read_as(fix->scale_layout, sf, (int64_t)sf_n, n, nb, lin);
         if (fix->block_scale_fix && nd_fix_nan_block_scales(lin, n, nb) < 0) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
     }
     int enc = fix->scale_encoding;

@@ -6,6 +6,10 @@
 #define ND_SCALE_READ_H
 #include "run.h"
 
+/* The row length of m's stored block-scale tensor sf for nb scales per row: its second dimension
+ * when it is padded past nb (a [N(+pad), S > nb] tensor, scale_layout_mismatch's padded rows),
+ * else round_up(nb, 4) (the padded_128x4 layout). */
+int64_t nd_sf_stored_stride(const nd_tview *sf, int64_t nb);
 /* 1 when fix or rd (may be NULL) changes how the block scales are read. */
 int nd_scale_read_needed(const nd_module_repair *fix, const nd_sf_read *rd);
 /* Decode m's weight [N, K] once per divisor div[0..nout) into out[i] (backend FP32 buffers): the

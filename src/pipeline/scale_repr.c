@@ -4,7 +4,7 @@
 #include <string.h>
 #include "numerics/nd_numerics.h"
 
-static const char *const LAYOUTS[ND_SF_NLAYOUTS] = {"linear", "swizzled_128x4", "transposed"};
+static const char *const LAYOUTS[ND_SF_NLAYOUTS] = {"linear", "swizzled_128x4", "transposed", "padded_128x4"};
 static const char *const ENCODINGS[ND_SF_NENCODINGS] = {"e4m3", "e8m0", "u8"};
 
 const char *nd_sf_layout_name(int l) { return l >= 0 && l < ND_SF_NLAYOUTS ? LAYOUTS[l] : "?"; }
@@ -22,8 +22,12 @@ int nd_sf_encoding_parse(const char *name) {
     return -1;
 }
 
+int64_t nd_sf_padded_stride(int64_t cols, int64_t multiple) {
+    return multiple > 1 ? (cols + multiple - 1) / multiple * multiple : cols;
+}
+
 int64_t nd_sf_layout_bytes(int layout, int64_t rows, int64_t cols) {
-    if (layout == ND_SF_SWIZZLED) return ((rows + 127) / 128) * 128 * ((cols + 3) / 4) * 4;
+    if (layout == ND_SF_SWIZZLED || layout == ND_SF_PADDED) return ((rows + 127) / 128) * 128 * nd_sf_padded_stride(cols, 4);
     return rows * cols;
 }
 
@@ -31,6 +35,7 @@ int64_t nd_sf_layout_offset(int layout, int64_t rows, int64_t cols, int64_t r, i
     switch (layout) {
     case ND_SF_SWIZZLED: return nd_sf_swizzle_offset(r, c, (cols + 3) / 4);
     case ND_SF_TRANSPOSED: return c * rows + r;
+    case ND_SF_PADDED: return r * nd_sf_padded_stride(cols, 4) + c;
     default: return r * cols + c;
     }
 }
@@ -50,6 +55,22 @@ void nd_sf_store_as(int layout, const uint8_t *lin, int64_t rows, int64_t cols, 
     memset(buf, 0, (size_t)nd_sf_layout_bytes(layout, rows, cols));
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < cols; c++) buf[nd_sf_layout_offset(layout, rows, cols, r, c)] = lin[r * cols + c];
+}
+
+int64_t nd_sf_read_strided(const uint8_t *buf, int64_t buf_n, int64_t rows, int64_t cols, int64_t stride, uint8_t *lin) {
+    int64_t past = 0;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            int64_t o = r * stride + c;
+            if (o < buf_n) lin[r * cols + c] = buf[o];
+            else { lin[r * cols + c] = 0; past++; }
+        }
+    return past;
+}
+
+void nd_sf_store_strided(const uint8_t *lin, int64_t rows, int64_t cols, int64_t stride, uint8_t *buf) {
+    memset(buf, 0, (size_t)(rows * stride));
+    for (int64_t r = 0; r < rows; r++) memcpy(buf + r * stride, lin + r * cols, (size_t)cols);
 }
 
 float nd_e8m0_biased(uint8_t b, int bias) {

@@ -9,6 +9,9 @@
  *   swizzled_128x4  CUTLASS / FlashInfer / cuBLASLt block-scale layout: rows padded to 128, cols to
  *                   4, tiles [32, 4, 4] (nd_sf_swizzle_offset, research/nvfp4-spec.md)
  *   transposed      c * rows + r (the [cols, rows] matrix row-major)
+ *   padded_128x4    r * round_up(cols, 4) + c: rows padded to 128 and columns to 4 like the
+ *                   swizzled layout, but in linear order (a row stride of round_up(K/16, 4): the
+ *                   buffer of a kernel that pads without swizzling; field report C37's stride)
  * Encodings (the value a scale byte b stands for):
  *   e4m3  NVFP4's FP8 E4M3 scale
  *   e8m0  2^(b - bias) (MXFP's UE8M0; bias 127 in OCP MX), 0xFF NaN
@@ -20,12 +23,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum nd_sf_layout { ND_SF_LINEAR = 0, ND_SF_SWIZZLED = 1, ND_SF_TRANSPOSED = 2, ND_SF_NLAYOUTS } nd_sf_layout;
+typedef enum nd_sf_layout { ND_SF_LINEAR = 0, ND_SF_SWIZZLED = 1, ND_SF_TRANSPOSED = 2, ND_SF_PADDED = 3, ND_SF_NLAYOUTS } nd_sf_layout;
 typedef enum nd_sf_encoding { ND_SF_E4M3 = 0, ND_SF_E8M0 = 1, ND_SF_U8 = 2, ND_SF_NENCODINGS } nd_sf_encoding;
 
 #define ND_E8M0_BIAS 127
 
-/* "linear", "swizzled_128x4", "transposed" / "e4m3", "e8m0", "u8" ("?" out of range) */
+/* "linear", "swizzled_128x4", "transposed", "padded_128x4" / "e4m3", "e8m0", "u8" ("?" out of range) */
 const char *nd_sf_layout_name(int layout);
 const char *nd_sf_encoding_name(int encoding);
 /* The index of a name in those lists, or -1. */
@@ -43,6 +46,13 @@ int64_t nd_sf_read_as(int layout, const uint8_t *buf, int64_t buf_n, int64_t row
 /* Store the linear matrix in `layout`: buf (nd_sf_layout_bytes long) gets zero padding and
  * buf[offset(r, c)] = lin[r * cols + c]. nd_sf_read_as of the result gives lin back. */
 void nd_sf_store_as(int layout, const uint8_t *lin, int64_t rows, int64_t cols, uint8_t *buf);
+/* Rows of `stride` bytes (stride >= cols; the padded layouts' row length): read the [rows, cols]
+ * matrix from a buffer of buf_n bytes whose row r starts at r * stride (past buf_n reads 0;
+ * returns how many were past), and store it so (buf rows * stride bytes, zero padding). */
+int64_t nd_sf_read_strided(const uint8_t *buf, int64_t buf_n, int64_t rows, int64_t cols, int64_t stride, uint8_t *lin);
+void nd_sf_store_strided(const uint8_t *lin, int64_t rows, int64_t cols, int64_t stride, uint8_t *buf);
+/* The row stride of the padded layouts: round_up(cols, multiple). */
+int64_t nd_sf_padded_stride(int64_t cols, int64_t multiple);
 
 /* The value of scale byte b in `encoding` (e8m0 with ND_E8M0_BIAS). */
 float nd_sf_decode(uint8_t b, int encoding);

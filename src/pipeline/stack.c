@@ -33,11 +33,11 @@ typedef struct stack_key {
 static const char *const RULES[] = {"own", "max", "min", "first"};        /* nd_fused_rule order */
 static const char *const QUANT[] = {"kernel", "compressed-tensors"};    /* ND_QSEM_KERNEL, ND_QSEM_CT */
 static const char *const GATE_UP[] = {"w13", "w31"}, *const TIMES[] = {"never", "once", "twice"};
-static const char *const EPI[] = {"bf16", "fp16"}, *const KVC[] = {"bf16", "fp8"};
+static const char *const EPI[] = {"bf16", "fp16", "fp16_output"}, *const KVC[] = {"bf16", "fp8"};
 static const char *const KVS[ND_KV_NUSES] = {"ignore", "apply", "twice", "write_only"};
 static const char *const ROUNDING[] = {"none", "ue8m0_ceil", "ue8m0_requant"}, *const PADS[] = {"zero", "garbage"};
 static const char *const GLOBAL[] = {"apart", "baked"}, *const RBIAS[] = {"fp32", "bf16"};
-static const char *const LAYOUT[] = {"linear", "swizzled_128x4", "transposed"};  /* nd_sf_layout order */
+static const char *const LAYOUT[] = {"linear", "swizzled_128x4", "transposed", "padded_128x4"};  /* nd_sf_layout order */
 static const char *const ENCODING[] = {"e4m3", "e8m0", "u8"};                    /* nd_sf_encoding order */
 static const stack_key KEYS[] = {
     {"stack", SK_TEXT, F(name), sizeof ((nd_stack *)0)->name, NULL, 0, 0, 0, 0},
@@ -48,7 +48,7 @@ static const stack_key KEYS[] = {
     {"quantizer", SK_ENUM, F(quant_sem), 0, QUANT, 2, 0, 0, 0},
     {"gate_up_order", SK_ENUM, F(gate_up_w31), 0, GATE_UP, 2, 0, 0, 0},
     {"routed_scaling", SK_ENUM, F(routed_scaling), 0, TIMES, 3, 0, 0, 0},
-    {"epilogue", SK_ENUM, F(epilogue_fp16), 0, EPI, 2, 0, 0, 0},
+    {"epilogue", SK_ENUM, F(epilogue_fp16), 0, EPI, 3, 0, 0, 0},
     {"kv_cache", SK_ENUM, F(kv_cache_fp8), 0, KVC, 2, 0, 0, 0},
     {"kv_scales", SK_ENUM, F(kv_scales), 0, KVS, ND_KV_NUSES, 0, 0, 0},
     {"block_scale_rounding", SK_ENUM, F(block_scale_pow2), 0, ROUNDING, 3, 0, 0, 0},
@@ -140,11 +140,11 @@ int nd_stack_add_override(nd_stack *s, const char *arg, nd_err *e) {
     if (n >= sizeof s->ov[0].name) return nd_fail(e, ND_EXIT_BADINPUT, "--override: name too long");
     /* the runtime-behaviour switches take a count or a flag, nothing else */
     static const struct { const char *suffix; int min, max; const char *takes; } sw[] = {
-        {".gate_up_swap", 0, 1, "0 or 1"}, {".routed_scaling", 0, 2, "0, 1 or 2 (times applied)"}, {".epilogue_fp16", 0, 1, "0 or 1"},
+        {".gate_up_swap", 0, 1, "0 or 1"}, {".routed_scaling", 0, 2, "0, 1 or 2 (times applied)"}, {".epilogue_fp16", 0, 2, "0 (bf16), 1 (fp16: cast before alpha) or 2 (fp16_output)"},
         {".kv_cache_fp8", 0, 1, "0 or 1"}, {".kv_scales", 0, 3, "0 (ignore), 1 (apply), 2 (twice) or 3 (write_only)"},
-        {".block_scale_pow2", 0, 2, "0 (none), 1 (ue8m0_ceil) or 2 (ue8m0_requant)"}, {".block_scale_layout", 0, 2, "0 (linear), 1 (swizzled_128x4) or 2 (transposed)"},
+        {".block_scale_pow2", 0, 2, "0 (none), 1 (ue8m0_ceil) or 2 (ue8m0_requant)"}, {".block_scale_layout", 0, 3, "0 (linear), 1 (swizzled_128x4), 2 (transposed) or 3 (padded_128x4)"},
         {".block_scale_encoding", 0, 2, "0 (e4m3), 1 (e8m0) or 2 (u8)"}, {".tp", 1, 4096, "an integer from 1 to 4096"},
-        {".pad_garbage", 0, 1, "0 or 1"}, {".scale_layout", 0, 2, "0 (linear), 1 (swizzled_128x4) or 2 (transposed)"},
+        {".pad_garbage", 0, 1, "0 or 1"}, {".scale_layout", 0, 3, "0 (linear), 1 (swizzled_128x4), 2 (transposed) or 3 (padded: rows of the stored tensor's length)"},
         {".scale_encoding", 0, 2, "0 (e4m3), 1 (e8m0) or 2 (u8)"}, {".block_scale_refit", 0, 1, "0 or 1"},
         {".global_scale_baked", 0, 1, "0 or 1"}, {".router_bias_bf16", 0, 1, "0 or 1"}};
     for (size_t i = 0; i < sizeof sw / sizeof sw[0]; i++) {
@@ -230,7 +230,7 @@ int nd_stack_routed_scaling(nd_stack *s, const char *stage) {
 
 int nd_stack_epilogue_fp16(nd_stack *s, const char *stage) {
     nd_override *o = find_ov(s, stage, "epilogue_fp16");
-    return o ? o->value != 0 : s->epilogue_fp16;
+    return o ? (int)o->value : s->epilogue_fp16;
 }
 
 int nd_stack_router_bias_bf16(nd_stack *s, const char *stage) {

@@ -51,7 +51,9 @@ typedef struct nd_stack {
     int routed_scaling;             /* times the routed experts' combine applies the router's
                                      * routed_scaling_factor: 1 once (right), 2 twice, 0 never */
     int epilogue_fp16;              /* 1: the NVFP4 GEMM casts its FP32 accumulator to FP16 before
-                                     * alpha (epilogue: fp16), Inf past 65504 */
+                                     * alpha (epilogue: fp16), Inf past 65504; 2: alpha first, the
+                                     * output written as FP16 (epilogue: fp16_output, dtype=float16
+                                     * serving): Inf where the output itself passes 65504 */
     int kv_cache_fp8;               /* 1: K and V (or MLA's latent) go through an FP8 E4M3 cache with
                                      * per-tensor scales (kv_cache: fp8); 0: BF16 cache (default) */
     int kv_scales;                  /* nd_kv_use: what the FP8 cache does with the checkpoint's scales */
@@ -92,7 +94,8 @@ void nd_stack_params(nd_stack *s, const nd_module *m, const nd_module *fused, in
  * linear's stage): the profile's value unless the stage's override says otherwise:
  *   <stage>.gate_up_swap=0|1     SwiGLU with gate and up swapped (1) or in order (0)
  *   <stage>.routed_scaling=0|1|2 times the combine applies routed_scaling_factor
- *   <stage>.epilogue_fp16=0|1    the NVFP4 GEMM accumulator cast to FP16 before alpha
+ *   <stage>.epilogue_fp16=0|1|2  the NVFP4 GEMM accumulator cast to FP16 before alpha (1), or
+ *                                its output cast to FP16 after alpha (2)
  * nd_stack_add_override refuses other values of these names (exit 2). */
 int nd_stack_gate_up_swap(nd_stack *s, const char *stage);
 int nd_stack_routed_scaling(nd_stack *s, const char *stage);
@@ -113,7 +116,8 @@ double nd_stack_scalar(nd_stack *s, const char *tensor, double dflt);
  *   model.<module>.nibble_swap=1      read every packed byte with its two nibbles swapped
  *   model.<module>.block_scale_fix=1  NaN/Inf e4m3 block scales replaced by their row neighbour
  * Both apply to every decode of the module (reference and production). */
-/*   model.<module>.scale_layout=L     block scales stored in layout L (scale_repr.h), read back linear
+/*   model.<module>.scale_layout=L     block scales stored in layout L (scale_repr.h), read back linear;
+ *                                     3 (padded): rows of the stored tensor's own length
  *   model.<module>.scale_encoding=E   block-scale bytes stored in encoding E, decoded with it
  *   model.<module>.block_scale_refit=1  block scales refitted to the original weight (needs
  *                                       --reference-checkpoint; powers of two read unrounded) */
@@ -125,7 +129,7 @@ void nd_stack_module_repair(nd_stack *s, const nd_module *m, nd_module_repair *o
 /* How the production GEMM of the stage named `stage` reads its weight's block scales: the
  * profile's keys unless the stage's override says otherwise:
  *   <stage>.block_scale_pow2=0|1        rounded up to powers of two (UE8M0 ceil)
- *   <stage>.block_scale_layout=0|1|2    read as linear, swizzled_128x4 or transposed
+ *   <stage>.block_scale_layout=0|1|2|3  read as linear, swizzled_128x4, transposed or padded_128x4
  *   <stage>.block_scale_encoding=0|1|2  decoded as e4m3, e8m0 or u8
  *   <stage>.tp=N, <stage>.pad_garbage=0|1  ranks, and the padding of a row-parallel K shard */
 /* baked: the stack folds the weight's global divisor into the E4M3 block scales (each re-rounded

@@ -16,6 +16,12 @@
  *  weight-global-scale-mul=F  the weight global divisor times F (CT weight_global_scale * F; ModelOpt
  *                         weight_scale_2 / F), codes and block scales re-quantized with it
  *                         (synth_static.c: sy_requant_global); F < 1 pushes block scales into subnormals
+ *  weight-mul=F           the decoded weight times F through its global scale alone (CT
+ *                         weight_global_scale / F; ModelOpt weight_scale_2 * F; codes and block
+ *                         scales kept): the module's output is F times larger, a model with massive
+ *                         activations (fp16_overflow under an FP16 stack, clean under BF16)
+ *  scale-pow2, scale-swizzled, scale-transposed, scale-encoding=E, scale-row-stride=M
+ *                         the block scales' representation (synth_scales.h)
  *  config-ignore, dequantize, scale-renamed, weight-scale-renamed, scale-missing-expert, quantize
  *                         config, names and precision of a module: --from only (synth_static.h) */
 #include <math.h>
@@ -52,6 +58,8 @@ static const struct { const char *name; int needs_value; } KINDS[SY_F_COUNT] = {
     [SY_F_SCALE_TRANSPOSED] = {"scale-transposed", 0},
     [SY_F_SCALE_ENCODING] = {"scale-encoding", 2}, /* a word: e8m0, u8 */
     [SY_F_ROUTER_BIAS_OFFSET] = {"router-bias-offset", 1},
+    [SY_F_SCALE_ROW_STRIDE] = {"scale-row-stride", 1},
+    [SY_F_WEIGHT_MUL] = {"weight-mul", 1},
 };
 
 const char *sy_fault_name(sy_fault_kind k) { return k < SY_F_COUNT ? KINDS[k].name : "?"; }
@@ -73,7 +81,7 @@ int sy_fault_parse_spec(const char *spec, sy_fault *f, const char **module, nd_e
     for (k = 0; k < SY_F_COUNT; k++)
         if (!strcmp(fault, KINDS[k].name)) break;
     if (k == SY_F_COUNT) {
-        char list[512] = "";
+        char list[1024] = "";
         for (int i = 0; i < SY_F_COUNT; i++) {
             strncat(list, KINDS[i].name, sizeof list - strlen(list) - 1);
             strncat(list, i + 1 < SY_F_COUNT ? ", " : "", sizeof list - strlen(list) - 1);
@@ -137,7 +145,9 @@ int sy_faults_parse(const sy_plan *pl, const char *const *specs, int n, sy_fault
         if (rc) { sy_faults_free(out); return rc; }
         out->n++;
     }
-    return 0;
+    int rc = sy_faults_stride_last(out, e);
+    if (rc) sy_faults_free(out);
+    return rc;
 }
 
 void sy_faults_free(sy_faults *fs) {
@@ -189,7 +199,11 @@ void sy_faults_apply(sy_faults *fs, long param, nd_synth_format fmt, const char 
         case SY_F_WGLOBAL_MUL:
             sy_requant_global(m->packed, m->sf, m->n, m->k, &m->wglobal, f->value, !ct);
             f->stored = m->wglobal; t = wg_name; break;
+        case SY_F_WEIGHT_MUL: /* the decoded weight times F: the divisor / F (ModelOpt's multiplier * F) */
+            m->wglobal = ct ? (float)(m->wglobal / f->value) : (float)(m->wglobal * f->value);
+            f->stored = m->wglobal; t = wg_name; break;
         case SY_F_SCALE_POW2: case SY_F_SCALE_SWIZZLED: case SY_F_SCALE_TRANSPOSED: case SY_F_SCALE_ENCODING:
+        case SY_F_SCALE_ROW_STRIDE:
             t = sy_scale_fault_apply(f, ct, m);
             break;
         default: break;
@@ -197,6 +211,28 @@ void sy_faults_apply(sy_faults *fs, long param, nd_synth_format fmt, const char 
         snprintf(f->tensor, sizeof f->tensor, "%s.%s", prefix, t ? t : "?");
         f->applied = 1;
     }
+}
+
+int64_t sy_faults_sf_cols(const sy_faults *fs, long param, int64_t nb) {
+    for (int i = 0; i < fs->n; i++)
+        if (fs->f[i].param == param && fs->f[i].kind == SY_F_SCALE_ROW_STRIDE)
+            return nd_sf_padded_stride(nb, (int64_t)fs->f[i].value);
+    return nb;
+}
+
+int sy_faults_stride_last(const sy_faults *fs, nd_err *e) {
+    for (int i = 0; i < fs->n; i++) {
+        if (fs->f[i].kind != SY_F_SCALE_ROW_STRIDE) continue;
+        for (int j = i + 1; j < fs->n; j++) {
+            sy_fault_kind k = fs->f[j].kind;
+            if (fs->f[j].param == fs->f[i].param &&
+                (sy_scale_fault(k) || k == SY_F_WSCALE_NAN || k == SY_F_WGLOBAL_MUL))
+                return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject %s@%s after scale-row-stride on the same module: the "
+                               "padded rows are the last thing written (give scale-row-stride last)",
+                               sy_fault_name(k), fs->f[j].module);
+        }
+    }
+    return 0;
 }
 
 static json_t *number_or_word(double v) {
@@ -216,6 +252,7 @@ int sy_faults_write(const sy_faults *fs, const char *path, nd_err *e) {
         json_object_set_new(o, "tensor", json_string(f->tensor));
         if (sy_scale_fault(f->kind)) {
             json_object_set_new(o, "scales_changed", json_integer(f->count));
+            if (f->kind == SY_F_SCALE_ROW_STRIDE) json_object_set_new(o, "row_bytes", json_integer(f->stride));
             if (!isnan(f->stored)) json_object_set_new(o, "stored_global", json_real(f->stored));
         } else if (f->kind == SY_F_WSCALE_NAN || f->kind == SY_F_NIBBLE_SWAP)
             json_object_set_new(o, f->kind == SY_F_WSCALE_NAN ? "nan_blocks" : "bytes", json_integer(f->count));

@@ -16,6 +16,8 @@ typedef enum sy_fault_kind {
     SY_F_QUANTIZE, /* synth --from only (synth_static.h) */
     SY_F_SCALE_POW2, SY_F_SCALE_SWIZZLED, SY_F_SCALE_TRANSPOSED, SY_F_SCALE_ENCODING, /* synth_scales.h */
     SY_F_ROUTER_BIAS_OFFSET, /* synth --from only (synth_static.h) */
+    SY_F_SCALE_ROW_STRIDE,   /* synth_scales.h: the block scales stored in rows padded to a multiple */
+    SY_F_WEIGHT_MUL,         /* the weight times F through its global scale (codes and block scales kept) */
     SY_F_COUNT
 } sy_fault_kind;
 
@@ -28,6 +30,7 @@ typedef struct sy_fault {
     char tensor[SY_NAME + 32];     /* the tensor it changed (filled when applied) */
     double stored;                 /* the new on-disk value of a scalar (NaN when not a scalar) */
     int64_t count;                 /* weight-scale-nan: block scales set to NaN; nibble-swap: bytes */
+    int64_t stride;                /* scale-row-stride: the bytes per stored row */
     int applied;
 } sy_fault;
 
@@ -44,6 +47,8 @@ typedef struct sy_qmod {
     float wglobal;       /* CT weight_global_scale or ModelOpt weight_scale_2 */
     float iglobal;       /* CT input_global_scale or ModelOpt input_scale */
     int has_input;       /* 0 when missing-input-scale removed it */
+    int64_t sf_cols;     /* the stored scale tensor's columns when scale-row-stride padded its rows
+                          * (sf then holds n * sf_cols bytes); 0: k/16 */
 } sy_qmod;
 
 const char *sy_fault_name(sy_fault_kind k);
@@ -58,6 +63,12 @@ void sy_faults_free(sy_faults *fs);
 int sy_faults_drop_input(const sy_faults *fs, long param);
 /* Apply every fault of `param` to m, in command-line order. prefix = module path. */
 void sy_faults_apply(sy_faults *fs, long param, nd_synth_format fmt, const char *prefix, sy_qmod *m);
+/* The columns the block-scale tensor of `param` is stored with (nb = K/16 unless a scale-row-stride
+ * fault pads its rows): the caller sizes the scale buffer n * this. */
+int64_t sy_faults_sf_cols(const sy_faults *fs, long param, int64_t nb);
+/* Exit 2 when a fault that reads or writes a module's block scales follows scale-row-stride on the
+ * same module (the padded rows are the last representation written). */
+int sy_faults_stride_last(const sy_faults *fs, nd_err *e);
 /* Write the side file (a JSON list, empty when there are no faults). */
 int sy_faults_write(const sy_faults *fs, const char *path, nd_err *e);
 

@@ -20,6 +20,7 @@
 typedef struct target {
     nd_module m;
     uint8_t *packed, *sf;      /* changed copies of the module's weight and block scales */
+    int64_t sf_shape[2];       /* the block scales' stored shape (scale-row-stride pads the rows) */
     float wglobal, iglobal;
     int has_input;
 } target;
@@ -71,8 +72,11 @@ static int parse(const nd_ckpt *ck, const char *spec, sy_fault *f, target *ts, i
 /* Copy the target's on-disk values and apply every fault aimed at it, in command-line order. */
 static int apply(target *t, long idx, sy_faults *fs, nd_err *e) {
     const nd_module *m = &t->m;
+    const int64_t nb = m->in_features / 16, cols = sy_faults_sf_cols(fs, idx, nb);
+    t->sf_shape[0] = m->out_features;
+    t->sf_shape[1] = cols;
     t->packed = malloc(m->weight->nbytes);
-    t->sf = malloc(m->weight_scale->nbytes);
+    t->sf = calloc((size_t)(m->out_features * cols) + 1, 1);
     if (!t->packed || !t->sf) return nd_fail(e, ND_EXIT_INTERNAL, "synth --from: out of memory");
     memcpy(t->packed, m->weight->data, m->weight->nbytes);
     memcpy(t->sf, m->weight_scale->data, m->weight_scale->nbytes);
@@ -86,6 +90,13 @@ static int apply(target *t, long idx, sy_faults *fs, nd_err *e) {
     t->iglobal = q.iglobal;
     t->has_input = q.has_input;
     return 0;
+}
+
+/* The shape to write tensor v with: a target's block scales as they are now stored, else v's own. */
+static const int64_t *shape_for(const nd_tview *v, const target *ts, int n) {
+    for (int i = 0; i < n; i++)
+        if (v == ts[i].m.weight_scale) return ts[i].sf_shape;
+    return v->shape;
 }
 
 /* The bytes to write for tensor v: a target's changed tensor, NULL to leave it out, or v's own. */
@@ -135,6 +146,7 @@ int nd_synth_from(const char *src, const char *outdir_arg, const char *const *in
         rc = parse(ck, injects[i], &fs.f[i], ts, &nt, e);
         if (!rc) fs.n++;
     }
+    if (!rc) rc = sy_faults_stride_last(&fs, e);
     for (int i = 0; !rc && i < nt; i++) rc = apply(&ts[i], i, &fs, e);
     sy_kv_edits *kv = rc ? NULL : calloc(1, sizeof *kv);
     if (!rc && !kv) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
@@ -171,7 +183,7 @@ int nd_synth_from(const char *src, const char *outdir_arg, const char *const *in
         const sy_static_edit *se = sy_static_for(&sedits, t);
         if (se && se->drop) continue;
         if (se) rc = nd_st_writer_add(w, se->name, se->dtype, se->ndim, se->shape, se->data == t->data ? data : se->data, e);
-        else if (!skip) rc = nd_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, data, e);
+        else if (!skip) rc = nd_st_writer_add(w, t->name, t->dtype, t->ndim, shape_for(t, ts, nt), data, e);
     }
     if (!rc) rc = sy_static_add_new(&sedits, w, e);
     if (!rc) rc = sy_kv_add_new(kv, w, e);

@@ -6,7 +6,8 @@
 #include "pipeline/scale_repr.h"
 
 int sy_scale_fault(sy_fault_kind k) {
-    return k == SY_F_SCALE_POW2 || k == SY_F_SCALE_SWIZZLED || k == SY_F_SCALE_TRANSPOSED || k == SY_F_SCALE_ENCODING;
+    return k == SY_F_SCALE_POW2 || k == SY_F_SCALE_SWIZZLED || k == SY_F_SCALE_TRANSPOSED || k == SY_F_SCALE_ENCODING ||
+           k == SY_F_SCALE_ROW_STRIDE;
 }
 
 int sy_scale_fault_value(const char *spec, const char *word, sy_fault *f, nd_err *e) {
@@ -25,6 +26,15 @@ int sy_scale_fault_check(const sy_fault *f, int64_t n, int64_t k, const char *sp
         return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': the swizzled 128x4 layout pads [%lld, %lld] block scales to "
                        "[%lld, %lld]: scale-swizzled needs rows %% 128 == 0 and K/16 %% 4 == 0 (the tensor keeps its shape)",
                        spec, (long long)n, (long long)(k / 16), (long long)((n + 127) / 128 * 128), (long long)((k / 16 + 3) / 4 * 4));
+    if (f->kind == SY_F_SCALE_ROW_STRIDE) {
+        const double v = f->value;
+        if (v != (int)v || v < 2 || v > 128 || ((int)v & ((int)v - 1)))
+            return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': scale-row-stride takes the multiple the rows are "
+                           "padded to, a power of two from 2 to 128 (4: the 128x4 layouts' columns), not %g", spec, v);
+        if ((k / 16) % (int64_t)v == 0)
+            return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': K/16 = %lld is already a multiple of %d: rows padded "
+                           "to it are not longer (take a larger multiple)", spec, (long long)(k / 16), (int)v);
+    }
     return 0;
 }
 
@@ -46,6 +56,12 @@ const char *sy_scale_fault_apply(sy_fault *f, int ct, sy_qmod *m) {
         break;
     case SY_F_SCALE_ENCODING:
         nd_sf_to_e8m0_requant(m->packed, m->sf, m->n, m->k);
+        break;
+    case SY_F_SCALE_ROW_STRIDE:
+        /* the caller sized sf for n rows of the padded length (sy_faults_sf_cols) */
+        f->stride = nd_sf_padded_stride(nb, (int64_t)f->value);
+        if (before) nd_sf_store_strided(before, m->n, nb, f->stride, m->sf);
+        m->sf_cols = f->stride;
         break;
     default: break;
     }

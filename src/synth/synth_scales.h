@@ -9,6 +9,12 @@
  *                       e8m0 (the MX conversion: power-of-two ceiling, codes re-quantized to it,
  *                       the E8M0 exponent byte stored). (E4M3 bytes read as integers, C27's U8 reading,
                        is a loader behaviour: the stack key block_scale_encoding: u8.)
+ *   scale-row-stride=M  the scales stored in rows padded to a multiple of M (a power of two, 2 to
+ *                       128; 4 is the 128x4 layouts' column padding): the tensor becomes
+ *                       [N, round_up(K/16, M)] with zero padding, as a writer that saves a kernel's
+ *                       padded buffer; a loader reading the [N, K/16] it expects from those bytes
+ *                       shifts every row (scale_layout_mismatch; the reverse, dense scales read
+ *                       with a padded stride, is the stack key block_scale_layout: padded_128x4)
  * The transforms are src/pipeline/scale_repr.h's. */
 #ifndef ND_SYNTH_SCALES_H
 #define ND_SYNTH_SCALES_H

@@ -75,7 +75,8 @@ static int expand(const sy_wctx *w, long idx, otensor out[4]) {
         return c;
     }
     OT(ct ? "weight_packed" : "weight", ND_DT_U8, 2, n, k / 2, n * (k / 2), T_PACKED);
-    OT("weight_scale", ND_DT_F8_E4M3, 2, n, k / 16, n * (k / 16), T_SF);
+    const int64_t sf_cols = sy_faults_sf_cols(w->faults, idx, k / 16); /* k/16 unless scale-row-stride */
+    OT("weight_scale", ND_DT_F8_E4M3, 2, n, sf_cols, n * sf_cols, T_SF);
     /* CT global scales are [1]; ModelOpt's are 0-d scalars */
     OT(ct ? "weight_global_scale" : "weight_scale_2", ND_DT_F32, ct ? 1 : 0, 1, 1, 4, T_WGLOBAL);
     if (!sy_faults_drop_input(w->faults, idx))

@@ -310,9 +310,11 @@ int main(int argc, char **argv) {
     cfg();
     st("model.safetensors", "{" PACKED ", 'm.weight_scale': {'dtype': 'I32', 'shape': [16, 2], 'data_offsets': [256, 384]}}", 384);
 
+    /* [16, 4] would be K/16 = 2 padded to 4 (a kernel's padded buffer: bound, and named
+     * scale_layout_mismatch by the audit); 3 columns are no padding of 2 */
     begin("packed_scale_mismatch", "model.safetensors|'m.weight_scale'|block scales do not match the weight");
     cfg();
-    st("model.safetensors", "{" PACKED ", 'm.weight_scale': {'dtype': 'F8_E4M3', 'shape': [16, 4], 'data_offsets': [256, 320]}}", 320);
+    st("model.safetensors", "{" PACKED ", 'm.weight_scale': {'dtype': 'F8_E4M3', 'shape': [16, 3], 'data_offsets': [256, 304]}}", 304);
 
     begin("missing_weight_scale", "missing tensor 'm.weight_scale'");
     cfg();

@@ -290,13 +290,19 @@ static void test_runtime_repairs(void) {
     CHECK(nd_stack_epilogue_fp16(&s, row.name) == 1, "the profile's epilogue");
     CHECK(!nd_stack_add_override(&s, r[0].ovr[0], &e), "%s", e.msg);
     CHECK(nd_stack_epilogue_fp16(&s, row.name) == 0 && nd_stack_epilogue_fp16(&s, "layers.0.self_attn.k_proj") == 1, "one stage only");
+    /* the FP16 output (epilogue: fp16_output, 2): the same repair, the switch keeps its value */
+    in.epilogue_fp16 = 2;
+    n = nd_repairs_for(&row, &in, r, ND_REPAIR_MAX);
+    CHECK(n > 0 && !strcmp(r[0].name, "epilogue_fp32") && strstr(r[0].what, "kept in BF16"), "FP16 output: epilogue_fp32 first");
+    CHECK(!nd_stack_add_override(&s, "layers.0.self_attn.o_proj.epilogue_fp16=2", &e), "%s", e.msg);
+    CHECK(nd_stack_epilogue_fp16(&s, "layers.0.self_attn.o_proj") == 2, "the switch's value 2 (fp16_output)");
     in.epilogue_fp16 = 0;
     n = nd_repairs_for(&row, &in, r, ND_REPAIR_MAX);
     CHECK(!find(r, n, "epilogue_fp32", 0), "no epilogue candidate without an FP16 epilogue");
     /* the switches take their own values only */
     const char *bad[] = {"layers.0.mlp.gate_up_swap=2", "layers.0.mlp.gate_up_swap=0.5", "layers.0.mlp.experts.routed_scaling=3",
                          "layers.0.mlp.experts.routed_scaling=-1", "layers.0.mlp.experts.routed_scaling=1.5",
-                         "layers.0.self_attn.q_proj.epilogue_fp16=2"};
+                         "layers.0.self_attn.q_proj.epilogue_fp16=3", "layers.0.self_attn.q_proj.epilogue_fp16=1.5"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         nd_err e2 = {0};
         CHECK(nd_stack_add_override(&s, bad[i], &e2) == ND_EXIT_BADINPUT && strstr(e2.msg, bad[i]), "refused: %s", bad[i]);

@@ -50,6 +50,34 @@ static void test_layout_round_trips(void) {
     CHECK_EQ_INT(nd_sf_layout_offset(ND_SF_TRANSPOSED, 3, 5, 1, 2), 7);
     CHECK_EQ_INT(nd_sf_layout_bytes(ND_SF_SWIZZLED, 64, 3), 512);
     CHECK_EQ_INT(nd_sf_layout_bytes(ND_SF_SWIZZLED, 129, 5), 256 * 8);
+    /* padded_128x4: linear order, rows of round_up(cols, 4) bytes, rows padded to 128 */
+    CHECK_EQ_INT(nd_sf_layout_offset(ND_SF_PADDED, 64, 6, 3, 5), 3 * 8 + 5);
+    CHECK_EQ_INT(nd_sf_layout_offset(ND_SF_PADDED, 64, 8, 3, 5), 3 * 8 + 5);
+    CHECK_EQ_INT(nd_sf_layout_bytes(ND_SF_PADDED, 129, 5), 256 * 8);
+    CHECK_EQ_INT(nd_sf_padded_stride(6, 4), 8);
+    CHECK_EQ_INT(nd_sf_padded_stride(6, 8), 8);
+    CHECK_EQ_INT(nd_sf_padded_stride(8, 8), 8);
+    CHECK_EQ_INT(nd_sf_padded_stride(9, 16), 16);
+    {
+        /* rows of stride 8 holding [3, 6]: stored and read back; read dense (stride 6) the rows
+         * shift by 2 bytes per row: element (2, 0) is stored byte 16, dense reading takes byte 12 */
+        uint8_t m[18], s[24], back[18], dense[18];
+        for (int i = 0; i < 18; i++) m[i] = (uint8_t)(i + 1);
+        nd_sf_store_strided(m, 3, 6, 8, s);
+        CHECK_EQ_INT(s[6], 0);
+        CHECK_EQ_INT(s[7], 0);
+        CHECK_EQ_INT(s[8], 7);
+        CHECK_EQ_INT(nd_sf_read_strided(s, 24, 3, 6, 8, back), 0);
+        CHECK(!memcmp(m, back, 18), "read_strided(store_strided(x)) == x");
+        nd_sf_read_as(ND_SF_LINEAR, s, 24, 3, 6, dense);
+        CHECK_EQ_INT(dense[2 * 6 + 0], s[12]);
+        CHECK_EQ_INT(dense[1 * 6 + 0], 0); /* row 1 read dense starts in row 0's padding */
+        /* a strided read of a dense [3, 6] buffer (stride 8 over 18 bytes): row 2 is past its end */
+        CHECK_EQ_INT(nd_sf_read_strided(m, 18, 3, 6, 8, back), 4);
+        CHECK_EQ_INT(back[1 * 6 + 0], m[8]);
+        CHECK_EQ_INT(back[2 * 6 + 1], m[17]);
+        CHECK_EQ_INT(back[2 * 6 + 2], 0);
+    }
     /* a swizzled read of an unpadded [64, 4] linear buffer: rows with r % 32 >= 16 land past its
      * 256 bytes (offset >= 16 * 16) and read 0 */
     uint8_t buf[256], lin[256];
