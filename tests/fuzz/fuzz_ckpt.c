@@ -83,11 +83,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     else fz_write("ckpt/model.safetensors", g_st, g_st_size);
 
     const char *dir = fz_path("ckpt");
-    nd_ckpt *c = NULL;
-    nd_err e = {0};
-    int rc = nd_ckpt_open(dir, &c, &e);
-    fz_check_err(rc, &e, dir);
-    if (rc) return 0;
+    nd_ckpt *c = fz_open_ckpt(dir);
+    if (!c) return 0;
     const nd_model_cfg *cfg = nd_ckpt_config(c);
     FZ_ASSERT(cfg->model_type[0] && cfg->hidden_size > 0 && cfg->num_attention_heads > 0 &&
               cfg->num_key_value_heads > 0 && cfg->num_attention_heads % cfg->num_key_value_heads == 0,

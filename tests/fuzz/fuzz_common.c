@@ -74,6 +74,14 @@ const char *fz_parse(const char *name, const uint8_t *data, size_t size, fz_load
     return rc ? NULL : p;
 }
 
+nd_ckpt *fz_open_ckpt(const char *dir) {
+    nd_ckpt *c = NULL;
+    nd_err e = {0};
+    int rc = nd_ckpt_open(dir, &c, &e);
+    fz_check_err(rc, &e, dir);
+    return rc ? NULL : c;
+}
+
 void fz_check_ckpt(nd_ckpt *c, const char *dir) {
     nd_findings f;
     nd_findings_init(&f);

@@ -29,6 +29,9 @@ typedef int (*fz_loader)(const char *path, void *out, nd_err *e);
 const char *fz_parse(const char *name, const uint8_t *data, size_t size, fz_loader load, void *out);
 
 struct nd_ckpt;
+/* Open the checkpoint folder dir with the oracle applied: the checkpoint, or NULL when it was
+ * (rightly) refused. */
+struct nd_ckpt *fz_open_ckpt(const char *dir);
 /* What every checkpoint harness asks of an opened checkpoint (its folder dir): the static checks
  * run or refuse with the oracle, and every module binds or refuses with it; a module that binds
  * has its tensors and its dimensions. */

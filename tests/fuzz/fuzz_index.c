@@ -84,11 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!ready) { make_folder(); ready = 1; }
     fz_write("ckpt/model.safetensors.index.json", data, size);
     const char *dir = fz_path("ckpt");
-    nd_ckpt *c = NULL;
-    nd_err e = {0};
-    int rc = nd_ckpt_open(dir, &c, &e);
-    fz_check_err(rc, &e, dir);
-    if (rc) return 0;
+    nd_ckpt *c = fz_open_ckpt(dir);
+    if (!c) return 0;
     for (size_t i = 0; i < nd_ckpt_count(c); i++) {
         const nd_tview *t = nd_ckpt_at(c, i);
         FZ_ASSERT(t && nd_ckpt_find(c, t->name) == t, "tensor %zu not found by its name", i);
