@@ -13,10 +13,7 @@
 set -u
 bin="$1" root="$2"
 recipes="${NVFP4DBG_RECIPES:-$root/recipes}"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+. "$(dirname "$0")/../lib.sh"
 
 for d in "$root"/golden/conformance/*/nvfp4 "$root"/golden/conformance/*/modelopt "$root"/golden/clean-v4; do
     [ -d "$d" ] || continue

@@ -5,10 +5,7 @@
 #   usage: cli_conventions.sh NVFP4DBG SOURCE_ROOT
 set -u
 bin="$1"; root="$2"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+. "$(dirname "$0")/../lib.sh"
 seed="$root/golden/seed-bug-v4"
 esc=$'\033'
 status() { tr -d '\n ' <"$1" | sed 's/.*"status":"\([a-z]*\)".*/\1/'; }

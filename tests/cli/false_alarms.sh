@@ -7,10 +7,21 @@
 #   usage: false_alarms.sh NVFP4DBG
 set -u
 bin="$1"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
+. "$(dirname "$0")/../lib.sh"
 prompts=("" "--tokens 5,6,7,8,9,10,11,12,200,201,202,203" "--tokens 1,1,1,1,2,2,2,2,3,3,3,3,4,4,4,4,250,251,252,253,254,255,0,0")
+# clean CKPT LABEL: every prompt traces CKPT with exit 0 (a pass each); a failure names LABEL and the prompt
+clean() {
+  local p rc
+  for p in "${prompts[@]}"; do
+    # shellcheck disable=SC2086
+    "$bin" trace "$1" --backend cpu --out "$tmp/t.h5" $p >"$tmp/out" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ]; then pass=$((pass + 1)); else
+      echo "FAIL $2 ${p:-default prompt}: exit $rc: $(grep -m1 'first divergence' "$tmp/out" | cut -c1-200)"
+      fail=$((fail + 1))
+    fi
+  done
+}
 for recipe in deepseek_v4 llama deepseek_v3; do
   for size in tiny small; do
     for seed in 0 1 2 3 4; do
@@ -18,15 +29,7 @@ for recipe in deepseek_v4 llama deepseek_v3; do
       if ! "$bin" synth "$ck" --recipe "$recipe" --size "$size" --seed "$seed" >/dev/null 2>"$tmp/err"; then
         echo "FAIL synth $recipe $size seed $seed: $(cat "$tmp/err")"; fail=$((fail + 1)); continue
       fi
-      for p in "${prompts[@]}"; do
-        # shellcheck disable=SC2086
-        "$bin" trace "$ck" --backend cpu --out "$tmp/t.h5" $p >"$tmp/out" 2>&1
-        rc=$?
-        if [ $rc -eq 0 ]; then pass=$((pass + 1)); else
-          echo "FAIL $recipe $size seed $seed ${p:-default prompt}: exit $rc: $(grep -m1 'first divergence' "$tmp/out" | cut -c1-200)"
-          fail=$((fail + 1))
-        fi
-      done
+      clean "$ck" "$recipe $size seed $seed"
     done
   done
 done
@@ -36,15 +39,7 @@ for recipe in deepseek_v4 llama deepseek_v3; do
     if ! "$bin" synth "$ck" --recipe "$recipe" --size tiny --seed "$seed" --unequal-fused-scales >/dev/null 2>"$tmp/err"; then
       echo "FAIL synth $recipe unequal seed $seed: $(cat "$tmp/err")"; fail=$((fail + 1)); continue
     fi
-    for p in "${prompts[@]}"; do
-      # shellcheck disable=SC2086
-      "$bin" trace "$ck" --backend cpu --out "$tmp/t.h5" $p >"$tmp/out" 2>&1
-      rc=$?
-      if [ $rc -eq 0 ]; then pass=$((pass + 1)); else
-        echo "FAIL $recipe unequal fused scales seed $seed ${p:-default prompt}: exit $rc: $(grep -m1 'first divergence' "$tmp/out" | cut -c1-200)"
-        fail=$((fail + 1))
-      fi
-    done
+    clean "$ck" "$recipe unequal fused scales seed $seed"
     "$bin" inspect "$ck" >"$tmp/out" 2>&1
     rc=$?
     if [ $rc -eq 0 ]; then pass=$((pass + 1)); else

@@ -13,10 +13,7 @@
 set -u
 bin="$1"
 read -r -a families <<<"${FAMILIES:-deepseek_v4 llama deepseek_v3}"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-json_field() { grep -m1 "\"$1\":" "$2" | sed 's/.*: "\(.*\)",*/\1/'; }
+. "$(dirname "$0")/../lib.sh"
 
 # family -> "non-fused targets" # "fused target" # "its fused group" # "any fused shard" (regexes)
 targets() {

@@ -10,15 +10,21 @@ bin="$1"; root="$2"
 be="${ND_TEST_BACKEND:-cpu}"
 . "$(dirname "$0")/../lib.sh"
 seed="$root/golden/seed-bug-v4"
+# refused LABEL TOKENS LIMIT OUT MESSAGE: the seed model traced on TOKENS ids (i mod 256, written to
+# $tmp/tokens-TOKENS) under --max-memory LIMIT is exit 2 with stderr matching MESSAGE
+refused() {
+  local want="$5"
+  seq 0 $(($2 - 1)) | awk '{ print $1 % 256 }' >"$tmp/tokens-$2"
+  "$bin" trace "$seed" --backend "$be" --tokens-file "$tmp/tokens-$2" --max-memory "$3" --out "$4" >/dev/null 2>"$tmp/err"
+  rc=$?
+  ok "$1: exit $rc (want 2)" '[ $rc -eq 2 ]'
+  ok "$1: the message says so: $(head -c 300 "$tmp/err")" 'grep -q "$want" "$tmp/err"'
+}
 
 # 10^6 tokens on the tiny seed model (context 1048576): 256 values per token on both paths is
 # 1.91 GiB at least; refused up front under --max-memory 1G, and no trace is left behind
-seq 0 999999 | awk '{ print $1 % 256 }' >"$tmp/million"
-"$bin" trace "$seed" --backend "$be" --tokens-file "$tmp/million" --max-memory 1G --out "$tmp/m.h5" >/dev/null 2>"$tmp/err"
-rc=$?
-ok "10^6 tokens under 1G: exit $rc (want 2)" '[ $rc -eq 2 ]'
-ok "message names the tokens, the need and the limit: $(cat "$tmp/err")" \
-   'grep -q "1000000 tokens need at least 1.91 GiB of activations .*more than --max-memory 1 GiB" "$tmp/err"'
+refused "10^6 tokens under 1G (the tokens, the need and the limit named)" 1000000 1G "$tmp/m.h5" \
+  "1000000 tokens need at least 1.91 GiB of activations .*more than --max-memory 1 GiB"
 ok "no trace written" '[ ! -e "$tmp/m.h5" ]'
 
 # longer than the model's context (the llmcompressor llama fixture: max_position_embeddings 256)
@@ -34,12 +40,8 @@ ok "256 tokens on it run: exit $rc (want 0 or 1)" '[ $rc -le 1 ]'
 
 # the estimate passes (2000 tokens: 3.9 MiB) but the run holds more than 8 MiB: refused at the
 # allocation, naming the stage; the rows written before stay in the trace
-seq 0 1999 | awk '{ print $1 % 256 }' >"$tmp/t2k"
-"$bin" trace "$seed" --backend "$be" --tokens-file "$tmp/t2k" --max-memory 8M --out "$tmp/r.h5" >/dev/null 2>"$tmp/err"
-rc=$?
-ok "2000 tokens under 8M: exit $rc (want 2)" '[ $rc -eq 2 ]'
-ok "refused at an allocation, naming the stage: $(head -c 300 "$tmp/err")" \
-   'grep -q "stage .*: the activations of 2000 tokens need more than --max-memory 0.00781 GiB" "$tmp/err"'
+refused "2000 tokens under 8M (refused at an allocation, naming the stage)" 2000 8M "$tmp/r.h5" \
+  "stage .*: the activations of 2000 tokens need more than --max-memory 0.00781 GiB"
 
 # inside the limit: the same first divergence and cause as without it
 "$bin" trace "$seed" --backend "$be" --json --out "$tmp/a.h5" >"$tmp/a.json" 2>/dev/null; ra=$?
@@ -57,7 +59,7 @@ done
 "$bin" bisect "$seed" --backend "$be" --max-memory 12Q >/dev/null 2>"$tmp/err"
 rc=$?
 ok "bisect --max-memory 12Q: exit $rc (want 2)" '[ $rc -eq 2 ]'
-"$bin" bisect "$seed" --backend "$be" --tokens-file "$tmp/million" --max-memory 1G >/dev/null 2>"$tmp/err"
+"$bin" bisect "$seed" --backend "$be" --tokens-file "$tmp/tokens-1000000" --max-memory 1G >/dev/null 2>"$tmp/err"
 rc=$?
 ok "bisect with 10^6 tokens under 1G: exit $rc (want 2)" '[ $rc -eq 2 ] && grep -q "more than --max-memory" "$tmp/err"'
 

@@ -6,10 +6,7 @@
 #   usage: progress.sh NVFP4DBG
 set -u
 bin="$1"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+. "$(dirname "$0")/../lib.sh"
 export NVFP4DBG_PROGRESS_INTERVAL=0
 ck="$tmp/ck"
 

@@ -19,11 +19,8 @@ set -u
 bin="$1"
 be="${ND_TEST_BACKEND:-cpu}"
 read -r -a families <<<"${FAMILIES:-deepseek_v4 deepseek_v3 llama}"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
-json_field() { grep -m1 "\"$1\":" "$2" | sed 's/.*: "\(.*\)",*/\1/'; }
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/stacks_lib.sh"
 # a field of the isolated row named $1 in the trace JSON $3 ($2: verdict, ref_amax, prod_amax, ...)
 row_field() { awk -v want="$1" -v key="$2" '
   function val(s) { sub(/^[^:]*: "?/, "", s); sub(/"?,?$/, "", s); return s }
@@ -38,11 +35,6 @@ projections_ok() { awk -v p="$1." '
   /^ *"verdict":/ { if (m == "isolated" && index(n, p) == 1) { seen++; if (val($0) != "ok") bad++ } }
   END { exit !(seen >= 3 && bad == 0) }' "$2"; }
 
-trace() { # out.json ckpt [args]: runs trace with the test backend, exit code in $rc
-  local out="$1"; shift
-  "$bin" trace "$@" --backend "$be" --json --out "$tmp/t.h5" >"$out" 2>"$tmp/err"
-  rc=$?
-}
 
 # family -> stages: the first SwiGLU block, the first routed experts ("-" none), the first NVFP4 linear
 stages() {
@@ -63,12 +55,11 @@ EOF
 # expect: label ckpt stack stage cause -> checks the diagnosis and the next command
 expect() {
   local label="$1" ck="$2" stack="$3" stage="$4" cause="$5" j="$tmp/o.json"
-  trace "$j" "$ck" --stack "$stack"
-  local got_stage got_cause proof dstage next
-  got_stage=$(json_field first_divergence "$j"); got_cause=$(json_field cause "$j")
-  proof=$(json_field proof "$j"); dstage=$(json_field stage "$j"); next=$(json_field next_command "$j")
-  ok "$label: exit 1 at $stage, cause $cause proven by repair (got exit $rc, '$got_stage' '$got_cause' proof '$proof')" \
-    '[ $rc -eq 1 ] && [ "$got_stage" = "$stage" ] && [ "$dstage" = "$stage" ] && [ "$got_cause" = "$cause" ] && [ "$proof" = repair ]'
+  stack_trace "$j" "$ck" "$stack"
+  local dstage
+  dstage=$(json_field stage "$j")
+  ok "$label: exit 1 at $stage, cause $cause proven by repair (got exit $rc, '$d_stage' '$d_cause' proof '$d_proof')" \
+    '[ $rc -eq 1 ] && [ "$d_stage" = "$stage" ] && [ "$dstage" = "$stage" ] && [ "$d_cause" = "$cause" ] && [ "$d_proof" = repair ]'
   case "$cause" in
     gate_up_order)
       ok "$label: the projections of $stage are clean, the block is not" 'projections_ok "$stage" "$j"' ;;
@@ -88,14 +79,7 @@ expect() {
       ok "$label: Inf in the production output of $stage" 'grep -q "production output has [0-9]* NaN and [1-9][0-9]* Inf" "$j"' ;;
   esac
   # the next command as printed: that stage is ok
-  ok "$label: a next command with the stage's override (got: $next)" '[[ "$next" == "nvfp4dbg trace $ck --stack $stack --override $stage."* ]]'
-  local -a argv
-  read -r -a argv <<<"${next#nvfp4dbg trace }"
-  trace "$tmp/n.json" "${argv[@]}"
-  local v
-  v=$(row_field "$stage" verdict "$tmp/n.json")
-  ok "$label: after the next command $stage is ok (exit $rc, verdict '$v', first divergence now '$(json_field first_divergence "$tmp/n.json")')" \
-    '[ "$v" = ok ] && [ "$(json_field first_divergence "$tmp/n.json")" != "$stage" ]'
+  next_clears "$label" "$ck" "$stack" "$stage"
 }
 
 # override: label ckpt NAME=VALUE stage cause -> the switch alone breaks the stage under the default stack
@@ -111,12 +95,7 @@ override() {
 for fam in "${families[@]}"; do
   read -r mlp moe lin <<<"$(stages "$fam")"
   for fmt in compressed-tensors modelopt; do
-    ck="$tmp/$fam-$fmt"
-    "$bin" synth "$ck" --recipe "$fam" --size tiny --format "$fmt" >/dev/null 2>"$tmp/err" ||
-      { echo "FAIL synth $fam $fmt: $(cat "$tmp/err")"; fail=$((fail + 1)); continue; }
-    l="$fam $fmt"
-    trace "$tmp/d.json" "$ck"
-    ok "$l: clean under the default stack (exit $rc)" '[ $rc -eq 0 ]'
+    tiny_clean "$fam" "$fmt" || continue
     expect "$l gate_up_order" "$ck" sglang-megamoe-w31 "$mlp" gate_up_order
     expect "$l fp16_overflow" "$ck" vllm-marlin-fp16 "$lin" fp16_overflow
     if [ "$moe" = - ]; then

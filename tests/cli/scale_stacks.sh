@@ -15,38 +15,15 @@
 set -u
 bin="$1"
 be="${ND_TEST_BACKEND:-cpu}"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
-json_field() { grep -m1 "\"$1\":" "$2" | sed 's/.*: "\(.*\)",*/\1/'; }
-row_verdict() { awk -v want="$1" '
-  function val(s) { sub(/^[^:]*: "?/, "", s); sub(/"?,?$/, "", s); return s }
-  /^ *"name":/ { n = val($0) }
-  /^ *"mode":/ { m = val($0) }
-  /^ *"verdict":/ && n == want && m == "isolated" { print val($0); exit }' "$2"; }
-trace() { # out.json ckpt [args]
-  local out="$1"; shift
-  "$bin" trace "$@" --backend "$be" --json --out "$tmp/t.h5" >"$out" 2>"$tmp/err"
-  rc=$?
-}
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/stacks_lib.sh"
 
 expect() { # label ckpt stack stage cause repair
   local label="$1" ck="$2" stack="$3" stage="$4" cause="$5" repair="$6" j="$tmp/o.json"
-  trace "$j" "$ck" --stack "$stack"
-  local got_stage got_cause proof rep next
-  got_stage=$(json_field first_divergence "$j"); got_cause=$(json_field cause "$j")
-  proof=$(json_field proof "$j"); rep=$(json_field repair "$j"); next=$(json_field next_command "$j")
-  ok "$label: exit 1 at $stage, $cause proven by $repair (got exit $rc, '$got_stage' '$got_cause' proof '$proof' repair '$rep')" \
-    '[ $rc -eq 1 ] && [ "$got_stage" = "$stage" ] && [ "$got_cause" = "$cause" ] && [ "$proof" = repair ] && [ "$rep" = "$repair" ]'
-  ok "$label: the next command switches the stage back (got: $next)" '[[ "$next" == "nvfp4dbg trace $ck --stack $stack --override $stage."* ]]'
-  local -a argv
-  read -r -a argv <<<"${next#nvfp4dbg trace }"
-  trace "$tmp/n.json" "${argv[@]}"
-  local v
-  v=$(row_verdict "$stage" "$tmp/n.json")
-  ok "$label: after the next command $stage is ok (verdict '$v', first divergence now '$(json_field first_divergence "$tmp/n.json")')" \
-    '[ "$v" = ok ] && [ "$(json_field first_divergence "$tmp/n.json")" != "$stage" ]'
+  stack_trace "$j" "$ck" "$stack"
+  ok "$label: exit 1 at $stage, $cause proven by $repair (got exit $rc, '$d_stage' '$d_cause' proof '$d_proof' repair '$d_repair')" \
+    '[ $rc -eq 1 ] && [ "$d_stage" = "$stage" ] && [ "$d_cause" = "$cause" ] && [ "$d_proof" = repair ] && [ "$d_repair" = "$repair" ]'
+  next_clears "$label" "$ck" "$stack" "$stage"
 }
 
 override() { # label ckpt NAME=VALUE... stage cause
@@ -65,12 +42,7 @@ for fam in llama deepseek_v3; do
   esac
   row=layers.0.self_attn.o_proj
   for fmt in compressed-tensors modelopt; do
-    ck="$tmp/$fam-$fmt"
-    "$bin" synth "$ck" --recipe "$fam" --size tiny --format "$fmt" >/dev/null 2>"$tmp/err" ||
-      { echo "FAIL synth $fam $fmt: $(cat "$tmp/err")"; fail=$((fail + 1)); continue; }
-    l="$fam $fmt"
-    trace "$tmp/d.json" "$ck"
-    ok "$l: clean under the default stack (exit $rc)" '[ $rc -eq 0 ]'
+    tiny_clean "$fam" "$fmt" || continue
     expect "$l deepgemm-ue8m0" "$ck" deepgemm-ue8m0 "$lin" scale_pow2_rounding block_scale_unrounded
     expect "$l flashinfer-unswizzled" "$ck" flashinfer-unswizzled "$lin" scale_layout_mismatch block_scale_linear
     expect "$l u8-linear-scales" "$ck" u8-linear-scales "$lin" scale_encoding_mismatch block_scale_e4m3
@@ -104,7 +76,7 @@ for kv in "block_scale_rounding: ue8m0_floor" "block_scale_layout: swizzled" "bl
   printf 'stack: bad\n%s\n' "$kv" >"$tmp/stack-bad.yaml"
   bad "profile '$kv'" "${kv%%:*}" --stack "$tmp/stack-bad.yaml"
 done
-bad "switch block_scale_layout=4" "block_scale_layout takes" --override layers.0.self_attn.q_proj.block_scale_layout=4
+bad "switch block_scale_layout=3" "block_scale_layout takes" --override layers.0.self_attn.q_proj.block_scale_layout=3
 bad "switch tp=0" "tp takes" --override layers.0.self_attn.o_proj.tp=0
 bad "switch pad_garbage=0.5" "pad_garbage takes" --override layers.0.self_attn.o_proj.pad_garbage=0.5
 bad "refit without the original" "reference-checkpoint" --override model.layers.0.self_attn.q_proj.block_scale_refit=1

@@ -4,10 +4,7 @@
 #   usage: show.sh NVFP4DBG SOURCE_ROOT
 set -u
 bin="$1"; root="$2"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+. "$(dirname "$0")/../lib.sh"
 "$bin" trace "$root/golden/seed-bug-v4" --backend cpu --out "$tmp/t.h5" --json >"$tmp/t.json" 2>/dev/null
 rows=$(grep -c '"verdict":' "$tmp/t.json")
 ok "the trace has rows ($rows)" '[ "$rows" -gt 100 ]'

@@ -6,10 +6,7 @@
 #   usage: trace_summary.sh NVFP4DBG
 set -u
 bin="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+. "$(dirname "$0")/../lib.sh"
 cd "$tmp" || exit 1
 "$bin" synth bad --recipe deepseek_v4 --size tiny --layers 60 --inject input-scale-inverted@layers.41.self_attn.q_b_proj >/dev/null
 be="${ND_TEST_BACKEND:-cpu}"

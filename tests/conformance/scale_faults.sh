@@ -14,26 +14,17 @@ set -u
 bin="$1"; root="$2"
 conf="$root/golden/conformance"
 be="${ND_TEST_BACKEND:-cpu}"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
-first_field() { grep -m1 "\"$1\":" "$2" | sed 's/.*: "\(.*\)",*/\1/'; }
-row_verdict() { awk -v want="$1" '
-  function val(s) { sub(/^[^:]*: "?/, "", s); sub(/"?,?$/, "", s); return s }
-  /^ *"name":/ { n = val($0) }
-  /^ *"mode":/ { m = val($0) }
-  /^ *"verdict":/ && n == want && m == "isolated" { print val($0); exit }' "$2"; }
+. "$(dirname "$0")/../lib.sh"
 
 check() { # label ckpt original stage cause repair
   local label="$1" ck="$2" orig="$3" stage="$4" cause="$5" repair="$6"
   "$bin" trace "$ck" --backend "$be" --json --out "$tmp/t.h5" --reference-checkpoint "$orig" >"$tmp/o.json" 2>"$tmp/err"
   local rc=$? gs gc pr rp next
-  gs=$(first_field first_divergence "$tmp/o.json"); gc=$(first_field cause "$tmp/o.json")
-  pr=$(first_field proof "$tmp/o.json"); rp=$(first_field repair "$tmp/o.json")
+  gs=$(json_field first_divergence "$tmp/o.json"); gc=$(json_field cause "$tmp/o.json")
+  pr=$(json_field proof "$tmp/o.json"); rp=$(json_field repair "$tmp/o.json")
   ok "$label: exit 1 at $stage, $cause proven by $repair (got $rc, '$gs' '$gc' '$pr' '$rp')" \
     '[ $rc -eq 1 ] && [ "$gs" = "$stage" ] && [ "$gc" = "$cause" ] && [ "$pr" = repair ] && [ "$rp" = "$repair" ]'
-  next=$(first_field next_command "$tmp/o.json")
+  next=$(json_field next_command "$tmp/o.json")
   local -a argv
   read -r -a argv <<<"${next#nvfp4dbg trace }"
   "$bin" trace "${argv[@]}" --backend "$be" --json --out "$tmp/n.h5" >"$tmp/n.json" 2>/dev/null

@@ -19,11 +19,7 @@
 set -u
 bin="$1"; root="$2"
 conf="$root/golden/conformance"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
-first_field() { grep -m1 "\"$1\":" "$2" | sed 's/.*: "\(.*\)",*/\1/'; }
+. "$(dirname "$0")/../lib.sh"
 be=(--backend "${ND_TEST_BACKEND:-cpu}")
 
 plant() { # family format fault@module -> $tmp/ck
@@ -56,8 +52,8 @@ trace_case() { # family format fault module stage [extra trace args]
   local fam="$1" fmt="$2" fault="$3" mod="$4" stage="$5"; shift 5
   "$bin" trace "$tmp/ck" "${be[@]}" --json --out "$tmp/t.h5" "$@" >"$tmp/o.json" 2>"$tmp/err"
   local rc=$? got_stage got_cause proof
-  got_stage=$(first_field first_divergence "$tmp/o.json"); got_cause=$(first_field cause "$tmp/o.json")
-  proof=$(first_field proof "$tmp/o.json")
+  got_stage=$(json_field first_divergence "$tmp/o.json"); got_cause=$(json_field cause "$tmp/o.json")
+  proof=$(json_field proof "$tmp/o.json")
   echo "$rc $got_stage $got_cause $proof" >"$tmp/trace_result"
 }
 

@@ -8,10 +8,7 @@
 set -u
 bin=$1 root=$2
 command -v h5dump > /dev/null || { echo "SKIP: h5dump not installed"; exit 77; }
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+. "$(dirname "$0")/../lib.sh"
 attr() { h5dump -a "/summary/$2" "$1" | sed -n 's/^ *(0): "\{0,1\}\([^"]*\)"\{0,1\}$/\1/p'; }
 
 "$bin" trace "$root/golden/seed-bug-v4" --out "$tmp/before.h5" > "$tmp/t1.txt" 2>&1
