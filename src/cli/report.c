@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "report/report.h"
 #include "trace/trace.h"
+#include "util/progress.h"
 
 static const char usage[] =
     "usage: nvfp4dbg report TRACE.h5 --html OUT.html [--against OTHER.h5]\n"
@@ -66,20 +67,32 @@ int nd_cmd_report(int argc, char **argv) {
     }
     nd_err e = {0};
     nd_trace *t = NULL, *other = NULL;
-    if (nd_trace_read(in, &t, &e)) return nd_cli_error(&e);
+    /* progress on stderr (issue 22): a big trace takes a while to read and to draw; the page's
+     * sections move the bar within the last step (util/progress.h) */
+    nd_progress pg;
+    nd_progress_start(&pg, "report", "steps", other_path ? 4 : 3);
+    int step = 0;
+    nd_progress_update(&pg, step, "reading the trace");
+    if (nd_trace_read(in, &t, &e)) { nd_progress_end(&pg); return nd_cli_error(&e); }
+    if (other_path) nd_progress_update(&pg, ++step, "reading the other trace");
     if (other_path && (nd_trace_read(other_path, &other, &e) || nd_trace_comparable(in, t, other_path, other, &e))) {
+        nd_progress_end(&pg);
         nd_trace_free(t);
         nd_trace_free(other);
         return nd_cli_error(&e);
     }
+    nd_progress_update(&pg, ++step, "reading the expert picks");
     nd_report_routing rt;
     if (nd_report_routing_load(in, t, &rt, &e)) {
+        nd_progress_end(&pg);
         nd_trace_free(t);
         nd_trace_free(other);
         return nd_cli_error(&e);
     }
+    nd_progress_update(&pg, ++step, "writing the page");
     nd_report_against ag = {other, other_path};
     int rc = nd_report_write(out, t, &rt, in, other ? &ag : NULL, &e);
+    nd_progress_end(&pg);
     if (!rc) {
         struct stat st;
         long long size = stat(out, &st) ? -1 : (long long)st.st_size;

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 #include "nd_config.h"
+#include "util/progress.h"
 #include "report_internal.h"
 
 static void meta_row(FILE *f, const char *k, const char *v) {
@@ -70,15 +71,22 @@ int nd_report_html(FILE *f, const nd_trace *t, const nd_report_routing *rt, cons
                "<a href=\"#chart-nonfinite\">NaN/Inf</a><a href=\"#scales\">scale ratios</a><a href=\"#routing\">MoE routing</a>"
                "<a href=\"#stages\">all stages</a><a href=\"#glossary\">what the columns mean</a></nav>\n",
             against ? "<a href=\"#against\">against the other trace</a>" : "");
-    meta(f, &m, source_name);
-    nd_report_glossary(f);
-    nd_report_layers(f, &m);
+    /* the sections, each a step of a nested progress when a command shows one (report) */
+    nd_progress pg;
+    const int pgon = nd_progress_active();
+    if (pgon) nd_progress_start(&pg, "page", "sections", 8);
+#define SECTION(i, call) do { call; if (pgon) nd_progress_update(&pg, i, NULL); } while (0)
+    SECTION(1, meta(f, &m, source_name));
+    SECTION(2, nd_report_glossary(f));
+    SECTION(3, nd_report_layers(f, &m));
     if (against) nd_report_against_section(f, &m, against, source_name);
-    nd_report_flagged(f, &m);
-    nd_report_charts(f, &m);
-    nd_report_scales(f, &m);
-    nd_report_routing_section(f, &m, rt);
-    nd_report_table(f, &m);
+    SECTION(4, nd_report_flagged(f, &m));
+    SECTION(5, nd_report_charts(f, &m));
+    SECTION(6, nd_report_scales(f, &m));
+    SECTION(7, nd_report_routing_section(f, &m, rt));
+    SECTION(8, nd_report_table(f, &m));
+#undef SECTION
+    if (pgon) nd_progress_end(&pg);
     fprintf(f, "<footer>Written by nvfp4dbg %s. The divergence threshold drawn is floor_sqnr_db &minus; %.0f dB "
                "(the recipes' floor_margin_db); see docs/report.md.</footer>\n<script>\n%s</script>\n</body></html>\n",
             ND_VERSION, ND_REPORT_MARGIN_DB, nd_report_script);

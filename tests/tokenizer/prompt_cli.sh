@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# --prompt / --prompt-file / --chat end to end (issue 22): a synthetic checkpoint (vocabulary 256)
+# with golden/tokenizers/tiny's tokenizer beside its config.json; the ids a trace records equal the
+# ones the tokenizers package gave for the same text (golden/tokenizers/tiny/cases.json), the trace
+# keeps the text; bad input (invalid UTF-8, malformed or unsupported tokenizer.json, an unknown chat
+# template, --tokens with --prompt) exits 2 naming the file and the problem. Also report's progress.
+#   usage: prompt_cli.sh NVFP4DBG SOURCE_ROOT
+set -u
+bin="$1"; root="$2"
+. "$(dirname "$0")/../lib.sh"
+tk="$root/golden/tokenizers/tiny"
+ck="$tmp/ck"
+"$bin" synth "$ck" --recipe llama --layers 2 -q >/dev/null || { echo "synth failed"; exit 1; }
+cp "$tk/tokenizer.json" "$tk/tokenizer_config.json" "$ck/"
+
+# the ids of KEY=VALUE's entry in cases.json (indent 0: one id per line), comma separated
+expected() { awk -v k="\"$1\": \"$2\"," 'index($0, k) == 1 { f = 1; next } f && /^\]/ { exit } f && /^[0-9]/ { sub(/,$/, ""); printf "%s%s", s, $0; s = "," }' "$tk/cases.json"; }
+# the /tokens of a trace, comma separated
+got() { "$bin" show "$1" --json | awk '/"tokens": \[/ { f = 1; next } f && /\]/ { exit } f { gsub(/[ ,]/, ""); printf "%s%s", s, $0; s = "," }'; }
+
+"$bin" trace "$ck" --backend cpu --prompt "The quick brown fox jumps over the lazy dog." --out "$tmp/p.h5" -q >"$tmp/out" 2>"$tmp/err"
+ok "--prompt: the trace runs (exit 0)" '[ $? -eq 0 ]'
+want="$(expected text "The quick brown fox jumps over the lazy dog.")"
+ok "--prompt: the ids are the tokenizers package's ($want)" '[ -n "$want" ] && [ "$(got "$tmp/p.h5")" = "$want" ]'
+ok "--prompt: show prints the text" '"$bin" show "$tmp/p.h5" | grep -q "^prompt: The quick brown fox jumps over the lazy dog.$"'
+ok "--prompt: show --json holds it" '"$bin" show "$tmp/p.h5" --json | grep -q "\"prompt\": \"The quick brown fox jumps over the lazy dog.\""'
+
+printf 'emoji \360\237\230\200\360\237\232\200\360\237\224\245 and \360\237\221\215\360\237\217\275' >"$tmp/prompt.txt"
+"$bin" trace "$ck" --backend cpu --prompt-file "$tmp/prompt.txt" --out "$tmp/f.h5" -q >/dev/null 2>"$tmp/err"
+ok "--prompt-file: exit 0" '[ $? -eq 0 ]'
+want="$(expected text "$(cat "$tmp/prompt.txt")")"
+ok "--prompt-file: unknown characters fused to <unk> as tokenizers does ($want)" '[ -n "$want" ] && [ "$(got "$tmp/f.h5")" = "$want" ]'
+
+"$bin" trace "$ck" --backend cpu --prompt "What is 2+2?" --chat --out "$tmp/c.h5" -q >/dev/null 2>"$tmp/err"
+ok "--chat: exit 0" '[ $? -eq 0 ]'
+want="$(expected chat "What is 2+2?")"
+ok "--chat: apply_chat_template's ids ($want)" '[ -n "$want" ] && [ "$(got "$tmp/c.h5")" = "$want" ]'
+ok "--chat: show names the format" '"$bin" show "$tmp/c.h5" | grep -q "^prompt (chat mistral-v1): What is 2+2?$"'
+
+"$bin" bisect "$ck" --backend cpu --prompt "Hello world" -q >"$tmp/out" 2>"$tmp/err"
+ok "bisect --prompt: runs (exit 0, nothing to bisect)" '[ $? -eq 0 ] && grep -q "nothing to bisect" "$tmp/out"'
+
+bad() { # NAME EXPECTED_MESSAGE_RE ARGS...
+  local name="$1" re="$2"; shift 2
+  "$bin" trace "$ck" --backend cpu --out "$tmp/bad.h5" -q "$@" >/dev/null 2>"$tmp/err"
+  local rc=$?
+  ok "$name: exit 2 ($(head -c 160 "$tmp/err"))" '[ $rc -eq 2 ] && grep -qE -e "$re" "$tmp/err"'
+}
+printf 'abc\377def' >"$tmp/bad.txt"
+bad "--prompt-file with invalid UTF-8" "bad.txt: not valid UTF-8 at byte offset 3" --prompt-file "$tmp/bad.txt"
+bad "--prompt with invalid UTF-8" "--prompt: not valid UTF-8 at byte offset 1" --prompt "$(printf 'a\300\200')"
+bad "--tokens and --prompt" "give the prompt one way" --tokens 1,2 --prompt "hi"
+bad "--chat alone" "--chat needs --prompt" --chat
+bad "a missing --prompt-file" "nope.txt: cannot open the prompt file" --prompt-file "$tmp/nope.txt"
+
+save="$tmp/tokenizer.json.orig"
+cp "$ck/tokenizer.json" "$save"
+tj="$ck/tokenizer.json"
+head -c 3000 "$save" >"$tj"
+bad "truncated tokenizer.json" "tokenizer.json: not valid JSON" --prompt "hi"
+sed 's/"vocab": {/"vocab": [], "x": {/' "$save" >"$tj"
+bad "model.vocab of the wrong type" "tokenizer.json: model.vocab is missing or not an object" --prompt "hi"
+sed 's/"type": "BPE"/"type": "Unigram"/' "$save" >"$tj"
+bad "an unsupported model" "tokenizer.json: model type Unigram is not supported" --prompt "hi"
+sed '0,/"merges": \[/s//"merges": [\n"zzq qqz",/' "$save" >"$tj"
+bad "a merge of unknown tokens" "tokenizer.json: model.merges\[0\] names zzq, which is not in the vocabulary" --prompt "hi"
+sed 's/"type": "Prepend"/"type": "Lowercase"/' "$save" >"$tj"
+bad "an unsupported normalizer" "tokenizer.json: normalizer type Lowercase is not supported" --prompt "hi"
+sed 's/"pre_tokenizer": null/"pre_tokenizer": {"type": "Whitespace"}/' "$save" >"$tj"
+bad "an unsupported pre-tokenizer" "tokenizer.json: pre_tokenizer type Whitespace is not supported" --prompt "hi"
+sed 's/"pre_tokenizer": null/"pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(unclosed"}, "behavior": "Isolated", "invert": false}/' "$save" >"$tj"
+bad "a regex that does not compile" "tokenizer.json: pre_tokenizer Split: pattern \(unclosed does not compile" --prompt "hi"
+sed 's/"single_word": false/"single_word": 3/' "$save" >"$tj"
+bad "a flag of the wrong type" "tokenizer.json: added_tokens\[0\] \(<unk>\): a flag is not a boolean" --prompt "hi"
+rm "$tj"
+bad "no tokenizer.json" "tokenizer.json: no tokenizer next to config.json" --prompt "hi"
+cp "$save" "$tj"
+printf '{"chat_template": "{{ messages[0].content }}", "bos_token": "<s>"}' >"$ck/tokenizer_config.json"
+bad "an unknown chat template" "tokenizer_config.json: chat_template not recognised.*--prompt without --chat" --prompt "hi" --chat
+
+# report's progress (issue 22 item 6): plain lines off a terminal, nothing with --quiet
+NVFP4DBG_PROGRESS_INTERVAL=0 "$bin" report "$tmp/p.h5" --html "$tmp/p.html" >/dev/null 2>"$tmp/err"
+ok "report: its steps as plain lines" 'grep -q "^nvfp4dbg: report: 0/3 steps (0%), reading the trace" "$tmp/err" && grep -q "^nvfp4dbg: report: 2/3 steps (67%), writing the page" "$tmp/err" && grep -q "^nvfp4dbg: report: done, 3/3 steps" "$tmp/err"'
+ok "report: the page's sections within the last step" 'grep -q "writing the page, 8/8 sections" "$tmp/err"'
+NVFP4DBG_PROGRESS_INTERVAL=0 "$bin" report "$tmp/p.h5" --html "$tmp/p.html" --quiet >/dev/null 2>"$tmp/err"
+ok "report --quiet: nothing on stderr" '[ ! -s "$tmp/err" ]'
+NVFP4DBG_PROGRESS_INTERVAL=0 "$bin" report "$tmp/p.h5" --html "$tmp/p.html" --against "$tmp/p.h5" >/dev/null 2>"$tmp/err"
+ok "report --against: four steps" 'grep -q "^nvfp4dbg: report: 1/4 steps (25%), reading the other trace" "$tmp/err"'
+echo "prompt_cli: $pass passed, $fail failed"
+[ $fail -eq 0 ]
