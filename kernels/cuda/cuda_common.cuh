@@ -92,4 +92,29 @@ static inline unsigned nd_cuda_grid(nd_backend *b, int64_t work, int per_block) 
 ND_BACKEND_OPS(ND_CUDA_DECL)
 #undef ND_CUDA_DECL
 
+/* Max and sum of v over the whole block (blockDim.x a multiple of 32; red: blockDim.x / 32 floats
+ * of shared memory). Warps reduce by shuffles, then every thread combines the warps' results in
+ * warp order, so all threads return the same value. Each call begins and ends with barriers. */
+__device__ __forceinline__ float nd_cuda_block_max(float v, float *red) {
+#pragma unroll
+    for (int o = 16; o; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x / 32] = v;
+    __syncthreads();
+    float r = red[0];
+    for (int w = 1; w < (int)(blockDim.x / 32); w++) r = fmaxf(r, red[w]);
+    return r;
+}
+
+__device__ __forceinline__ float nd_cuda_block_sum(float v, float *red) {
+#pragma unroll
+    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x / 32] = v;
+    __syncthreads();
+    float r = 0.0f;
+    for (int w = 0; w < (int)(blockDim.x / 32); w++) r += red[w];
+    return r;
+}
+
 #endif

@@ -11,89 +11,13 @@
  *    keeps 4 queries of one entry.
  *  - selection: one thread per query replays libstdc++'s std::nth_element / heap selection on
  *    (score, index) pairs with the comparator "a > b, NaN first", exactly as the CPU does (the
- *    functions below are kernels/cpu/cpu_indexer.c's, line for line), on an array in scratch.
+ *    selection is numerics/nd_topk_select.h, the CPU's own), on an array in scratch.
  *    Same input, same deterministic algorithm: the same picks in the same positions.
  * The selection is sequential per query (O(nc) expected); it is small next to the scores at the
  * model's shapes (64 heads x 128 channels per pair). */
 #include "cuda_compressed.cuh"
+#include "numerics/nd_topk_select.h"
 #include <math.h>
-
-typedef struct { float v; int32_t i; } ix_pick;
-
-__device__ __forceinline__ int ix_gt(ix_pick a, ix_pick b) { return (isnan(a.v) && !isnan(b.v)) || a.v > b.v; }
-__device__ __forceinline__ void ix_swp(ix_pick *a, int64_t x, int64_t y) { ix_pick t = a[x]; a[x] = a[y]; a[y] = t; }
-
-/* libstdc++ heap helpers (bits/stl_heap.h) */
-__device__ void ix_push_heap(ix_pick *a, int64_t hole, int64_t top, ix_pick v) {
-    int64_t parent = (hole - 1) / 2;
-    while (hole > top && ix_gt(a[parent], v)) { a[hole] = a[parent]; hole = parent; parent = (hole - 1) / 2; }
-    a[hole] = v;
-}
-__device__ void ix_adjust_heap(ix_pick *a, int64_t hole, int64_t len, ix_pick v) {
-    const int64_t top = hole;
-    int64_t sc = hole;
-    while (sc < (len - 1) / 2) {
-        sc = 2 * (sc + 1);
-        if (ix_gt(a[sc], a[sc - 1])) sc--;
-        a[hole] = a[sc];
-        hole = sc;
-    }
-    if ((len & 1) == 0 && sc == (len - 2) / 2) { sc = 2 * (sc + 1); a[hole] = a[sc - 1]; hole = sc - 1; }
-    ix_push_heap(a, hole, top, v);
-}
-__device__ void ix_heap_select(ix_pick *a, int64_t middle, int64_t last) {
-    if (middle >= 2)
-        for (int64_t parent = (middle - 2) / 2;; parent--) {
-            ix_adjust_heap(a, parent, middle, a[parent]);
-            if (parent == 0) break;
-        }
-    for (int64_t i = middle; i < last; i++)
-        if (ix_gt(a[i], a[0])) { ix_pick v = a[i]; a[i] = a[0]; ix_adjust_heap(a, 0, middle, v); }
-}
-/* libstdc++ introselect (bits/stl_algo.h) */
-__device__ void ix_median_to_first(ix_pick *a, int64_t r, int64_t x, int64_t y, int64_t z) {
-    if (ix_gt(a[x], a[y])) {
-        if (ix_gt(a[y], a[z])) ix_swp(a, r, y); else if (ix_gt(a[x], a[z])) ix_swp(a, r, z); else ix_swp(a, r, x);
-    } else if (ix_gt(a[x], a[z])) ix_swp(a, r, x);
-    else if (ix_gt(a[y], a[z])) ix_swp(a, r, z);
-    else ix_swp(a, r, y);
-}
-__device__ int64_t ix_partition(ix_pick *a, int64_t first, int64_t last, int64_t pivot) {
-    for (;;) {
-        while (ix_gt(a[first], a[pivot])) first++;
-        last--;
-        while (ix_gt(a[pivot], a[last])) last--;
-        if (!(first < last)) return first;
-        ix_swp(a, first, last);
-        first++;
-    }
-}
-__device__ void ix_insertion_sort(ix_pick *a, int64_t first, int64_t last) {
-    for (int64_t i = first + 1; i < last; i++) {
-        ix_pick v = a[i];
-        if (ix_gt(v, a[first])) {
-            for (int64_t j = i; j > first; j--) a[j] = a[j - 1];
-            a[first] = v;
-        } else {
-            int64_t j = i;
-            while (ix_gt(v, a[j - 1])) { a[j] = a[j - 1]; j--; }
-            a[j] = v;
-        }
-    }
-}
-__device__ void ix_nth_element(ix_pick *a, int64_t n, int64_t nth) {
-    int64_t first = 0, last = n, depth = 0;
-    for (int64_t m = n; m > 1; m >>= 1) depth++;
-    depth = 2 * (depth > 0 ? depth : 0); /* 2·floor(log2 n) */
-    while (last - first > 3) {
-        if (depth == 0) { ix_heap_select(a + first, nth + 1 - first, last - first); ix_swp(a, first, nth); return; }
-        depth--;
-        ix_median_to_first(a, first, first + 1, first + (last - first) / 2, last - 1);
-        const int64_t cut = ix_partition(a, first + 1, last, first);
-        if (cut <= nth) first = cut; else last = cut;
-    }
-    ix_insertion_sort(a, first, last);
-}
 
 __device__ __forceinline__ int64_t ix_ready(const int32_t *qpos, int64_t i, int64_t rate, int64_t nc) {
     const int64_t r = ((int64_t)qpos[i] + 1) / rate;
@@ -159,15 +83,14 @@ indexer_scores_kernel(const float *__restrict__ q, const float *__restrict__ k, 
 
 __global__ void indexer_select_kernel(const float *__restrict__ scores, int64_t t, int64_t nc,
                                       const int32_t *__restrict__ qpos, int64_t rate, int64_t topk,
-                                      ix_pick *__restrict__ pool, int32_t *__restrict__ idx) {
+                                      nd_pick *__restrict__ pool, int32_t *__restrict__ idx) {
     const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i >= t) return;
     const int64_t ready = ix_ready(qpos, i, rate, nc);
-    ix_pick *a = pool + i * nc;
+    nd_pick *a = pool + i * nc;
     const float *srow = scores + i * nc;
-    for (int64_t w = 0; w < nc; w++) a[w] = ix_pick{w < ready ? srow[w] : -INFINITY, (int32_t)w};
-    if (topk * 64 <= nc) ix_heap_select(a, topk, nc);
-    else ix_nth_element(a, nc, topk - 1);
+    for (int64_t w = 0; w < nc; w++) a[w] = nd_pick{w < ready ? srow[w] : -INFINITY, (int32_t)w};
+    nd_topk_select(a, nc, topk);
     for (int64_t s = 0; s < topk; s++) idx[i * topk + s] = a[s].i < ready ? a[s].i : -1;
 }
 
@@ -199,11 +122,11 @@ int nd_cuda_indexer_topk(nd_backend *b, const float *q, const float *k, const fl
     if (gy > 65535 || gx > 2147483647LL)
         return nd_fail(e, ND_EXIT_INTERNAL, "cuda: %s: unsupported: %lld queries", op, (long long)t);
     const size_t qb = nd_cuda_align256((size_t)t * 4);
-    const size_t pool_bytes = topk > 0 ? (size_t)t * (size_t)nc * sizeof(ix_pick) : 0;
+    const size_t pool_bytes = topk > 0 ? (size_t)t * (size_t)nc * sizeof(nd_pick) : 0;
     void *sp;
     ND_TRY(nd_cuda_scratch(b, qb + pool_bytes, &sp, e));
     int32_t *qpos = (int32_t *)sp;
-    ix_pick *pool = (ix_pick *)((char *)sp + qb);
+    nd_pick *pool = (nd_pick *)((char *)sp + qb);
     ND_TRY(nd_cuda_stage(b, qpos, qpos_host, (size_t)t * 4, e));
     ND_CU(cudaFuncSetAttribute(indexer_scores_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     indexer_scores_kernel<<<dim3((unsigned)gx, (unsigned)gy), dim3(IX_W, IX_R), smem, cu->stream>>>(
