@@ -479,7 +479,7 @@ static unsigned char *accounted(const nd_ckpt *c) {
         }
     }
     for (size_t i = 0; i < c->n_tensors; i++)
-        if (known_param(c->tensors[i])) a[i] = 1;
+        if (known_param(c->tensors[i]) || (c->n_virt && nd_ckpt_virt_source(c, c->tensors[i]))) a[i] = 1;
     return a;
 }
 

@@ -61,9 +61,11 @@ void nd_scale_stats_of(const nd_module *m, nd_scale_stats *st) {
     const nd_tview *s = m->weight_scale;
     if (!s || m->wfmt == ND_WF_DENSE) return;
     float table[256];
-    int bytes = s->dtype == ND_DT_F8_E4M3 || s->dtype == ND_DT_F8_E8M0;
+    /* MXFP4 scales are E8M0 exponents whatever their dtype tag (compressed-tensors stores them as U8) */
+    const int e8m0 = s->dtype == ND_DT_F8_E8M0 || (m->wfmt == ND_WF_MXFP4 && s->dtype == ND_DT_U8);
+    int bytes = s->dtype == ND_DT_F8_E4M3 || e8m0;
     if (bytes)
-        for (int i = 0; i < 256; i++) table[i] = s->dtype == ND_DT_F8_E4M3 ? nd_e4m3_to_f32((uint8_t)i) : nd_e8m0_to_f32((uint8_t)i);
+        for (int i = 0; i < 256; i++) table[i] = e8m0 ? nd_e8m0_to_f32((uint8_t)i) : nd_e4m3_to_f32((uint8_t)i);
     const unsigned char *p = s->data;
     double mn = INFINITY, mx = -INFINITY;
     for (int64_t i = 0; i < s->numel; i++) {

@@ -176,3 +176,12 @@ int nd_ckpt_virt_has_prefix(const nd_ckpt *c, const char *prefix) {
     size_t i = lower(c, prefix);
     return i < c->n_virt && strncmp(c->virt_sorted[i]->name, prefix, strlen(prefix)) == 0;
 }
+
+int nd_ckpt_virt_source(const nd_ckpt *c, const nd_tview *t) {
+    const char *lo = t->data, *hi = lo + t->nbytes;
+    for (size_t i = 0; i < c->n_virt; i++) {
+        const char *d = c->virt[i].data;
+        if (c->virt[i].file == t->file && d >= lo && d < hi) return 1;
+    }
+    return 0;
+}

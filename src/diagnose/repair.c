@@ -128,8 +128,9 @@ int nd_repairs_for(const nd_row *row, const nd_stage_info *in, nd_repair *out, i
     }
     if (in->sf_encoding != ND_SF_E4M3 && (r = add(out, &n, cap, "block_scale_e4m3", "scale_encoding_mismatch"))) {
         snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.block_scale_encoding=0", row->name);
-        snprintf(r->what, sizeof r->what, "block-scale bytes of %s decoded as E4M3 (as stored) instead of as %s", row->name,
-                 nd_sf_encoding_name(in->sf_encoding));
+        /* an MXFP4 weight's own reading (encoding 0 there) is E8M0 with bias 127 */
+        snprintf(r->what, sizeof r->what, "block-scale bytes of %s decoded as %s (as stored) instead of as %s", row->name,
+                 in->fp4_weight && !in->nvfp4_w4a4 ? "E8M0 with bias 127" : "E4M3", nd_sf_encoding_name(in->sf_encoding));
     }
     if (in->tp_pad > 0 && (r = add(out, &n, cap, "zero_padding", "padding_scale_contamination"))) {
         snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.pad_garbage=0", row->name);

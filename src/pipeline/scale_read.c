@@ -43,8 +43,49 @@ static int original_f32(nd_run *r, const nd_module *m, float **out, nd_err *e) {
     return rc;
 }
 
+/* An MXFP4 weight [N, K] with its E8M0 bytes [N, K/32] decoded in the encoding the module repair says
+ * they are stored in, else the one the production kernel reads them with (rd), else the format's own
+ * (E8M0, bias 127); e4m3 (0) in either stands for the own reading. code x scale, as dequant_mxfp4. */
+static int mx_decode(nd_run *r, const nd_module *m, const nd_module_repair *fix, const nd_sf_read *rd, int swap_nibbles,
+                     int nout, float **out, nd_err *e) {
+    const int64_t n = m->out_features, k = m->in_features, nb = k / ND_MXFP4_BLOCK;
+    if (!m->weight_scale || (int64_t)m->weight_scale->nbytes < n * nb || m->weight->nbytes != (size_t)(n * (k / 2)))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s: MXFP4 scales can be read another way only as [%lld, %lld] bytes",
+                       nd_ckpt_dir(r->ck), m->path, (long long)n, (long long)nb);
+    int enc = fix->scale_encoding != ND_SF_E4M3 ? fix->scale_encoding
+              : rd && rd->encoding != ND_SF_E4M3 ? rd->encoding : ND_SF_E8M0;
+    uint8_t *packed = malloc(m->weight->nbytes + 1);
+    float *w = malloc((size_t)(n * k + 1) * sizeof(float));
+    int rc = packed && w ? 0 : nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    if (!rc) {
+        if (swap_nibbles) nd_swap_nibbles(m->weight->data, packed, m->weight->nbytes);
+        else memcpy(packed, m->weight->data, m->weight->nbytes);
+        const uint8_t *sf = m->weight_scale->data;
+        for (int64_t row = 0; row < n; row++)
+            for (int64_t j = 0; j < k; j++)
+                w[row * k + j] = nd_e2m1_to_f32(nd_nibble(packed + row * (k / 2), j)) * nd_sf_decode(sf[row * nb + j / 32], enc);
+    }
+    for (int i = 0; i < nout; i++) out[i] = NULL;
+    for (int i = 0; i < nout && !rc; i++) {
+        out[i] = r->be->alloc(r->be, (size_t)(n * k) * sizeof(float), e);
+        if (!out[i]) rc = e->code;
+        else rc = r->be->upload(r->be, out[i], w, (size_t)(n * k) * sizeof(float), e);
+    }
+    if (rc)
+        for (int i = 0; i < nout; i++) {
+            if (out[i]) r->be->release(r->be, out[i]);
+            out[i] = NULL;
+        }
+    nd_ckpt_release(r->ck, m->weight);
+    nd_ckpt_release(r->ck, m->weight_scale);
+    free(packed);
+    free(w);
+    return rc;
+}
+
 int nd_scale_read_decode(nd_run *r, const nd_module *m, const nd_module_repair *fix, const nd_sf_read *rd, int swap_nibbles,
                          const float *div, int nout, float **out, nd_err *e) {
+    if (m->wfmt == ND_WF_MXFP4) return mx_decode(r, m, fix, rd, swap_nibbles, nout, out, e);
     const int64_t n = m->out_features, k = m->in_features, nb = k / 16;
     const size_t sf_n = m->weight_scale ? m->weight_scale->nbytes : 0;
     if (m->wfmt != ND_WF_NVFP4 || !m->weight_scale || (int64_t)sf_n < n * nb || m->weight->nbytes != (size_t)(n * (k / 2)))

@@ -5,7 +5,7 @@
 #include "numerics/nd_numerics.h"
 
 static const char *const LAYOUTS[ND_SF_NLAYOUTS] = {"linear", "swizzled_128x4", "transposed", "padded_128x4"};
-static const char *const ENCODINGS[ND_SF_NENCODINGS] = {"e4m3", "e8m0", "u8"};
+static const char *const ENCODINGS[ND_SF_NENCODINGS] = {"e4m3", "e8m0", "u8", "e8m0_bias125", "e8m0_bias128"};
 
 const char *nd_sf_layout_name(int l) { return l >= 0 && l < ND_SF_NLAYOUTS ? LAYOUTS[l] : "?"; }
 const char *nd_sf_encoding_name(int x) { return x >= 0 && x < ND_SF_NENCODINGS ? ENCODINGS[x] : "?"; }
@@ -81,6 +81,8 @@ float nd_e8m0_biased(uint8_t b, int bias) {
 float nd_sf_decode(uint8_t b, int encoding) {
     switch (encoding) {
     case ND_SF_E8M0: return nd_e8m0_biased(b, ND_E8M0_BIAS);
+    case ND_SF_E8M0_B125: return nd_e8m0_biased(b, 125);
+    case ND_SF_E8M0_B128: return nd_e8m0_biased(b, 128);
     case ND_SF_U8: return (float)b;
     default: return nd_e4m3_to_f32(b);
     }

@@ -24,11 +24,17 @@
 #include <stdint.h>
 
 typedef enum nd_sf_layout { ND_SF_LINEAR = 0, ND_SF_SWIZZLED = 1, ND_SF_TRANSPOSED = 2, ND_SF_PADDED = 3, ND_SF_NLAYOUTS } nd_sf_layout;
-typedef enum nd_sf_encoding { ND_SF_E4M3 = 0, ND_SF_E8M0 = 1, ND_SF_U8 = 2, ND_SF_NENCODINGS } nd_sf_encoding;
+/* e8m0_bias125 / e8m0_bias128: E8M0 exponents read with another bias than OCP's 127 (compressed-tensors
+ * 0.13 wrote 125 = 127 - 2, C26; 128 is the "128 = 2**7" reading): 4x too large / 2x too small. For an
+ * MXFP4 weight e4m3 (0) stands for the format's own reading, E8M0 with bias 127. */
+typedef enum nd_sf_encoding {
+    ND_SF_E4M3 = 0, ND_SF_E8M0 = 1, ND_SF_U8 = 2, ND_SF_E8M0_B125 = 3, ND_SF_E8M0_B128 = 4, ND_SF_NENCODINGS
+} nd_sf_encoding;
 
 #define ND_E8M0_BIAS 127
 
-/* "linear", "swizzled_128x4", "transposed", "padded_128x4" / "e4m3", "e8m0", "u8" ("?" out of range) */
+/* "linear", "swizzled_128x4", "transposed", "padded_128x4" / "e4m3", "e8m0", "u8", "e8m0_bias125",
+ * "e8m0_bias128" ("?" out of range) */
 const char *nd_sf_layout_name(int layout);
 const char *nd_sf_encoding_name(int encoding);
 /* The index of a name in those lists, or -1. */

@@ -38,7 +38,7 @@ static const char *const KVS[ND_KV_NUSES] = {"ignore", "apply", "twice", "write_
 static const char *const ROUNDING[] = {"none", "ue8m0_ceil", "ue8m0_requant"}, *const PADS[] = {"zero", "garbage"};
 static const char *const GLOBAL[] = {"apart", "baked"}, *const RBIAS[] = {"fp32", "bf16"};
 static const char *const LAYOUT[] = {"linear", "swizzled_128x4", "transposed", "padded_128x4"};  /* nd_sf_layout order */
-static const char *const ENCODING[] = {"e4m3", "e8m0", "u8"};                    /* nd_sf_encoding order */
+static const char *const ENCODING[] = {"e4m3", "e8m0", "u8", "e8m0_bias125", "e8m0_bias128"}; /* nd_sf_encoding order */
 static const stack_key KEYS[] = {
     {"stack", SK_TEXT, F(name), sizeof ((nd_stack *)0)->name, NULL, 0, 0, 0, 0},
     {"description", SK_TEXT, F(description), sizeof ((nd_stack *)0)->description, NULL, 0, 0, 0, 0},
@@ -143,9 +143,9 @@ int nd_stack_add_override(nd_stack *s, const char *arg, nd_err *e) {
         {".gate_up_swap", 0, 1, "0 or 1"}, {".routed_scaling", 0, 2, "0, 1 or 2 (times applied)"}, {".epilogue_fp16", 0, 2, "0 (bf16), 1 (fp16: cast before alpha) or 2 (fp16_output)"},
         {".kv_cache_fp8", 0, 1, "0 or 1"}, {".kv_scales", 0, 3, "0 (ignore), 1 (apply), 2 (twice) or 3 (write_only)"},
         {".block_scale_pow2", 0, 2, "0 (none), 1 (ue8m0_ceil) or 2 (ue8m0_requant)"}, {".block_scale_layout", 0, 3, "0 (linear), 1 (swizzled_128x4), 2 (transposed) or 3 (padded_128x4)"},
-        {".block_scale_encoding", 0, 2, "0 (e4m3), 1 (e8m0) or 2 (u8)"}, {".tp", 1, 4096, "an integer from 1 to 4096"},
+        {".block_scale_encoding", 0, 4, "0 (e4m3; MXFP4: its own e8m0), 1 (e8m0), 2 (u8), 3 (e8m0_bias125) or 4 (e8m0_bias128)"}, {".tp", 1, 4096, "an integer from 1 to 4096"},
         {".pad_garbage", 0, 1, "0 or 1"}, {".scale_layout", 0, 3, "0 (linear), 1 (swizzled_128x4), 2 (transposed) or 3 (padded: rows of the stored tensor's length)"},
-        {".scale_encoding", 0, 2, "0 (e4m3), 1 (e8m0) or 2 (u8)"}, {".block_scale_refit", 0, 1, "0 or 1"},
+        {".scale_encoding", 0, 4, "0 (e4m3; MXFP4: its own e8m0), 1 (e8m0), 2 (u8), 3 (e8m0_bias125) or 4 (e8m0_bias128)"}, {".block_scale_refit", 0, 1, "0 or 1"},
         {".global_scale_baked", 0, 1, "0 or 1"}, {".router_bias_bf16", 0, 1, "0 or 1"}};
     for (size_t i = 0; i < sizeof sw / sizeof sw[0]; i++) {
         size_t ls = strlen(sw[i].suffix);

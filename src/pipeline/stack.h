@@ -130,7 +130,8 @@ void nd_stack_module_repair(nd_stack *s, const nd_module *m, nd_module_repair *o
  * profile's keys unless the stage's override says otherwise:
  *   <stage>.block_scale_pow2=0|1        rounded up to powers of two (UE8M0 ceil)
  *   <stage>.block_scale_layout=0|1|2|3  read as linear, swizzled_128x4, transposed or padded_128x4
- *   <stage>.block_scale_encoding=0|1|2  decoded as e4m3, e8m0 or u8
+ *   <stage>.block_scale_encoding=0..4   decoded as e4m3 (an MXFP4 weight: its own E8M0), e8m0, u8,
+ *                                       e8m0_bias125 or e8m0_bias128 (scale_repr.h)
  *   <stage>.tp=N, <stage>.pad_garbage=0|1  ranks, and the padding of a row-parallel K shard */
 /* baked: the stack folds the weight's global divisor into the E4M3 block scales (each re-rounded
  * to E4M3, subnormals included) and drops it from alpha (`global_scale: baked`); baked_div is that

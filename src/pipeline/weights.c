@@ -100,7 +100,7 @@ static int decode(nd_run *r, const nd_module *m, const float *div, int nout, int
     nd_stack_module_repair(&r->stack, m, &fix);
     swap_nibbles ^= fix.nibble_swap;
     /* block scales read another way (a repair, or the production kernel's reading): on the host */
-    if (m->wfmt == ND_WF_NVFP4 && nd_scale_read_needed(&fix, rd))
+    if ((m->wfmt == ND_WF_NVFP4 || m->wfmt == ND_WF_MXFP4) && nd_scale_read_needed(&fix, rd))
         return nd_scale_read_decode(r, m, &fix, rd, swap_nibbles, div, nout, out, e);
     void *w = NULL, *s = NULL;
     int rc = upload_raw(r, m->weight, &w, e);

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# MXFP4 weights (issue 19 item 3) on golden/conformance/mxfp4 (compressed-tensors MXFP4A16 of the tiny
+# Llama, made by llmcompressor; the same codes in gpt-oss's fused-expert layout): the healthy
+# checkpoint traces clean (MXFP4 weights times BF16 activations on both paths); each reading of the
+# E8M0 bytes other than their own (<stage>.block_scale_encoding=2 u8: C27's bytes as integers,
+# 3 e8m0_bias125: C26's bias, 4 e8m0_bias128) diverges at that stage with scale_encoding_mismatch,
+# proven by the repair that reads them as E8M0 with bias 127 (block_scale_e4m3: encoding 0, the
+# format's own), and the printed next command is clean; encoding 5 is exit 2. inspect shows both
+# layouts as mxfp4 with their E8M0 scale range and every stored tensor read.
+#   usage: mxfp4_stacks.sh NVFP4DBG SOURCE_ROOT
+set -u
+bin="$1"; root="$2"
+be="${ND_TEST_BACKEND:-cpu}"
+. "$(dirname "$0")/../lib.sh"
+ck="$root/golden/conformance/mxfp4/ct"
+toks=11,48,85,122,159,196,233,14
+st=layers.0.self_attn.q_proj
+
+"$bin" trace "$ck" --backend "$be" --tokens "$toks" -o "$tmp/c.h5" --json --quiet > "$tmp/c.json" 2> "$tmp/c.err"; rc=$?
+ok "healthy MXFP4A16 checkpoint traces clean (exit $rc)" '[ $rc -eq 0 ] && [ "$(json_field status "$tmp/c.json")" != divergence ]'
+
+for enc in 2 3 4; do
+  "$bin" trace "$ck" --backend "$be" --tokens "$toks" -o "$tmp/e$enc.h5" --json --quiet \
+    --override "$st.block_scale_encoding=$enc" > "$tmp/e$enc.json" 2> "$tmp/e$enc.err"; rc=$?
+  j="$tmp/e$enc.json"
+  ok "encoding $enc: exit 1 at $st, scale_encoding_mismatch proven by block_scale_e4m3 (exit $rc, '$(json_field first_divergence "$j")' '$(json_field cause "$j")' '$(json_field proof "$j")' '$(json_field repair "$j")')" \
+    '[ $rc -eq 1 ] && [ "$(json_field first_divergence "$j")" = "$st" ] && [ "$(json_field cause "$j")" = scale_encoding_mismatch ] && [ "$(json_field proof "$j")" = repair ] && [ "$(json_field repair "$j")" = block_scale_e4m3 ]'
+  next="$(json_field next_command "$j")"
+  ok "encoding $enc: the next command ends with the own reading ($next)" '[[ "$next" == *"--override $st.block_scale_encoding=0" ]]'
+  "$bin" trace "$ck" --backend "$be" --tokens "$toks" -o "$tmp/n$enc.h5" --json --quiet \
+    --override "$st.block_scale_encoding=$enc" --override "$st.block_scale_encoding=0" > "$tmp/n$enc.json" 2>/dev/null; rc=$?
+  ok "encoding $enc: the next command is clean (exit $rc, verdict '$(row_verdict "$st" "$tmp/n$enc.json")')" '[ $rc -eq 0 ] && [ "$(row_verdict "$st" "$tmp/n$enc.json")" = ok ]'
+done
+
+"$bin" trace "$ck" --backend "$be" --tokens "$toks" -o "$tmp/b.h5" --override "$st.block_scale_encoding=5" > /dev/null 2> "$tmp/b.err"; rc=$?
+ok "encoding 5 is exit 2 naming the switch (exit $rc: $(head -c 200 "$tmp/b.err"))" '[ $rc -eq 2 ] && grep -q "block_scale_encoding" "$tmp/b.err"'
+
+"$bin" inspect "$ck" > "$tmp/i.txt" 2>&1; rc=$?
+ok "inspect ct: 14 mxfp4 modules, E8M0 scales 0.03125..0.0625, no NaN (exit $rc)" \
+  '[ $rc -eq 0 ] && [ "$(grep -c " mxfp4  ct " "$tmp/i.txt")" -eq 14 ] && grep -q "model.layers.0.mlp.down_proj .*0.03125 *0.0625 *0 *0" "$tmp/i.txt"'
+"$bin" inspect "$root/golden/conformance/mxfp4/gptoss" > "$tmp/g.txt" 2>&1; rc=$?
+ok "inspect gptoss: format mxfp4, 4 expert modules, every stored tensor read (exit $rc)" \
+  '[ $rc -eq 0 ] && grep -q "^format  *mxfp4" "$tmp/g.txt" && [ "$(grep -c "^model.layers.0.mlp.experts.[01].\(gate_up\|down\)_proj .* mxfp4 " "$tmp/g.txt")" -eq 4 ] && grep -q " 0 tensors no loader" "$tmp/g.txt"'
+
+echo "mxfp4_stacks: $pass passed, $fail failed"
+[ $fail -eq 0 ]
