@@ -149,15 +149,21 @@ typedef struct nd_backend nd_backend;
      * rounded to BF16 before the product (nd_swiglu_elem). */ \
     X(swiglu, (nd_backend *b, const float *g, const float *v, int64_t n, float limit, int bf16_steps, float *h, \
         nd_err *e)) \
+    /* gpt-oss's clamped SwiGLU: g' = min(g, limit), v' = clamp(v, -limit, limit) (limit <= 0: no \
+     * clamp), h = (v' + 1) * (g' * sigmoid(alpha * g')). bf16_steps: each step rounded to BF16 as \
+     * GptOssExperts._apply_gate on BF16 tensors (nd_swiglu_oai_elem). */ \
+    X(swiglu_oai, (nd_backend *b, const float *g, const float *v, int64_t n, float alpha, float limit, \
+        int bf16_steps, float *h, nd_err *e)) \
  \
     /* Rotary embedding in place on x [rows, heads, d], dims [rot_off, rot_off+rot_dim) of each \
      * head. pos_host [rows] positions, inv_freq_host [rot_dim/2] frequencies (YaRN already applied). \
      * interleaved: pairs (2i, 2i+1) (GPT-J / DeepSeek); else halves (i, i+rot_dim/2) (NeoX/Llama). \
-     * inverse: rotate by -angle. Angles are pos*inv_freq in FP32, cos/sin in FP32; steps \
+     * inverse: rotate by -angle. Angles are pos*inv_freq in FP32, cos/sin in FP32, each times mscale \
+     * (YaRN's attention factor as transformers multiplies it into cos and sin; 1: none) before steps \
      * (nd_rope_steps): ND_ROPE_FP32, or transformers' BF16 cos/sin (and BF16 products). */ \
     X(rope, (nd_backend *b, float *x, int64_t rows, int64_t heads, int64_t d, int64_t rot_off, int64_t rot_dim, \
         const int32_t *pos_host, const float *inv_freq_host, int interleaved, int inverse, int steps, \
-        nd_err *e)) \
+        float mscale, nd_err *e)) \
  \
     /* Causal attention with optional sliding window and sinks. q [t, hq, d], k [s, hkv, d], \
      * v [s, hkv, dv]; query head h uses kv head h / (hq/hkv). Key j is visible to query i iff \
@@ -165,7 +171,8 @@ typedef struct nd_backend nd_backend;
      * scale; sinks_host [hq] (may be NULL) join only the softmax denominator. out [t, hq, dv]. \
      * A query with no visible key and no sink gets zeros. bf16_steps: transformers' eager \
      * attention of a BF16 model: score = bf16(bf16(q·k) · scale), probabilities rounded to BF16 \
-     * before p·v (nd_attn_score, nd_attn_prob). */ \
+     * before p·v (nd_attn_score, nd_attn_prob); 2: also, with sinks, each logit minus the max rounded \
+     * to BF16 before the exponential (GptOssAttention, nd_attn_exp). */ \
     X(attention, (nd_backend *b, const float *q, const float *k, const float *v, int64_t t, int64_t s, \
         int64_t hq, int64_t hkv, int64_t d, int64_t dv, const int32_t *qpos_host, const int32_t *kpos_host, \
         int64_t window, float scale, const float *sinks_host, int bf16_steps, float *out, nd_err *e)) \

@@ -4,7 +4,8 @@
  * out = Σ_j exp(s_j - μ) v_j / (Σ_j exp(s_j - μ) + exp(sink_h - μ)). Taking the sink into μ
  * is the same softmax (transformers concatenates the sink logit) and cannot overflow when the
  * sink is far above the scores. A query with no visible key gets zeros, sink or not.
- * bf16_steps: s_j = bf16(bf16(q·k_j) · scale) and p_j = bf16(exp(s_j - μ) / den) before p·v, as
+ * bf16_steps: s_j = bf16(bf16(q·k_j) · scale) and p_j = bf16(exp(s_j - μ) / den) before p·v (2, with
+ * sinks: s_j - μ and sink_h - μ rounded to BF16 first, nd_attn_exp: gpt-oss), as
  * transformers' eager attention of a BF16 model (numerics/nd_bf16_steps.h).
  */
 #include <math.h>
@@ -53,15 +54,16 @@ int nd_cpu_attention(nd_backend *b, const float *q, const float *k, const float 
             if (nvis == 0) { memset(o, 0, (size_t)dv * sizeof *o); continue; }
             const float sink = sinks_host ? sinks_host[h] : -INFINITY;
             if (sink > mu) mu = sink;
-            float den = sinks_host ? expf(sink - mu) : 0.0f;
+            const int bsub = bf16_steps == 2 && sinks_host; /* the max subtracted in BF16 (nd_attn_exp) */
+            float den = sinks_host ? nd_attn_exp(sink, mu, bsub) : 0.0f;
             for (int64_t c = 0; c < dv; c++) acc[c] = 0.0f;
             if (bf16_steps) /* the probabilities are rounded, so the denominator comes first */
                 for (int64_t j = 0; j < s; j++)
-                    if (sc[j] == sc[j]) den += expf(sc[j] - mu);
+                    if (sc[j] == sc[j]) den += nd_attn_exp(sc[j], mu, bsub);
             for (int64_t j = 0; j < s; j++) {
                 const int64_t kp = kpos_host[j];
                 if (kp > qp || (window > 0 && qp - kp >= window)) continue;
-                const float ex = expf(sc[j] - mu);
+                const float ex = nd_attn_exp(sc[j], mu, bsub);
                 const float p = bf16_steps ? nd_attn_prob(ex, den, 1) : ex;
                 if (!bf16_steps) den += ex;
                 const float *vj = v + (j * hkv + kh) * dv;

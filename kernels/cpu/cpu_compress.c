@@ -113,14 +113,15 @@ int nd_cpu_attention_compressed(nd_backend *b, const float *q, const float *kv, 
             }
             const float sink = sinks_host ? sinks_host[h] : -INFINITY;
             if (sink > mu) mu = sink;
-            float den = sinks_host ? expf(sink - mu) : 0.0f;
+            const int bsub = bf16_steps == 2 && sinks_host; /* as `attention` (nd_attn_exp) */
+            float den = sinks_host ? nd_attn_exp(sink, mu, bsub) : 0.0f;
             for (int64_t c = 0; c < d; c++) acc[c] = 0.0f;
             if (bf16_steps) /* the probabilities are rounded, so the denominator comes first */
                 for (int64_t j = 0; j < nk; j++)
-                    if (vis[j]) den += expf(sc[j] - mu);
+                    if (vis[j]) den += nd_attn_exp(sc[j], mu, bsub);
             for (int64_t j = 0; j < nk; j++) {
                 if (!vis[j]) continue;
-                const float ex = expf(sc[j] - mu);
+                const float ex = nd_attn_exp(sc[j], mu, bsub);
                 const float p = bf16_steps ? nd_attn_prob(ex, den, 1) : ex;
                 if (!bf16_steps) den += ex;
                 const float *vj = j < s ? kv + j * d : ckv + (j - s) * d;

@@ -66,3 +66,12 @@ int nd_cpu_swiglu(nd_backend *b, const float *g, const float *v, int64_t n, floa
     for (int64_t i = 0; i < n; i++) h[i] = nd_swiglu_elem(g[i], v[i], limit, bf16_steps);
     return 0;
 }
+
+int nd_cpu_swiglu_oai(nd_backend *b, const float *g, const float *v, int64_t n, float alpha, float limit,
+                      int bf16_steps, float *h, nd_err *e) {
+    (void)b;
+    ND_CPU_SIZES(e, "swiglu_oai", n);
+    ND_CPU_REQUIRE(n == 0 || (g && v && h), e, "swiglu_oai", "NULL buffer");
+    for (int64_t i = 0; i < n; i++) h[i] = nd_swiglu_oai_elem(g[i], v[i], alpha, limit, bf16_steps);
+    return 0;
+}

@@ -1,5 +1,5 @@
 /* cpu_rope.c — rotary embedding on a slice of each head, interleaved or half-split, forward or
- * inverse. Angles pos * inv_freq and their cos/sin in FP32, rounded as `steps` says
+ * inverse. Angles pos * inv_freq and their cos/sin in FP32 (times mscale), rounded as `steps` says
  * (numerics/nd_bf16_steps.h). */
 #include <math.h>
 #include "cpu_internal.h"
@@ -7,7 +7,7 @@
 
 int nd_cpu_rope(nd_backend *b, float *x, int64_t rows, int64_t heads, int64_t d, int64_t rot_off,
                 int64_t rot_dim, const int32_t *pos_host, const float *inv_freq_host, int interleaved,
-                int inverse, int steps, nd_err *e) {
+                int inverse, int steps, float mscale, nd_err *e) {
     (void)b;
     const char *op = "rope";
     ND_CPU_SIZES(e, op, rows, heads, d);
@@ -23,7 +23,7 @@ int nd_cpu_rope(nd_backend *b, float *x, int64_t rows, int64_t heads, int64_t d,
         const float p = (float)pos_host[r];
         for (int64_t i = 0; i < half; i++) {
             const float ang = p * inv_freq_host[i];
-            const float c = nd_rope_trig(cosf(ang), steps), sn = nd_rope_trig(sinf(ang), steps);
+            const float c = nd_rope_trig(cosf(ang) * mscale, steps), sn = nd_rope_trig(sinf(ang) * mscale, steps);
             const float s = inverse ? -sn : sn;
             const int64_t i0 = interleaved ? 2 * i : i, i1 = interleaved ? 2 * i + 1 : i + half;
             for (int64_t h = 0; h < heads; h++) {

@@ -70,6 +70,20 @@ int nd_cuda_swiglu(nd_backend *b, const float *g, const float *v, int64_t n, flo
     return 0;
 }
 
+__global__ void swiglu_oai_kernel(const float *__restrict__ g, const float *__restrict__ v, int64_t n, float alpha,
+                                  float limit, int bf16_steps, float *__restrict__ h) {
+    GRID_STRIDE(i, n) h[i] = nd_swiglu_oai_elem(g[i], v[i], alpha, limit, bf16_steps);
+}
+
+int nd_cuda_swiglu_oai(nd_backend *b, const float *g, const float *v, int64_t n, float alpha, float limit,
+                       int bf16_steps, float *h, nd_err *e) {
+    if (n < 0) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: swiglu_oai: negative size");
+    if (n == 0) return 0;
+    swiglu_oai_kernel<<<nd_cuda_grid(b, n, 256), 256, 0, nd_cu(b)->stream>>>(g, v, n, alpha, limit, bf16_steps, h);
+    ND_LAUNCHED("swiglu_oai_kernel");
+    return 0;
+}
+
 /* One block per row: Σx² in FP32 (per-thread partial sums, then a tree), y = (x * r) * w. */
 __global__ void rmsnorm_kernel(const float *__restrict__ x, const float *__restrict__ w, float eps, int64_t d,
                                int steps, float *__restrict__ y) {
@@ -109,12 +123,12 @@ int nd_cuda_rmsnorm(nd_backend *b, const float *x, const float *w, float eps, in
 /* One thread per (row, head, pair). pos and inv_freq were staged into device scratch. */
 __global__ void rope_kernel(float *x, int64_t rows, int64_t heads, int64_t d, int64_t rot_off, int64_t half,
                             const int32_t *__restrict__ pos, const float *__restrict__ inv_freq, int interleaved,
-                            int inverse, int steps) {
+                            int inverse, int steps, float mscale) {
     const int64_t total = rows * heads * half;
     GRID_STRIDE(t, total) {
         const int64_t i = t % half, rh = t / half, r = rh / heads;
         const float ang = __fmul_rn((float)pos[r], inv_freq[i]);
-        const float c = nd_rope_trig(cosf(ang), steps), sn = nd_rope_trig(sinf(ang), steps);
+        const float c = nd_rope_trig(__fmul_rn(cosf(ang), mscale), steps), sn = nd_rope_trig(__fmul_rn(sinf(ang), mscale), steps);
         const float s = inverse ? -sn : sn;
         const int64_t i0 = interleaved ? 2 * i : i, i1 = interleaved ? 2 * i + 1 : i + half;
         float *xh = x + rh * d + rot_off;
@@ -127,7 +141,7 @@ __global__ void rope_kernel(float *x, int64_t rows, int64_t heads, int64_t d, in
 
 int nd_cuda_rope(nd_backend *b, float *x, int64_t rows, int64_t heads, int64_t d, int64_t rot_off,
                  int64_t rot_dim, const int32_t *pos_host, const float *inv_freq_host, int interleaved,
-                 int inverse, int steps, nd_err *e) {
+                 int inverse, int steps, float mscale, nd_err *e) {
     if (steps < ND_ROPE_FP32 || steps > ND_ROPE_BF16_PRODUCTS) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: rope: unknown steps %d", steps);
     if (rows < 0 || heads < 0 || d < 0 || rot_off < 0 || rot_dim < 0 || rot_off + rot_dim > d)
         return nd_fail(e, ND_EXIT_INTERNAL, "cuda: rope: rotary slice [%lld, %lld) outside head dim %lld",
@@ -144,7 +158,7 @@ int nd_cuda_rope(nd_backend *b, float *x, int64_t rows, int64_t heads, int64_t d
     ND_TRY(nd_cuda_stage(b, f, inv_freq_host, (size_t)half * 4, e));
     const int64_t total = rows * heads * half;
     rope_kernel<<<nd_cuda_grid(b, total, 256), 256, 0, nd_cu(b)->stream>>>(x, rows, heads, d, rot_off, half, pos, f,
-                                                                            interleaved, inverse, steps);
+                                                                            interleaved, inverse, steps, mscale);
     ND_LAUNCHED("rope_kernel");
     return 0;
 }

@@ -78,6 +78,14 @@ ND_HD void nd_rope_pair(float a, float b, float c, float s, int steps, float *ya
 ND_HD float nd_attn_score(float dot, float scale, int bf16_steps) {
     return bf16_steps ? nd_bf16_round(ND_SMUL(nd_bf16_round(dot), scale)) : ND_SMUL(dot, scale);
 }
+/* exp(s - mu) of a score or a sink. With sinks, GptOssAttention's eager attention subtracts the max of
+ * the concatenated logits on BF16 tensors (`combined_logits - combined_logits.max(...)`): bf16_sub
+ * rounds the difference to BF16 before the exponential (attention bf16_steps == 2; the DeepSeek-V4
+ * fixture's forward does not, bf16_steps == 1) */
+ND_HD float nd_attn_exp(float s, float mu, int bf16_sub) {
+    const float d = ND_SSUB(s, mu);
+    return expf(bf16_sub ? nd_bf16_round(d) : d);
+}
 /* probability exp(s - mu) / den as the p·v matmul reads it */
 ND_HD float nd_attn_prob(float ex, float den, int bf16_steps) {
     return bf16_steps ? nd_bf16_round(ND_SDIV(ex, den)) : ND_SDIV(ex, den);
@@ -91,6 +99,23 @@ ND_HD float nd_swiglu_elem(float g, float v, float limit, int bf16_steps) {
     }
     const float s = ND_SDIV(g, ND_SADD(1.0f, expf(-g))); /* silu(g) = g * sigmoid(g) */
     return ND_SMUL(bf16_steps ? nd_bf16_round(s) : s, v);
+}
+
+/* ---- gpt-oss SwiGLU (GptOssExperts._apply_gate): `gate.clamp(max=limit)`, `up.clamp(-limit, limit)`,
+ * `glu = gate * sigmoid(gate * alpha)`, `(up + 1) * glu`. bf16_steps: α·g, the sigmoid, g·σ and up + 1
+ * each rounded to BF16 (the caller rounds the product). */
+ND_HD float nd_swiglu_oai_elem(float g, float v, float alpha, float limit, int bf16_steps) {
+    if (limit > 0.0f) {
+        g = fminf(g, limit);
+        v = fminf(fmaxf(v, -limit), limit);
+    }
+    float ag = ND_SMUL(g, alpha);
+    if (bf16_steps) ag = nd_bf16_round(ag);
+    float sg = ND_SDIV(1.0f, ND_SADD(1.0f, expf(-ag)));
+    if (bf16_steps) sg = nd_bf16_round(sg);
+    float glu = ND_SMUL(g, sg), u = ND_SADD(v, 1.0f);
+    if (bf16_steps) { glu = nd_bf16_round(glu); u = nd_bf16_round(u); }
+    return ND_SMUL(u, glu);
 }
 
 /* ---- DeepSeek-V4 hyper-connection post: `post.to(bf16) * y + matmul(comb.to(bf16)^T, X)` ----

@@ -45,6 +45,8 @@ void nd_ckpt_close(nd_ckpt *c) {
     for (size_t i = 0; i < c->n_files; i++) nd_st_close(c->files[i]);
     free(c->files);
     free(c->tensors);
+    for (size_t i = 0; i < c->n_owned; i++) free(c->owned[i]);
+    free(c->owned);
     for (size_t i = 0; i < c->n_modules; i++) free(c->modules[i]);
     free(c->modules);
     nd_ckpt_virt_free(c);
@@ -182,6 +184,7 @@ static int open_impl(nd_ckpt *c, const char *dir, nd_err *e) {
         if (strcmp(c->tensors[i - 1]->name, c->tensors[i]->name) == 0)
             return nd_fail(e, ND_EXIT_BADINPUT, "%s: tensor '%s' is also in %s", c->tensors[i]->file,
                            c->tensors[i]->name, c->tensors[i - 1]->file);
+    ND_TRY(nd_ckpt_expand_dense_experts(c, e));
     ND_TRY(nd_ckpt_expand_mx_experts(c, e));
     return find_modules(c, e);
 }

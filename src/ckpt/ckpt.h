@@ -65,6 +65,10 @@ typedef struct nd_model_cfg {
     char rope_type[32];
     double rope_factor, rope_orig_max_pos, rope_beta_fast, rope_beta_slow, rope_mscale, rope_mscale_all_dim;
     double rope_low_freq_factor, rope_high_freq_factor; /* rope_type llama3 (defaults 1 and 4) */
+    /* rope_type yarn as transformers reads it: truncate (default 1: the correction range floored and
+     * ceiled), attention_factor (0 when absent), whether mscale was given (its default is no value) */
+    int rope_truncate, rope_mscale_set;
+    double rope_attention_factor;
     int tie_word_embeddings;    /* lm_head is the embedding matrix (top-level key, else text_config's) */
     /* per-layer layer types ("sliding_attention", "compressed_sparse_attention",
      * "heavily_compressed_attention", ...) and compress ratios when the config has them */

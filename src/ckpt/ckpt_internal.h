@@ -79,6 +79,8 @@ struct nd_ckpt {
     size_t n_tensors;
     char **modules;              /* module paths, natural order */
     size_t n_modules;
+    void **owned;                /* buffers the per-expert views of fused dense experts hold (dense_experts.c) */
+    size_t n_owned;
     /* per-expert views of fused MXFP4 expert tensors (mx_experts.c): found, not enumerated */
     nd_tview *virt;
     const nd_tview **virt_sorted;
@@ -104,11 +106,11 @@ int nd_pat_match(const nd_pat *p, const char *name);
 /* mx_experts.c: gpt-oss's P.<proj>_blocks / _scales / _bias [experts, ...] as per-expert views
  * P.<e>.<proj>.weight / .weight_scale / .bias (exit 2 for blocks without matching scales). */
 int nd_ckpt_expand_mx_experts(nd_ckpt *c, nd_err *e);
+/* dense_experts.c: fused BF16/F16/F32 experts (gpt-oss) as per-expert modules added to the tensors */
+int nd_ckpt_expand_dense_experts(nd_ckpt *c, nd_err *e);
 void nd_ckpt_virt_free(nd_ckpt *c);
 const nd_tview *nd_ckpt_virt_find(const nd_ckpt *c, const char *name);
 int nd_ckpt_virt_has_prefix(const nd_ckpt *c, const char *prefix);
-/* 1 when stored tensor t is sliced into views (a loader reads it through them). */
-int nd_ckpt_virt_source(const nd_ckpt *c, const nd_tview *t);
 
 /* module.c: 1 when NVFP4 block scales s are not [n, nb] but padded like a kernel's buffer: rows n
  * or round_up(n, 128), columns round_up(nb, 2^j) for j <= 7 (scale_layout_mismatch). */

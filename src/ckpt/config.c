@@ -10,6 +10,7 @@
  *   routed_scaling_factor = 1; rope_theta = 10000 (rope_parameters.rope_theta if there);
  *   compress_rope_theta = rope_theta; scoring_func "softmax"; norm_topk_prob 0;
  *   rope_type "default", factor 1, beta_fast 32, beta_slow 1, mscale 1, mscale_all_dim 0;
+ *   YaRN truncate 1 (true), attention_factor 0 (absent: derived from factor and mscale);
  *   every other integer 0 (= the feature is absent: no LoRA, no hyper-connections, ...).
  */
 #include <errno.h>
@@ -106,6 +107,9 @@ static int parse_rope(cfgctx *x, nd_model_cfg *c) {
     TRY_GET(get_num(x, rs, "mscale_all_dim", RK("mscale_all_dim"), &c->rope_mscale_all_dim));
     TRY_GET(get_num(x, rs, "low_freq_factor", RK("low_freq_factor"), &c->rope_low_freq_factor));
     TRY_GET(get_num(x, rs, "high_freq_factor", RK("high_freq_factor"), &c->rope_high_freq_factor));
+    TRY_GET(get_num(x, rs, "attention_factor", RK("attention_factor"), &c->rope_attention_factor));
+    TRY_GET(get_bool(x, rs, "truncate", &c->rope_truncate));
+    c->rope_mscale_set = get(rs, "mscale") != NULL;
 #undef RK
     return 0;
 }
@@ -175,6 +179,7 @@ static int parse(cfgctx *x, nd_model_cfg *c) {
     c->rope_beta_slow = 1.0;
     c->rope_mscale = 1.0;
     c->rope_mscale_all_dim = 0.0;
+    c->rope_truncate = 1;
 
     static const struct { const char *k; size_t off; } ints[] = {
 #define F(name) { #name, offsetof(nd_model_cfg, name) }

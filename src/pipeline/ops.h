@@ -41,6 +41,7 @@ typedef struct nd_lin {
     int logits;            /* head: also compute KL / top-1 agreement */
     char finding[32];      /* static finding on the module (a cause code) or "" */
     int epilogue_fp16;     /* NVFP4 W4A4 under an FP16 epilogue: accumulator cast to FP16 before alpha */
+    int bias_after_round;  /* reference under tf: bf16_bias: the product rounded before the bias is added */
 } nd_lin;
 
 enum { LIN_SAME = 0, LIN_NVFP4_W4A4, LIN_WEIGHT_ONLY };

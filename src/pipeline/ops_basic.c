@@ -104,6 +104,7 @@ static int op_rmsnorm(nd_opctx *c, nd_err *e) { return nd_run_pure(c, rmsnorm_fn
  * first ones with rot_first: 1 (partial rotary of GLM-4.x, Qwen3-Next, MiniMax, Phi-3: the rest of
  * the head passes through) ---- */
 int nd_rope_freqs(nd_run *r, const nd_stage *st, int64_t rot_dim, float *inv_freq, nd_err *e);
+int nd_rope_mscale(nd_run *r, const nd_stage *st, float *mscale, nd_err *e);
 static int rope_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     nd_run *r = c->r;
     double heads, head_dim, rot_dim, inverse, interleaved, rot_first;
@@ -120,13 +121,15 @@ static int rope_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     if (x->cols != (int64_t)(heads * head_dim)) return nd_fail(e, ND_EXIT_BADINPUT, "stage %s: input has %lld columns, expected heads*head_dim = %lld", c->st->name, (long long)x->cols, (long long)(heads * head_dim));
     float *freq = malloc(sizeof(float) * (size_t)(rot_dim / 2 + 1));
     if (!freq) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    float mscale = 1.0f;
     int rc = nd_rope_freqs(r, c->st, (int64_t)rot_dim, freq, e);
+    if (!rc) rc = nd_rope_mscale(r, c->st, &mscale, e);
     out[0] = rc ? NULL : nd_buf_new(r, x->rows, x->cols, e);
     if (!rc && !out[0]) rc = e->code;
     if (!rc) rc = r->be->copy(r->be, out[0]->p, x->p, (size_t)x->n * sizeof(float), e);
     if (!rc) rc = r->be->rope(r->be, out[0]->p, x->rows, (int64_t)heads, (int64_t)head_dim,
                               rot_first ? 0 : (int64_t)(head_dim - rot_dim),
-                              (int64_t)rot_dim, r->pos, freq, (int)interleaved, (int)inverse, nd_stage_rope_steps(r, c->st), e);
+                              (int64_t)rot_dim, r->pos, freq, (int)interleaved, (int)inverse, nd_stage_rope_steps(r, c->st), mscale, e);
     free(freq);
     if (!rc) rc = round_out(c, out[0], e);
     return rc;
@@ -134,6 +137,18 @@ static int rope_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
 static int op_rope(nd_opctx *c, nd_err *e) { return nd_run_pure(c, rope_fn, e); }
 
 /* ---- attention: q [t, H*d]; k = v = in[1] (one shared latent head) or k = in[1], v = in[2] ---- */
+/* window_layer_type: the window applies only where config.json layer_types names the layer so
+ * (gpt-oss, Gemma: sliding and full attention alternate); elsewhere attention is full */
+static int window_layer(nd_run *r, const nd_stage *st, double *window, nd_err *e) {
+    const char *want = nd_stage_attr(st->def, "window_layer_type");
+    if (!want) return 0;
+    const nd_model_cfg *cfg = r->cfg;
+    if (st->layer < 0 || st->layer >= cfg->n_layer_types)
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: stage %s: config.json layer_types has %d entries, none for layer %d "
+                       "(recipe attribute window_layer_type)", nd_ckpt_dir(r->ck), st->name, cfg->n_layer_types, st->layer);
+    if (strcmp(cfg->layer_types[st->layer], want)) *window = 0;
+    return 0;
+}
 static int attention_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     nd_run *r = c->r;
     double heads, kv_heads, head_dim, window, scale;
@@ -142,6 +157,7 @@ static int attention_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     ND_TRY(nd_attr_req(r, c->st, "head_dim", &head_dim, e));
     ND_TRY(nd_attr_num(r, c->st, "window", 0, &window, e));
     ND_TRY(nd_attr_num(r, c->st, "scale", 1.0 / sqrt(head_dim), &scale, e));
+    ND_TRY(window_layer(r, c->st, &window, e));
     double yarn_mscale;
     ND_TRY(nd_attr_num(r, c->st, "yarn_mscale", 0, &yarn_mscale, e));
     if (yarn_mscale > 0 && r->cfg->rope_factor > 1) {
@@ -168,7 +184,8 @@ static int attention_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     }
     out[0] = nd_buf_new(r, t, hq * dv, e);
     int rc = out[0] ? r->be->attention(r->be, q->p, k->p, v->p, t, k->rows, hq, hkv, d, dv, r->pos, r->pos,
-                                       (int64_t)window, (float)scale, sinks, r->ref_tf, out[0]->p, e) : e->code;
+                                       (int64_t)window, (float)scale, sinks,
+                                       r->ref_tf ? 1 + nd_stage_tf(r, c->st, "bf16_sink_max") : 0, out[0]->p, e) : e->code;
     free(sinks);
     if (!rc) rc = round_out(c, out[0], e);
     return rc;

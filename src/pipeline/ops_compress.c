@@ -88,7 +88,7 @@ static int compress_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     if (!rc) rc = be->round_bf16(be, out[0]->p, out[0]->n, e);
     for (int64_t i = 0; !rc && i < n_win; i++) pos[i] = (int32_t)(i * rate);
     if (!rc && rd > 0) rc = nd_rope_freqs(r, c->st, rd, freq, e);
-    if (!rc && rd > 0) rc = be->rope(be, out[0]->p, n_win, 1, d, d - rd, rd, pos, freq, 1, 0, nd_stage_rope_steps(r, c->st), e);
+    if (!rc && rd > 0) rc = be->rope(be, out[0]->p, n_win, 1, d, d - rd, rd, pos, freq, 1, 0, nd_stage_rope_steps(r, c->st), 1.0f, e);
     if (!rc) rc = be->round_bf16(be, out[0]->p, out[0]->n, e);
     if (nw) be->release(be, nw);
     nd_buf_put(r, pooled);

@@ -110,8 +110,6 @@ static void stage_info(const nd_run *r, const nd_lin *l, nd_stage_info *in) {
         if (rd->pad_garbage && rd->tp > 1 && nd_tp_kind_of(l->m.path) == ND_TP_ROW)
             in->tp_pad = (int)nd_tp_pad_reads(l->m.in_features, rd->tp, rd->tile, NULL);
     }
-    if (l->m.wfmt == ND_WF_MXFP4 && l->sf_read.encoding != ND_SF_E4M3 && l->sf_read.encoding != ND_SF_E8M0)
-        in->sf_encoding = l->sf_read.encoding; /* repaired by the own reading (block_scale_encoding=0) */
     if (l->m.wfmt == ND_WF_NVFP4 && l->m.weight_scale && l->m.out_features > 0) {
         in->has_original = r->ref_ck != NULL;
         int64_t nz, p2, cols = (int64_t)l->m.weight_scale->nbytes / l->m.out_features;
@@ -131,6 +129,7 @@ int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char
     l->groups = groups;
     l->act_fp8_group = act_fp8_group;
     l->weight_rel_l2 = l->weight_rel_l2_swap = NAN;
+    l->bias_after_round = nd_stage_tf(r, st, "bf16_bias");
     ND_TRY(nd_run_module(r, 0, canonical, &l->m, e));
     if (groups > 1 && l->m.out_features % groups)
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s has %lld rows, not divisible into %d groups", nd_ckpt_dir(r->ck), l->m.path,
@@ -165,9 +164,6 @@ int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char
     if (l->sf_read.baked) l->sf_read.baked_div = l->pp.w_div;
     /* a kernel that reads the block scales another way (stack.h nd_sf_read) gets its own operand */
     const int sf_other = l->prod_kind == LIN_NVFP4_W4A4 && !nd_sf_read_plain(&l->sf_read);
-    /* an MXFP4 weight whose E8M0 bytes the kernel decodes another way (block_scale_encoding: u8,
-     * e8m0_bias125, e8m0_bias128; e4m3 and e8m0 are its own reading) */
-    const int mx_other = l->m.wfmt == ND_WF_MXFP4 && l->sf_read.encoding != ND_SF_E4M3 && l->sf_read.encoding != ND_SF_E8M0;
     if (r->opts && r->opts->stage_info && r->opts->only_row && !r->silent && !strcmp(stage_name, r->opts->only_row))
         stage_info(r, l, r->opts->stage_info);
     int rc = 0;
@@ -217,7 +213,6 @@ int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char
     if (rc) { nd_lin_close(r, l); return rc; }
     if (l->prod_kind == LIN_NVFP4_W4A4 && !l->w_prod && sf_other) rc = nd_weight_prod_codes_f32(r, &l->m, &l->sf_read, &l->w_prod, e);
     else if (l->prod_kind == LIN_NVFP4_W4A4 && !l->w_prod) rc = nd_weight_codes_f32(r, &l->m, &l->w_prod, e);
-    else if (l->prod_kind == LIN_WEIGHT_ONLY && mx_other) rc = nd_weight_prod_codes_f32(r, &l->m, &l->sf_read, &l->w_prod, e);
     else if (l->prod_kind == LIN_WEIGHT_ONLY && (r->ref_ck || r->ref_tf)) rc = nd_weight_f32(r, &l->m, &l->w_prod, e);
     if (rc) nd_lin_close(r, l);
     return rc;
@@ -245,6 +240,7 @@ int nd_lin_ref(nd_run *r, nd_lin *l, const nd_buf *x, nd_buf **y, nd_err *e) {
     if (!*y) return e->code;
     if (r->calib_cb) r->calib_cb(r->calib_user, l->canonical, nd_buf_amax(r, x, e));
     ND_TRY(gemm(r, l, x->p, l->w_ref, (*y)->p, x->rows, 1.0f, 0, e));
+    if (l->bias && l->bias_after_round) ND_TRY(r->be->round_bf16(r->be, (*y)->p, (*y)->n, e)); /* `x @ W` in BF16, then `+ b` */
     ND_TRY(add_bias(r, l, *y, e));
     return r->be->round_bf16(r->be, (*y)->p, (*y)->n, e);
 }

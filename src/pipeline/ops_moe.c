@@ -26,7 +26,20 @@ typedef struct router_ctx {
     const nd_tview *hash;   /* tid2eid [V, k] I32 or NULL */
     int bf16_logits;        /* tf: bf16_logits[_weights]: a BF16 gate's logits, FP32 softmax and weights */
     int bf16_weights;       /* tf: bf16_logits_weights: the final weights cast to BF16 (Qwen3-MoE) */
+    float *logit_bias;      /* [E] on the backend or NULL: the gate linear's own bias (gpt-oss) */
+    int topk_softmax;       /* the weights are the softmax of the k picked logits (gpt-oss) */
 } router_ctx;
+
+/* gpt-oss (GptOssTopKRouter): top-k of the logits, then a softmax over those k logits in FP32 */
+static void topk_softmax_weights(const float *logits, const int32_t *idx, int64_t t, int64_t E, int64_t k, float scaling,
+                                 float *w) {
+    for (int64_t i = 0; i < t; i++) {
+        float mx = -INFINITY, den = 0;
+        for (int64_t s = 0; s < k; s++) mx = fmaxf(mx, logits[i * E + idx[i * k + s]]);
+        for (int64_t s = 0; s < k; s++) den += w[i * k + s] = expf(logits[i * E + idx[i * k + s]] - mx);
+        for (int64_t s = 0; s < k; s++) w[i * k + s] = w[i * k + s] / den * scaling;
+    }
+}
 
 /* logits, picks and weights for one path's input */
 static int route(nd_opctx *c, router_ctx *rx, const nd_buf *b, nd_buf **out, nd_err *e) {
@@ -42,6 +55,7 @@ static int route(nd_opctx *c, router_ctx *rx, const nd_buf *b, nd_buf **out, nd_
     o->logits_host = malloc(sizeof(float) * (size_t)(t * E));
     if (!o->idx || !o->w || !o->logits_host) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
     ND_TRY(r->be->gemm(r->be, b->p, rx->w_gate, o->p, t, E, b->cols, 1.0f, 0, e));
+    if (rx->logit_bias) ND_TRY(r->be->add_bias(r->be, o->p, rx->logit_bias, t, E, e)); /* F.linear: before its rounding */
     if (rx->cfg.bf16_steps || rx->bf16_logits) ND_TRY(r->be->round_bf16(r->be, o->p, o->n, e)); /* a BF16 linear's logits */
     ND_TRY(r->be->download(r->be, o->logits_host, o->p, sizeof(float) * (size_t)(t * E), e));
     if (!rx->hash) {
@@ -53,6 +67,7 @@ static int route(nd_opctx *c, router_ctx *rx, const nd_buf *b, nd_buf **out, nd_
         if (!rc) rc = r->be->download(r->be, o->w, dw, sizeof(float) * (size_t)(t * k), e);
         if (di) r->be->release(r->be, di);
         if (dw) r->be->release(r->be, dw);
+        if (!rc && rx->topk_softmax) topk_softmax_weights(o->logits_host, o->idx, t, E, k, rx->cfg.scaling, o->w);
         if (!rc && rx->bf16_weights)
             for (int64_t i = 0; i < t * k; i++) o->w[i] = nd_bf16_round(o->w[i]);
         return rc;
@@ -117,6 +132,9 @@ int nd_op_router(nd_opctx *c, nd_err *e) {
      * weights cast to BF16 (Qwen3-MoE) or left FP32 (Mixtral) */
     rx.bf16_weights = nd_stage_tf(r, c->st, "bf16_logits_weights");
     rx.bf16_logits = rx.bf16_weights || nd_stage_tf(r, c->st, "bf16_logits");
+    double tks;
+    ND_TRY(nd_attr_num(r, c->st, "topk_softmax", 0, &tks, e));
+    rx.topk_softmax = tks != 0;
     if (rx.cfg.score_func < 0) return nd_fail(e, ND_EXIT_BADINPUT, "%s: unknown scoring function '%s' (softmax, sigmoid, sqrtsoftplus)", nd_ckpt_dir(r->ck), sf);
     const char *wn = nd_attr_str(c->st, "weight", buf, sizeof buf);
     const nd_tview *wt = wn ? nd_run_tensor(r, 0, wn) : NULL;
@@ -131,6 +149,13 @@ int nd_op_router(nd_opctx *c, nd_err *e) {
     /* transformers keeps V3's gate in FP32 (_keep_in_fp32_modules_strict) but V4's is a BF16 parameter */
     if (rx.cfg.bf16_steps) ND_TRY(r->be->round_bf16(r->be, rx.w_gate, wt->numel, e));
     int rc = 0;
+    const char *lbn = nd_attr_str(c->st, "logit_bias", buf, sizeof buf);
+    const nd_tview *lbt = lbn ? nd_run_tensor(r, 0, lbn) : NULL;
+    if (lbn && !lbt) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: missing router bias %s", nd_ckpt_dir(r->ck), lbn);
+    else if (lbt) rc = lbt->numel == (int64_t)E ? nd_tensor_f32(r, lbt, &rx.logit_bias, e)
+                                                : nd_fail(e, ND_EXIT_BADINPUT, "%s: %s must have %d elements", lbt->file, lbt->name, (int)E);
+    /* a BF16 linear's bias is a BF16 parameter */
+    if (!rc && rx.logit_bias && rx.bf16_logits) rc = r->be->round_bf16(r->be, rx.logit_bias, (int64_t)E, e);
     const char *bn = nd_attr_str(c->st, "bias", buf, sizeof buf);
     const nd_tview *bt = bn && !rx.hash ? nd_run_tensor(r, 0, bn) : NULL;
     if (bt) rc = bt->numel == (int64_t)E ? nd_tensor_f32(r, bt, &rx.bias, e)
@@ -165,6 +190,7 @@ int nd_op_router(nd_opctx *c, nd_err *e) {
     if (!rc && c->want_chain) c->extra_chain.topk_agree = topk_agreement(c->out_ref[0], c->out_chain[0]);
     c->extra_iso.topk_agree = !rc && bias_bf16 ? topk_agreement(c->out_ref[0], c->out_iso[0]) : 1.0;
     r->be->release(r->be, rx.w_gate);
+    if (rx.logit_bias) r->be->release(r->be, rx.logit_bias);
     if (rx.bias) r->be->release(r->be, rx.bias);
     if (px.bias && px.bias != rx.bias) r->be->release(r->be, px.bias);
     return rc;
@@ -176,14 +202,91 @@ typedef struct mlp_io {
     nd_buf *o_ref, *o_iso, *o_chain;
 } mlp_io;
 
-static int swiglu(nd_run *r, const nd_buf *g, const nd_buf *v, float limit, nd_buf **h, nd_err *e) {
+/* ref_path: 1 on the reference path */
+/* act: silu (default: silu(gate) * up) or swiglu_oai (gpt-oss: (up + 1) * gate * sigmoid(alpha * gate)) */
+static int swiglu(nd_opctx *c, int ref_path, const nd_buf *g, const nd_buf *v, float limit, nd_buf **h, nd_err *e) {
+    nd_run *r = c->r;
+    const char *act = nd_stage_attr(c->st->def, "act");
+    const int oai = act && !strcmp(act, "swiglu_oai");
+    if (act && !oai && strcmp(act, "silu"))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s: unknown act '%s' (silu, swiglu_oai)", r->rc->path, c->st->def->line,
+                       c->st->def->name, act);
+    double alpha = 0;
+    if (oai) ND_TRY(nd_attr_req(r, c->st, "alpha", &alpha, e));
     *h = nd_buf_new(r, g->rows, g->cols, e);
     if (!*h) return e->code;
-    ND_TRY(r->be->swiglu(r->be, g->p, v->p, g->n, limit, r->ref_tf, (*h)->p, e));
+    if (oai) ND_TRY(r->be->swiglu_oai(r->be, g->p, v->p, g->n, (float)alpha, limit, r->ref_tf, (*h)->p, e));
+    else ND_TRY(r->be->swiglu(r->be, g->p, v->p, g->n, limit, r->ref_tf, (*h)->p, e));
+    (void)ref_path;
     return r->be->round_bf16(r->be, (*h)->p, (*h)->n, e);
 }
 
 static void put_all(nd_run *r, nd_buf **b, int n) { for (int i = 0; i < n; i++) { nd_buf_put(r, b[i]); b[i] = NULL; } }
+
+/* ---- gpt-oss's fused experts: one gate_up_proj module whose output rows alternate gate (even) and
+ * up (odd), as GptOssExperts reads gate_up[..., ::2] and gate_up[..., 1::2] (the BF16 checkpoint's
+ * [E, H, 2I] and the MXFP4 release's blocks, both seen per expert by src/ckpt) ---- */
+static int fused_gate_up(nd_opctx *c, const char *prefix) {
+    const char *gu = nd_stage_attr(c->st->def, "gate_up");
+    if (!gu || strcmp(gu, "interleaved")) return 0;
+    char n[240];
+    snprintf(n, sizeof n, "%s.gate_up_proj.weight", prefix);
+    if (nd_run_tensor(c->r, 0, n)) return 1;
+    snprintf(n, sizeof n, "%s.gate_up_proj.weight_packed", prefix);
+    return nd_run_tensor(c->r, 0, n) != NULL;
+}
+
+/* the even (odd = 0) or odd columns of gu [t, 2I] as [t, I] */
+static int deinterleave(nd_run *r, const nd_buf *gu, int odd, nd_buf **out, nd_err *e) {
+    if (gu->cols % 2) return nd_fail(e, ND_EXIT_BADINPUT, "a fused gate_up projection has an odd width %lld", (long long)gu->cols);
+    *out = nd_buf_new(r, gu->rows, gu->cols / 2, e);
+    if (!*out) return e->code;
+    return r->be->copy2d(r->be, (*out)->p, 1, gu->p + odd, 2, 1, gu->n / 2, e);
+}
+
+static int swiglu(nd_opctx *c, int ref_path, const nd_buf *g, const nd_buf *v, float limit, nd_buf **h, nd_err *e);
+
+/* mlp_run (below) for a fused interleaved gate_up_proj: rows layers.L.mlp.experts.E.gate_up_proj and
+ * .down_proj; the SwiGLU reads the de-interleaved halves of each path's gate_up output */
+static int mlp_run_gu(nd_opctx *c, const char *prefix, const char *stage_prefix, float limit, int swap, mlp_io *io,
+                      nd_err *e) {
+    nd_run *r = c->r;
+    const char *proj[2] = {"gate_up_proj", "down_proj"};
+    nd_lin l[2];
+    char mod[2][192], stg[2][ND_NAME_LEN];
+    int opened = 0, rc = 0;
+    nd_buf *t[16] = {0}; /* before the first goto done */
+    for (int i = 0; i < 2; i++) {
+        snprintf(mod[i], sizeof mod[i], "%s.%s", prefix, proj[i]);
+        snprintf(stg[i], sizeof stg[i], "%s.%s", stage_prefix, proj[i]);
+    }
+    for (; opened < 2 && !rc; opened++) rc = nd_lin_open(r, c->st, mod[opened], stg[opened], NULL, 1, 0, &l[opened], e);
+    if (rc) { opened--; goto done; }
+    /* reference: gu, g, v, h, o */
+    if ((rc = nd_lin_ref(r, &l[0], io->x_ref, &t[0], e))) goto done;
+    if ((rc = deinterleave(r, t[0], 0, &t[1], e)) || (rc = deinterleave(r, t[0], 1, &t[2], e))) goto done;
+    if ((rc = swiglu(c, 1, t[1], t[2], limit, &t[3], e))) goto done;
+    if ((rc = nd_lin_ref(r, &l[1], t[3], &io->o_ref, e))) goto done;
+    if (r->calib_cb) goto done;
+    int wi = c->want_iso, wc = c->want_chain && io->x_chain;
+    if ((rc = nd_lin_stage(r, c->st, &l[0], io->x_ref, t[0], io->x_chain, wi, wc, &t[4], &t[5], e))) goto done;
+    if (wc) {
+        if ((rc = deinterleave(r, t[5], 0, &t[6], e)) || (rc = deinterleave(r, t[5], 1, &t[7], e))) goto done;
+        if ((rc = swiglu(c, 0, swap ? t[7] : t[6], swap ? t[6] : t[7], limit, &t[8], e))) goto done;
+    }
+    if ((rc = nd_lin_stage(r, c->st, &l[1], t[3], io->o_ref, wc ? t[8] : NULL, wi, wc, &t[9], &io->o_chain, e))) goto done;
+    if (wi) {
+        nd_row fig;
+        double amax = nd_buf_amax(r, t[3], e);
+        if ((rc = deinterleave(r, t[4], 0, &t[10], e)) || (rc = deinterleave(r, t[4], 1, &t[11], e))) goto done;
+        if ((rc = swiglu(c, 0, swap ? t[11] : t[10], swap ? t[10] : t[11], limit, &t[12], e))) goto done;
+        if ((rc = nd_lin_prod(r, &l[1], t[12], amax, &io->o_iso, &fig, e))) goto done;
+    }
+done:
+    for (int i = 0; i < 16; i++) nd_buf_put(r, t[i]);
+    for (int i = 0; i < opened; i++) nd_lin_close(r, &l[i]);
+    return rc;
+}
 
 /* prefix: canonical module prefix (".gate_proj" etc. appended); stage_prefix likewise.
  * swap: the production path reads the fused gate/up halves in the other order (W31 where the
@@ -192,11 +295,13 @@ static void put_all(nd_run *r, nd_buf **b, int n) { for (int i = 0; i < n; i++) 
  * chained input carry it. */
 static int mlp_run(nd_opctx *c, const char *prefix, const char *stage_prefix, float limit, int swap, mlp_io *io,
                    nd_err *e) {
+    if (fused_gate_up(c, prefix)) return mlp_run_gu(c, prefix, stage_prefix, limit, swap, io, e);
     nd_run *r = c->r;
     const char *proj[3] = {"gate_proj", "up_proj", "down_proj"};
     nd_lin l[3];
     char mod[3][192], stg[3][ND_NAME_LEN], fused[400];
     int opened = 0, rc = 0;
+    nd_buf *t[16] = {0}; /* before the first goto done (a module that fails to open) */
     for (int i = 0; i < 3; i++) {
         snprintf(mod[i], sizeof mod[i], "%s.%s", prefix, proj[i]);
         snprintf(stg[i], sizeof stg[i], "%s.%s", stage_prefix, proj[i]);
@@ -205,24 +310,23 @@ static int mlp_run(nd_opctx *c, const char *prefix, const char *stage_prefix, fl
     for (; opened < 3 && !rc; opened++)
         rc = nd_lin_open(r, c->st, mod[opened], stg[opened], opened < 2 ? fused : NULL, 1, 0, &l[opened], e);
     if (rc) { opened--; goto done; }
-    nd_buf *t[16] = {0};
     /* reference: g, v, h, o */
     if ((rc = nd_lin_ref(r, &l[0], io->x_ref, &t[0], e))) goto done;
     if ((rc = nd_lin_ref(r, &l[1], io->x_ref, &t[1], e))) goto done;
-    if ((rc = swiglu(r, t[0], t[1], limit, &t[2], e))) goto done;
+    if ((rc = swiglu(c, 1, t[0], t[1], limit, &t[2], e))) goto done;
     if ((rc = nd_lin_ref(r, &l[2], t[2], &io->o_ref, e))) goto done;
     if (r->calib_cb) goto done;
     /* per-projection rows (isolated: each projection on its reference input) */
     int wi = c->want_iso, wc = c->want_chain && io->x_chain;
     if ((rc = nd_lin_stage(r, c->st, &l[0], io->x_ref, t[0], io->x_chain, wi, wc, &t[3], &t[4], e))) goto done;
     if ((rc = nd_lin_stage(r, c->st, &l[1], io->x_ref, t[1], io->x_chain, wi, wc, &t[5], &t[6], e))) goto done;
-    if (wc && (rc = swiglu(r, swap ? t[6] : t[4], swap ? t[4] : t[6], limit, &t[7], e))) goto done;
+    if (wc && (rc = swiglu(c, 0, swap ? t[6] : t[4], swap ? t[4] : t[6], limit, &t[7], e))) goto done;
     if ((rc = nd_lin_stage(r, c->st, &l[2], t[2], io->o_ref, wc ? t[7] : NULL, wi, wc, &t[8], &io->o_chain, e))) goto done;
     if (wi) {
         /* the block in isolated mode: production projections chained inside the MLP */
         nd_row fig;
         double amax = nd_buf_amax(r, t[2], e);
-        if ((rc = swiglu(r, swap ? t[5] : t[3], swap ? t[3] : t[5], limit, &t[9], e))) goto done;
+        if ((rc = swiglu(c, 0, swap ? t[5] : t[3], swap ? t[3] : t[5], limit, &t[9], e))) goto done;
         if ((rc = nd_lin_prod(r, &l[2], t[9], amax, &io->o_iso, &fig, e))) goto done;
     }
 done:

@@ -15,7 +15,15 @@
  *            tf: bf16_logits_weights (Qwen3MoeTopKRouter: the same, the weights then cast to BF16)
  *            absent                (DeepseekV3TopkRouter: FP32 gate, as fp32)
  *   moe_experts: tf: bf16_products (BF16 routing weights: each weight·output product rounded)
- * Attention (scores, probabilities), SwiGLU and V4's hc_post take their steps in every model. */
+ *            tf: bf16_bias     (GptOssExperts: `x @ W + b` on BF16 tensors: the product rounded, then
+ *                              the bias added and rounded again; a list: "bf16_products,bf16_bias")
+ *   attention: tf: bf16_sink_max (GptOssAttention: the logits and the sink minus their max in BF16)
+ * Attention (scores, probabilities), SwiGLU and V4's hc_post take their steps in every model.
+ * fp32-exact: the reference path rounds nothing: no BF16 per stage output, none inside a stage (V4's
+ * compressor pooling included), weights as dequantized (a BF16 weight widened), FP32 router, norms,
+ * rope, attention, experts — transformers' FP32 forward (`model.float()`) of the dequantized model,
+ * the sharp check of the math (docs/conformance.md). The production paths (isolated and chained,
+ * pure stages' chained path too) round as in fp32 mode: they are what a serving stack computes. */
 #include <string.h>
 #include "run.h"
 #include "numerics/nd_bf16_steps.h"
@@ -32,7 +40,14 @@ const char *nd_run_ref_numerics_name(const nd_run *r) { return r->ref_tf ? "tran
 int nd_stage_tf(const nd_run *r, const nd_stage *st, const char *variant) {
     if (!r->ref_tf) return 0;
     const char *v = nd_stage_attr(st->def, "tf");
-    return v && !strcmp(v, variant);
+    const size_t n = strlen(variant);
+    /* a comma-separated list of variants ("bf16_products,bf16_bias") */
+    for (const char *p = v; p && *p; p += strcspn(p, ",")) {
+        if (*p == ',') p++;
+        while (*p == ' ') p++;
+        if (!strncmp(p, variant, n) && (p[n] == 0 || p[n] == ',' || p[n] == ' ')) return 1;
+    }
+    return 0;
 }
 
 int nd_stage_norm_steps(const nd_run *r, const nd_stage *st) {

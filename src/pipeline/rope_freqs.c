@@ -1,6 +1,8 @@
 /* rope_freqs.c — rotary frequencies per layer (research/model-arch.md §3.6):
  * f_i = theta^(-2i/r); YaRN (compressed V4 layers, or when the recipe says yarn: 1) blends
- * f_i/factor and f_i over the ramp between the beta_fast and beta_slow corrections; no mscale.
+ * f_i/factor and f_i over the ramp between the beta_fast and beta_slow corrections (floored and
+ * ceiled unless the config says truncate: false); the attention factor (nd_rope_mscale) only where
+ * the stage says attention_factor: 1.
  * config rope_type (rope_scaling / rope_parameters, both spellings):
  *   llama3  (Llama 3.1/3.3) wavelengths above original_max_position_embeddings / low_freq_factor
  *           are divided by factor, those below .../high_freq_factor kept, the band between blended
@@ -43,8 +45,12 @@ int nd_rope_freqs(nd_run *r, const nd_stage *st, int64_t rot_dim, float *inv_fre
     int use_yarn = yarn > 0 && c->rope_factor > 1 && c->rope_orig_max_pos > 0;
     double low = 0, high = 0;
     if (use_yarn) {
-        low = floor(yarn_corr(c->rope_beta_fast, (double)rot_dim, c->rope_orig_max_pos, theta));
-        high = ceil(yarn_corr(c->rope_beta_slow, (double)rot_dim, c->rope_orig_max_pos, theta));
+        low = yarn_corr(c->rope_beta_fast, (double)rot_dim, c->rope_orig_max_pos, theta);
+        high = yarn_corr(c->rope_beta_slow, (double)rot_dim, c->rope_orig_max_pos, theta);
+        if (c->rope_truncate) { /* transformers' `truncate` (default true; gpt-oss: false) */
+            low = floor(low);
+            high = ceil(high);
+        }
         if (low < 0) low = 0;
         if (high > rot_dim - 1) high = (double)rot_dim - 1;
         if (high == low) high += 0.001;
@@ -73,5 +79,23 @@ int nd_rope_freqs(nd_run *r, const nd_stage *st, int64_t rot_dim, float *inv_fre
         }
         inv_freq[i] = (float)f;
     }
+    return 0;
+}
+
+/* YaRN's attention factor as transformers' _compute_yarn_parameters derives it, multiplied into cos
+ * and sin where the stage says attention_factor: 1 (gpt-oss); 1 otherwise */
+int nd_rope_mscale(nd_run *r, const nd_stage *st, float *mscale, nd_err *e) {
+    double on;
+    ND_TRY(nd_attr_num(r, st, "attention_factor", 0, &on, e));
+    *mscale = 1.0f;
+    const nd_model_cfg *c = r->cfg;
+    if (!on || strcmp(c->rope_type, "yarn")) return 0;
+    if (c->rope_attention_factor > 0) { *mscale = (float)c->rope_attention_factor; return 0; }
+    const double f = c->rope_factor;
+    if (f <= 1) return 0;
+    if (c->rope_mscale_set && c->rope_mscale != 0 && c->rope_mscale_all_dim != 0)
+        *mscale = (float)((0.1 * c->rope_mscale * log(f) + 1.0) / (0.1 * c->rope_mscale_all_dim * log(f) + 1.0));
+    else
+        *mscale = (float)(0.1 * log(f) + 1.0);
     return 0;
 }

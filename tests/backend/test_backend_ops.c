@@ -649,6 +649,8 @@ static void case_rope(void) {
         for (int mode = 0; mode < 12; mode++) { /* interleaved x inverse x nd_rope_steps */
             const int64_t R = shapes[s][0], H = shapes[s][1], D = shapes[s][2], off = shapes[s][3], rd = shapes[s][4];
             const int inter = mode & 1, inv = (mode >> 1) & 1, st = mode >> 2;
+            /* odd shapes: cos/sin times YaRN's attention factor (gpt-oss: 0.1 ln 32 + 1) */
+            const float msc = s % 2 ? 1.3465736f : 1.0f;
             float *x = rnd_floats(R * H * D, 1.0f), *f = malloc((size_t)rd / 2 * 4);
             int32_t *pos = malloc((size_t)R * 4);
             for (int64_t i = 0; i < R; i++) pos[i] = rnd_int(65536);
@@ -657,15 +659,15 @@ static void case_rope(void) {
             BOTH(be) {
                 nd_err e = {0};
                 void *dx = dev_put(be, x, R * H * D * 4);
-                op_rc(be, "rope", g_be[be]->rope(g_be[be], dx, R, H, D, off, rd, pos, f, inter, inv, st, &e), &e);
+                op_rc(be, "rope", g_be[be]->rope(g_be[be], dx, R, H, D, off, rd, pos, f, inter, inv, st, msc, &e), &e);
                 r[be] = dev_get(be, dx, R * H * D * 4);
                 dev_free(be, dx);
             }
             char wh[128];
-            snprintf(wh, sizeof wh, "rope R=%lld H=%lld D=%lld slice=[%lld,+%lld) interleaved=%d inverse=%d steps=%d",
-                     (long long)R, (long long)H, (long long)D, (long long)off, (long long)rd, inter, inv, st);
+            snprintf(wh, sizeof wh, "rope R=%lld H=%lld D=%lld slice=[%lld,+%lld) interleaved=%d inverse=%d steps=%d mscale=%g",
+                     (long long)R, (long long)H, (long long)D, (long long)off, (long long)rd, inter, inv, st, (double)msc);
             /* BF16 cos/sin: a cosf/sinf last-bit difference can move their rounding by one BF16 ulp */
-            close_elem(wh, r[0], r[1], R * H * D, 0.0, (st ? TOL_BF16_STEP : TOL_ROPE) * max_abs(x, R * H * D));
+            close_elem(wh, r[0], r[1], R * H * D, 0.0, (st ? TOL_BF16_STEP : TOL_ROPE) * msc * max_abs(x, R * H * D));
             /* outside the rotary slice nothing may change */
             int64_t moved = 0;
             for (int64_t q = 0; q < R * H * D; q++) {
@@ -682,9 +684,10 @@ static void case_attention(void) {
     static const int64_t cases[][9] = {{5, 9, 4, 2, 24, 16, 0, 0, 4}, {5, 9, 4, 2, 24, 16, 3, 1, 4},
                                        {33, 70, 8, 1, 64, 64, 16, 1, 37}, {4, 6, 2, 2, 16, 8, 0, 1, -2},
                                        {17, 129, 16, 1, 512, 512, 128, 1, 112}};
-    for (size_t c = 0; c < 2 * sizeof cases / sizeof *cases; c++) {
-        const int bs = (int)(c & 1); /* transformers' BF16 scores and probabilities */
-        const int64_t *cs = cases[c / 2];
+    for (size_t c = 0; c < 3 * sizeof cases / sizeof *cases; c++) {
+        /* transformers' BF16 scores and probabilities; 2: also gpt-oss's max subtracted in BF16 */
+        const int bs = (int)(c % 3);
+        const int64_t *cs = cases[c / 3];
         const int64_t T = cs[0], S = cs[1], HQ = cs[2], HKV = cs[3], D = cs[4], DV = cs[5], W = cs[6], q0 = cs[8];
         const int sinks_on = (int)cs[7];
         float *q = rnd_floats(T * HQ * D, 1.0f), *k = rnd_floats(S * HKV * D, 1.0f), *v = rnd_floats(S * HKV * DV, 1.0f);
@@ -1160,13 +1163,47 @@ static void case_attention_compressed(void) {
     }
 }
 
+/* gpt-oss's clamped SwiGLU: with and without the clamp (limit 7, gates and ups over [-24, 24]), FP32
+ * and transformers' BF16 steps; the FP32 CPU values against the definition in double */
+static void case_swiglu_oai(void) {
+    const int64_t n = 4099;
+    for (int lim = 0; lim < 2; lim++)
+        for (int bs = 0; bs < 2; bs++) {
+            float *g = rnd_floats(n, 24.0f), *v = rnd_floats(n, 24.0f), *r[2];
+            const float limit = lim ? 7.0f : 0.0f, alpha = 1.702f;
+            BOTH(be) {
+                nd_err e = {0};
+                void *dg = dev_put(be, g, n * 4), *dv = dev_put(be, v, n * 4), *dh = dev_poisoned(be, n * 4);
+                op_rc(be, "swiglu_oai", g_be[be]->swiglu_oai(g_be[be], dg, dv, n, alpha, limit, bs, dh, &e), &e);
+                r[be] = dev_get(be, dh, n * 4);
+                dev_free(be, dg); dev_free(be, dv); dev_free(be, dh);
+            }
+            char wh[64];
+            snprintf(wh, sizeof wh, "swiglu_oai limit=%g bf16_steps=%d", (double)limit, bs);
+            if (bs) close_bf16_ulps(wh, r[0], r[1], n, TOL_BF16_STEP_ULPS);
+            else close_elem(wh, r[0], r[1], n, TOL_TRANSC, 1e-30);
+            if (!bs) {
+                int64_t bad = 0, clamped = 0;
+                for (int64_t i = 0; i < n; i++) {
+                    double gg = g[i], vv = v[i];
+                    if (lim) { clamped += gg > 7 || fabs(vv) > 7; gg = fmin(gg, 7.0); vv = fmin(fmax(vv, -7.0), 7.0); }
+                    const double want = (vv + 1) * gg / (1 + exp(-(double)alpha * gg));
+                    bad += fabs(r[0][i] - want) > 1e-5 * fabs(want) + 1e-30;
+                }
+                CHECK(bad == 0, "%s: %lld CPU values differ from (clamp(v)+1) g sigmoid(1.702 g)", wh, (long long)bad);
+                CHECK(!lim || clamped > n / 4, "%s: only %lld inputs reach the clamp", wh, (long long)clamped);
+            }
+            free(r[0]); free(r[1]); free(g); free(v);
+        }
+}
+
 typedef struct test_case { const char *name; void (*fn)(void); } test_case;
 static const test_case g_cases[] = {
     {"copy2d", case_copy2d}, {"dequant_nvfp4", case_dequant_nvfp4}, {"dequant_mxfp4", case_dequant_mxfp4}, {"dequant_fp8", case_dequant_fp8},
     {"to_f32", case_to_f32}, {"quant_nvfp4", case_quant_nvfp4}, {"quant_mxfp4", case_quant_mxfp4}, {"fake_quant_fp8", case_fake_quant_fp8},
     {"kv_fp8", case_kv_fp8},
     {"swizzle_sf+unswizzle_sf", case_swizzle}, {"gemm+gemm_grouped", case_gemm},
-    {"round_bf16+cast_f16_scale+add+add_bias+swiglu+rmsnorm", case_elementwise}, {"rope", case_rope}, {"attention", case_attention},
+    {"round_bf16+cast_f16_scale+add+add_bias+swiglu+rmsnorm", case_elementwise}, {"swiglu_oai", case_swiglu_oai}, {"rope", case_rope}, {"attention", case_attention},
     {"hc_pre+hc_post+hc_head", case_hc}, {"router_topk", case_router}, {"gather_rows+scatter_add_rows", case_moe_rows},
     {"compare", case_compare}, {"compress_pool", case_compress_pool}, {"indexer_topk", case_indexer},
     {"attention_compressed", case_attention_compressed},

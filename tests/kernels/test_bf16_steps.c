@@ -85,7 +85,7 @@ static void test_rope(nd_backend *be) {
             for (int invd = 0; invd < 2; invd++) {
                 memcpy(y, x, sizeof x);
                 memcpy(want, x, sizeof x);
-                CHECK_EQ_INT(be->rope(be, y, R, H, D, D - RD, RD, pos, inv, il, invd, st, &e), 0);
+                CHECK_EQ_INT(be->rope(be, y, R, H, D, D - RD, RD, pos, inv, il, invd, st, 1.0f, &e), 0);
                 for (int r = 0; r < R; r++)
                     for (int i = 0; i < RD / 2; i++) {
                         const float ang = (float)pos[r] * inv[i];

@@ -60,7 +60,7 @@ static void test_rope(void) {
     float *x0 = fvec(rows * heads * d, -2, 2), *x = malloc(sizeof(float) * rows * heads * d);
     for (int il = 0; il < 2; il++) {
         memcpy(x, x0, sizeof(float) * rows * heads * d);
-        CHECK_EQ_INT(be->rope(be, x, rows, heads, d, off, rd, pos, inv, il, 0, 0, &e), 0);
+        CHECK_EQ_INT(be->rope(be, x, rows, heads, d, off, rd, pos, inv, il, 0, 0, 1.0f, &e), 0);
         double worst = 0;
         int untouched = 1;
         for (int64_t r = 0; r < rows; r++)
@@ -77,12 +77,12 @@ static void test_rope(void) {
             }
         CHECK(untouched, "rope (interleaved %d) leaves dims outside the slice alone", il);
         CHECK(worst < 2e-5, "rope (interleaved %d) abs err %g", il, worst);
-        CHECK_EQ_INT(be->rope(be, x, rows, heads, d, off, rd, pos, inv, il, 1, 0, &e), 0);
+        CHECK_EQ_INT(be->rope(be, x, rows, heads, d, off, rd, pos, inv, il, 1, 0, 1.0f, &e), 0);
         double back = 0;
         for (int64_t i = 0; i < rows * heads * d; i++) back = fmax(back, fabs(x[i] - x0[i]));
         CHECK(back < 2e-5, "inverse rope undoes rope (interleaved %d): %g", il, back);
     }
-    CHECK(be->rope(be, x, rows, heads, d, 30, 16, pos, inv, 0, 0, 0, &e) == ND_EXIT_INTERNAL, "slice past d rejected");
+    CHECK(be->rope(be, x, rows, heads, d, 30, 16, pos, inv, 0, 0, 0, 1.0f, &e) == ND_EXIT_INTERNAL, "slice past d rejected");
     free(x0); free(x);
 }
 
