@@ -41,9 +41,10 @@ static const char *usage_text =
     "  --override NAME=VALUE     replace one checkpoint scale (model.<module>.input_global_scale=...)\n"
     "                            or one derived parameter (<stage>.quant_mult=..., <stage>.alpha=...)\n"
     "  --reference-checkpoint DIR  original unquantized model for the reference path\n"
-    "  --ref-numerics fp32|transformers  reference-path numerics: fp32 (default) = exact dequantized\n"
-    "                            weights, FP32 math, BF16 per stage output; transformers = also the BF16\n"
-    "                            roundings transformers' eager BF16 forward takes inside stages (BF16\n"
+    "  --ref-numerics fp32|fp32-exact|transformers  reference-path numerics: fp32 (default) = exact\n"
+    "                            dequantized weights, FP32 math, BF16 per stage output; fp32-exact = no\n"
+    "                            BF16 rounding at all (transformers' FP32 forward); transformers = also the\n"
+    "                            BF16 roundings transformers' eager BF16 forward takes inside stages (BF16\n"
     "                            weights, norms, RoPE, attention scores/probabilities, SwiGLU, V4 router)\n"
     "  --mode isolated|chained|both  (default both)\n"
     "  --out FILE.h5             trace file (default nvfp4dbg-trace.h5)\n"
@@ -317,7 +318,10 @@ int nd_cmd_trace(int argc, char **argv) {
         else if (!strcmp(a, "--prod-dump")) { NEED(); o.prod_dump = v; }
         else if (!strcmp(a, "--ref-numerics")) {
             NEED();
-            if (strcmp(v, "fp32") && strcmp(v, "transformers")) { rc = nd_cli_usage_error("trace", "--ref-numerics %s: expected fp32 or transformers", v); goto out; }
+            if (strcmp(v, "fp32") && strcmp(v, "fp32-exact") && strcmp(v, "transformers")) {
+                rc = nd_cli_usage_error("trace", "--ref-numerics %s: expected fp32, fp32-exact or transformers", v);
+                goto out;
+            }
             o.ref_numerics = v;
         }
         else if (!strcmp(a, "--json")) json = 1;

@@ -50,7 +50,7 @@ enum { LIN_SAME = 0, LIN_NVFP4_W4A4, LIN_WEIGHT_ONLY };
 int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char *stage_name, const char *fused_csv,
                 int groups, int act_fp8_group, nd_lin *l, nd_err *e);
 void nd_lin_close(nd_run *r, nd_lin *l);
-/* y_ref = x_ref W_ref^T (rounded to BF16). */
+/* y_ref = x_ref W_ref^T (rounded to BF16, except under --ref-numerics fp32-exact). */
 int nd_lin_ref(nd_run *r, nd_lin *l, const nd_buf *x, nd_buf **y, nd_err *e);
 /* Production output for input x (a reference input in isolated mode). x_ref_amax is the amax of
  * the reference input (for scale_ratio). Fills the row figures the probe cannot know. */

@@ -12,7 +12,10 @@
 #include "numerics/nd_numerics.h"
 
 int nd_run_pure(nd_opctx *c, nd_pure_fn f, nd_err *e) {
-    ND_TRY(f(c, c->in_ref, c->out_ref, e));
+    c->on_ref = 1;
+    int rc = f(c, c->in_ref, c->out_ref, e);
+    c->on_ref = 0;
+    ND_TRY(rc);
     for (int i = 0; i < c->n_out; i++) c->out_iso[i] = nd_buf_ref(c->out_ref[i]);
     if (c->want_chain) ND_TRY(f(c, c->in_chain, c->out_chain, e));
     return 0;
@@ -27,7 +30,8 @@ static const nd_tview *need_tensor(nd_opctx *c, const char *attr, nd_err *e, con
     return *out;
 }
 
-static int round_out(nd_opctx *c, nd_buf *b, nd_err *e) { return c->r->be->round_bf16(c->r->be, b->p, b->n, e); }
+/* the stage output's BF16 rounding (none on the reference path under fp32-exact) */
+static int round_out(nd_opctx *c, nd_buf *b, nd_err *e) { return nd_round_out(c->r, c->on_ref, b, e); }
 
 /* ---- embedding: rows of a BF16/F32 table gathered on the host (I/O, not compute) ---- */
 static int embed_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {

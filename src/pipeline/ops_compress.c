@@ -81,15 +81,17 @@ static int compress_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     if (!rc) rc = nd_tensor_host_f32(tb, pb, rate * w * d, e);
     if (!rc) rc = nd_tensor_f32(r, tn, &nw, e);
     if (!rc && !(pooled = nd_buf_new(r, n_win, d, e))) rc = e->code;
-    /* transformers: bf16(Σ bf16(kv · bf16(softmax))), then kv_norm (F32 weight, -> BF16), then rope */
-    if (!rc) rc = be->compress_pool(be, kv->p, gate->p, pb, kv->rows, d, rate, w == 2, 1, pooled->p, e);
-    if (!rc) rc = be->round_bf16(be, pooled->p, pooled->n, e);
+    /* transformers: bf16(Σ bf16(kv · bf16(softmax))), then kv_norm (F32 weight, -> BF16), then rope;
+     * the reference path under fp32-exact rounds none of it (transformers' FP32 forward) */
+    if (!rc) rc = be->compress_pool(be, kv->p, gate->p, pb, kv->rows, d, rate, w == 2, nd_ref_bf16_steps(r, c->on_ref, 1),
+                                    pooled->p, e);
+    if (!rc) rc = nd_round_out(r, c->on_ref, pooled, e);
     if (!rc) rc = be->rmsnorm(be, pooled->p, nw, (float)eps, n_win, d, nd_stage_norm_steps(r, c->st), out[0]->p, e);
-    if (!rc) rc = be->round_bf16(be, out[0]->p, out[0]->n, e);
+    if (!rc) rc = nd_round_out(r, c->on_ref, out[0], e);
     for (int64_t i = 0; !rc && i < n_win; i++) pos[i] = (int32_t)(i * rate);
     if (!rc && rd > 0) rc = nd_rope_freqs(r, c->st, rd, freq, e);
     if (!rc && rd > 0) rc = be->rope(be, out[0]->p, n_win, 1, d, d - rd, rd, pos, freq, 1, 0, nd_stage_rope_steps(r, c->st), 1.0f, e);
-    if (!rc) rc = be->round_bf16(be, out[0]->p, out[0]->n, e);
+    if (!rc) rc = nd_round_out(r, c->on_ref, out[0], e);
     if (nw) be->release(be, nw);
     nd_buf_put(r, pooled);
     free(pb);
@@ -200,7 +202,7 @@ static int attention_compressed_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_er
     if (!rc) rc = be->attention_compressed(be, q->p, kv->p, ck->p, t, kv->rows, ck->rows, hq, d, r->pos, r->pos, (int64_t)window,
                                            (float)scale, sinks, rate, dsel, nsel, r->ref_tf, out[0]->p, e);
     if (!rc && sel && !dsel) rc = e->code;
-    if (!rc) rc = be->round_bf16(be, out[0]->p, out[0]->n, e);
+    if (!rc) rc = nd_round_out(r, c->on_ref, out[0], e);
     if (dsel) be->release(be, dsel);
     free(sinks);
     return rc;

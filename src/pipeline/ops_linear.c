@@ -242,7 +242,7 @@ int nd_lin_ref(nd_run *r, nd_lin *l, const nd_buf *x, nd_buf **y, nd_err *e) {
     ND_TRY(gemm(r, l, x->p, l->w_ref, (*y)->p, x->rows, 1.0f, 0, e));
     if (l->bias && l->bias_after_round) ND_TRY(r->be->round_bf16(r->be, (*y)->p, (*y)->n, e)); /* `x @ W` in BF16, then `+ b` */
     ND_TRY(add_bias(r, l, *y, e));
-    return r->be->round_bf16(r->be, (*y)->p, (*y)->n, e);
+    return nd_round_out(r, 1, *y, e); /* not under fp32-exact */
 }
 
 /* Quantize x with multiplier g and decode it back to (codes × block scale) values. */

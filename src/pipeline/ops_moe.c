@@ -202,7 +202,7 @@ typedef struct mlp_io {
     nd_buf *o_ref, *o_iso, *o_chain;
 } mlp_io;
 
-/* ref_path: 1 on the reference path */
+/* ref_path: the reference path's SwiGLU (its output not rounded under fp32-exact) */
 /* act: silu (default: silu(gate) * up) or swiglu_oai (gpt-oss: (up + 1) * gate * sigmoid(alpha * gate)) */
 static int swiglu(nd_opctx *c, int ref_path, const nd_buf *g, const nd_buf *v, float limit, nd_buf **h, nd_err *e) {
     nd_run *r = c->r;
@@ -217,8 +217,7 @@ static int swiglu(nd_opctx *c, int ref_path, const nd_buf *g, const nd_buf *v, f
     if (!*h) return e->code;
     if (oai) ND_TRY(r->be->swiglu_oai(r->be, g->p, v->p, g->n, (float)alpha, limit, r->ref_tf, (*h)->p, e));
     else ND_TRY(r->be->swiglu(r->be, g->p, v->p, g->n, limit, r->ref_tf, (*h)->p, e));
-    (void)ref_path;
-    return r->be->round_bf16(r->be, (*h)->p, (*h)->n, e);
+    return nd_round_out(r, ref_path, *h, e);
 }
 
 static void put_all(nd_run *r, nd_buf **b, int n) { for (int i = 0; i < n; i++) { nd_buf_put(r, b[i]); b[i] = NULL; } }
@@ -522,7 +521,7 @@ int nd_op_moe_experts(nd_opctx *c, nd_err *e) {
     put_all(r, part, 3);
     free(rows);
     free(w);
-    for (int i = 0; i < 3 && !rc; i++) if (y[i]) rc = r->be->round_bf16(r->be, y[i]->p, y[i]->n, e);
+    for (int i = 0; i < 3 && !rc; i++) if (y[i]) rc = nd_round_out(r, i == 0, y[i], e); /* y[0]: reference */
     if (rc) { put_all(r, y, 3); return rc; }
     c->out_ref[0] = y[0];
     c->out_iso[0] = y[1];

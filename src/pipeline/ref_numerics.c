@@ -29,12 +29,23 @@
 #include "numerics/nd_bf16_steps.h"
 
 int nd_run_ref_numerics(nd_run *r, const char *name, nd_err *e) {
-    if (!name || !strcmp(name, "fp32")) { r->ref_tf = 0; return 0; }
+    r->ref_tf = r->ref_exact = 0;
+    if (!name || !strcmp(name, "fp32")) return 0;
     if (!strcmp(name, "transformers")) { r->ref_tf = 1; return 0; }
-    return nd_fail(e, ND_EXIT_BADINPUT, "unknown reference numerics '%s' (fp32, transformers)", name);
+    if (!strcmp(name, "fp32-exact")) { r->ref_exact = 1; return 0; }
+    return nd_fail(e, ND_EXIT_BADINPUT, "unknown reference numerics '%s' (fp32, fp32-exact, transformers)", name);
 }
 
-const char *nd_run_ref_numerics_name(const nd_run *r) { return r->ref_tf ? "transformers" : "fp32"; }
+const char *nd_run_ref_numerics_name(const nd_run *r) {
+    return r->ref_tf ? "transformers" : r->ref_exact ? "fp32-exact" : "fp32";
+}
+
+int nd_round_out(nd_run *r, int ref_path, nd_buf *b, nd_err *e) {
+    if (ref_path && r->ref_exact) return 0;
+    return r->be->round_bf16(r->be, b->p, b->n, e);
+}
+
+int nd_ref_bf16_steps(const nd_run *r, int ref_path, int steps) { return ref_path && r->ref_exact ? 0 : steps; }
 
 /* 1 if the run is in transformers mode and the stage's `tf` attribute is `variant` */
 int nd_stage_tf(const nd_run *r, const nd_stage *st, const char *variant) {

@@ -58,6 +58,7 @@ typedef struct nd_opctx {
     /* figures the op knows and the probe cannot compute (NaN when not applicable), per mode */
     nd_row extra_iso, extra_chain;
     int quantized;
+    int on_ref;            /* nd_run_pure: 1 while the function runs on the reference path */
 } nd_opctx;
 
 typedef int (*nd_op_fn)(nd_opctx *c, nd_err *e);
@@ -95,6 +96,8 @@ struct nd_run {
     int ref_tf;                /* --ref-numerics transformers: the stage functions take transformers'
                                 * BF16 steps (kernels/numerics/nd_bf16_steps.h; both paths of a pure
                                 * stage, the reference weights of a linear) */
+    int ref_exact;             /* --ref-numerics fp32-exact: the reference path rounds nothing to BF16
+                                * (transformers' FP32 forward); production paths unchanged */
     double upload_s;           /* wall time spent in those uploads */
     double gemm_flops_fp32, gemm_flops_bf16; /* linear-stage GEMM work by kind (ops_linear.c) */
     nd_prefetch prefetch;      /* the next routed expert's bytes (prefetch.c) */
@@ -164,6 +167,11 @@ const char *nd_run_ref_numerics_name(const nd_run *r);
 int nd_stage_tf(const nd_run *r, const nd_stage *st, const char *variant);
 int nd_stage_norm_steps(const nd_run *r, const nd_stage *st);
 int nd_stage_rope_steps(const nd_run *r, const nd_stage *st);
+/* A stage output's BF16 rounding on path `ref_path` (1: reference, 0: a production path): skipped
+ * on the reference path in fp32-exact mode. nd_ref_bf16_steps: a kernel's own BF16-steps flag
+ * (transformers' pooling) on the reference path, 0 in fp32-exact mode. */
+int nd_round_out(nd_run *r, int ref_path, nd_buf *b, nd_err *e);
+int nd_ref_bf16_steps(const nd_run *r, int ref_path, int steps);
 /* 1 if bisect put this stage on the reference path for production too. */
 int nd_run_ref_only(const nd_run *r, const char *stage);
 /* The captured activation of a stage (output, or `suffix` ".input"), as an nd_buf; NULL if absent. */
