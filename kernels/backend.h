@@ -247,7 +247,28 @@ typedef struct nd_backend nd_backend;
     X(attention_compressed, (nd_backend *b, const float *q, const float *kv, const float *ckv, int64_t t, \
         int64_t s, int64_t nc, int64_t hq, int64_t d, const int32_t *qpos_host, const int32_t *kpos_host, \
         int64_t window, float scale, const float *sinks_host, int64_t rate, const int32_t *sel, int64_t nsel, \
-        int bf16_steps, float *out, nd_err *e))
+        int bf16_steps, float *out, nd_err *e)) \
+ \
+    /* ---- Qwen3-Next: gated attention, Gated DeltaNet (numerics/nd_gdn.h) ---- */ \
+    /* out[r, j] = x[r, j] · act(g[r, j / (cols/gcols)]) for x [rows, cols], g [rows, gcols] \
+     * (cols % gcols == 0; gcols == cols elementwise, 1 one gate per row); act nd_gate_act; \
+     * bf16_act: act(g) rounded to BF16 before the product (nd_gate_elem). In place allowed. */ \
+    X(gate_mul, (nd_backend *b, const float *x, const float *g, int64_t rows, int64_t cols, int64_t gcols, \
+        int act, int bf16_act, float *out, nd_err *e)) \
+    /* Causal depthwise conv over the rows (tokens) of x [t, c] with w [c, kern]: \
+     * acc[i, ch] = Σ_{j<kern} w[ch, j] · x[i - kern + 1 + j, ch] (rows before 0 are zero, summed \
+     * in increasing j), out = nd_conv_act(acc, silu, bf16_steps). */ \
+    X(causal_conv1d, (nd_backend *b, const float *x, const float *w, int64_t t, int64_t c, int64_t kern, \
+        int silu, int bf16_steps, float *out, nd_err *e)) \
+    /* Gated delta rule over t tokens (prefill, zero initial state). q, k [t, nk, dk]; v [t, nv, dv]; \
+     * a, bb [t, nv] (pre-activation decay input and beta logit); a_log_host, dt_bias_host [nv]. \
+     * Value head h reads key head h / (nv/nk). Per token: q, k L2-normalised (nd_l2_inv), q times \
+     * dk^-0.5; decay = nd_gdn_decay, beta = nd_gdn_beta(bb, bf16_steps); for each column j of the \
+     * state S [dk, dv] of head h: S[:,j] *= decay; kv = Σ_i S[i,j] k_i; delta = (v_j - kv)·beta; \
+     * S[i,j] += k_i·delta; out[t, h, j] = Σ_i S[i,j] q_i (sums in FP32, increasing i). */ \
+    X(gated_delta_rule, (nd_backend *b, const float *q, const float *k, const float *v, const float *a, \
+        const float *bb, const float *a_log_host, const float *dt_bias_host, int64_t t, int64_t nk, int64_t nv, \
+        int64_t dk, int64_t dv, int bf16_steps, float *out, nd_err *e))
 
 #define ND_BACKEND_MEMBER(name, params) int(*name) params;
 

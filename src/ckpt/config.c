@@ -309,6 +309,28 @@ static int rotary_dim(const nd_model_cfg *c, double *out) {
     return *out > 0 ? 0 : ND_EXIT_BADINPUT;
 }
 
+/* Gated DeltaNet (Qwen3-Next): in_proj_qkvz / in_proj_ba are laid out per key head, each group holding
+ * linear_num_value_heads / linear_num_key_heads value heads: `linear_value_group_heads` is that ratio,
+ * `linear_value_group_dim` the group's value columns (ratio x linear_value_head_dim); the conv's
+ * q | k | v channels are `linear_key_dim` (key heads x linear_key_head_dim) twice and
+ * `linear_value_dim` (value heads x linear_value_head_dim). */
+static int linear_dims(const nd_model_cfg *c, const char *key, double *out) {
+    static const char *const names[] = {"linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+                                        "linear_value_head_dim"};
+    int64_t v[4];
+    for (int i = 0; i < 4; i++) {
+        json_t *j = lookup(c, names[i]);
+        if (!json_is_integer(j) || json_integer_value(j) <= 0 || json_integer_value(j) > (1 << 20)) return ND_EXIT_BADINPUT;
+        v[i] = (int64_t)json_integer_value(j);
+    }
+    if (v[1] % v[0]) return ND_EXIT_BADINPUT;
+    if (!strcmp(key, "linear_value_group_heads")) *out = (double)(v[1] / v[0]);
+    else if (!strcmp(key, "linear_value_group_dim")) *out = (double)(v[1] / v[0] * v[3]);
+    else if (!strcmp(key, "linear_key_dim")) *out = (double)(v[0] * v[2]);
+    else *out = (double)(v[1] * v[3]);
+    return 0;
+}
+
 int nd_cfg_number(const nd_model_cfg *c, const char *key, double *out) {
     json_t *v = lookup(c, key);
     if (json_is_number(v)) { *out = json_number_value(v); return 0; }
@@ -328,6 +350,9 @@ int nd_cfg_number(const nd_model_cfg *c, const char *key, double *out) {
     for (size_t i = 0; i < sizeof derived / sizeof derived[0]; i++)
         if (!strcmp(derived[i].k, key) && derived[i].v > 0) { *out = derived[i].v; return 0; }
     if (!strcmp(key, "rotary_dim")) return rotary_dim(c, out);
+    if (!strcmp(key, "linear_value_group_heads") || !strcmp(key, "linear_value_group_dim") ||
+        !strcmp(key, "linear_key_dim") || !strcmp(key, "linear_value_dim"))
+        return linear_dims(c, key, out);
     return ND_EXIT_BADINPUT;
 }
 

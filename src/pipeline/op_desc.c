@@ -19,7 +19,8 @@ static const nd_op_desc OPS[] = {
     {"rmsnorm", "RMSNorm over the last dimension (or over groups of it), times the weight", 0,
      {REQ("eps", ND_AK_NUM, "epsilon added to the mean square"),
       OPT("group", ND_AK_NUM, "0 (the whole row)", "normalise each group of this many values (per-head q/k norms)"),
-      OPT("weight", ND_AK_TENSOR, "none (no scale)", "the norm weight")}},
+      OPT("weight", ND_AK_TENSOR, "none (no scale)", "the norm weight"),
+      OPT("offset", ND_AK_NUM, "0", "added to the weight in FP32 first: 1 for the zero-centred (1 + w) norms of Qwen3-Next")}},
     {"rope", "rotary position embedding of the rotated part of each head", 0,
      {REQ("heads", ND_AK_NUM, "heads in the input"), REQ("head_dim", ND_AK_NUM, "values per head"),
       REQ("rot_dim", ND_AK_NUM, "rotated values per head"), REQ("theta", ND_AK_NUM, "rope_theta"),
@@ -111,6 +112,18 @@ static const nd_op_desc OPS[] = {
     {"fp8_sim", "production FP8 block quantization of an activation (DeepSeek FP8 recipes)", 0,
      {REQ("cols", ND_AK_NUM, "columns"), OPT("group", ND_AK_NUM, "64", "values per scale"),
       OPT("pow2", ND_AK_FLAG, "1", "round the scales to powers of two")}},
+    {"gate_mul", "the first input times act(second input), the gate one column per row or as wide as the input "
+                 "(gated attention, RMSNormGated's SiLU gate, Qwen3-Next's shared-expert gate)", 0,
+     {OPT("act", ND_AK_TEXT, "sigmoid", "sigmoid or silu")}},
+    {"causal_conv1d", "depthwise causal convolution over the tokens, optional SiLU (Gated DeltaNet)", 0,
+     {REQ("weight", ND_AK_TENSOR, "the conv weight [channels, 1, kernel]"),
+      OPT("act", ND_AK_TEXT, "none", "silu or none")}},
+    {"gated_delta_rule", "Gated DeltaNet's gated delta rule over the prompt from a zero state: inputs q, k, v, a, b; "
+                         "L2-normalised q/k, decay exp(-exp(A_log)·softplus(a + dt_bias)), beta = sigmoid(b)", 0,
+     {REQ("k_heads", ND_AK_NUM, "key heads (linear_num_key_heads)"),
+      REQ("v_heads", ND_AK_NUM, "value heads (linear_num_value_heads, a multiple of k_heads)"),
+      REQ("k_dim", ND_AK_NUM, "values per key head"), REQ("v_dim", ND_AK_NUM, "values per value head"),
+      REQ("a_log", ND_AK_TENSOR, "A_log [v_heads]"), REQ("dt_bias", ND_AK_TENSOR, "dt_bias [v_heads]")}},
     {"kv_cache", "the KV cache as the stack stores it: FP8 E4M3 with the checkpoint's k/v scales under a "
                  "kv_cache: fp8 stack, else unchanged", 1,
      {OPT("latent", ND_AK_FLAG, "0", "the input is MLA's compressed latent (one row, k_scale)")}},

@@ -12,6 +12,10 @@ int nd_op_split(nd_opctx *c, nd_err *e);
 int nd_op_concat(nd_opctx *c, nd_err *e);
 int nd_op_fp8_sim(nd_opctx *c, nd_err *e);
 int nd_op_kv_cache(nd_opctx *c, nd_err *e);
+/* Qwen3-Next (ops_gdn.c) */
+int nd_op_gate_mul(nd_opctx *c, nd_err *e);
+int nd_op_causal_conv1d(nd_opctx *c, nd_err *e);
+int nd_op_gated_delta_rule(nd_opctx *c, nd_err *e);
 
 /* Run a function of the stage inputs whose production math equals the reference: reference from
  * reference inputs, chained from chained inputs, isolated = the reference output. */

@@ -77,6 +77,21 @@ static int hc_expand_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
 }
 static int op_hc_expand(nd_opctx *c, nd_err *e) { return nd_run_pure(c, hc_expand_fn, e); }
 
+/* a norm weight plus a constant in FP32 on the backend: the zero-centred norms (Qwen3-Next, Gemma)
+ * scale by `1.0 + weight.float()`, one FP32 sum per element, before the FP32 product */
+static int weight_plus(nd_run *r, const nd_tview *t, float offset, float **out, nd_err *e) {
+    float *h = malloc(sizeof(float) * (size_t)t->numel);
+    if (!h) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    int rc = nd_tensor_host_f32(t, h, t->numel, e);
+    for (int64_t i = 0; !rc && i < t->numel; i++) h[i] = offset + h[i];
+    *out = rc ? NULL : r->be->alloc(r->be, sizeof(float) * (size_t)t->numel, e);
+    if (!rc && !*out) rc = e->code ? e->code : nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    if (!rc) rc = r->be->upload(r->be, *out, h, sizeof(float) * (size_t)t->numel, e);
+    if (rc && *out) { r->be->release(r->be, *out); *out = NULL; }
+    free(h);
+    return rc;
+}
+
 /* ---- RMSNorm, optional weight, optionally per group of `group` columns (per-head q norm) ---- */
 static int rmsnorm_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     nd_run *r = c->r;
@@ -93,7 +108,9 @@ static int rmsnorm_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
         const nd_tview *t = nd_run_tensor(r, 0, wn);
         if (!t) return nd_fail(e, ND_EXIT_BADINPUT, "%s: missing tensor %s (stage %s)", nd_ckpt_dir(r->ck), wn, c->st->name);
         if (t->numel != d) return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s has %lld elements, the stage normalises %lld", t->file, t->name, (long long)t->numel, (long long)d);
-        ND_TRY(nd_tensor_f32(r, t, &w, e));
+        double offset;
+        ND_TRY(nd_attr_num(r, c->st, "offset", 0, &offset, e));
+        ND_TRY(offset ? weight_plus(r, t, (float)offset, &w, e) : nd_tensor_f32(r, t, &w, e));
     }
     out[0] = nd_buf_new(r, x->rows, x->cols, e);
     int rc = out[0] ? r->be->rmsnorm(r->be, x->p, w, (float)eps, x->n / d, d, nd_stage_norm_steps(r, c->st), out[0]->p, e)
@@ -300,6 +317,7 @@ static const struct { const char *name; nd_op_fn fn; } ops[] = {
     {"linear", nd_op_linear}, {"grouped_linear", nd_op_grouped_linear}, {"router", nd_op_router},
     {"moe_experts", nd_op_moe_experts}, {"mlp", nd_op_mlp}, {"split", nd_op_split}, {"concat", nd_op_concat}, {"fp8_sim", nd_op_fp8_sim},
     {"kv_cache", nd_op_kv_cache},
+    {"gate_mul", nd_op_gate_mul}, {"causal_conv1d", nd_op_causal_conv1d}, {"gated_delta_rule", nd_op_gated_delta_rule},
     {"tensor", nd_op_tensor},
     {"compress", nd_op_compress}, {"indexer", nd_op_indexer}, {"attention_compressed", nd_op_attention_compressed},
 };

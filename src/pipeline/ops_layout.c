@@ -44,7 +44,20 @@ static int split_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     double groups;
     ND_TRY(nd_attr_num(r, c->st, "groups", 1, &groups, e));
     int64_t sz[ND_RECIPE_MAX_IO], G = (int64_t)groups, W = 0;
-    int n = parse_sizes_cfg(r, nd_stage_attr(c->st->def, "sizes"), sz, ND_RECIPE_MAX_IO);
+    const char *sizes = nd_stage_attr(c->st->def, "sizes");
+    int n = parse_sizes_cfg(r, sizes, sz, ND_RECIPE_MAX_IO);
+    /* a $key the config lacks (or gives no positive number): name the key and the checkpoint */
+    for (const char *p = sizes; n < 0 && p && (p = strchr(p, '$')); p++) {
+        char key[96];
+        double x;
+        size_t len = strcspn(p + 1, ",");
+        snprintf(key, sizeof key, "%.*s", (int)(len < sizeof key ? len : sizeof key - 1), p + 1);
+        if (nd_cfg_number(r->cfg, key, &x) || !(x > 0))
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: stage %s needs '%s' as a positive number%s",
+                           nd_ckpt_dir(r->ck), c->st->name, key,
+                           strncmp(key, "linear_", 7) ? "" : " (derived: linear_num_value_heads must be a multiple of "
+                           "linear_num_key_heads, both and the linear_*_head_dim keys positive integers)");
+    }
     if (n != c->n_out) return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s: 'sizes' must list one positive width (number or $config_key) per output", r->rc->path, c->st->def->line, c->st->def->name);
     for (int i = 0; i < n; i++) W += sz[i];
     nd_buf *x = in[0];

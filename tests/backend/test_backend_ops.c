@@ -1197,6 +1197,83 @@ static void case_swiglu_oai(void) {
         }
 }
 
+/* Qwen3-Next (numerics/nd_gdn.h). gate_mul: expf ulps in the activation (close_elem 2 x TOL_TRANSC), or
+ * with the activation rounded to BF16 first a one-ulp move of that rounding (close_bf16_ulps). causal_conv1d:
+ * the sums in the same order without FMA, bit-exact without the SiLU; the SiLU adds expf ulps.
+ * gated_delta_rule: the per-token norms and sums in the same order, decay and beta from expf/log1pf
+ * (a few ulps); the state update is contractive (|k| = 1, 0 < beta < 1, decay <= 1), so those ulps do
+ * not grow over the tokens: TOL_MIX, or TOL_BF16_STEP where beta is rounded to BF16 (one-ulp moves). */
+static void case_gdn(void) {
+    static const int64_t gshapes[][3] = {{5, 64, 64}, {7, 33, 1}, {3, 48, 3}, {0, 16, 16}, {130, 1024, 1}};
+    for (size_t s2 = 0; s2 < 4 * sizeof gshapes / sizeof *gshapes; s2++) {
+        const int64_t R = gshapes[s2 / 4][0], C = gshapes[s2 / 4][1], G = gshapes[s2 / 4][2];
+        const int act = (int)(s2 & 1), bf = (int)((s2 >> 1) & 1);
+        float *x = rnd_floats(R * C, 2.0f), *g = rnd_floats(R * G, 4.0f), *o[2];
+        BOTH(be) {
+            nd_err e = {0};
+            void *dx = dev_put(be, x, R * C * 4), *dg = dev_put(be, g, R * G * 4), *dout = dev_poisoned(be, R * C * 4);
+            op_rc(be, "gate_mul", g_be[be]->gate_mul(g_be[be], dx, dg, R, C, G, act, bf, dout, &e), &e);
+            o[be] = dev_get(be, dout, R * C * 4);
+            dev_free(be, dx); dev_free(be, dg); dev_free(be, dout);
+        }
+        char wh[128];
+        snprintf(wh, sizeof wh, "gate_mul %lldx%lld gate cols %lld act %s bf16 %d", (long long)R, (long long)C,
+                 (long long)G, act ? "silu" : "sigmoid", bf);
+        if (bf) close_bf16_ulps(wh, o[0], o[1], R * C, TOL_BF16_STEP_ULPS);
+        else close_elem(wh, o[0], o[1], R * C, 2 * TOL_TRANSC, 0);
+        free(x); free(g); free(o[0]); free(o[1]);
+    }
+    static const int64_t cshapes[][3] = {{1, 5, 4}, {17, 33, 4}, {64, 8192, 4}, {9, 16, 1}, {3, 7, 5}, {0, 8, 4}};
+    for (size_t s2 = 0; s2 < 4 * sizeof cshapes / sizeof *cshapes; s2++) {
+        const int64_t T = cshapes[s2 / 4][0], C = cshapes[s2 / 4][1], K = cshapes[s2 / 4][2];
+        const int silu = (int)(s2 & 1), bf = (int)((s2 >> 1) & 1);
+        float *x = rnd_floats(T * C, 1.0f), *w = rnd_floats(C * K, 0.5f), *o[2];
+        BOTH(be) {
+            nd_err e = {0};
+            void *dx = dev_put(be, x, T * C * 4), *dw = dev_put(be, w, C * K * 4), *dout = dev_poisoned(be, T * C * 4);
+            op_rc(be, "causal_conv1d", g_be[be]->causal_conv1d(g_be[be], dx, dw, T, C, K, silu, bf, dout, &e), &e);
+            o[be] = dev_get(be, dout, T * C * 4);
+            dev_free(be, dx); dev_free(be, dw); dev_free(be, dout);
+        }
+        char wh[128];
+        snprintf(wh, sizeof wh, "causal_conv1d t=%lld c=%lld kernel=%lld silu %d bf16 %d", (long long)T, (long long)C,
+                 (long long)K, silu, bf);
+        if (silu) close_elem(wh, o[0], o[1], T * C, 2 * TOL_TRANSC, 0);
+        else same_floats(wh, o[0], o[1], T * C);
+        free(x); free(w); free(o[0]); free(o[1]);
+    }
+    /* t, nk, nv, dk, dv */
+    static const int64_t dshapes[][5] = {{1, 1, 1, 4, 4}, {7, 2, 4, 16, 16}, {5, 1, 3, 17, 33}, {33, 2, 4, 128, 128},
+                                         {64, 16, 32, 128, 128}, {0, 1, 1, 8, 8}};
+    for (size_t s2 = 0; s2 < 2 * sizeof dshapes / sizeof *dshapes; s2++) {
+        const int64_t T = dshapes[s2 / 2][0], NK = dshapes[s2 / 2][1], NV = dshapes[s2 / 2][2], DK = dshapes[s2 / 2][3],
+                      DV = dshapes[s2 / 2][4];
+        const int bf = (int)(s2 & 1);
+        float *q = rnd_floats(T * NK * DK, 1.0f), *k = rnd_floats(T * NK * DK, 1.0f), *v = rnd_floats(T * NV * DV, 1.0f);
+        float *a = rnd_floats(T * NV, 1.0f), *bb = rnd_floats(T * NV, 1.5f), *dtb = rnd_floats(NV, 0.5f);
+        float *alog = malloc(sizeof(float) * (size_t)NV), *o[2];
+        for (int64_t h = 0; h < NV; h++) alog[h] = (float)log(0.01 + 15.99 * rnd_uni()); /* A in [0.01, 16) */
+        double ms = 0;
+        BOTH(be) {
+            nd_err e = {0};
+            void *dq = dev_put(be, q, T * NK * DK * 4), *dk = dev_put(be, k, T * NK * DK * 4), *dv = dev_put(be, v, T * NV * DV * 4);
+            void *da = dev_put(be, a, T * NV * 4), *db = dev_put(be, bb, T * NV * 4), *dout = dev_poisoned(be, T * NV * DV * 4);
+            const double t0 = now_ms();
+            op_rc(be, "gated_delta_rule", g_be[be]->gated_delta_rule(g_be[be], dq, dk, dv, da, db, alog, dtb, T, NK, NV, DK,
+                                                                      DV, bf, dout, &e), &e);
+            if (be == 1) { g_be[1]->sync(g_be[1], &e); ms = now_ms() - t0; }
+            o[be] = dev_get(be, dout, T * NV * DV * 4);
+            dev_free(be, dq); dev_free(be, dk); dev_free(be, dv); dev_free(be, da); dev_free(be, db); dev_free(be, dout);
+        }
+        char wh[128];
+        snprintf(wh, sizeof wh, "gated_delta_rule t=%lld heads %lld/%lld dims %lld/%lld bf16 %d", (long long)T,
+                 (long long)NK, (long long)NV, (long long)DK, (long long)DV, bf);
+        close_l2(wh, o[0], o[1], T * NV * DV, bf ? TOL_BF16_STEP : TOL_MIX);
+        printf("  info: %s: cuda %.3f ms\n", wh, ms);
+        free(q); free(k); free(v); free(a); free(bb); free(dtb); free(alog); free(o[0]); free(o[1]);
+    }
+}
+
 typedef struct test_case { const char *name; void (*fn)(void); } test_case;
 static const test_case g_cases[] = {
     {"copy2d", case_copy2d}, {"dequant_nvfp4", case_dequant_nvfp4}, {"dequant_mxfp4", case_dequant_mxfp4}, {"dequant_fp8", case_dequant_fp8},
@@ -1207,6 +1284,7 @@ static const test_case g_cases[] = {
     {"hc_pre+hc_post+hc_head", case_hc}, {"router_topk", case_router}, {"gather_rows+scatter_add_rows", case_moe_rows},
     {"compare", case_compare}, {"compress_pool", case_compress_pool}, {"indexer_topk", case_indexer},
     {"attention_compressed", case_attention_compressed},
+    {"gate_mul+causal_conv1d+gated_delta_rule", case_gdn},
 };
 
 int main(void) {

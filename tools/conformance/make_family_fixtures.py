@@ -24,6 +24,11 @@ Kinds:
   qwen3    Qwen3ForCausalLM: RMSNorm of each q and k head (q_norm / k_norm) before RoPE
   qwen3_moe Qwen3MoeForCausalLM: softmax top-k router with norm_topk_prob, no shared expert
   mixtral  MixtralForCausalLM: softmax over the experts, top-k renormalised
+  qwen3_next Qwen3NextForCausalLM (Qwen3-Next / Qwen3.5 text): 4 layers alternating Gated DeltaNet
+           linear attention and gated full attention (partial rotary on the first quarter), zero-centred
+           RMSNorm, a dense first layer (mlp_only_layers) then MoE with a sigmoid-gated shared expert;
+           2 key heads, 4 value heads (the in_proj_qkvz/ba grouping), random dt_bias. Quantized with the
+           ignore list of llmcompressor's Qwen3-Next example (linear_attn, mlp.gate, shared_expert_gate)
 For the kinds in QUANTIZE also:
   nvfp4/                      llmcompressor.oneshot NVFP4 (W4A4) of bf16/, save_compressed=True
   reference_nvfp4.safetensors transformers' eager BF16 forward of that checkpoint decompressed by
@@ -80,6 +85,14 @@ def config(kind):
         c = dict(common, intermediate_size=32)
         return tf.MixtralConfig(**c, num_local_experts=8, num_experts_per_tok=2, sliding_window=None,
                                 rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    if kind == "qwen3_next":
+        return tf.Qwen3NextConfig(**dict(common, num_hidden_layers=4), **moe, head_dim=16, num_experts=8,
+                                  norm_topk_prob=True, shared_expert_intermediate_size=32, decoder_sparse_step=1,
+                                  mlp_only_layers=[0], linear_conv_kernel_dim=4, linear_key_head_dim=16,
+                                  linear_value_head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4,
+                                  layer_types=["linear_attention", "full_attention"] * 2,
+                                  rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                                   "partial_rotary_factor": 0.25})
     if kind == "llama31":
         return tf.LlamaConfig(**common, rope_parameters={
             "rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0, "low_freq_factor": 1.0,
@@ -92,11 +105,13 @@ def model_class(kind):
     return {"qwen2": tf.Qwen2ForCausalLM, "llama31": tf.LlamaForCausalLM,
             "mistral3": tf.Mistral3ForConditionalGeneration, "glm4_moe": tf.Glm4MoeForCausalLM,
             "qwen3": tf.Qwen3ForCausalLM, "qwen3_moe": tf.Qwen3MoeForCausalLM,
-            "mixtral": tf.MixtralForCausalLM}[kind]
+            "mixtral": tf.MixtralForCausalLM, "qwen3_next": tf.Qwen3NextForCausalLM}[kind]
 
 
-QUANTIZE = ("glm4_moe", "qwen3", "qwen3_moe", "mixtral")
-MOE = ("glm4_moe", "qwen3_moe", "mixtral")
+QUANTIZE = ("glm4_moe", "qwen3", "qwen3_moe", "mixtral", "qwen3_next")
+MOE = ("glm4_moe", "qwen3_moe", "mixtral", "qwen3_next")
+# modules a family's published llmcompressor example leaves unquantized, beside lm_head and mlp.gate
+IGNORE = {"qwen3_next": ["re:.*mlp.shared_expert_gate$", "re:.*linear_attn.*"]}
 
 
 def decoder_layers(model):
@@ -114,6 +129,9 @@ def randomize(model, gen):
         elif name.endswith("e_score_correction_bias"):
             # small next to the score spread, so that the routing still depends on the token
             p.copy_((0.05 * torch.randn(p.shape, generator=gen)).to(p.dtype))
+        elif name.endswith("dt_bias"):
+            # Gated DeltaNet's time-step bias (ones at init): per-head decays that differ
+            p.copy_((0.5 * torch.randn(p.shape, generator=gen)).to(p.dtype))
         elif name.endswith(".bias"):
             p.copy_((0.5 * torch.randn(p.shape, generator=gen)).to(p.dtype))
 
@@ -193,7 +211,7 @@ def quantize(kind, bf16_dir, out_dir, notes):
     from llmcompressor import oneshot
     from llmcompressor.modifiers.quantization import QuantizationModifier
     cls = model_class(kind)
-    ignore = ["lm_head", "re:.*mlp.gate$"]
+    ignore = ["lm_head", "re:.*mlp.gate$"] + IGNORE.get(kind, [])
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "src")
         shutil.copytree(bf16_dir, src)
