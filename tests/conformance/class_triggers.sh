@@ -119,6 +119,15 @@ for fmt in nvfp4 modelopt; do
     ok "$l: Inf in the production output of $mod" 'grep -q "production output has [0-9]* NaN and [1-9][0-9]* Inf" "$tmp/o.json"'
   done
 done
+# synth's own checkpoint (its writer applies the fault): ModelOpt's weight_scale_2 x F
+rm -rf "$tmp/s" "$tmp/s.faults.json"
+if "$bin" synth "$tmp/s" --recipe llama --size tiny --format modelopt --inject weight-mul=1e5@layers.1.mlp.down_proj >/dev/null 2>"$tmp/err"; then
+  trace "$tmp/o.json" "$tmp/s"
+  ok "synth llama modelopt weight-mul=1e5: clean under the default stack (exit $rc)" '[ $rc -eq 0 ]'
+  expect "synth llama modelopt weight-mul=1e5 --stack vllm-fp16" layers.1.mlp.down_proj fp16_overflow epilogue_fp32 "$tmp/s" --stack vllm-fp16
+else
+  echo "FAIL: synth llama modelopt weight-mul: $(cat "$tmp/err")"; fail=$((fail + 1))
+fi
 
 # ---- runtime-only classes under their stacks, on the writers' fixtures ----
 for fmt in nvfp4 modelopt; do
