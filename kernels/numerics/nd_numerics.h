@@ -204,8 +204,8 @@ ND_HD float nd_e8m0_inv(uint8_t b) {
  * downcast_to_mxfp bit rule ((exp << 2 | top two mantissa bits) + 1) >> 1, which gpt-oss's
  * checkpoint was made with): 0.25 -> 0.5, 1.25 -> 1.5, 2.5 -> 3, 5 -> 6, where RNE goes down. */
 ND_HD uint8_t nd_e2m1_from_f32_rna(float x) {
+    if (x != x) return 7u; /* as nd_e2m1_from_f32: a NaN's sign is the hardware's (x86 makes -NaN of inf*0) */
     uint8_t s = (nd_f32_bits(x) >> 31) ? 8u : 0u;
-    if (x != x) return (uint8_t)(s | 7u);
     float a = fabsf(x);
     uint8_t m;
     if (a < 0.25f) m = 0;
