@@ -52,9 +52,9 @@ static int read_file(nd_prompt *p, size_t *len, nd_err *e) {
 }
 
 int nd_prompt_tokens(nd_prompt *p, const char *ckpt_dir, int have_tokens, int64_t **tokens, int64_t *n, nd_err *e) {
+    if (have_tokens) return nd_fail(e, ND_EXIT_BADINPUT, "--tokens and --prompt/--prompt-file: give the prompt one way");
     *tokens = NULL;
     *n = 0;
-    if (have_tokens) return nd_fail(e, ND_EXIT_BADINPUT, "--tokens and --prompt/--prompt-file: give the prompt one way");
     size_t len = 0;
     const char *what = p->file ? p->file : "--prompt";
     if (p->file) ND_TRY(read_file(p, &len, e));
