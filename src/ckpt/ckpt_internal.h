@@ -111,6 +111,8 @@ int nd_ckpt_expand_dense_experts(nd_ckpt *c, nd_err *e);
 void nd_ckpt_virt_free(nd_ckpt *c);
 const nd_tview *nd_ckpt_virt_find(const nd_ckpt *c, const char *name);
 int nd_ckpt_virt_has_prefix(const nd_ckpt *c, const char *prefix);
+/* 1 when stored tensor t is sliced into views (a loader reads it through them). */
+int nd_ckpt_virt_source(const nd_ckpt *c, const nd_tview *t);
 
 /* module.c: 1 when NVFP4 block scales s are not [n, nb] but padded like a kernel's buffer: rows n
  * or round_up(n, 128), columns round_up(nb, 2^j) for j <= 7 (scale_layout_mismatch). */

@@ -130,7 +130,7 @@ int nd_repairs_for(const nd_row *row, const nd_stage_info *in, nd_repair *out, i
         snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.block_scale_encoding=0", row->name);
         /* an MXFP4 weight's own reading (encoding 0 there) is E8M0 with bias 127 */
         snprintf(r->what, sizeof r->what, "block-scale bytes of %s decoded as %s (as stored) instead of as %s", row->name,
-                 in->fp4_weight && !in->nvfp4_w4a4 ? "E8M0 with bias 127" : "E4M3", nd_sf_encoding_name(in->sf_encoding));
+                 in->mxfp4 ? "E8M0 with bias 127" : "E4M3", nd_sf_encoding_name(in->sf_encoding));
     }
     if (in->tp_pad > 0 && (r = add(out, &n, cap, "zero_padding", "padding_scale_contamination"))) {
         snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.pad_garbage=0", row->name);
@@ -224,7 +224,7 @@ int nd_repairs_for(const nd_row *row, const nd_stage_info *in, nd_repair *out, i
     }
     /* with the original weights: the block scales read in another layout or encoding than the
      * format's (stored swizzled or transposed; E8M0 or integer bytes where E4M3 is read) */
-    for (int l = ND_SF_SWIZZLED; in->has_original && l < ND_SF_NLAYOUTS; l++) {
+    for (int l = ND_SF_SWIZZLED; in->has_original && !in->mxfp4 && l < ND_SF_NLAYOUTS; l++) {
         if (l == ND_SF_SWIZZLED && !in->sf_swizzle_fits) continue;
         if (l == ND_SF_PADDED && !in->sf_padded) continue; /* rows of the stored tensor's length */
         if (!(r = add(out, &n, cap, "scale_layout", "scale_layout_mismatch"))) break;
@@ -234,9 +234,16 @@ int nd_repairs_for(const nd_row *row, const nd_stage_info *in, nd_repair *out, i
         else
             snprintf(r->what, sizeof r->what, "block scales of %s read as stored in the %s layout", in->module, nd_sf_layout_name(l));
     }
-    if (in->has_original && (r = add(out, &n, cap, "scale_encoding", "scale_encoding_mismatch"))) {
+    if (in->has_original && !in->mxfp4 && (r = add(out, &n, cap, "scale_encoding", "scale_encoding_mismatch"))) {
         snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.scale_encoding=%d", in->module, ND_SF_E8M0);
         snprintf(r->what, sizeof r->what, "block-scale bytes of %s decoded as E8M0 instead of E4M3", in->module);
+    }
+    /* an MXFP4 weight's E8M0 bytes written with another exponent bias (compressed-tensors 0.13: 125, C26) */
+    for (int x = ND_SF_E8M0_B125; in->has_original && in->mxfp4 && x <= ND_SF_E8M0_B128; x++) {
+        if (!(r = add(out, &n, cap, "scale_encoding", "scale_encoding_mismatch"))) break;
+        snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.scale_encoding=%d", in->module, x);
+        snprintf(r->what, sizeof r->what, "E8M0 bytes of %s decoded with bias %d, as written, instead of 127", in->module,
+                 x == ND_SF_E8M0_B125 ? 125 : 128);
     }
     return n;
 }

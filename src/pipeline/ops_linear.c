@@ -110,6 +110,10 @@ static void stage_info(const nd_run *r, const nd_lin *l, nd_stage_info *in) {
         if (rd->pad_garbage && rd->tp > 1 && nd_tp_kind_of(l->m.path) == ND_TP_ROW)
             in->tp_pad = (int)nd_tp_pad_reads(l->m.in_features, rd->tp, rd->tile, NULL);
     }
+    in->mxfp4 = l->m.wfmt == ND_WF_MXFP4;
+    if (in->mxfp4) in->has_original = r->ref_ck != NULL; /* E8M0 bytes written with another bias */
+    if (l->m.wfmt == ND_WF_MXFP4 && l->sf_read.encoding != ND_SF_E4M3 && l->sf_read.encoding != ND_SF_E8M0)
+        in->sf_encoding = l->sf_read.encoding; /* repaired by the own reading (block_scale_encoding=0) */
     if (l->m.wfmt == ND_WF_NVFP4 && l->m.weight_scale && l->m.out_features > 0) {
         in->has_original = r->ref_ck != NULL;
         int64_t nz, p2, cols = (int64_t)l->m.weight_scale->nbytes / l->m.out_features;
@@ -164,6 +168,9 @@ int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char
     if (l->sf_read.baked) l->sf_read.baked_div = l->pp.w_div;
     /* a kernel that reads the block scales another way (stack.h nd_sf_read) gets its own operand */
     const int sf_other = l->prod_kind == LIN_NVFP4_W4A4 && !nd_sf_read_plain(&l->sf_read);
+    /* an MXFP4 weight whose E8M0 bytes the kernel decodes another way (block_scale_encoding: u8,
+     * e8m0_bias125, e8m0_bias128; e4m3 and e8m0 are its own reading) */
+    const int mx_other = l->m.wfmt == ND_WF_MXFP4 && l->sf_read.encoding != ND_SF_E4M3 && l->sf_read.encoding != ND_SF_E8M0;
     if (r->opts && r->opts->stage_info && r->opts->only_row && !r->silent && !strcmp(stage_name, r->opts->only_row))
         stage_info(r, l, r->opts->stage_info);
     int rc = 0;
@@ -213,6 +220,7 @@ int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char
     if (rc) { nd_lin_close(r, l); return rc; }
     if (l->prod_kind == LIN_NVFP4_W4A4 && !l->w_prod && sf_other) rc = nd_weight_prod_codes_f32(r, &l->m, &l->sf_read, &l->w_prod, e);
     else if (l->prod_kind == LIN_NVFP4_W4A4 && !l->w_prod) rc = nd_weight_codes_f32(r, &l->m, &l->w_prod, e);
+    else if (l->prod_kind == LIN_WEIGHT_ONLY && mx_other) rc = nd_weight_prod_codes_f32(r, &l->m, &l->sf_read, &l->w_prod, e);
     else if (l->prod_kind == LIN_WEIGHT_ONLY && (r->ref_ck || r->ref_tf)) rc = nd_weight_f32(r, &l->m, &l->w_prod, e);
     if (rc) nd_lin_close(r, l);
     return rc;

@@ -71,6 +71,7 @@ typedef struct nd_stage_info {
     double weight_div;              /* divisor of the e4m3 block scales as the checkpoint means it */
     int nan_block_scales;           /* e4m3 block scales that are NaN */
     int fp4_weight;                 /* the weight is packed FP4 (NVFP4 or MXFP4) */
+    int mxfp4;                      /* ... MXFP4: E8M0 scales per 32 (its own reading is encoding 0) */
     int n_fused;                    /* shards sharing one GEMM under a fusing stack (self included) */
     char fused[ND_STAGE_MAX_FUSED][256];
     double fused_input_mult[ND_STAGE_MAX_FUSED], fused_weight_div[ND_STAGE_MAX_FUSED];

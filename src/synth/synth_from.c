@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "ckpt/ckpt.h"
+#include "pipeline/scale_repr.h"
 #include "synth/synth_faults.h"
 #include "synth/synth_kv.h"
 #include "synth/synth_scales.h"
@@ -26,6 +27,22 @@ typedef struct target {
 } target;
 
 static int one_f32(const nd_tview *t) { return t->dtype == ND_DT_F32 && t->numel == 1 && t->nbytes == 4; }
+
+/* A fault on an MXFP4 module: only its E8M0 bytes written with another bias (C26), and only where they
+ * are a tensor of their own (not a slice of gpt-oss's fused experts). */
+static int mx_target(const nd_ckpt *ck, const char *spec, sy_fault *f, const char *path, const nd_module *m, int i, nd_err *e) {
+    if (f->kind != SY_F_SCALE_ENCODING || (f->value != ND_SF_E8M0_B125 && f->value != ND_SF_E8M0_B128))
+        return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: --inject '%s': %s is MXFP4: the faults that apply to it are "
+                       "scale-encoding=e8m0_bias125 and scale-encoding=e8m0_bias128", spec, path);
+    int stored = 0;
+    for (size_t j = 0; j < nd_ckpt_count(ck) && !stored; j++) stored = nd_ckpt_at(ck, j) == m->weight_scale;
+    if (!stored || m->weight_scale->nbytes != (size_t)(m->out_features * (m->in_features / 32)))
+        return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: %s's E8M0 scales are not a [%lld, %lld] tensor of their own "
+                       "(a slice of fused experts is not rewritten)", nd_ckpt_dir(ck), path, (long long)m->out_features,
+                       (long long)(m->in_features / 32));
+    f->param = i;
+    return 0;
+}
 
 /* Parse spec into f and bind its module, adding a target for a module not seen before. */
 static int parse(const nd_ckpt *ck, const char *spec, sy_fault *f, target *ts, int *nt, nd_err *e) {
@@ -54,6 +71,7 @@ static int parse(const nd_ckpt *ck, const char *spec, sy_fault *f, target *ts, i
         ND_TRY(nd_ckpt_module(ck, path, &t->m, e));
         (*nt)++;
         const nd_module *m = &t->m;
+        if (m->wfmt == ND_WF_MXFP4) return mx_target(ck, spec, f, path, m, i, e);
         if (m->wfmt != ND_WF_NVFP4 || !m->weight_scale || !m->weight_global)
             return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: module '%s' is not an NVFP4 linear", nd_ckpt_dir(ck), path);
         if (!one_f32(m->weight_global) || (m->input_global && !one_f32(m->input_global)))
@@ -62,6 +80,10 @@ static int parse(const nd_ckpt *ck, const char *spec, sy_fault *f, target *ts, i
             m->weight_scale->nbytes != (size_t)(m->out_features * (m->in_features / 16)))
             return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: %s's packed weight or block scales have an unexpected size", nd_ckpt_dir(ck), path);
     }
+    if (ts[i].m.wfmt == ND_WF_MXFP4) return mx_target(ck, spec, f, path, &ts[i].m, i, e);
+    if (f->kind == SY_F_SCALE_ENCODING && f->value != ND_SF_E8M0)
+        return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: --inject '%s': %s is NVFP4: its E4M3 bytes are written as e8m0, "
+                       "the E8M0 biases are an MXFP4 weight's", spec, path);
     if (sy_scale_fault(f->kind)) ND_TRY(sy_scale_fault_check(f, ts[i].m.out_features, ts[i].m.in_features, spec, e));
     if (f->kind == SY_F_MISSING_INPUT && !ts[i].m.input_global)
         return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: module '%s' has no input scale to remove", nd_ckpt_dir(ck), path);
@@ -69,9 +91,39 @@ static int parse(const nd_ckpt *ck, const char *spec, sy_fault *f, target *ts, i
     return 0;
 }
 
+/* An MXFP4 target's E8M0 bytes rewritten as a writer with exponent bias 125 (127 + floor(log2) - 2,
+ * compressed-tensors 0.13) or 128 stores them: read with OCP's 127 the weight is 4x too small or 2x
+ * too large. Bytes clamp to [0, 254]; 0xFF (NaN) stays. */
+static int apply_mx(target *t, long idx, sy_faults *fs, nd_err *e) {
+    const nd_module *m = &t->m;
+    t->sf_shape[0] = m->out_features;
+    t->sf_shape[1] = m->in_features / 32;
+    t->packed = malloc(m->weight->nbytes + 1);
+    t->sf = malloc(m->weight_scale->nbytes + 1);
+    if (!t->packed || !t->sf) return nd_fail(e, ND_EXIT_INTERNAL, "synth --from: out of memory");
+    memcpy(t->packed, m->weight->data, m->weight->nbytes);
+    memcpy(t->sf, m->weight_scale->data, m->weight_scale->nbytes);
+    for (int j = 0; j < fs->n; j++) {
+        sy_fault *f = &fs->f[j];
+        if (f->param != idx || f->kind != SY_F_SCALE_ENCODING) continue;
+        const int delta = f->value == ND_SF_E8M0_B125 ? -2 : 1;
+        f->count = 0;
+        for (size_t b = 0; b < m->weight_scale->nbytes; b++) {
+            if (t->sf[b] == 0xff) continue;
+            const int v = t->sf[b] + delta, c = v < 0 ? 0 : v > 254 ? 254 : v;
+            f->count += c != t->sf[b];
+            t->sf[b] = (uint8_t)c;
+        }
+        snprintf(f->tensor, sizeof f->tensor, "%s", m->weight_scale->name);
+        f->applied = 1;
+    }
+    return 0;
+}
+
 /* Copy the target's on-disk values and apply every fault aimed at it, in command-line order. */
 static int apply(target *t, long idx, sy_faults *fs, nd_err *e) {
     const nd_module *m = &t->m;
+    if (m->wfmt == ND_WF_MXFP4) return apply_mx(t, idx, fs, e);
     const int64_t nb = m->in_features / 16, cols = sy_faults_sf_cols(fs, idx, nb);
     t->sf_shape[0] = m->out_features;
     t->sf_shape[1] = cols;

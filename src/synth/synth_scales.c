@@ -12,9 +12,10 @@ int sy_scale_fault(sy_fault_kind k) {
 
 int sy_scale_fault_value(const char *spec, const char *word, sy_fault *f, nd_err *e) {
     int x = nd_sf_encoding_parse(word);
-    if (x != ND_SF_E8M0)
-        return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': scale-encoding takes e8m0 (the encoding the bytes are written "
-                       "in; e4m3 is the format's own, u8 is a way of reading them: stack key block_scale_encoding), not '%s'",
+    if (x != ND_SF_E8M0 && x != ND_SF_E8M0_B125 && x != ND_SF_E8M0_B128)
+        return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': scale-encoding takes e8m0 (the encoding an NVFP4 weight's bytes "
+                       "are written in), or e8m0_bias125 / e8m0_bias128 (an MXFP4 weight's E8M0 bytes written with that bias; "
+                       "e4m3 is NVFP4's own, u8 is a way of reading them: stack key block_scale_encoding), not '%s'",
                        spec, word);
     f->value = x;
     f->has_value = 1;
@@ -22,6 +23,9 @@ int sy_scale_fault_value(const char *spec, const char *word, sy_fault *f, nd_err
 }
 
 int sy_scale_fault_check(const sy_fault *f, int64_t n, int64_t k, const char *spec, nd_err *e) {
+    if (f->kind == SY_F_SCALE_ENCODING && f->value != ND_SF_E8M0)
+        return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': %s is an MXFP4 weight's fault; an NVFP4 weight's E4M3 bytes "
+                       "are written as e8m0", spec, nd_sf_encoding_name((int)f->value));
     if (f->kind == SY_F_SCALE_SWIZZLED && (n % 128 || (k / 16) % 4))
         return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': the swizzled 128x4 layout pads [%lld, %lld] block scales to "
                        "[%lld, %lld]: scale-swizzled needs rows %% 128 == 0 and K/16 %% 4 == 0 (the tensor keeps its shape)",

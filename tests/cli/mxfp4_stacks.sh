@@ -6,7 +6,9 @@
 # 3 e8m0_bias125: C26's bias, 4 e8m0_bias128) diverges at that stage with scale_encoding_mismatch,
 # proven by the repair that reads them as E8M0 with bias 127 (block_scale_e4m3: encoding 0, the
 # format's own), and the printed next command is clean; encoding 5 is exit 2. inspect shows both
-# layouts as mxfp4 with their E8M0 scale range and every stored tensor read.
+# layouts as mxfp4 with their E8M0 scale range and every stored tensor read. Checkpoint side, synth
+# --from scale-encoding=e8m0_bias125|e8m0_bias128: clean without the original, named with
+# --reference-checkpoint and proven by model.<module>.scale_encoding=3|4; faults that cannot apply exit 2.
 #   usage: mxfp4_stacks.sh NVFP4DBG SOURCE_ROOT
 set -u
 bin="$1"; root="$2"
@@ -41,6 +43,36 @@ ok "inspect ct: 14 mxfp4 modules, E8M0 scales 0.03125..0.0625, no NaN (exit $rc)
 "$bin" inspect "$root/golden/conformance/mxfp4/gptoss" > "$tmp/g.txt" 2>&1; rc=$?
 ok "inspect gptoss: format mxfp4, 4 expert modules, every stored tensor read (exit $rc)" \
   '[ $rc -eq 0 ] && grep -q "^format  *mxfp4" "$tmp/g.txt" && [ "$(grep -c "^model.layers.0.mlp.experts.[01].\(gate_up\|down\)_proj .* mxfp4 " "$tmp/g.txt")" -eq 4 ] && grep -q " 0 tensors no loader" "$tmp/g.txt"'
+
+# checkpoint side (synth --from): E8M0 bytes written with bias 125 (compressed-tensors 0.13, C26: the
+# weight 4x too small) or 128; invisible without the original (both paths read the same bytes), named
+# with --reference-checkpoint and proven by reading them with the bias they were written with
+orig="$root/golden/conformance/llama/bf16"
+md=layers.0.mlp.down_proj
+for x in 3:e8m0_bias125 4:e8m0_bias128; do
+  v="${x%%:*}"; enc="${x#*:}"; f="$tmp/f$v"
+  "$bin" synth "$f" --from "$ck" --inject "scale-encoding=$enc@$md" > /dev/null 2> "$tmp/s.err"; rc=$?
+  ok "synth --from scale-encoding=$enc@$md (exit $rc: $(head -c 200 "$tmp/s.err"))" '[ $rc -eq 0 ] && grep -q "\"$enc\"" "$f.faults.json"'
+  "$bin" trace "$f" --backend "$be" --tokens "$toks" -o "$tmp/f$v.h5" --json --quiet > "$tmp/f$v.json" 2>/dev/null; rc=$?
+  ok "$enc without the original: both paths read the same bytes, clean (exit $rc)" '[ $rc -eq 0 ]'
+  j="$tmp/r$v.json"
+  "$bin" trace "$f" --backend "$be" --tokens "$toks" --reference-checkpoint "$orig" -o "$tmp/r$v.h5" --json --quiet > "$j" 2>/dev/null; rc=$?
+  ok "$enc with --reference-checkpoint: exit 1 at $md, scale_encoding_mismatch proven by scale_encoding (exit $rc, '$(json_field first_divergence "$j")' '$(json_field cause "$j")' '$(json_field repair "$j")')" \
+    '[ $rc -eq 1 ] && [ "$(json_field first_divergence "$j")" = "$md" ] && [ "$(json_field cause "$j")" = scale_encoding_mismatch ] && [ "$(json_field proof "$j")" = repair ] && [ "$(json_field repair "$j")" = scale_encoding ]'
+  next="$(json_field next_command "$j")"
+  ok "$enc: the next command reads them with the bias written ($next)" '[[ "$next" == *"--override model.$md.scale_encoding=$v" ]]'
+  "$bin" trace "$f" --backend "$be" --tokens "$toks" --reference-checkpoint "$orig" --override "model.$md.scale_encoding=$v" \
+    -o "$tmp/x$v.h5" --json --quiet > "$tmp/x$v.json" 2>/dev/null; rc=$?
+  ok "$enc: the next command is clean (exit $rc)" '[ $rc -eq 0 ]'
+done
+for bad in "scale-encoding=e8m0@$md:is MXFP4" "nibble-swap@$md:is MXFP4" "scale-encoding=e8m0_bias125@layers.0.self_attn.q_proj.x:no module"; do
+  spec="${bad%%:*}"; word="${bad#*:}"
+  "$bin" synth "$tmp/b" --from "$ck" --inject "$spec" > /dev/null 2> "$tmp/b.err"; rc=$?
+  ok "synth --from --inject $spec: exit 2 ($rc: $(head -c 200 "$tmp/b.err"))" '[ $rc -eq 2 ] && grep -q "$word" "$tmp/b.err"'
+  rm -rf "$tmp/b" "$tmp/b.faults.json"
+done
+"$bin" synth "$tmp/g" --from "$root/golden/conformance/mxfp4/gptoss" --inject "scale-encoding=e8m0_bias125@model.layers.0.mlp.experts.0.down_proj" > /dev/null 2> "$tmp/g.err"; rc=$?
+ok "synth --from gptoss: a slice of fused experts is not rewritten, exit 2 ($rc: $(head -c 200 "$tmp/g.err"))" '[ $rc -eq 2 ] && grep -q "fused experts" "$tmp/g.err"'
 
 echo "mxfp4_stacks: $pass passed, $fail failed"
 [ $fail -eq 0 ]
