@@ -29,6 +29,8 @@ Kinds:
            RMSNorm, a dense first layer (mlp_only_layers) then MoE with a sigmoid-gated shared expert;
            2 key heads, 4 value heads (the in_proj_qkvz/ba grouping), random dt_bias. Quantized with the
            ignore list of llmcompressor's Qwen3-Next example (linear_attn, mlp.gate, shared_expert_gate)
+  qwen3_5_moe Qwen3_5MoeForCausalLM (Qwen3.5 MoE, text): Qwen3-Next's layers with the linear attention's
+           projections apart (in_proj_qkv, in_proj_z, in_proj_b, in_proj_a), every MLP an MoE; bf16 only
 For the kinds in QUANTIZE also:
   nvfp4/                      llmcompressor.oneshot NVFP4 (W4A4) of bf16/, save_compressed=True
   reference_nvfp4.safetensors transformers' eager BF16 forward of that checkpoint decompressed by
@@ -93,6 +95,13 @@ def config(kind):
                                   layer_types=["linear_attention", "full_attention"] * 2,
                                   rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
                                                    "partial_rotary_factor": 0.25})
+    if kind == "qwen3_5_moe":
+        return tf.Qwen3_5MoeTextConfig(**dict(common, num_hidden_layers=4), **moe, head_dim=16, num_experts=8,
+                                       shared_expert_intermediate_size=32, linear_conv_kernel_dim=4,
+                                       linear_key_head_dim=16, linear_value_head_dim=16, linear_num_key_heads=2,
+                                       linear_num_value_heads=4, layer_types=["linear_attention", "full_attention"] * 2,
+                                       rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                                        "partial_rotary_factor": 0.25})
     if kind == "llama31":
         return tf.LlamaConfig(**common, rope_parameters={
             "rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0, "low_freq_factor": 1.0,
@@ -105,7 +114,8 @@ def model_class(kind):
     return {"qwen2": tf.Qwen2ForCausalLM, "llama31": tf.LlamaForCausalLM,
             "mistral3": tf.Mistral3ForConditionalGeneration, "glm4_moe": tf.Glm4MoeForCausalLM,
             "qwen3": tf.Qwen3ForCausalLM, "qwen3_moe": tf.Qwen3MoeForCausalLM,
-            "mixtral": tf.MixtralForCausalLM, "qwen3_next": tf.Qwen3NextForCausalLM}[kind]
+            "mixtral": tf.MixtralForCausalLM, "qwen3_next": tf.Qwen3NextForCausalLM,
+            "qwen3_5_moe": tf.Qwen3_5MoeForCausalLM}[kind]
 
 
 QUANTIZE = ("glm4_moe", "qwen3", "qwen3_moe", "mixtral", "qwen3_next")
