@@ -126,7 +126,8 @@ typedef struct nd_trace_opts {
     int ep;                     /* expert parallelism simulated in one process (contiguous E/N split) */
     /* numerics of the reference path (--ref-numerics): NULL or "fp32" = SPEC §4 (exact dequantized
      * weights, FP32 math, BF16 per stage output); "transformers" = also the BF16 roundings
-     * transformers' eager forward of a BF16 model takes inside stages (docs/conformance.md) */
+     * transformers' eager forward of a BF16 model takes inside stages; "fp32-exact" = no BF16
+     * rounding at all on the reference path (transformers' FP32 forward; docs/conformance.md) */
     const char *ref_numerics;
     /* single-stage replay (diagnosis, issue 13): run only the stage that produces the row named
      * only_row, in isolated mode, on the same reference inputs as a full run (everything before

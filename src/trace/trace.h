@@ -44,7 +44,7 @@ typedef struct nd_trace_meta {
     const char *tool_version, *checkpoint, *checkpoint_format, *recipe, *stack, *backend,
         *device, *modes;
     const char *overrides;   /* the run's --override arguments, ';'-separated ("" when none) */
-    const char *ref_numerics;/* reference-path numerics ("fp32", "transformers"); NULL: "fp32" */
+    const char *ref_numerics;/* reference-path numerics ("fp32", "fp32-exact", "transformers"); NULL: "fp32" */
     const char *prompt;      /* --prompt text the tokens came from (NULL: ids given as ids): /prompt */
     const char *prompt_chat; /* the chat format applied to it (NULL: none): attribute prompt_chat */
 } nd_trace_meta;
