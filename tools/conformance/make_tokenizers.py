@@ -29,6 +29,8 @@ Families:
                 pre-tokenizer, byte_fallback <0xXX> tokens, fuse_unk, Mistral 7B v0.1 [INST] template
   mistral7b_v3  SentencePiece-style BPE with the newer export: Metaspace(prepend_scheme first, split
                 false) pre-tokenizer, no normalizer, Mistral v0.3 template
+  tiny          llama2's pipeline with 200 ids and no byte fallback (ids fit the synthetic checkpoints'
+                vocabulary of 256: the CLI test's tokenizer)
 
 Run: /path/to/venv/bin/python tools/conformance/make_tokenizers.py [OUTDIR]   (default golden/tokenizers)
 """
@@ -145,18 +147,18 @@ def train_bytelevel(regexes, specials, normalizer=None, ignore_merges=False):
     return tok
 
 
-def train_sentencepiece(metaspace):
+def train_sentencepiece(metaspace, vocab_size=VOCAB, byte_tokens=True, limit_alphabet=150):
     """SentencePiece-style BPE: trained on Metaspace-split words (pieces never cross a space), then
     the vocabulary laid out as Llama 2's: <unk> <s> </s>, <0x00>..<0xFF>, the trained pieces."""
-    tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=byte_tokens, fuse_unk=True))
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=True)
-    tr = trainers.BpeTrainer(vocab_size=VOCAB, min_frequency=2, limit_alphabet=150, show_progress=False,
+    tr = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, limit_alphabet=limit_alphabet, show_progress=False,
                              special_tokens=["<unk>", "<s>", "</s>"])
     tok.train_from_iterator(corpus(), trainer=tr)
     j = json.loads(tok.to_str())
     old = sorted(j["model"]["vocab"].items(), key=lambda kv: kv[1])
     vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
-    for b in range(256):
+    for b in range(256 if byte_tokens else 0):
         vocab["<0x%02X>" % b] = len(vocab)
     for t, _ in old:
         if t not in vocab:
@@ -202,6 +204,8 @@ def families():
     nemo.post_processor = template("<s>", nemo.token_to_id("<s>"))
     llama2 = train_sentencepiece(metaspace=False)
     m7 = train_sentencepiece(metaspace=True)
+    # ids below 256: a prompt the synthetic checkpoints (vocabulary 256) take, for the CLI test
+    tiny = train_sentencepiece(metaspace=False, vocab_size=200, byte_tokens=False, limit_alphabet=60)
     return [
         ("llama3", llama3, LLAMA31_TEMPLATE, "<|begin_of_text|>", "<|eot_id|>", "Llama 3.1 (Split regex, ByteLevel, ignore_merges)"),
         ("llama3-0", llama3, LLAMA30_TEMPLATE, "<|begin_of_text|>", "<|eot_id|>", "Llama 3.0 template on the Llama 3 tokenizer"),
@@ -210,6 +214,7 @@ def families():
         ("deepseek_v3", ds, DSV3_TEMPLATE, "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "DeepSeek-V3 (Sequence of Splits, ByteLevel)"),
         ("mistral_nemo", nemo, NEMO_TEMPLATE, "<s>", "</s>", "Mistral-Nemo Tekken-style byte-level"),
         ("llama2", llama2, MISTRAL_V1_TEMPLATE, "<s>", "</s>", "SentencePiece-style BPE (Prepend/Replace, byte_fallback), Mistral v0.1 template"),
+        ("tiny", tiny, MISTRAL_V1_TEMPLATE, "<s>", "</s>", "SentencePiece-style BPE of 200 ids without byte fallback (unknown characters fuse to <unk>), for tests/tokenizer/prompt_cli.sh"),
         ("mistral7b_v3", m7, MISTRAL_V3_TEMPLATE, "<s>", "</s>", "SentencePiece-style BPE (Metaspace first), Mistral v0.3 template"),
     ]
 
