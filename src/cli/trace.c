@@ -282,16 +282,16 @@ int nd_cmd_trace(int argc, char **argv) {
     const char *stacks = NULL, *stage = NULL;
     int table = 0;
     nd_err e = {0};
-    if (!ovr) return ND_EXIT_INTERNAL;
     nd_prompt prompt = {0};
+    if (!ovr) return ND_EXIT_INTERNAL;
     for (int i = 1; i < argc && !rc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define NEED() do { if (!v) { rc = nd_cli_usage_error("trace", "%s needs a value", a); goto out; } i++; } while (0)
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage_text, stdout); goto out; }
         int pr = nd_prompt_option(&prompt, a, v);
         if (pr < 0) { rc = nd_cli_usage_error("trace", "%s needs a value", a); goto out; }
         if (pr) { i += pr - 1; continue; }
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage_text, stdout); goto out; }
         else if (!strcmp(a, "--recipe")) { NEED(); o.recipe = v; }
         else if (!strcmp(a, "--tokens")) { NEED(); free(tokens); if (nd_tokens_parse(v, "--tokens", &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
         else if (!strcmp(a, "--max-memory")) { NEED(); if (nd_parse_size(v, &o.max_memory)) { rc = nd_cli_usage_error("trace", "--max-memory %s: expected a size such as 8G, 512M or 1.5G (at least 1M)", v); goto out; } }
@@ -350,16 +350,16 @@ int nd_cmd_trace(int argc, char **argv) {
         rc = ND_EXIT_BADINPUT;
         goto out;
     }
-    o.tokens = tokens;
-    o.ntok = ntok;
-    o.overrides = ovr;
-    nd_trace_result res;
     if (prompt.chat && !nd_prompt_given(&prompt)) { rc = nd_cli_usage_error("trace", "--chat needs --prompt or --prompt-file"); goto out; }
     if (nd_prompt_given(&prompt)) {
         if (nd_prompt_tokens(&prompt, o.ckpt_dir, tokens != NULL, &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; }
         o.prompt_text = nd_prompt_text(&prompt);
         o.prompt_chat = prompt.chat_name;
     }
+    o.tokens = tokens;
+    o.ntok = ntok;
+    o.overrides = ovr;
+    nd_trace_result res;
     o.defer_finish = 1;
     rc = nd_pipeline_trace(&o, &res, &e);
     /* the diagnosis above the pipeline: replay the diverged stage under candidate repairs */
@@ -426,6 +426,6 @@ out:
     if (findings) json_decref(findings);
     free(tokens);
     free(ovr);
+    nd_prompt_free(&prompt);
     return rc;
 }
-    nd_prompt_free(&prompt);

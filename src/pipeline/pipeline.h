@@ -129,12 +129,12 @@ typedef struct nd_trace_opts {
      * transformers' eager forward of a BF16 model takes inside stages; "fp32-exact" = no BF16
      * rounding at all on the reference path (transformers' FP32 forward; docs/conformance.md) */
     const char *ref_numerics;
-    /* single-stage replay (diagnosis, issue 13): run only the stage that produces the row named
-     * only_row, in isolated mode, on the same reference inputs as a full run (everything before
-     * it runs on the reference path, unreported); stop after it. info (may be NULL) is filled for
     /* --prompt/--prompt-file (issue 22): the text the tokens came from and the chat format applied
      * (NULL: ids given as ids; no chat), recorded in the trace */
     const char *prompt_text, *prompt_chat;
+    /* single-stage replay (diagnosis, issue 13): run only the stage that produces the row named
+     * only_row, in isolated mode, on the same reference inputs as a full run (everything before
+     * it runs on the reference path, unreported); stop after it. info (may be NULL) is filled for
      * a linear row. */
     const char *only_row;
     nd_stage_info *stage_info;
