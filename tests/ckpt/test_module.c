@@ -373,7 +373,7 @@ static void mxfp4_layouts(const char *dir) {
     /* scales that do not match the blocks, and blocks without scales: exit 2 naming the tensor */
     for (int k = 0; k < 2; k++) {
         if (fx_begin(&x, dir, "model.safetensors")) return;
-        uint8_t *bb = fx_alloc(&x, (size_t)(E * N * K / 2)), *sc = fx_alloc(&x, (size_t)(E * N * G));
+        uint8_t *bb = fx_alloc(&x, (size_t)(E * N * K / 2)), *sc = fx_alloc(&x, (size_t)(E * N * (G + 1)));
         int64_t bad_ss[3] = {E, N, G + 1};
         fx_add(&x, "model.layers.0.mlp.experts.down_proj_blocks", ND_DT_U8, 4, sb, bb);
         if (k == 0) fx_add(&x, "model.layers.0.mlp.experts.down_proj_scales", ND_DT_U8, 3, bad_ss, sc);
