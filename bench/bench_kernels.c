@@ -9,7 +9,14 @@
  *
  * Method: CUDA events on the backend's stream, 3 warm-ups, median of REPS; every input set is
  * rotated through copies totalling more than 4x the L2 so no run reads a cached tensor. Inputs are
- * random, never zeros. Usage: bench_kernels [--quick]
+ * random, never zeros. Each memory-bound op is timed twice: one call alone between two events
+ * (launch latency and, for compare and quant statistics, the result's round trip to the host
+ * included), and per op in a sequence of SEQ calls as a traced layer issues them, with the probe
+ * results deferred (backend.h defer_results) and the sequence's one flush_results inside the
+ * timing. --json FILE writes the figures as bench/results/<date>-<device>.json (kernels part).
+ * Usage: bench_kernels [--quick] [--kernels] [--only LABEL] [--shape SHAPE]
+ * (--kernels: skip the GEMMs; --only/--shape: time only the rows with that kernel label and shape,
+ * e.g. --only quant_nvfp4 --shape "[4096, 7168]", for a profiler)
  */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -23,7 +30,7 @@
 #include "cuda/nd_cuda.h"
 #include "numerics/nd_numerics.h"
 
-enum { WARM = 3 };
+enum { WARM = 3, SEQ = 20 };
 static int REPS = 15;
 static nd_backend *B;
 static cudaStream_t ST;
@@ -94,12 +101,50 @@ static double time_ms(run_fn fn, void *ctx) {
     return med;
 }
 
+/* Median per-op milliseconds of SEQ consecutive calls of fn (deferred probe results, flushed once
+ * inside the timed region), over REPS sequences. */
+static double time_seq(run_fn fn, void *ctx) {
+    cudaEvent_t ev[2];
+    CK(cudaEventCreate(&ev[0]));
+    CK(cudaEventCreate(&ev[1]));
+    nd_err e = {0};
+    B->defer_results = 1;
+    for (int i = 0; i < WARM; i++) fn(ctx, i);
+    if (B->flush_results(B, &e)) DIE("%s", e.msg);
+    CK(cudaStreamSynchronize(ST));
+    float *t = malloc((size_t)REPS * sizeof *t);
+    for (int i = 0; i < REPS; i++) {
+        CK(cudaEventRecord(ev[0], ST));
+        for (int j = 0; j < SEQ; j++) fn(ctx, WARM + i * SEQ + j);
+        if (B->flush_results(B, &e)) DIE("%s", e.msg);
+        CK(cudaEventRecord(ev[1], ST));
+        CK(cudaEventSynchronize(ev[1]));
+        CK(cudaEventElapsedTime(&t[i], ev[0], ev[1]));
+    }
+    B->defer_results = 0;
+    CK(cudaGetLastError());
+    qsort(t, (size_t)REPS, sizeof *t, cmp_f);
+    const double med = t[REPS / 2] / SEQ;
+    free(t);
+    CK(cudaEventDestroy(ev[0]));
+    CK(cudaEventDestroy(ev[1]));
+    return med;
+}
+
 /* ---- ceilings ---- */
 typedef struct { void *src, *dst; size_t bytes; } copy_ctx;
 static void run_copy(void *c, int rep) {
     copy_ctx *x = c;
     (void)rep;
     CK(cudaMemcpyAsync(x->dst, x->src, x->bytes, cudaMemcpyDeviceToDevice, ST));
+}
+
+/* the same bytes as an op, copied: slices of one buffer in rotation */
+typedef struct { char *src, *dst; size_t bytes; int ncopy; } rcopy_ctx;
+static void run_rcopy(void *c, int rep) {
+    rcopy_ctx *x = c;
+    const size_t off = (size_t)(rep % x->ncopy) * x->bytes;
+    CK(cudaMemcpyAsync(x->dst + off, x->src + off, x->bytes, cudaMemcpyDeviceToDevice, ST));
 }
 
 /* ---- kernels ---- */
@@ -121,12 +166,12 @@ typedef struct {
     float **x;
     uint8_t **codes, **sf;
 } q_ctx;
+static nd_qstats qst[SEQ + WARM]; /* results stay valid until the sequence's flush */
 static void run_quant(void *c, int rep) {
     q_ctx *q = c;
     const int i = rep % q->ncopy;
-    nd_qstats st;
     RUN(B->quant_nvfp4(B, q->x[i], 2688.0f / 4.0f, ND_QSEM_KERNEL, q->rows, q->k, q->codes[i], q->sf[i],
-                       q->stats ? &st : NULL, &e));
+                       q->stats ? &qst[rep % (SEQ + WARM)] : NULL, &e));
 }
 
 typedef struct {
@@ -134,11 +179,11 @@ typedef struct {
     int64_t n, block;
     float **ref, **prod;
 } c_ctx;
+static nd_cmp cmpo[SEQ + WARM];
 static void run_compare(void *c, int rep) {
     c_ctx *x = c;
     const int i = rep % x->ncopy;
-    nd_cmp out;
-    RUN(B->compare(B, x->ref[i], x->prod[i], x->n, x->block, &out, &e));
+    RUN(B->compare(B, x->ref[i], x->prod[i], x->n, x->block, &cmpo[rep % (SEQ + WARM)], &e));
 }
 
 typedef struct {
@@ -165,6 +210,26 @@ static void run_gemm(void *c, int rep) {
 }
 
 static double copy_bw; /* GB/s */
+static const char *only_label, *only_shape;
+static FILE *json;
+static const char *json_commit;
+static int json_rows;
+
+/* A memory-bound op: alone and in a sequence, as shares of copy bandwidth. */
+static void mem_row(const char *kernel, const char *shape, run_fn fn, void *ctx, double bytes) {
+    const double ms = time_ms(fn, ctx), sq = time_seq(fn, ctx);
+    const double pct = 100.0 * bytes / ms / 1e6 / copy_bw, spct = 100.0 * bytes / sq / 1e6 / copy_bw;
+    printf("%-22s %-15s alone %8.1f us %5.1f%% of copy | in a sequence %8.1f us %8.0f GB/s %5.1f%% of copy\n", kernel,
+           shape, ms * 1e3, pct, sq * 1e3, bytes / sq / 1e6, spct);
+    fflush(stdout);
+    if (json)
+        fprintf(json, "%s    {\"op\": \"%s\", \"shape\": \"%s\", \"us\": %.2f, \"pct_of_copy\": %.2f, \"alone_us\": %.2f, "
+                "\"alone_pct_of_copy\": %.2f}", json_rows++ ? ",\n" : "", kernel + strspn(kernel, " "), shape, sq * 1e3, spct, ms * 1e3, pct);
+}
+/* 1 if the row (label, shape) is to be timed */
+static int want(const char *label, const char *shape) {
+    return (!only_label || strcmp(only_label, label) == 0) && (!only_shape || strcmp(only_shape, shape) == 0);
+}
 
 static void row(const char *kernel, const char *shape, double ms, double bytes, double flops, const char *ceil_name,
                 double ceil_ms) {
@@ -179,7 +244,18 @@ static void row(const char *kernel, const char *shape, double ms, double bytes, 
 }
 
 int main(int argc, char **argv) {
-    const int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    int quick = 0, kernels_only = 0;
+    for (int a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--quick") == 0) quick = 1;
+        else if (strcmp(argv[a], "--kernels") == 0) kernels_only = 1;
+        else if (strcmp(argv[a], "--only") == 0 && a + 1 < argc) only_label = argv[++a];
+        else if (strcmp(argv[a], "--shape") == 0 && a + 1 < argc) only_shape = argv[++a];
+        else if (strcmp(argv[a], "--json") == 0 && a + 2 < argc) {
+            if (!(json = fopen(argv[++a], "w"))) DIE("cannot write %s", argv[a]);
+            json_commit = argv[++a];
+        }
+        else DIE("unknown argument %s (usage: bench_kernels [--quick] [--kernels] [--only LABEL] [--shape SHAPE] [--json FILE COMMIT])", argv[a]);
+    }
     if (quick) REPS = 5;
     nd_err e = {0};
     if (nd_backend_cuda_create(&B, 0, &e)) DIE("%s", e.msg);
@@ -204,6 +280,11 @@ int main(int argc, char **argv) {
         CK(cudaFree(c.src));
         CK(cudaFree(c.dst));
     }
+    if (json)
+        fprintf(json, "{\"device\": \"%s\", \"date\": \"%.10s\", \"commit\": \"%s\", \"copy_gbps\": %.0f,\n"
+                "  \"note\": \"us and pct_of_copy: per op in a sequence of %d calls with deferred probe results and one "
+                "flush; alone_*: one call between two events\",\n  \"layer\": [],\n  \"kernels\": [\n",
+                B->device, date, json_commit, copy_bw, SEQ);
 
     /* dequant_nvfp4 on weight shapes: reads N*K/2 codes + N*K/16 scales, writes N*K floats */
     static const int64_t wshapes[][2] = {{1536, 7168}, {3072, 7168}, {7168, 3072}, {65536, 1536}};
@@ -224,10 +305,20 @@ int main(int argc, char **argv) {
             free(h);
             c.out[i] = dalloc(ne * 4);
         }
-        const double ms = time_ms(run_dequant, &c);
         char shape[32];
         snprintf(shape, sizeof shape, "[%lld, %lld]", (long long)c.rows, (long long)c.k);
-        row("dequant_nvfp4", shape, ms, (double)ne * (4 + 0.5 + 1.0 / 16), 0, "copy", 0);
+        if (want("dequant_nvfp4", shape)) {
+            mem_row("dequant_nvfp4", shape, run_dequant, &c, (double)ne * (4 + 0.5 + 1.0 / 16));
+            /* what a plain copy of the same bytes reaches at this size (the ceiling is 2 GiB) */
+            rcopy_ctx rc = {NULL, NULL, (size_t)((double)ne * (4 + 0.5 + 1.0 / 16) / 2) & ~(size_t)255, 0};
+            rc.ncopy = copies_for(rc.bytes * 2);
+            rc.src = dalloc(rc.bytes * (size_t)rc.ncopy);
+            rc.dst = dalloc(rc.bytes * (size_t)rc.ncopy);
+            CK(cudaMemset(rc.src, 0x3c, rc.bytes * (size_t)rc.ncopy));
+            mem_row("  copy, same bytes", shape, run_rcopy, &rc, (double)rc.bytes * 2);
+            CK(cudaFree(rc.src));
+            CK(cudaFree(rc.dst));
+        }
         for (int i = 0; i < c.ncopy; i++) { CK(cudaFree(c.packed[i])); CK(cudaFree(c.sf[i])); CK(cudaFree(c.out[i])); }
         free(c.packed); free(c.sf); free(c.out);
     }
@@ -252,15 +343,14 @@ int main(int argc, char **argv) {
             snprintf(shape, sizeof shape, "[%lld, %lld]", (long long)M, (long long)K);
             for (int st = 0; st < 2; st++) {
                 q_ctx q = {nc, st, M, K, x, codes, sf};
-                const double ms = time_ms(run_quant, &q);
-                row(st ? "quant_nvfp4 (+stats)" : "quant_nvfp4", shape, ms, (double)ne * (4 + 0.5 + 1.0 / 16), 0,
-                    "copy", 0);
+                const char *label = st ? "quant_nvfp4 (+stats)" : "quant_nvfp4";
+                if (want(label, shape)) mem_row(label, shape, run_quant, &q, (double)ne * (4 + 0.5 + 1.0 / 16));
             }
             static const int64_t blocks[] = {16, 0};
             for (int bi = 0; bi < 2; bi++) {
                 c_ctx c = {nc, (int64_t)ne, blocks[bi] ? blocks[bi] : K, x, y};
-                const double ms = time_ms(run_compare, &c);
-                row(bi ? "compare (block=row)" : "compare (block=16)", shape, ms, (double)ne * 8, 0, "copy", 0);
+                const char *label = bi ? "compare (block=row)" : "compare (block=16)";
+                if (want(label, shape)) mem_row(label, shape, run_compare, &c, (double)ne * 8);
             }
             for (int i = 0; i < nc; i++) {
                 CK(cudaFree(x[i])); CK(cudaFree(y[i])); CK(cudaFree(codes[i])); CK(cudaFree(sf[i]));
@@ -268,6 +358,15 @@ int main(int argc, char **argv) {
             free(x); free(y); free(codes); free(sf);
         }
 
+    if (json) {
+        fprintf(json, "\n  ]\n}\n");
+        fclose(json);
+        json = NULL;
+    }
+    if (kernels_only) {
+        B->destroy(B);
+        return 0;
+    }
     /* GEMMs: y[M,N] = x[M,K] w[N,K]^T at the V4 projection shapes */
     cublasHandle_t h;
     BL(cublasCreate(&h));

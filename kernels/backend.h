@@ -292,6 +292,14 @@ struct nd_backend {
     int (*download)(nd_backend *b, void *dst_host, const void *src, size_t bytes, nd_err *e);
     int (*copy)(nd_backend *b, void *dst, const void *src, size_t bytes, nd_err *e);
     int (*sync)(nd_backend *b, nd_err *e);
+    /* Probe results kept on the device: while defer_results is set (by the caller), compare and
+     * quant_nvfp4 may return before writing their nd_cmp / nd_qstats, and flush_results writes
+     * all of those with one device-to-host copy (a backend may also flush on its own, e.g. when
+     * its result buffer is full); the *_host pointers must stay valid until then. A layer's probes
+     * then cost one download instead of one round trip each. The CPU backend writes results at
+     * once; its flush_results does nothing. */
+    int defer_results;
+    int (*flush_results)(nd_backend *b, nd_err *e);
     /* ---- compute ops: ND_BACKEND_OPS above ---- */
     ND_BACKEND_OPS(ND_BACKEND_MEMBER)
 };

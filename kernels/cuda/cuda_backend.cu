@@ -2,6 +2,7 @@
  * scratch, error text, and the op table (each op lives in its own file). */
 #include "cuda_common.cuh"
 #include "cuda_compressed.cuh"
+#include "cuda_results.cuh"
 #include "nd_cuda.h"
 
 #include <stdio.h>
@@ -121,6 +122,7 @@ static void cu_destroy(nd_backend *b) {
         if (c->blas) cublasDestroy(c->blas);
         if (c->scratch) cudaFree(c->scratch);
         if (c->host_scratch) cudaFreeHost(c->host_scratch);
+        nd_cuda_results_free(c);
         nd_cuda_stage_free(c);
         if (c->stream) cudaStreamDestroy(c->stream);
         free(c);
@@ -201,6 +203,7 @@ extern "C" int nd_backend_cuda_create(nd_backend **out, int device, nd_err *e) {
     b->download = cu_download;
     b->copy = cu_copy;
     b->sync = cu_sync;
+    b->flush_results = nd_cuda_flush_results;
 #define ND_CUDA_SET(name, params) b->name = nd_cuda_##name;
     ND_BACKEND_OPS(ND_CUDA_SET)
 #undef ND_CUDA_SET

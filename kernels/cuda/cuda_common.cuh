@@ -15,6 +15,8 @@ extern "C" {
 }
 #include "numerics/nd_numerics.h"
 
+typedef struct nd_cuda_results nd_cuda_results; /* cuda_results.cu */
+
 /* Backend-private state, b->impl. All work runs on one stream, in order, so one scratch area is
  * reused by consecutive ops without races. */
 typedef struct nd_cuda {
@@ -28,6 +30,7 @@ typedef struct nd_cuda {
     void *stage[2];          /* pinned double buffer of checkpoint uploads (cuda_upload.cu) */
     cudaEvent_t stage_done[2];
     int n_sm;
+    nd_cuda_results *res;    /* probe results kept on the device (cuda_results.cuh) */
 } nd_cuda;
 
 static inline nd_cuda *nd_cu(nd_backend *b) { return (nd_cuda *)b->impl; }
@@ -76,6 +79,20 @@ static inline unsigned nd_cuda_grid(nd_backend *b, int64_t work, int per_block) 
     if (nb < 1) nb = 1;
     return (unsigned)nb;
 }
+
+/* Grid for a grid-stride loop over `work` items of `per_block` each, balanced: at most
+ * `resident` blocks per multiprocessor (what the kernel's occupancy allows), and every block gets
+ * the same number of steps (no second wave for a few blocks). */
+static inline unsigned nd_cuda_grid_balanced(nd_backend *b, int64_t work, int per_block, int resident) {
+    const int64_t steps_total = (work + per_block - 1) / per_block;
+    const int64_t cap = (int64_t)nd_cu(b)->n_sm * (resident > 0 ? resident : 1);
+    if (steps_total <= cap) return (unsigned)(steps_total < 1 ? 1 : steps_total);
+    const int64_t per = (steps_total + cap - 1) / cap;  /* steps per block */
+    return (unsigned)((steps_total + per - 1) / per);
+}
+
+/* cuda_results.cu: write every deferred probe result to its host destination (one copy). */
+extern "C" int nd_cuda_flush_results(nd_backend *b, nd_err *e);
 
 /* ---- op launchers (one file each group) ---- */
 /* cuda_dequant.cu */

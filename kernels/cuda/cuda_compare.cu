@@ -1,27 +1,36 @@
-/* cuda_compare.cu — the fused comparison probe: one read of ref and prod, double accumulation,
- * the worst block of `block` consecutive elements, the result on the host.
+/* cuda_compare.cu — the fused comparison probe: one read of ref and prod, one kernel, the total in
+ * a result slot (cuda_results.cuh) that reaches the host at once or, while results are deferred,
+ * with the layer's other probes in one copy.
  *
  * Same definitions as kernels/cpu/cpu_compare.c: counts see every element; amax sees the finite
  * elements of each side; sums, max_abs_err and block energies see the elements where both are
  * finite; worst block = largest Σ(ref-prod)², ties to the lower index; prod == NULL fills n,
  * ref_amax, ref_nan, ref_inf and sum_rr (finite ref) only, worst_block = -1.
  *
+ * Per element: amax on the float's bits (|x| bits order as the values; amax is exact as a float);
+ * NaN/Inf counts on a branch taken only when one side is not finite (the pair then zeroed in
+ * FP32, so nothing non-finite reaches a sum); then four double FMAs
+ * (Σprod², Σref·prod and the block's Σd², Σref²) and the max |d|; Σref² and Σd² of the whole
+ * tensor are the sums of the blocks' (the same elements), so they cost nothing per element.
+ *
  * Work split: a lane handles VEC consecutive elements (VEC = 4: one 16-byte load per side). When a
  * block spans U <= 32 lanes (U a power of two) one warp covers 32/U blocks at once and reduces each
  * block over its U lanes with xor shuffles (offsets < U stay inside the block); larger blocks take
- * a warp each. Per-CUDA-block partials go to scratch and one more block reduces them, so the
- * result does not depend on scheduling. */
-#include "cuda_common.cuh"
+ * a warp each. Each CUDA block writes its partial to scratch; the last block to finish (a ticket
+ * counter) merges them in block order, so the result does not depend on scheduling. */
+#include "cuda_results.cuh"
 
-struct cmp_part {
-    double ramax, pamax, rr, pp, rp, ee, maxerr, bee, brr;
-    long long rnan, pnan, rinf, pinf, bidx;
+/* a thread's running figures: 32-bit counts and amax bits, double sums */
+struct cmp_thr {
+    double pp, rp, rr, ee, maxerr, bee, brr;
+    long long bidx;
+    unsigned rnan, pnan, rinf, pinf, ramax, pamax;
 };
 
-__device__ __forceinline__ void part_init(cmp_part &a) {
-    a.ramax = a.pamax = a.rr = a.pp = a.rp = a.ee = a.maxerr = a.bee = a.brr = 0.0;
-    a.rnan = a.pnan = a.rinf = a.pinf = 0;
+__device__ __forceinline__ void thr_init(cmp_thr &a) {
+    a.pp = a.rp = a.rr = a.ee = a.maxerr = a.bee = a.brr = 0.0;
     a.bidx = -1;
+    a.rnan = a.pnan = a.rinf = a.pinf = a.ramax = a.pamax = 0u;
 }
 
 __device__ __forceinline__ void best_take(cmp_part &a, long long idx, double ee, double rr) {
@@ -31,10 +40,17 @@ __device__ __forceinline__ void best_take(cmp_part &a, long long idx, double ee,
         a.brr = rr;
     }
 }
+__device__ __forceinline__ void best_take(cmp_thr &a, long long idx, double ee, double rr) {
+    if (idx >= 0 && (a.bidx < 0 || ee > a.bee || (ee == a.bee && idx < a.bidx))) {
+        a.bidx = idx;
+        a.bee = ee;
+        a.brr = rr;
+    }
+}
 
 __device__ __forceinline__ void part_merge(cmp_part &a, const cmp_part &o) {
-    a.ramax = fmax(a.ramax, o.ramax);
-    a.pamax = fmax(a.pamax, o.pamax);
+    a.ramax = max(a.ramax, o.ramax);
+    a.pamax = max(a.pamax, o.pamax);
     a.maxerr = fmax(a.maxerr, o.maxerr);
     a.rr += o.rr; a.pp += o.pp; a.rp += o.rp; a.ee += o.ee;
     a.rnan += o.rnan; a.pnan += o.pnan; a.rinf += o.rinf; a.pinf += o.pinf;
@@ -44,96 +60,90 @@ __device__ __forceinline__ void part_merge(cmp_part &a, const cmp_part &o) {
 __device__ __forceinline__ cmp_part part_shfl(const cmp_part &a, int o) {
     cmp_part r;
     const unsigned m = 0xffffffffu;
-    r.ramax = __shfl_xor_sync(m, a.ramax, o); r.pamax = __shfl_xor_sync(m, a.pamax, o);
     r.rr = __shfl_xor_sync(m, a.rr, o); r.pp = __shfl_xor_sync(m, a.pp, o);
     r.rp = __shfl_xor_sync(m, a.rp, o); r.ee = __shfl_xor_sync(m, a.ee, o);
     r.maxerr = __shfl_xor_sync(m, a.maxerr, o); r.bee = __shfl_xor_sync(m, a.bee, o);
-    r.brr = __shfl_xor_sync(m, a.brr, o);
+    r.brr = __shfl_xor_sync(m, a.brr, o); r.bidx = __shfl_xor_sync(m, a.bidx, o);
     r.rnan = __shfl_xor_sync(m, a.rnan, o); r.pnan = __shfl_xor_sync(m, a.pnan, o);
     r.rinf = __shfl_xor_sync(m, a.rinf, o); r.pinf = __shfl_xor_sync(m, a.pinf, o);
-    r.bidx = __shfl_xor_sync(m, a.bidx, o);
+    r.ramax = __shfl_xor_sync(m, a.ramax, o); r.pamax = __shfl_xor_sync(m, a.pamax, o);
     return r;
 }
 
-/* Reduce a part over the CUDA block; thread 0 returns the total. */
+/* Reduce a part over the CUDA block; thread 0 returns the total (merged in warp order). */
 __device__ void part_block_reduce(cmp_part &a) {
     __shared__ cmp_part sh[32];
 #pragma unroll
     for (int o = 16; o; o >>= 1) { cmp_part t = part_shfl(a, o); part_merge(a, t); }
+    __syncthreads(); /* sh may still be read by an earlier call */
     if ((threadIdx.x & 31) == 0) sh[threadIdx.x / 32] = a;
     __syncthreads();
     if (threadIdx.x == 0)
         for (int w = 1; w < (int)(blockDim.x / 32); w++) part_merge(a, sh[w]);
 }
 
-/* One element into the thread's part and the current block's (ee, rr). */
-__device__ __forceinline__ void elem(cmp_part &a, float rf, const float *prod, float pf, double &bee, double &brr) {
+/* One element. Counts and amax on the bits; the sums see the pair only when both are finite
+ * (else both are zeroed before the conversion, so nothing non-finite reaches a sum). */
+template <bool P>
+__device__ __forceinline__ void elem(cmp_thr &a, float rf, float pf, double &bee, double &brr) {
+    const unsigned ur = __float_as_uint(rf) & 0x7fffffffu, up = P ? __float_as_uint(pf) & 0x7fffffffu : 0u;
+    if (max(ur, up) >= 0x7f800000u) { /* rare: a NaN or Inf on either side */
+        a.rnan += ur > 0x7f800000u;
+        a.rinf += ur == 0x7f800000u;
+        if (ur < 0x7f800000u) a.ramax = max(a.ramax, ur);
+        if (P) {
+            a.pnan += up > 0x7f800000u;
+            a.pinf += up == 0x7f800000u;
+            if (up < 0x7f800000u) a.pamax = max(a.pamax, up);
+        }
+        rf = pf = 0.0f; /* the sums see finite pairs only */
+    } else {
+        a.ramax = max(a.ramax, ur);
+        if (P) a.pamax = max(a.pamax, up);
+    }
     const double r = rf;
-    const bool rfin = isfinite(rf);
-    if (isnan(rf)) a.rnan++; else if (!rfin) a.rinf++; else a.ramax = fmax(a.ramax, fabs(r));
-    if (!prod) {
-        if (rfin) a.rr += r * r;
-        return;
-    }
-    const double p = pf;
-    const bool pfin = isfinite(pf);
-    if (isnan(pf)) a.pnan++; else if (!pfin) a.pinf++; else a.pamax = fmax(a.pamax, fabs(p));
-    if (rfin && pfin) {
-        const double d = r - p;
-        a.rr += r * r; a.pp += p * p; a.rp += r * p; a.ee += d * d;
-        a.maxerr = fmax(a.maxerr, fabs(d));
-        bee += d * d;
-        brr += r * r;
-    }
+    brr = fma(r, r, brr);
+    if (!P) return;
+    const double p = pf, d = r - p;
+    bee = fma(d, d, bee);
+    a.pp = fma(p, p, a.pp);
+    a.rp = fma(r, p, a.rp);
+    a.maxerr = fmax(a.maxerr, fabs(d));
 }
 
-/* Elements [i, i+VEC) clipped to [.., lim). */
-template <int VEC>
-__device__ __forceinline__ void unit(cmp_part &a, const float *__restrict__ ref, const float *__restrict__ prod,
-                                     int64_t i, int64_t lim, double &bee, double &brr) {
-    if (VEC == 4 && i + 4 <= lim) {
-        const float4 r = *(const float4 *)(ref + i);
-        float4 p = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (prod) p = *(const float4 *)(prod + i);
-        elem(a, r.x, prod, p.x, bee, brr); elem(a, r.y, prod, p.y, bee, brr);
-        elem(a, r.z, prod, p.z, bee, brr); elem(a, r.w, prod, p.w, bee, brr);
-        return;
-    }
-    for (int q = 0; q < VEC; q++)
-        if (i + q < lim) elem(a, ref[i + q], prod, prod ? prod[i + q] : 0.0f, bee, brr);
-}
+enum { CMP_UNROLL = 2, CMP_THREADS = 256 };
 
-/* CMP_UNROLL units per lane per step, loads issued before the double-precision work. */
-enum { CMP_UNROLL = 4 };
-
-template <int VEC>
+/* Elements [i, i+VEC) clipped to [.., lim): loaded as one float4 per side when whole. */
+template <int VEC, bool P>
 __device__ __forceinline__ void load_unit(const float *__restrict__ ref, const float *__restrict__ prod, int64_t i,
                                           int64_t lim, bool ok, float4 &r, float4 &p, bool &full) {
     full = VEC == 4 && ok && i + 4 <= lim;
     if (full) {
-        r = *(const float4 *)(ref + i);
-        p = prod ? *(const float4 *)(prod + i) : make_float4(0.f, 0.f, 0.f, 0.f);
+        r = __ldcs((const float4 *)(ref + i));
+        if (P) p = __ldcs((const float4 *)(prod + i));
     }
 }
 
-template <int VEC>
-__device__ __forceinline__ void use_unit(cmp_part &a, const float *__restrict__ ref, const float *__restrict__ prod,
+template <int VEC, bool P>
+__device__ __forceinline__ void use_unit(cmp_thr &a, const float *__restrict__ ref, const float *__restrict__ prod,
                                          int64_t i, int64_t lim, bool ok, bool full, const float4 &r, const float4 &p,
                                          double &bee, double &brr) {
     if (full) {
-        elem(a, r.x, prod, p.x, bee, brr); elem(a, r.y, prod, p.y, bee, brr);
-        elem(a, r.z, prod, p.z, bee, brr); elem(a, r.w, prod, p.w, bee, brr);
+        elem<P>(a, r.x, P ? p.x : 0.f, bee, brr); elem<P>(a, r.y, P ? p.y : 0.f, bee, brr);
+        elem<P>(a, r.z, P ? p.z : 0.f, bee, brr); elem<P>(a, r.w, P ? p.w : 0.f, bee, brr);
     } else if (ok) {
-        unit<VEC>(a, ref, prod, i, lim, bee, brr);
+        for (int q = 0; q < VEC; q++)
+            if (i + q < lim) elem<P>(a, ref[i + q], P ? prod[i + q] : 0.0f, bee, brr);
     }
 }
 
-template <int VEC>
-__global__ void __launch_bounds__(256) compare_kernel(const float *__restrict__ ref, const float *__restrict__ prod,
-                                                      int64_t n, int64_t B, int64_t nb, int seg_units,
-                                                      cmp_part *__restrict__ parts) {
-    cmp_part a;
-    part_init(a);
+template <int VEC, bool P>
+__global__ void __launch_bounds__(CMP_THREADS) compare_kernel(const float *__restrict__ ref,
+                                                              const float *__restrict__ prod, int64_t n, int64_t B,
+                                                              int64_t nb, int seg_units, cmp_part *__restrict__ parts,
+                                                              cmp_part *__restrict__ total, unsigned *ticket) {
+    cmp_thr t;
+    thr_init(t);
     const int lane = threadIdx.x & 31;
     const int64_t gw = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     const int64_t tw = (int64_t)gridDim.x * (blockDim.x / 32);
@@ -141,26 +151,29 @@ __global__ void __launch_bounds__(256) compare_kernel(const float *__restrict__ 
     bool full[CMP_UNROLL];
     if (seg_units > 0) {
         /* a warp step covers CMP_UNROLL groups of P = 32/U blocks */
-        const int U = seg_units, P = 32 / U;
-        for (int64_t it = gw; it * P * CMP_UNROLL < nb; it += tw) {
+        const int U = seg_units, PB = 32 / U;
+        for (int64_t it = gw; it * PB * CMP_UNROLL < nb; it += tw) {
 #pragma unroll
             for (int u = 0; u < CMP_UNROLL; u++) {
-                const int64_t pb = (it * CMP_UNROLL + u) * P + lane / U, start = pb * B;
+                const int64_t pb = (it * CMP_UNROLL + u) * PB + lane / U, start = pb * B;
                 const int64_t lim = start + B < n ? start + B : n;
-                load_unit<VEC>(ref, prod, start + (int64_t)(lane % U) * VEC, lim, pb < nb, r[u], p[u], full[u]);
+                load_unit<VEC, P>(ref, prod, start + (int64_t)(lane % U) * VEC, lim, pb < nb, r[u], p[u], full[u]);
             }
 #pragma unroll
             for (int u = 0; u < CMP_UNROLL; u++) {
-                const int64_t pb = (it * CMP_UNROLL + u) * P + lane / U, start = pb * B;
+                const int64_t pb = (it * CMP_UNROLL + u) * PB + lane / U, start = pb * B;
                 const int64_t lim = start + B < n ? start + B : n;
                 double bee = 0.0, brr = 0.0;
-                use_unit<VEC>(a, ref, prod, start + (int64_t)(lane % U) * VEC, lim, pb < nb, full[u], r[u], p[u], bee,
-                              brr);
+                use_unit<VEC, P>(t, ref, prod, start + (int64_t)(lane % U) * VEC, lim, pb < nb, full[u], r[u], p[u],
+                                 bee, brr);
+                t.rr += brr;
+                if (!P) continue;
+                t.ee += bee;
                 for (int o = U / 2; o; o >>= 1) {
                     bee += __shfl_xor_sync(0xffffffffu, bee, o);
                     brr += __shfl_xor_sync(0xffffffffu, brr, o);
                 }
-                if (prod && pb < nb && lane % U == 0) best_take(a, pb, bee, brr);
+                if (pb < nb && lane % U == 0) best_take(t, pb, bee, brr);
             }
         }
     } else {
@@ -171,76 +184,106 @@ __global__ void __launch_bounds__(256) compare_kernel(const float *__restrict__ 
             for (int64_t u0 = lane; u0 < U; u0 += 32 * CMP_UNROLL) {
 #pragma unroll
                 for (int u = 0; u < CMP_UNROLL; u++)
-                    load_unit<VEC>(ref, prod, start + (u0 + 32 * u) * VEC, lim, u0 + 32 * u < U, r[u], p[u], full[u]);
+                    load_unit<VEC, P>(ref, prod, start + (u0 + 32 * u) * VEC, lim, u0 + 32 * u < U, r[u], p[u],
+                                      full[u]);
 #pragma unroll
                 for (int u = 0; u < CMP_UNROLL; u++)
-                    use_unit<VEC>(a, ref, prod, start + (u0 + 32 * u) * VEC, lim, u0 + 32 * u < U, full[u], r[u], p[u],
-                                  bee, brr);
+                    use_unit<VEC, P>(t, ref, prod, start + (u0 + 32 * u) * VEC, lim, u0 + 32 * u < U, full[u], r[u],
+                                     p[u], bee, brr);
             }
+            t.rr += brr;
+            if (!P) continue;
+            t.ee += bee;
 #pragma unroll
             for (int o = 16; o; o >>= 1) {
                 bee += __shfl_xor_sync(0xffffffffu, bee, o);
                 brr += __shfl_xor_sync(0xffffffffu, brr, o);
             }
-            if (prod && lane == 0) best_take(a, pb, bee, brr);
+            if (lane == 0) best_take(t, pb, bee, brr);
         }
     }
+    cmp_part a;
+    a.rr = t.rr; a.pp = t.pp; a.rp = t.rp; a.ee = t.ee; a.maxerr = t.maxerr;
+    a.bee = t.bee; a.brr = t.brr; a.bidx = t.bidx;
+    a.rnan = t.rnan; a.pnan = t.pnan; a.rinf = t.rinf; a.pinf = t.pinf; a.ramax = t.ramax; a.pamax = t.pamax;
     part_block_reduce(a);
-    if (threadIdx.x == 0) parts[blockIdx.x] = a;
+    /* the last block to finish merges every block's partial, in block order */
+    __shared__ bool last;
+    if (threadIdx.x == 0) {
+        parts[blockIdx.x] = a;
+        __threadfence();
+        last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    cmp_part m;
+    m.rr = m.pp = m.rp = m.ee = m.maxerr = m.bee = m.brr = 0.0;
+    m.bidx = -1;
+    m.rnan = m.pnan = m.rinf = m.pinf = 0;
+    m.ramax = m.pamax = 0;
+    for (int i = threadIdx.x; i < (int)gridDim.x; i += blockDim.x) {
+        /* read past L1 (other blocks wrote these) */
+        unsigned long long w[sizeof(cmp_part) / 8];
+        const unsigned long long *src = (const unsigned long long *)&parts[i];
+#pragma unroll
+        for (int j = 0; j < (int)(sizeof(cmp_part) / 8); j++) w[j] = __ldcg(src + j);
+        cmp_part o;
+        memcpy(&o, w, sizeof o);
+        part_merge(m, o);
+    }
+    part_block_reduce(m);
+    if (threadIdx.x == 0) {
+        *total = m;
+        *ticket = 0u; /* ready for the next kernel on the stream */
+    }
 }
 
-__global__ void compare_final_kernel(const cmp_part *__restrict__ parts, int np, cmp_part *__restrict__ out) {
-    cmp_part a;
-    part_init(a);
-    for (int i = threadIdx.x; i < np; i += blockDim.x) part_merge(a, parts[i]);
-    part_block_reduce(a);
-    if (threadIdx.x == 0) *out = a;
+/* Resident CUDA blocks per multiprocessor of one compare kernel, asked once. */
+template <int VEC, bool P>
+static int cmp_resident() {
+    static int n;
+    if (!n && cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, compare_kernel<VEC, P>, CMP_THREADS, 0) != cudaSuccess) {
+        (void)cudaGetLastError();
+        n = 1;
+    }
+    return n > 0 ? n : 1;
+}
+
+template <int VEC, bool P>
+static int launch(nd_backend *b, const float *ref, const float *prod, int64_t n, int64_t block, int64_t nb, int seg,
+                  int64_t warp_items, cmp_part *slot, unsigned *ticket, nd_err *e) {
+    nd_cuda *c = nd_cu(b);
+    const unsigned grid = nd_cuda_grid_balanced(b, warp_items, CMP_THREADS / 32, cmp_resident<VEC, P>());
+    void *s;
+    ND_TRY(nd_cuda_scratch(b, (size_t)grid * sizeof(cmp_part), &s, e));
+    compare_kernel<VEC, P><<<grid, CMP_THREADS, 0, c->stream>>>(ref, prod, n, block, nb, seg, (cmp_part *)s, slot,
+                                                                ticket);
+    ND_LAUNCHED("compare_kernel");
+    return 0;
 }
 
 int nd_cuda_compare(nd_backend *b, const float *ref, const float *prod, int64_t n, int64_t block, nd_cmp *out_host,
                     nd_err *e) {
     if (block <= 0) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: compare: block %lld must be positive", (long long)block);
     if (n < 0 || !out_host) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: compare: bad arguments");
-    memset(out_host, 0, sizeof *out_host);
-    out_host->worst_block = -1;
-    if (n == 0) return 0;
-    nd_cuda *c = nd_cu(b);
+    if (n == 0) {
+        memset(out_host, 0, sizeof *out_host);
+        out_host->worst_block = -1;
+        return 0;
+    }
     const int vec = (block % 4 == 0 && !((uintptr_t)ref & 15) && !((uintptr_t)prod & 15)) ? 4 : 1;
     const int64_t units = (block + vec - 1) / vec;
     const int seg = (units <= 32 && (units & (units - 1)) == 0) ? (int)units : 0;
     const int64_t nb = (n + block - 1) / block;
     const int64_t warp_items = seg ? (nb + 32 / seg * CMP_UNROLL - 1) / (32 / seg * CMP_UNROLL) : nb;
-    const int threads = 256;
-    const unsigned grid = nd_cuda_grid(b, warp_items, threads / 32);
-    void *s;
-    ND_TRY(nd_cuda_scratch(b, (size_t)(grid + 1) * sizeof(cmp_part), &s, e));
-    cmp_part *parts = (cmp_part *)s, *total = parts + grid;
-    if (vec == 4) compare_kernel<4><<<grid, threads, 0, c->stream>>>(ref, prod, n, block, nb, seg, parts);
-    else compare_kernel<1><<<grid, threads, 0, c->stream>>>(ref, prod, n, block, nb, seg, parts);
-    ND_LAUNCHED("compare_kernel");
-    compare_final_kernel<<<1, threads, 0, c->stream>>>(parts, (int)grid, total);
-    ND_LAUNCHED("compare_final_kernel");
-    void *h;
-    ND_TRY(nd_cuda_host_scratch(b, sizeof(cmp_part), &h, e));
-    ND_CU(cudaMemcpyAsync(h, total, sizeof(cmp_part), cudaMemcpyDeviceToHost, c->stream));
-    ND_CU(cudaStreamSynchronize(c->stream));
-    const cmp_part *t = (const cmp_part *)h;
-    out_host->n = n;
-    out_host->ref_amax = t->ramax;
-    out_host->ref_nan = t->rnan;
-    out_host->ref_inf = t->rinf;
-    out_host->sum_rr = t->rr;
-    if (prod) {
-        out_host->prod_amax = t->pamax;
-        out_host->prod_nan = t->pnan;
-        out_host->prod_inf = t->pinf;
-        out_host->sum_pp = t->pp;
-        out_host->sum_rp = t->rp;
-        out_host->sum_ee = t->ee;
-        out_host->max_abs_err = t->maxerr;
-        out_host->worst_block = t->bidx;
-        out_host->worst_block_ee = t->bee;
-        out_host->worst_block_rr = t->brr;
-    }
-    return 0;
+    void *slot;
+    unsigned *ticket;
+    ND_TRY(nd_cuda_result_slot(b, ND_RES_CMP, out_host, n, prod != NULL, &slot, &ticket, e));
+    cmp_part *t = (cmp_part *)slot;
+    if (vec == 4 && prod) ND_TRY((launch<4, true>(b, ref, prod, n, block, nb, seg, warp_items, t, ticket, e)));
+    else if (vec == 4) ND_TRY((launch<4, false>(b, ref, prod, n, block, nb, seg, warp_items, t, ticket, e)));
+    else if (prod) ND_TRY((launch<1, true>(b, ref, prod, n, block, nb, seg, warp_items, t, ticket, e)));
+    else ND_TRY((launch<1, false>(b, ref, prod, n, block, nb, seg, warp_items, t, ticket, e)));
+    return nd_cuda_result_queued(b, e);
 }

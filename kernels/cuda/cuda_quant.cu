@@ -1,7 +1,7 @@
 /* cuda_quant.cu — NVFP4 and MXFP4 activation quantization (codes, block scales and statistics in one pass),
  * FP8 fake quantization, and the linear <-> 128x4 swizzled scale layouts. Block rules come from
  * nd_numerics.h, so codes and scales are bit-identical to the CPU backend. */
-#include "cuda_common.cuh"
+#include "cuda_results.cuh"
 
 /* max |x| that turns NaN as soon as one element is NaN (a NaN block must get a NaN scale). */
 __device__ __forceinline__ float amax_nan(float a, float v) {
@@ -10,62 +10,118 @@ __device__ __forceinline__ float amax_nan(float a, float v) {
     return v > a ? v : a;
 }
 
-enum { QS_SAT, QS_NONZERO, QS_ZERO_SCALE, QS_448, QS_NAN, QS_N };
+/* QS_* counters: cuda_results.cuh (a slot of the result buffer). */
 
-/* Four threads per 16-element block, one float4 each: coalesced 16-byte loads, the block's amax
- * through two shuffles, 2 code bytes per thread, the scale from the block's first thread. Each
- * thread loads QT_UNROLL float4s (a CUDA block covers QT_UNROLL * 256 consecutive ones) before
- * computing, so several loads are in flight. */
+/* Kept for the kernels below that still use them. */
 enum { QT_UNROLL = 4, QT_THREADS = 256 };
 
-__global__ void __launch_bounds__(QT_THREADS) quant_nvfp4_kernel(const float4 *__restrict__ x, float g, int sem,
-                                                                 int64_t n4, uint16_t *__restrict__ codes,
+/* NVFP4: two threads per 16-element block, eight elements (two float4) each, as FlashInfer's and
+ * TensorRT-LLM's FP4 quantizers split it; the block's amax (the max of the |x| bit patterns, in
+ * which a NaN is above everything, as the CPU's NaN-propagating amax) through one shuffle; each
+ * thread stores its eight codes as one 32-bit word and the even thread the scale byte. The block
+ * rule and the codes are nd_numerics.h's (branch-free on the bits), 1/g computed once per thread
+ * as nd_nvfp4_block_params does it. Statistics: summed per warp, one atomic per CUDA block and
+ * counter into a zeroed result slot. */
+enum { Q8_THREADS = 256, Q8_UNROLL = 2 };
+
+template <bool CT, bool STATS>
+__global__ void __launch_bounds__(Q8_THREADS) quant_nvfp4_kernel(const float4 *__restrict__ x, float g, int sem,
+                                                                 int64_t n8, uint32_t *__restrict__ codes,
                                                                  uint8_t *__restrict__ sf,
                                                                  unsigned long long *__restrict__ stats) {
     unsigned sat = 0, nonzero = 0, zscale = 0, s448 = 0, snan = 0;
-    const int64_t stride = (int64_t)gridDim.x * QT_THREADS * QT_UNROLL;
-    for (int64_t i0 = (int64_t)blockIdx.x * QT_THREADS * QT_UNROLL; i0 < n4; i0 += stride) {
-        float4 v[QT_UNROLL];
+    const float inv_g = 1.0f / g;
+    const int64_t stride = (int64_t)gridDim.x * Q8_THREADS * Q8_UNROLL;
+    for (int64_t i0 = (int64_t)blockIdx.x * Q8_THREADS * Q8_UNROLL; i0 < n8; i0 += stride) {
+        float4 v[Q8_UNROLL][2];
 #pragma unroll
-        for (int u = 0; u < QT_UNROLL; u++) {
-            const int64_t i = i0 + (int64_t)u * QT_THREADS + threadIdx.x;
-            v[u] = i < n4 ? x[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int u = 0; u < Q8_UNROLL; u++) {
+            const int64_t i = i0 + (int64_t)u * Q8_THREADS + threadIdx.x;
+            if (i < n8) {
+                v[u][0] = __ldcs(x + 2 * i);
+                v[u][1] = __ldcs(x + 2 * i + 1);
+            } else {
+                v[u][0] = v[u][1] = make_float4(0.f, 0.f, 0.f, 0.f);
+            }
         }
 #pragma unroll
-        for (int u = 0; u < QT_UNROLL; u++) {
-            const int64_t i = i0 + (int64_t)u * QT_THREADS + threadIdx.x;
-            float a = amax_nan(amax_nan(amax_nan(amax_nan(0.0f, v[u].x), v[u].y), v[u].z), v[u].w);
-            a = amax_nan(a, __shfl_xor_sync(0xffffffffu, a, 1));
-            a = amax_nan(a, __shfl_xor_sync(0xffffffffu, a, 2));
-            if (i >= n4) continue;
-            const nd_block_q p = nd_nvfp4_block_params(a, g, sem);
-            const uint8_t c0 = nd_nvfp4_quant_elem(v[u].x, p, g, sem), c1 = nd_nvfp4_quant_elem(v[u].y, p, g, sem);
-            const uint8_t c2 = nd_nvfp4_quant_elem(v[u].z, p, g, sem), c3 = nd_nvfp4_quant_elem(v[u].w, p, g, sem);
-            codes[i] = (uint16_t)(c0 | (c1 << 4) | (c2 << 8) | (c3 << 12)); /* element 2j in the low nibble */
-            sat += nd_nvfp4_elem_saturates(v[u].x, p, g, sem) + nd_nvfp4_elem_saturates(v[u].y, p, g, sem) +
-                   nd_nvfp4_elem_saturates(v[u].z, p, g, sem) + nd_nvfp4_elem_saturates(v[u].w, p, g, sem);
-            if ((i & 3) == 0) {
-                sf[i >> 2] = p.sf;
-                nonzero += a > 0.0f;
-                zscale += p.zero_scale;
-                s448 += p.sf == 0x7eu;
-                snan += (p.sf & 0x7fu) == 0x7fu;
+        for (int u = 0; u < Q8_UNROLL; u++) {
+            const int64_t i = i0 + (int64_t)u * Q8_THREADS + threadIdx.x;
+            const float e[8] = {v[u][0].x, v[u][0].y, v[u][0].z, v[u][0].w, v[u][1].x, v[u][1].y, v[u][1].z, v[u][1].w};
+            unsigned ab = 0;
+#pragma unroll
+            for (int j = 0; j < 8; j++) ab = max(ab, __float_as_uint(e[j]) & 0x7fffffffu);
+            ab = max(ab, __shfl_xor_sync(0xffffffffu, ab, 1));
+            if (i >= n8) continue;
+            const float a = __uint_as_float(ab);
+            uint32_t word = 0;
+            uint8_t sfb, zs;
+            if (!CT) {
+                sfb = nd_e4m3_from_f32_satfinite(nd_nan_unsigned(g * (a * (1.0f / 6.0f))));
+                const float sfv = nd_e4m3_to_f32(sfb);
+                const float mult = nd_nvfp4_kernel_mult(sfv, inv_g);
+#pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    const float y = e[j] * mult;
+                    word |= (uint32_t)nd_e2m1_from_f32(y) << (4 * j);
+                    if (STATS) sat += fabsf(y) > ND_E2M1_MAX;
+                }
+                zs = sfv == 0.0f && a > 0.0f;
+            } else {
+                const nd_block_q p = nd_nvfp4_block_params(a, g, sem);
+                sfb = p.sf;
+#pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    word |= (uint32_t)nd_nvfp4_quant_elem(e[j], p, g, sem) << (4 * j);
+                    if (STATS) sat += nd_nvfp4_elem_saturates(e[j], p, g, sem);
+                }
+                zs = p.zero_scale;
+            }
+            __stcs(codes + i, word); /* element 8i + j in nibble j: byte j/2, low nibble first */
+            if ((i & 1) == 0) {
+                sf[i >> 1] = sfb;
+                if (STATS) {
+                    nonzero += a > 0.0f;
+                    zscale += zs;
+                    s448 += sfb == 0x7eu;
+                    snan += (sfb & 0x7fu) == 0x7fu;
+                }
             }
         }
     }
-    if (!stats) return;
+    if (!STATS) return;
+    __shared__ unsigned long long acc[QS_N];
+    if (threadIdx.x < QS_N) acc[threadIdx.x] = 0;
+    __syncthreads();
     sat = __reduce_add_sync(0xffffffffu, sat);
     nonzero = __reduce_add_sync(0xffffffffu, nonzero);
     zscale = __reduce_add_sync(0xffffffffu, zscale);
     s448 = __reduce_add_sync(0xffffffffu, s448);
     snan = __reduce_add_sync(0xffffffffu, snan);
     if ((threadIdx.x & 31) == 0) {
-        if (sat) atomicAdd(&stats[QS_SAT], (unsigned long long)sat);
-        if (nonzero) atomicAdd(&stats[QS_NONZERO], (unsigned long long)nonzero);
-        if (zscale) atomicAdd(&stats[QS_ZERO_SCALE], (unsigned long long)zscale);
-        if (s448) atomicAdd(&stats[QS_448], (unsigned long long)s448);
-        if (snan) atomicAdd(&stats[QS_NAN], (unsigned long long)snan);
+        if (sat) atomicAdd(&acc[QS_SAT], (unsigned long long)sat);
+        if (nonzero) atomicAdd(&acc[QS_NONZERO], (unsigned long long)nonzero);
+        if (zscale) atomicAdd(&acc[QS_ZERO_SCALE], (unsigned long long)zscale);
+        if (s448) atomicAdd(&acc[QS_448], (unsigned long long)s448);
+        if (snan) atomicAdd(&acc[QS_NAN], (unsigned long long)snan);
     }
+    __syncthreads();
+    if (threadIdx.x < QS_N && acc[threadIdx.x]) atomicAdd(&stats[threadIdx.x], acc[threadIdx.x]);
+}
+template <bool CT, bool STATS>
+static int q8_launch(nd_backend *b, const float *x, float g, int sem, int64_t n8, uint8_t *codes, uint8_t *sf,
+                     unsigned long long *stats, nd_err *e) {
+    static int resident;
+    if (!resident && cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, quant_nvfp4_kernel<CT, STATS>,
+                                                                   Q8_THREADS, 0) != cudaSuccess) {
+        (void)cudaGetLastError();
+        resident = 1;
+    }
+    const unsigned grid = nd_cuda_grid_balanced(b, n8, Q8_THREADS * Q8_UNROLL, resident);
+    quant_nvfp4_kernel<CT, STATS><<<grid, Q8_THREADS, 0, nd_cu(b)->stream>>>((const float4 *)x, g, sem, n8,
+                                                                            (uint32_t *)codes, sf, stats);
+    ND_LAUNCHED("quant_nvfp4_kernel");
+    return 0;
 }
 
 int nd_cuda_quant_nvfp4(nd_backend *b, const float *x, float g, int sem, int64_t rows, int64_t k,
@@ -74,37 +130,23 @@ int nd_cuda_quant_nvfp4(nd_backend *b, const float *x, float g, int sem, int64_t
         return nd_fail(e, ND_EXIT_INTERNAL, "cuda: quant_nvfp4: k = %lld is not a multiple of 16", (long long)k);
     if (sem != ND_QSEM_KERNEL && !nd_qsem_is_ct(sem))
         return nd_fail(e, ND_EXIT_INTERNAL, "cuda: quant_nvfp4: unknown semantics %d", sem);
-    if (((uintptr_t)x & 15) || ((uintptr_t)codes & 1))
-        return nd_fail(e, ND_EXIT_INTERNAL, "cuda: quant_nvfp4: x is not 16-byte or codes not 2-byte aligned");
-    nd_cuda *c = nd_cu(b);
-    const int64_t n4 = rows * k / 4;
+    if (((uintptr_t)x & 15) || ((uintptr_t)codes & 3))
+        return nd_fail(e, ND_EXIT_INTERNAL, "cuda: quant_nvfp4: x is not 16-byte or codes not 4-byte aligned");
+    const int64_t n8 = rows * k / 8;
     unsigned long long *dstats = NULL;
     if (stats_host) {
-        void *s;
-        ND_TRY(nd_cuda_scratch(b, QS_N * sizeof(unsigned long long), &s, e));
-        dstats = (unsigned long long *)s;
-        ND_CU(cudaMemsetAsync(dstats, 0, QS_N * sizeof(unsigned long long), c->stream));
+        void *slot;
+        ND_TRY(nd_cuda_result_slot(b, ND_RES_QSTATS, stats_host, rows * k, rows * (k / 16), &slot, NULL, e));
+        dstats = (unsigned long long *)slot;
     }
-    if (n4 > 0) {
-        quant_nvfp4_kernel<<<nd_cuda_grid(b, n4, QT_THREADS * QT_UNROLL), QT_THREADS, 0, c->stream>>>((const float4 *)x, g, sem, n4,
-                                                                              (uint16_t *)codes, sf, dstats);
-        ND_LAUNCHED("quant_nvfp4_kernel");
+    if (n8 > 0) {
+        const int ct = nd_qsem_is_ct(sem);
+        if (ct && dstats) ND_TRY((q8_launch<true, true>(b, x, g, sem, n8, codes, sf, dstats, e)));
+        else if (ct) ND_TRY((q8_launch<true, false>(b, x, g, sem, n8, codes, sf, dstats, e)));
+        else if (dstats) ND_TRY((q8_launch<false, true>(b, x, g, sem, n8, codes, sf, dstats, e)));
+        else ND_TRY((q8_launch<false, false>(b, x, g, sem, n8, codes, sf, dstats, e)));
     }
-    if (stats_host) {
-        void *h;
-        ND_TRY(nd_cuda_host_scratch(b, QS_N * sizeof(unsigned long long), &h, e));
-        ND_CU(cudaMemcpyAsync(h, dstats, QS_N * sizeof(unsigned long long), cudaMemcpyDeviceToHost, c->stream));
-        ND_CU(cudaStreamSynchronize(c->stream));
-        const unsigned long long *hs = (const unsigned long long *)h;
-        stats_host->n_elems = rows * k;
-        stats_host->n_blocks = rows * (k / 16);
-        stats_host->n_saturated = (int64_t)hs[QS_SAT];
-        stats_host->n_nonzero_blocks = (int64_t)hs[QS_NONZERO];
-        stats_host->n_zero_scale = (int64_t)hs[QS_ZERO_SCALE];
-        stats_host->n_scale_448 = (int64_t)hs[QS_448];
-        stats_host->n_nan_scale = (int64_t)hs[QS_NAN];
-    }
-    return 0;
+    return stats_host ? nd_cuda_result_queued(b, e) : 0;
 }
 
 /* MXFP4: eight threads per 32-element block, one float4 each (the block's amax through three

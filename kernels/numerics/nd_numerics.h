@@ -89,19 +89,18 @@ ND_HD float nd_e2m1_to_f32(uint8_t code) {
  * NaN maps to code 7 (+6): the hardware converter's NaN result is not documented in the sources
  * we read, and a NaN block is already visible through its NaN block scale. */
 ND_HD uint8_t nd_e2m1_from_f32(float x) {
-    if (x != x) return 7u;
-    uint8_t s = (nd_f32_bits(x) >> 31) ? 8u : 0u;
-    float a = fabsf(x);
-    uint8_t m;
-    if (a <= 0.25f) m = 0;
-    else if (a < 0.75f) m = 1;
-    else if (a <= 1.25f) m = 2;
-    else if (a < 1.75f) m = 3;
-    else if (a <= 2.5f) m = 4;
-    else if (a < 3.5f) m = 5;
-    else if (a <= 5.0f) m = 6;
-    else m = 7;
-    return (uint8_t)(s | m);
+    /* Branch-free on the bits (one definition for both backends; equal to the compare chain
+     * 0.25 < a, 0.75 <= a, 1.25 < a, 1.75 <= a, 2.5 < a, 3.5 <= a, 5 < a for every float):
+     * below 1 the grid is 0.5, so the code is rint(2a): 2a + 1.5 * 2^23 rounds to an integer
+     * (RNE, 2a is exact) whose low bits it is; from 1 on, RNE of the mantissa to one bit (add
+     * 2^21 - 1 plus the kept bit, shift by 22) gives code - 2, saturated at 7, which Inf and NaN
+     * reach too; NaN gets code 7 without its sign. */
+    const uint32_t u = nd_f32_bits(x), a = u & 0x7fffffffu;
+    const uint32_t lo = nd_f32_bits(nd_bits_f32(a) * 2.0f + 12582912.0f) & 3u;
+    uint32_t hi = (a + (0x001fffffu + 0x00800000u - 0x3f800000u) + ((a >> 22) & 1u)) >> 22;
+    hi = hi < 7u ? hi : 7u;
+    const uint32_t code = ((u >> 28) & 8u) | (a < 0x3f800000u ? lo : hi);
+    return (uint8_t)(a > 0x7f800000u ? 7u : code);
 }
 
 /* ---- FP8 E4M3 (e4m3fn) ---------------------------------------------------------------- */
@@ -139,13 +138,18 @@ ND_HD uint8_t nd_e4m3_code_of_mag(float r) {
 /* CUDA __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3): RNE, magnitudes past 448 clamp to 448,
  * NaN -> 0x7F (sign kept), ±Inf -> ±448. This is what the vLLM/FlashInfer quant kernels store. */
 ND_HD uint8_t nd_e4m3_from_f32_satfinite(float x) {
-    uint8_t s = (nd_f32_bits(x) >> 31) ? 0x80u : 0u;
-    if (x != x) return (uint8_t)(s | 0x7fu);
-    float a = fabsf(x);
-    if (a >= ND_E4M3_MAX) return (uint8_t)(s | 0x7eu);
-    float r = nd_e4m3_round_mag(a);
-    if (r > ND_E4M3_MAX) r = ND_E4M3_MAX;
-    return (uint8_t)(s | nd_e4m3_code_of_mag(r));
+    /* On the bits (equal to rounding with nd_e4m3_round_mag and encoding with nd_e4m3_code_of_mag
+     * for every float): below 2^-6 the subnormal grid 2^-9 (x * 512 is exact, rintf is RNE; 8
+     * is the code of 2^-6); from 2^-6 the exponent rebiased 127 -> 7 and RNE on the 20 dropped
+     * mantissa bits, a carry moving to the next exponent. */
+    const uint32_t u = nd_f32_bits(x), a = u & 0x7fffffffu;
+    const uint8_t s = (uint8_t)((u >> 24) & 0x80u);
+    if (a > 0x7f800000u) return (uint8_t)(s | 0x7fu);   /* NaN, sign kept */
+    if (a >= 0x43e00000u) return (uint8_t)(s | 0x7eu);  /* >= 448 and Inf: 448 */
+    if (a < 0x3c800000u) return (uint8_t)(s | (uint8_t)rintf(nd_bits_f32(a) * 512.0f));
+    uint32_t r = a - 0x3c000000u;
+    r += 0x7ffffu + ((r >> 20) & 1u);
+    return (uint8_t)(s | (uint8_t)(r >> 20)); /* a < 448 rounds to 448 (0x7e) at most */
 }
 
 /* FP8 KV cache with per-tensor scales (vLLM --kv-cache-dtype fp8, k_scale / v_scale): the cache
@@ -322,6 +326,9 @@ typedef struct nd_block_q {
  * the quantizer stores the positive one on every backend. */
 ND_HD float nd_nan_unsigned(float t) { return t != t ? nd_bits_f32(0x7fc00000u) : t; }
 
+/* The kernel semantics' multiplier of a stored scale value sfv, given inv_g = 1 / g. */
+ND_HD float nd_nvfp4_kernel_mult(float sfv, float inv_g) { return (sfv != 0.0f) ? 1.0f / (sfv * inv_g) : 0.0f; }
+
 ND_HD nd_block_q nd_nvfp4_block_params(float amax, float g, int sem) {
     nd_block_q r;
     float sfv;
@@ -341,7 +348,7 @@ ND_HD nd_block_q nd_nvfp4_block_params(float amax, float g, int sem) {
         r.sf = nd_e4m3_from_f32_satfinite(nd_nan_unsigned(g * (amax * (1.0f / 6.0f))));
         sfv = nd_e4m3_to_f32(r.sf);
         r.zero_scale = (uint8_t)(sfv == 0.0f && amax > 0.0f);
-        r.mult = (sfv != 0.0f) ? 1.0f / (sfv * (1.0f / g)) : 0.0f;
+        r.mult = nd_nvfp4_kernel_mult(sfv, 1.0f / g);
     }
     return r;
 }

@@ -916,6 +916,56 @@ static void case_compare(void) {
         }
 }
 
+/* Probe results kept on the device (backend.h defer_results / flush_results): 1100 compares and
+ * quant_nvfp4 statistics queued with defer_results set (more than the CUDA result buffer's 1024
+ * slots, so it also flushes on its own in between), then one flush_results; every result equals
+ * the CPU's, and the CUDA ones are still written after their buffers were released. */
+static void case_deferred_results(void) {
+    enum { NQ = 1100 };
+    nd_cmp *cmp[2];
+    nd_qstats *qs[2];
+    int64_t *len = malloc(NQ * sizeof *len);
+    BOTH(be) {
+        cmp[be] = malloc(NQ * sizeof *cmp[be]);
+        qs[be] = malloc(NQ * sizeof *qs[be]);
+        memset(cmp[be], g_poison[be], NQ * sizeof *cmp[be]);
+        memset(qs[be], g_poison[be], NQ * sizeof *qs[be]);
+    }
+    for (int i = 0; i < NQ; i++) len[i] = 16 * (1 + rnd_int(i % 100 == 0 ? 4000 : 40));
+    BOTH(be) g_be[be]->defer_results = 1;
+    uint64_t seed = g_rng;
+    BOTH(be) {
+        g_rng = seed; /* the same inputs on both backends */
+        for (int i = 0; i < NQ; i++) {
+            nd_err e = {0};
+            const int64_t n = len[i];
+            float *r = activations(1, n, i % 3 == 0), *p = malloc((size_t)n * 4);
+            for (int64_t j = 0; j < n; j++) p[j] = r[j] + rnd_normal() * 0.01f;
+            void *dr = dev_put(be, r, n * 4), *dp = dev_put(be, p, n * 4);
+            void *dc = dev_poisoned(be, n / 2), *ds = dev_poisoned(be, n / 16);
+            op_rc(be, "compare", g_be[be]->compare(g_be[be], dr, i % 4 ? dp : NULL, n, i % 2 ? 16 : n, &cmp[be][i], &e), &e);
+            const float g = 2688.0f / (max_abs(r, n) > 0 ? max_abs(r, n) : 1.0f) * (i % 5 == 0 ? 64.0f : 1.0f);
+            op_rc(be, "quant_nvfp4", g_be[be]->quant_nvfp4(g_be[be], dr, g, i % 7 ? ND_QSEM_KERNEL : ND_QSEM_CT, 1, n,
+                                                           dc, ds, &qs[be][i], &e), &e);
+            dev_free(be, dr); dev_free(be, dp); dev_free(be, dc); dev_free(be, ds);
+            free(r); free(p);
+        }
+        nd_err e = {0};
+        op_rc(be, "flush_results", g_be[be]->flush_results(g_be[be], &e), &e);
+        g_be[be]->defer_results = 0;
+    }
+    for (int i = 0; i < NQ; i++) {
+        char wh[96];
+        snprintf(wh, sizeof wh, "deferred compare %d n=%lld", i, (long long)len[i]);
+        cmp_fields(wh, &cmp[0][i], &cmp[1][i]);
+        CHECK(memcmp(&qs[0][i], &qs[1][i], sizeof qs[0][i]) == 0, "deferred quant_nvfp4 stats %d n=%lld: cpu sat %lld nz %lld, cuda sat %lld nz %lld",
+              i, (long long)len[i], (long long)qs[0][i].n_saturated, (long long)qs[0][i].n_nonzero_blocks,
+              (long long)qs[1][i].n_saturated, (long long)qs[1][i].n_nonzero_blocks);
+    }
+    BOTH(be) { free(cmp[be]); free(qs[be]); }
+    free(len);
+}
+
 /* copy2d: a column slice of a pitched matrix into another pitched matrix (exact). */
 static void case_copy2d(void) {
     static const int64_t cases[][4] = {{7, 13, 5, 9}, {33, 7168, 1536, 2048}, {1, 4, 4, 4}};
@@ -1282,7 +1332,7 @@ static const test_case g_cases[] = {
     {"swizzle_sf+unswizzle_sf", case_swizzle}, {"gemm+gemm_grouped", case_gemm},
     {"round_bf16+cast_f16_scale+add+add_bias+swiglu+rmsnorm", case_elementwise}, {"swiglu_oai", case_swiglu_oai}, {"rope", case_rope}, {"attention", case_attention},
     {"hc_pre+hc_post+hc_head", case_hc}, {"router_topk", case_router}, {"gather_rows+scatter_add_rows", case_moe_rows},
-    {"compare", case_compare}, {"compress_pool", case_compress_pool}, {"indexer_topk", case_indexer},
+    {"compare", case_compare}, {"deferred_results", case_deferred_results}, {"compress_pool", case_compress_pool}, {"indexer_topk", case_indexer},
     {"attention_compressed", case_attention_compressed},
     {"gate_mul+causal_conv1d+gated_delta_rule", case_gdn},
 };
