@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Faults planted into the issue-19 family fixtures (transformers' own classes, quantized by
-# llmcompressor: golden/conformance/{glm4_moe,qwen3,qwen3_moe,mixtral,qwen3_next}/nvfp4) with
+# llmcompressor: golden/conformance/{glm4_moe,qwen3,qwen3_moe,mixtral,qwen3_next,qwen3_5_moe}/nvfp4) with
 # `synth OUT --from CKPT --inject FAULT@MODULE`: a trace under the default stack must name the
 # planted module with the right cause, proven by repair or by a static fact, and the next command
 # it prints, run as printed, must leave that stage ok. Two faults per family: one on attention or a
@@ -29,6 +29,9 @@ qwen3_next layers.1.self_attn.o_proj input-scale-mul=100 scale_saturation
 qwen3_next layers.3.self_attn.q_proj weight-scale-nan nan_weight_scale
 qwen3_next layers.3.mlp.experts.5.up_proj nibble-swap weight_packing
 qwen3_next layers.2.mlp.shared_expert.down_proj input-scale-mul=0.00000001 scale_underflow
+qwen3_5_moe layers.1.self_attn.o_proj input-scale-mul=100 scale_saturation
+qwen3_5_moe layers.2.mlp.experts.3.up_proj nibble-swap weight_packing
+qwen3_5_moe layers.0.mlp.shared_expert.gate_proj weight-global-scale-zero nonfinite_scale
 LIST
 echo "planted faults on the family fixtures: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -118,10 +118,11 @@ def model_class(kind):
             "qwen3_5_moe": tf.Qwen3_5MoeForCausalLM}[kind]
 
 
-QUANTIZE = ("glm4_moe", "qwen3", "qwen3_moe", "mixtral", "qwen3_next")
-MOE = ("glm4_moe", "qwen3_moe", "mixtral", "qwen3_next")
+QUANTIZE = ("glm4_moe", "qwen3", "qwen3_moe", "mixtral", "qwen3_next", "qwen3_5_moe")
+MOE = ("glm4_moe", "qwen3_moe", "mixtral", "qwen3_next", "qwen3_5_moe")
 # modules a family's published llmcompressor example leaves unquantized, beside lm_head and mlp.gate
-IGNORE = {"qwen3_next": ["re:.*mlp.shared_expert_gate$", "re:.*linear_attn.*"]}
+IGNORE = {"qwen3_next": ["re:.*mlp.shared_expert_gate$", "re:.*linear_attn.*"],
+          "qwen3_5_moe": ["re:.*mlp.shared_expert_gate$", "re:.*linear_attn.*"]}
 
 
 def decoder_layers(model):
