@@ -11,28 +11,6 @@
 
 enum { ATT_THREADS = 256 };
 
-__device__ __forceinline__ float block_max(float v, float *red) {
-#pragma unroll
-    for (int o = 16; o; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    __syncthreads();
-    if ((threadIdx.x & 31) == 0) red[threadIdx.x / 32] = v;
-    __syncthreads();
-    float r = red[0];
-    for (int w = 1; w < (int)(blockDim.x / 32); w++) r = fmaxf(r, red[w]);
-    return r;
-}
-
-__device__ __forceinline__ float block_sum(float v, float *red) {
-#pragma unroll
-    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    __syncthreads();
-    if ((threadIdx.x & 31) == 0) red[threadIdx.x / 32] = v;
-    __syncthreads();
-    float r = 0.0f;
-    for (int w = 0; w < (int)(blockDim.x / 32); w++) r += red[w];
-    return r;
-}
-
 __global__ void attention_kernel(const float *__restrict__ q, const float *__restrict__ k,
                                  const float *__restrict__ v, int64_t s, int64_t hq, int64_t hkv, int64_t d,
                                  int64_t dv, const int32_t *__restrict__ qpos, const int32_t *__restrict__ kpos,
@@ -76,7 +54,7 @@ __global__ void attention_kernel(const float *__restrict__ q, const float *__res
         atomicMin(&jlo_s, jlo);
         atomicMax(&jhi_s, jhi);
     }
-    float mu = block_max(mx, red); /* includes the __syncthreads that publishes sc[] and nvis_s */
+    float mu = nd_cuda_block_max(mx, red); /* includes the __syncthreads that publishes sc[] and nvis_s */
     if (nvis_s == 0) {
         for (int64_t c = threadIdx.x; c < dv; c += blockDim.x) o[c] = 0.0f;
         return;

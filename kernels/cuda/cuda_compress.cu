@@ -88,28 +88,6 @@ int nd_cuda_compress_pool(nd_backend *b, const float *kv, const float *gate, con
 /* ---- attention over window rows + compressed entries ---- */
 enum { ATTC_THREADS = 256, ATTC_WARPS = ATTC_THREADS / 32 };
 
-__device__ __forceinline__ float attc_block_max(float v, float *red) {
-#pragma unroll
-    for (int o = 16; o; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    __syncthreads();
-    if ((threadIdx.x & 31) == 0) red[threadIdx.x / 32] = v;
-    __syncthreads();
-    float r = red[0];
-    for (int w = 1; w < ATTC_WARPS; w++) r = fmaxf(r, red[w]);
-    return r;
-}
-
-__device__ __forceinline__ float attc_block_sum(float v, float *red) {
-#pragma unroll
-    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    __syncthreads();
-    if ((threadIdx.x & 31) == 0) red[threadIdx.x / 32] = v;
-    __syncthreads();
-    float r = 0.0f;
-    for (int w = 0; w < ATTC_WARPS; w++) r += red[w];
-    return r;
-}
-
 /* Dynamic shared memory: qs [HB*d] | sc [HB*nk] | list [nk] int | mark [nc] bytes (with sel). */
 static size_t attc_smem(int hb, int64_t d, int64_t nk, int64_t nc, int with_sel) {
     return ((size_t)hb * (size_t)d + (size_t)hb * (size_t)nk + (size_t)nk) * 4 + (with_sel ? (size_t)nc : 0);
@@ -205,7 +183,7 @@ attc_kernel(const float *__restrict__ q, const float *__restrict__ kv, const flo
     float mu[HB], sink[HB];
 #pragma unroll
     for (int hb = 0; hb < HB; hb++) {
-        mu[hb] = attc_block_max(mx[hb], red); /* its barriers also publish sc[] */
+        mu[hb] = nd_cuda_block_max(mx[hb], red); /* its barriers also publish sc[] */
         const int64_t h = h0 + hb < hq ? h0 + hb : hq - 1;
         sink[hb] = sinks ? sinks[h] : -INFINITY;
         if (sink[hb] > mu[hb]) mu[hb] = sink[hb];

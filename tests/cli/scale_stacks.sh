@@ -76,7 +76,7 @@ for kv in "block_scale_rounding: ue8m0_floor" "block_scale_layout: swizzled" "bl
   printf 'stack: bad\n%s\n' "$kv" >"$tmp/stack-bad.yaml"
   bad "profile '$kv'" "${kv%%:*}" --stack "$tmp/stack-bad.yaml"
 done
-bad "switch block_scale_layout=3" "block_scale_layout takes" --override layers.0.self_attn.q_proj.block_scale_layout=3
+bad "switch block_scale_layout=4" "block_scale_layout takes" --override layers.0.self_attn.q_proj.block_scale_layout=4
 bad "switch tp=0" "tp takes" --override layers.0.self_attn.o_proj.tp=0
 bad "switch pad_garbage=0.5" "pad_garbage takes" --override layers.0.self_attn.o_proj.pad_garbage=0.5
 bad "refit without the original" "reference-checkpoint" --override model.layers.0.self_attn.q_proj.block_scale_refit=1
