@@ -136,7 +136,7 @@ int nd_ckpt_expand_mx_experts(nd_ckpt *c, nd_err *e) {
     free(fs);
     if (rc) return rc;
     for (size_t i = 0; i < c->n_virt; i++) c->virt_sorted[i] = &c->virt[i];
-    qsort(c->virt_sorted, c->n_virt, sizeof *c->virt_sorted, tv_cmp);
+    if (c->n_virt) qsort(c->virt_sorted, c->n_virt, sizeof *c->virt_sorted, tv_cmp); /* NULL when there are none */
     const size_t nv = c->n_virt;
     c->n_virt = 0; /* nd_ckpt_find over the stored tensors alone */
     for (size_t i = 0; i < nv && !rc; i++)
