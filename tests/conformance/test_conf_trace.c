@@ -87,8 +87,10 @@ int main(int argc, char **argv) {
     snprintf(h5, sizeof h5, "conf_%s_%s.%ld.h5", mode, model, (long)getpid());
     /* the reference comparison takes transformers' BF16 steps (--ref-numerics transformers): the
      * fixture is transformers' BF16 forward; the exact one none (fp32-exact: its FP32 forward) */
-    snprintf(cmd, sizeof cmd, "'%s' trace '%s' --tokens %s --backend cpu --dump tensors --no-color%s --out '%s' > '%s.log' 2>&1",
-             bin, dir, tokens, exact ? " --ref-numerics fp32-exact" : strcmp(mode, "reference") ? "" : " --ref-numerics transformers",
+    /* CPU unless ND_TEST_BACKEND names another (the device runs the same checks on CUDA) */
+    const char *be = getenv("ND_TEST_BACKEND") && *getenv("ND_TEST_BACKEND") ? getenv("ND_TEST_BACKEND") : "cpu";
+    snprintf(cmd, sizeof cmd, "'%s' trace '%s' --tokens %s --backend %s --dump tensors --no-color%s --out '%s' > '%s.log' 2>&1",
+             bin, dir, tokens, be, exact ? " --ref-numerics fp32-exact" : strcmp(mode, "reference") ? "" : " --ref-numerics transformers",
              h5, h5);
     const int rc = conf_system(cmd);
     if (!strcmp(mode, "exit")) {
