@@ -24,22 +24,44 @@ typedef struct target {
     int64_t sf_shape[2];       /* the block scales' stored shape (scale-row-stride pads the rows) */
     float wglobal, iglobal;
     int has_input;
+    const nd_tview *fused_sf;  /* MXFP4: the stored [E, N, K/32] scales of fused experts the module's are a slice of */
 } target;
 
 static int one_f32(const nd_tview *t) { return t->dtype == ND_DT_F32 && t->numel == 1 && t->nbytes == 4; }
 
-/* A fault on an MXFP4 module: only its E8M0 bytes written with another bias (C26), and only where they
- * are a tensor of their own (not a slice of gpt-oss's fused experts). */
-static int mx_target(const nd_ckpt *ck, const char *spec, sy_fault *f, const char *path, const nd_module *m, int i, nd_err *e) {
+/* The stored tensor whose bytes hold view v (gpt-oss's fused [E, N, K/32] scales of an expert's slice). */
+static const nd_tview *holder(const nd_ckpt *ck, const nd_tview *v) {
+    const char *p = v->data;
+    for (size_t j = 0; j < nd_ckpt_count(ck); j++) {
+        const nd_tview *t = nd_ckpt_at(ck, j);
+        const char *d = t->data;
+        if (t != v && p >= d && p + v->nbytes <= d + t->nbytes) return t;
+    }
+    return NULL;
+}
+
+/* A fault on an MXFP4 module: only its E8M0 bytes written with another bias (C26), in a tensor of their
+ * own or in their slice of gpt-oss's fused experts (one expert per fused tensor). */
+static int mx_target(const nd_ckpt *ck, const char *spec, sy_fault *f, const char *path, target *ts, int i, nd_err *e) {
+    const nd_module *m = &ts[i].m;
     if (f->kind != SY_F_SCALE_ENCODING || (f->value != ND_SF_E8M0_B125 && f->value != ND_SF_E8M0_B128))
         return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: --inject '%s': %s is MXFP4: the faults that apply to it are "
                        "scale-encoding=e8m0_bias125 and scale-encoding=e8m0_bias128", spec, path);
     int stored = 0;
     for (size_t j = 0; j < nd_ckpt_count(ck) && !stored; j++) stored = nd_ckpt_at(ck, j) == m->weight_scale;
-    if (!stored || m->weight_scale->nbytes != (size_t)(m->out_features * (m->in_features / 32)))
-        return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: %s's E8M0 scales are not a [%lld, %lld] tensor of their own "
-                       "(a slice of fused experts is not rewritten)", nd_ckpt_dir(ck), path, (long long)m->out_features,
-                       (long long)(m->in_features / 32));
+    if (m->weight_scale->nbytes != (size_t)(m->out_features * (m->in_features / 32)))
+        return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: %s's E8M0 scales are not [%lld, %lld]", nd_ckpt_dir(ck), path,
+                       (long long)m->out_features, (long long)(m->in_features / 32));
+    if (!stored) {
+        const nd_tview *h = holder(ck, m->weight_scale);
+        if (!h)
+            return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: %s's E8M0 scales are in no stored tensor", nd_ckpt_dir(ck), path);
+        for (int j = 0; j < i; j++)
+            if (ts[j].fused_sf == h)
+                return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: --inject '%s': %s and %s are slices of the same fused "
+                               "%s; plant one expert of it per run", spec, ts[j].m.path, path, h->name);
+        ts[i].fused_sf = h;
+    }
     f->param = i;
     return 0;
 }
@@ -71,7 +93,7 @@ static int parse(const nd_ckpt *ck, const char *spec, sy_fault *f, target *ts, i
         ND_TRY(nd_ckpt_module(ck, path, &t->m, e));
         (*nt)++;
         const nd_module *m = &t->m;
-        if (m->wfmt == ND_WF_MXFP4) return mx_target(ck, spec, f, path, m, i, e);
+        if (m->wfmt == ND_WF_MXFP4) return mx_target(ck, spec, f, path, ts, i, e);
         if (m->wfmt != ND_WF_NVFP4 || !m->weight_scale || !m->weight_global)
             return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: module '%s' is not an NVFP4 linear", nd_ckpt_dir(ck), path);
         if (!one_f32(m->weight_global) || (m->input_global && !one_f32(m->input_global)))
@@ -80,7 +102,7 @@ static int parse(const nd_ckpt *ck, const char *spec, sy_fault *f, target *ts, i
             m->weight_scale->nbytes != (size_t)(m->out_features * (m->in_features / 16)))
             return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: %s's packed weight or block scales have an unexpected size", nd_ckpt_dir(ck), path);
     }
-    if (ts[i].m.wfmt == ND_WF_MXFP4) return mx_target(ck, spec, f, path, &ts[i].m, i, e);
+    if (ts[i].m.wfmt == ND_WF_MXFP4) return mx_target(ck, spec, f, path, ts, i, e);
     if (f->kind == SY_F_SCALE_ENCODING && f->value != ND_SF_E8M0)
         return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: --inject '%s': %s is NVFP4: its E4M3 bytes are written as e8m0, "
                        "the E8M0 biases are an MXFP4 weight's", spec, path);
@@ -99,20 +121,23 @@ static int apply_mx(target *t, long idx, sy_faults *fs, nd_err *e) {
     t->sf_shape[0] = m->out_features;
     t->sf_shape[1] = m->in_features / 32;
     t->packed = malloc(m->weight->nbytes + 1);
-    t->sf = malloc(m->weight_scale->nbytes + 1);
+    /* a fused slice: the whole stored tensor is copied and written, the slice's bytes changed */
+    const nd_tview *whole = t->fused_sf ? t->fused_sf : m->weight_scale;
+    t->sf = malloc(whole->nbytes + 1);
     if (!t->packed || !t->sf) return nd_fail(e, ND_EXIT_INTERNAL, "synth --from: out of memory");
     memcpy(t->packed, m->weight->data, m->weight->nbytes);
-    memcpy(t->sf, m->weight_scale->data, m->weight_scale->nbytes);
+    memcpy(t->sf, whole->data, whole->nbytes);
+    uint8_t *sf = t->sf + ((const char *)m->weight_scale->data - (const char *)whole->data);
     for (int j = 0; j < fs->n; j++) {
         sy_fault *f = &fs->f[j];
         if (f->param != idx || f->kind != SY_F_SCALE_ENCODING) continue;
         const int delta = f->value == ND_SF_E8M0_B125 ? -2 : 1;
         f->count = 0;
         for (size_t b = 0; b < m->weight_scale->nbytes; b++) {
-            if (t->sf[b] == 0xff) continue;
-            const int v = t->sf[b] + delta, c = v < 0 ? 0 : v > 254 ? 254 : v;
-            f->count += c != t->sf[b];
-            t->sf[b] = (uint8_t)c;
+            if (sf[b] == 0xff) continue;
+            const int v = sf[b] + delta, c = v < 0 ? 0 : v > 254 ? 254 : v;
+            f->count += c != sf[b];
+            sf[b] = (uint8_t)c;
         }
         snprintf(f->tensor, sizeof f->tensor, "%s", m->weight_scale->name);
         f->applied = 1;
@@ -157,7 +182,7 @@ static const void *bytes_for(const nd_tview *v, target *ts, int n, int *skip) {
     for (int i = 0; i < n; i++) {
         target *t = &ts[i];
         if (v == t->m.weight) return t->packed;
-        if (v == t->m.weight_scale) return t->sf;
+        if (v == t->m.weight_scale || (t->fused_sf && v == t->fused_sf)) return t->sf;
         if (v == t->m.weight_global) return &t->wglobal;
         if (v == t->m.input_global) { *skip = !t->has_input; return &t->iglobal; }
     }

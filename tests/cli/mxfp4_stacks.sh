@@ -72,7 +72,12 @@ for bad in "scale-encoding=e8m0@$md:is MXFP4" "nibble-swap@$md:is MXFP4" "scale-
   rm -rf "$tmp/b" "$tmp/b.faults.json"
 done
 "$bin" synth "$tmp/g" --from "$root/golden/conformance/mxfp4/gptoss" --inject "scale-encoding=e8m0_bias125@model.layers.0.mlp.experts.0.down_proj" > /dev/null 2> "$tmp/g.err"; rc=$?
-ok "synth --from gptoss: a slice of fused experts is not rewritten, exit 2 ($rc: $(head -c 200 "$tmp/g.err"))" '[ $rc -eq 2 ] && grep -q "fused experts" "$tmp/g.err"'
+ok "synth --from gptoss: an expert's slice of the fused scales is rewritten, exit 0 ($rc: $(head -c 200 "$tmp/g.err"))" \
+  '[ $rc -eq 0 ] && grep -q "\"e8m0_bias125\"" "$tmp/g.faults.json" && grep -q "\"scales_changed\": [1-9]" "$tmp/g.faults.json"'
+rm -rf "$tmp/g2" "$tmp/g2.faults.json"
+"$bin" synth "$tmp/g2" --from "$root/golden/conformance/mxfp4/gptoss" --inject "scale-encoding=e8m0_bias125@model.layers.0.mlp.experts.0.down_proj" \
+  --inject "scale-encoding=e8m0_bias128@model.layers.0.mlp.experts.1.down_proj" > /dev/null 2> "$tmp/g2.err"; rc=$?
+ok "synth --from gptoss: two experts of one fused tensor in one run, exit 2 ($rc: $(head -c 200 "$tmp/g2.err"))" '[ $rc -eq 2 ] && grep -q "same fused" "$tmp/g2.err"'
 
 echo "mxfp4_stacks: $pass passed, $fail failed"
 [ $fail -eq 0 ]
