@@ -22,6 +22,24 @@ int nd_scale_read_needed(const nd_module_repair *fix, const nd_sf_read *rd) {
            (rd && !nd_sf_read_plain(rd));
 }
 
+/* w (nk FP32 values on the host) uploaded to a new buffer *out; NULL when the allocation fails */
+static int upload_f32(nd_run *r, const float *w, int64_t nk, float **out, nd_err *e) {
+    *out = r->be->alloc(r->be, (size_t)nk * sizeof(float), e);
+    if (!*out) return e->code;
+    return r->be->upload(r->be, *out, w, (size_t)nk * sizeof(float), e);
+}
+
+/* the end of a decode: its copies released when it failed (rc), the module's tensors in every case */
+static void release_module(nd_run *r, const nd_module *m, int rc, int nout, float **out) {
+    if (rc)
+        for (int i = 0; i < nout; i++) {
+            if (out[i]) r->be->release(r->be, out[i]);
+            out[i] = NULL;
+        }
+    nd_ckpt_release(r->ck, m->weight);
+    nd_ckpt_release(r->ck, m->weight_scale);
+}
+
 /* The original weight of m as FP32 on the host (the module of the same name in
  * --reference-checkpoint, unquantized). */
 static int original_f32(nd_run *r, const nd_module *m, float **out, nd_err *e) {
@@ -67,17 +85,9 @@ static int mx_decode(nd_run *r, const nd_module *m, const nd_module_repair *fix,
     }
     for (int i = 0; i < nout; i++) out[i] = NULL;
     for (int i = 0; i < nout && !rc; i++) {
-        out[i] = r->be->alloc(r->be, (size_t)(n * k) * sizeof(float), e);
-        if (!out[i]) rc = e->code;
-        else rc = r->be->upload(r->be, out[i], w, (size_t)(n * k) * sizeof(float), e);
+        rc = upload_f32(r, w, n * k, &out[i], e);
     }
-    if (rc)
-        for (int i = 0; i < nout; i++) {
-            if (out[i]) r->be->release(r->be, out[i]);
-            out[i] = NULL;
-        }
-    nd_ckpt_release(r->ck, m->weight);
-    nd_ckpt_release(r->ck, m->weight_scale);
+    release_module(r, m, rc, nout, out);
     free(packed);
     free(w);
     return rc;
@@ -148,17 +158,9 @@ int nd_scale_read_decode(nd_run *r, const nd_module *m, const nd_module_repair *
         if (pad)
             for (int64_t row = 0; row < n; row++)
                 for (int64_t j = 0; j < k; j++) w[row * k + j] *= (float)(1 + extra[j]);
-        out[i] = r->be->alloc(r->be, (size_t)(n * k) * sizeof(float), e);
-        if (!out[i]) rc = e->code;
-        else rc = r->be->upload(r->be, out[i], w, (size_t)(n * k) * sizeof(float), e);
+        rc = upload_f32(r, w, n * k, &out[i], e);
     }
-    if (rc)
-        for (int i = 0; i < nout; i++) {
-            if (out[i]) r->be->release(r->be, out[i]);
-            out[i] = NULL;
-        }
-    nd_ckpt_release(r->ck, m->weight);
-    nd_ckpt_release(r->ck, m->weight_scale);
+    release_module(r, m, rc, nout, out);
     free(packed); free(sf); free(lin); free(f); free(w); free(orig); free(extra);
     return rc;
 }
