@@ -22,6 +22,13 @@ int nd_op_gated_delta_rule(nd_opctx *c, nd_err *e);
 typedef int (*nd_pure_fn)(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e);
 int nd_run_pure(nd_opctx *c, nd_pure_fn f, nd_err *e);
 
+/* The checkpoint tensor the stage's attribute `attr` names. A stage without the attribute: *t NULL,
+ * and a bad-input error when it is required. */
+int nd_stage_tensor(nd_opctx *c, const char *attr, int required, const nd_tview **t, nd_err *e);
+/* The optional tensor `attr` names as n FP32 values on the host, *out NULL without the attribute
+ * (free()). */
+int nd_stage_host_f32(nd_opctx *c, const char *attr, int64_t n, float **out, nd_err *e);
+
 /* A linear module applied on both paths, the building block of the ops above.
  * groups > 1: grouped projection (x [t, groups*k], w [groups*n, k]). */
 typedef struct nd_lin {

@@ -21,13 +21,27 @@ int nd_run_pure(nd_opctx *c, nd_pure_fn f, nd_err *e) {
     return 0;
 }
 
-static const nd_tview *need_tensor(nd_opctx *c, const char *attr, nd_err *e, const nd_tview **out) {
+int nd_stage_tensor(nd_opctx *c, const char *attr, int required, const nd_tview **t, nd_err *e) {
     char buf[256];
     const char *name = nd_attr_str(c->st, attr, buf, sizeof buf);
-    if (!name) { nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s needs attribute '%s'", c->r->rc->path, c->st->def->line, c->st->def->name, attr); return NULL; }
-    *out = nd_run_tensor(c->r, 0, name);
-    if (!*out) nd_fail(e, ND_EXIT_BADINPUT, "%s: missing tensor %s (stage %s)", nd_ckpt_dir(c->r->ck), name, c->st->name);
-    return *out;
+    *t = NULL;
+    if (!name)
+        return required ? nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s needs attribute '%s'", c->r->rc->path,
+                                  c->st->def->line, c->st->def->name, attr) : 0;
+    *t = nd_run_tensor(c->r, 0, name);
+    if (!*t) return nd_fail(e, ND_EXIT_BADINPUT, "%s: missing tensor %s (stage %s)", nd_ckpt_dir(c->r->ck), name, c->st->name);
+    return 0;
+}
+
+int nd_stage_host_f32(nd_opctx *c, const char *attr, int64_t n, float **out, nd_err *e) {
+    const nd_tview *t;
+    *out = NULL;
+    ND_TRY(nd_stage_tensor(c, attr, 0, &t, e));
+    if (!t) return 0;
+    if (!(*out = malloc(sizeof(float) * (size_t)n))) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    int rc = nd_tensor_host_f32(t, *out, n, e);
+    if (rc) { free(*out); *out = NULL; }
+    return rc;
 }
 
 /* the stage output's BF16 rounding (none on the reference path under fp32-exact) */
@@ -38,7 +52,7 @@ static int embed_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     (void)in;
     nd_run *r = c->r;
     const nd_tview *t;
-    if (!need_tensor(c, "weight", e, &t)) return e->code;
+    ND_TRY(nd_stage_tensor(c, "weight", 1, &t, e));
     if (t->ndim != 2) return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s must be 2-D", t->file, t->name);
     int64_t v = t->shape[0], d = t->shape[1];
     float *host = malloc((size_t)(r->t * d) * sizeof(float));
@@ -102,11 +116,9 @@ static int rmsnorm_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     int64_t d = group > 0 ? (int64_t)group : x->cols;
     if (x->n % d) return nd_fail(e, ND_EXIT_BADINPUT, "stage %s: %lld values do not split into groups of %lld", c->st->name, (long long)x->n, (long long)d);
     float *w = NULL;
-    char buf[256];
-    const char *wn = nd_attr_str(c->st, "weight", buf, sizeof buf);
-    if (wn) {
-        const nd_tview *t = nd_run_tensor(r, 0, wn);
-        if (!t) return nd_fail(e, ND_EXIT_BADINPUT, "%s: missing tensor %s (stage %s)", nd_ckpt_dir(r->ck), wn, c->st->name);
+    const nd_tview *t;
+    ND_TRY(nd_stage_tensor(c, "weight", 0, &t, e));
+    if (t) {
         if (t->numel != d) return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s has %lld elements, the stage normalises %lld", t->file, t->name, (long long)t->numel, (long long)d);
         double offset;
         ND_TRY(nd_attr_num(r, c->st, "offset", 0, &offset, e));
@@ -192,17 +204,8 @@ static int attention_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
         return nd_fail(e, ND_EXIT_BADINPUT, "stage %s: q/k/v widths %lld/%lld/%lld do not fit %lld heads (%lld kv) of %lld", c->st->name,
                        (long long)q->cols, (long long)k->cols, (long long)v->cols, (long long)hq, (long long)hkv, (long long)d);
     int64_t dv = v->cols / hkv;
-    float *sinks = NULL;
-    char buf[256];
-    const char *sn = nd_attr_str(c->st, "sinks", buf, sizeof buf);
-    if (sn) {
-        const nd_tview *st = nd_run_tensor(r, 0, sn);
-        if (!st) return nd_fail(e, ND_EXIT_BADINPUT, "%s: missing tensor %s (stage %s)", nd_ckpt_dir(r->ck), sn, c->st->name);
-        sinks = malloc(sizeof(float) * (size_t)hq);
-        if (!sinks) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
-        int rc = nd_tensor_host_f32(st, sinks, hq, e);
-        if (rc) { free(sinks); return rc; }
-    }
+    float *sinks;
+    ND_TRY(nd_stage_host_f32(c, "sinks", hq, &sinks, e));
     out[0] = nd_buf_new(r, t, hq * dv, e);
     int rc = out[0] ? r->be->attention(r->be, q->p, k->p, v->p, t, k->rows, hq, hkv, d, dv, r->pos, r->pos,
                                        (int64_t)window, (float)scale, sinks,

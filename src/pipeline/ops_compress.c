@@ -36,11 +36,8 @@ static int layer_rate(nd_opctx *c, int64_t *rate, nd_err *e) {
 }
 
 static const nd_tview *stage_tensor(nd_opctx *c, const char *attr, int64_t numel, nd_err *e) {
-    char buf[256];
-    const char *name = nd_attr_str(c->st, attr, buf, sizeof buf);
-    if (!name) { nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s needs attribute '%s'", c->r->rc->path, c->st->def->line, c->st->def->name, attr); return NULL; }
-    const nd_tview *t = nd_run_tensor(c->r, 0, name);
-    if (!t) { nd_fail(e, ND_EXIT_BADINPUT, "%s: missing tensor %s (stage %s)", nd_ckpt_dir(c->r->ck), name, c->st->name); return NULL; }
+    const nd_tview *t;
+    if (nd_stage_tensor(c, attr, 1, &t, e)) return NULL;
     if (t->numel != numel) {
         nd_fail(e, ND_EXIT_BADINPUT, "%s: %s has %lld elements, stage %s needs %lld", t->file, t->name, (long long)t->numel, c->st->name, (long long)numel);
         return NULL;
@@ -181,16 +178,8 @@ static int attention_compressed_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_er
                        c->st->name, (long long)q->cols, (long long)kv->cols, (long long)ck->cols, (long long)hq, (long long)d);
     if (sel && (!sel->idx || sel->rows != t))
         return nd_fail(e, ND_EXIT_BADINPUT, "stage %s: input '%s' is not an indexer selection for %lld queries", c->st->name, c->st->def->in[3], (long long)t);
-    float *sinks = NULL;
-    char buf[256];
-    const char *sn = nd_attr_str(c->st, "sinks", buf, sizeof buf);
-    if (sn) {
-        const nd_tview *st = nd_run_tensor(r, 0, sn);
-        if (!st) return nd_fail(e, ND_EXIT_BADINPUT, "%s: missing tensor %s (stage %s)", nd_ckpt_dir(r->ck), sn, c->st->name);
-        if (!(sinks = malloc(sizeof(float) * (size_t)hq))) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
-        int rc = nd_tensor_host_f32(st, sinks, hq, e);
-        if (rc) { free(sinks); return rc; }
-    }
+    float *sinks;
+    ND_TRY(nd_stage_host_f32(c, "sinks", hq, &sinks, e));
     int32_t *dsel = NULL;
     int64_t nsel = sel ? sel->k : 0;
     int rc = 0;

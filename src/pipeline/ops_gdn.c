@@ -16,17 +16,6 @@
 /* the stage output's BF16 rounding (none on the reference path under fp32-exact) */
 static int round_out(nd_opctx *c, nd_buf *b, nd_err *e) { return nd_round_out(c->r, c->on_ref, b, e); }
 
-static int need_tensor(nd_opctx *c, const char *attr, const nd_tview **t, nd_err *e) {
-    char buf[256];
-    const char *name = nd_attr_str(c->st, attr, buf, sizeof buf);
-    if (!name)
-        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s needs attribute '%s'", c->r->rc->path, c->st->def->line,
-                       c->st->def->name, attr);
-    *t = nd_run_tensor(c->r, 0, name);
-    if (!*t) return nd_fail(e, ND_EXIT_BADINPUT, "%s: missing tensor %s (stage %s)", nd_ckpt_dir(c->r->ck), name, c->st->name);
-    return 0;
-}
-
 /* the `act` attribute: sigmoid (default) or silu */
 static int gate_act(nd_opctx *c, const char *dflt, int *act, nd_err *e) {
     char buf[32];
@@ -65,7 +54,7 @@ static int conv_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     int act;
     ND_TRY(gate_act(c, "none", &act, e));
     const nd_tview *t;
-    ND_TRY(need_tensor(c, "weight", &t, e));
+    ND_TRY(nd_stage_tensor(c, "weight", 1, &t, e));
     nd_buf *x = in[0];
     const int64_t kern = t->ndim >= 2 ? t->shape[t->ndim - 1] : 0;
     if (t->ndim < 2 || t->ndim > 3 || (t->ndim == 3 && t->shape[1] != 1) || t->shape[0] != x->cols || kern < 1)
@@ -85,7 +74,7 @@ static int conv_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
 /* a per-head parameter vector ([heads] F32/BF16) on the host */
 static int head_params(nd_opctx *c, const char *attr, int64_t heads, float **out, nd_err *e) {
     const nd_tview *t;
-    ND_TRY(need_tensor(c, attr, &t, e));
+    ND_TRY(nd_stage_tensor(c, attr, 1, &t, e));
     if (t->numel != heads)
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s has %lld elements, the stage has %lld value heads", t->file, t->name,
                        (long long)t->numel, (long long)heads);
