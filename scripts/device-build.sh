@@ -10,12 +10,11 @@
 #
 # cuBLAS, cudart, libc and libstdc++ are not carried: the GPU machine's CUDA image has them.
 set -eu
+. "$(dirname "$0")/device-carry.sh"
 
 if [ "${1:-}" = run ]; then
     out=${2:-.}
-    for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
-        [ -d "$d" ] && LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
-    done
+    cuda_lib_path
     if ! ls /usr/local/cuda/lib64/libcublas.so.13* >/dev/null 2>&1; then
         d=$(dirname "$(find / -xdev -name 'libcublas.so.13*' 2>/dev/null | head -n 1)" 2>/dev/null || true)
         [ -n "$d" ] && LD_LIBRARY_PATH="$d:$LD_LIBRARY_PATH"
@@ -38,15 +37,5 @@ fi
 build=${1:-build-cuda}
 [ -d "$build" ] || meson setup "$build"
 ninja -C "$build" tests/backend/test_backend_ops bench/bench_kernels
-rm -rf .carry && mkdir -p .carry/lib
-cp "$build/tests/backend/test_backend_ops" "$build/bench/bench_kernels" .carry/
-# non-system libraries (HDF5, jansson, libyaml, libaec/libsz, ...) if the linker kept them
-for lib in $(ldd .carry/test_backend_ops .carry/bench_kernels | awk '/=> \// {print $3}' | sort -u); do
-    case "$(basename "$lib")" in
-        libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|libgcc_s.so*|libstdc++.so*|ld-linux*) ;;
-        libcuda.so*|libcudart.so*|libcublas.so*|libcublasLt.so*) ;;
-        *) cp -L "$lib" .carry/lib/ ;;
-    esac
-done
-du -sh .carry
+carry_pack "$build/tests/backend/test_backend_ops" "$build/bench/bench_kernels"
 echo "carry .carry and run: sh scripts/device-build.sh run \$OUT"

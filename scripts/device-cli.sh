@@ -7,12 +7,11 @@
 #                                                binary (auto backend = CUDA; ND_TEST_BACKEND=cuda for
 #                                                the scripts that pin one), logs in OUTDIR
 set -eu
+. "$(dirname "$0")/device-carry.sh"
 
 if [ "${1:-}" = run ]; then
     out=$2; shift 2
-    for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
-        [ -d "$d" ] && LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
-    done
+    cuda_lib_path
     LD_LIBRARY_PATH="$PWD/.carry/lib:${LD_LIBRARY_PATH:-}"
     PATH="$PWD/.carry:$PATH"
     NVFP4DBG_RECIPES="$PWD/recipes"
@@ -32,14 +31,4 @@ fi
 
 build=${2:-build}
 ninja -C "$build" nvfp4dbg tests/backend/test_backend_ops
-rm -rf .carry && mkdir -p .carry/lib
-cp "$build/nvfp4dbg" "$build/tests/backend/test_backend_ops" .carry/
-cp "$(command -v h5dump)" .carry/
-for lib in $(ldd .carry/nvfp4dbg .carry/test_backend_ops .carry/h5dump | awk '/=> \// {print $3}' | sort -u); do
-    case "$(basename "$lib")" in
-        libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|libgcc_s.so*|libstdc++.so*|ld-linux*) ;;
-        libcuda.so*|libcudart.so*|libcublas.so*|libcublasLt.so*) ;;
-        *) cp -L "$lib" .carry/lib/ ;;
-    esac
-done
-du -sh .carry
+carry_pack "$build/nvfp4dbg" "$build/tests/backend/test_backend_ops" "$(command -v h5dump)"
