@@ -147,21 +147,24 @@ def randomize(model, gen):
             p.copy_((0.5 * torch.randn(p.shape, generator=gen)).to(p.dtype))
 
 
-@torch.no_grad()
 def forward_record(model):
-    ids = torch.tensor([TOKENS])
-    outs = []
-    hooks = [l.register_forward_hook(lambda m, i, o: outs.append(o[0] if isinstance(o, tuple) else o))
-             for l in decoder_layers(model)]
-    out = model(ids, output_hidden_states=True, use_cache=False)
-    for h in hooks:
-        h.remove()
-    rec = {"input_ids": ids.to(torch.int64), "logits": out.logits.contiguous()}
-    for i, h in enumerate(out.hidden_states):
-        rec[f"hidden_states.{i}"] = h.clone().contiguous()
-    for i, h in enumerate(outs):
-        rec[f"layer_out.{i}"] = h.clone().contiguous()
-    return rec
+    """make_fixtures' record of the fixed prompt (the same TOKENS) over this family's decoder layers"""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import make_fixtures as mf
+    return mf.forward_record(model, decoder_layers(model))
+
+
+def stock_expert_names(tensors):
+    """llmcompressor 0.14 saves Mixtral's experts as block_sparse_moe.experts.E.{gate,up,down}_proj
+    (its linearized names under the checkpoint prefix); stock transformers reads w1/w3/w2"""
+    ren = {".gate_proj.": ".w1.", ".up_proj.": ".w3.", ".down_proj.": ".w2."}
+    fixed = {}
+    for k, v in tensors.items():
+        if ".block_sparse_moe.experts." in k:
+            for a, b in ren.items():
+                k = k.replace(a, b)
+        fixed[k] = v
+    return fixed
 
 
 def old_style_config(bf16_dir, out_dir):
@@ -245,18 +248,9 @@ def quantize(kind, bf16_dir, out_dir, notes):
         tensors, dec_w = mf.decompress_checkpoint(out_dir, deq)
         notes["nvfp4_modules"] = sorted(dec_w)
         if kind == "mixtral":
-            # llmcompressor 0.14 saves Mixtral's experts as block_sparse_moe.experts.E.{gate,up,down}_proj
-            # (its linearized names under the checkpoint prefix); stock transformers reads w1/w3/w2
             from safetensors.torch import load_file
             t = load_file(os.path.join(deq, "model.safetensors"))
-            ren = {".gate_proj.": ".w1.", ".up_proj.": ".w3.", ".down_proj.": ".w2."}
-            fixed = {}
-            for k, v in t.items():
-                if ".block_sparse_moe.experts." in k:
-                    for a, b in ren.items():
-                        k = k.replace(a, b)
-                fixed[k] = v
-            save_file(fixed, os.path.join(deq, "model.safetensors"), metadata={"format": "pt"})
+            save_file(stock_expert_names(t), os.path.join(deq, "model.safetensors"), metadata={"format": "pt"})
             notes["nvfp4_expert_names"] = "block_sparse_moe.experts.E.{gate,up,down}_proj (as llmcompressor 0.14 saves them)"
         stock, info = cls.from_pretrained(deq, dtype=torch.bfloat16, attn_implementation="eager",
                                           output_loading_info=True)

@@ -155,12 +155,13 @@ def set_quant_enabled(model, on):
 
 
 @torch.no_grad()
-def forward_record(model):
-    """Run the fixed prompt; return {name: tensor} with per-layer outputs and hidden states."""
+def forward_record(model, layers=None):
+    """Run the fixed prompt; return {name: tensor} with per-layer outputs (of `layers`, by default
+    model.model.layers) and hidden states."""
     ids = torch.tensor([TOKENS])
     layer_outs = []
     handles = [l.register_forward_hook(lambda m, i, o: layer_outs.append(o[0] if isinstance(o, tuple) else o))
-               for l in model.model.layers]
+               for l in (model.model.layers if layers is None else layers)]
     out = model(ids, output_hidden_states=True, use_cache=False)
     for h in handles:
         h.remove()
@@ -249,12 +250,10 @@ def read_all(path):
         return {k: f.get_tensor(k) for k in f.keys()}
 
 
-@torch.no_grad()
-def decompress_checkpoint(nvfp4_dir, deq_dir):
-    """Decompress every NVFP4 module of the saved checkpoint with compressed-tensors'
-    NVFP4PackedCompressor.decompress; write a plain BF16 checkpoint (same key names as the file)
-    that stock transformers loads. Returns {module prefix: decompressed weight as returned}."""
-    from compressed_tensors.compressors.nvfp4.base import NVFP4PackedCompressor
+def read_compressed(nvfp4_dir):
+    """A saved compressed-tensors NVFP4 checkpoint: (its config without quantization_config, the
+    scheme of its one config group, every tensor, the NVFP4 module prefixes, the tensors that are
+    not their quantization parameters (a bias stays))."""
     from compressed_tensors.quantization import QuantizationScheme
     cfg = json.load(open(os.path.join(nvfp4_dir, "config.json")))
     qcfg = cfg.pop("quantization_config")
@@ -267,11 +266,20 @@ def decompress_checkpoint(nvfp4_dir, deq_dir):
         if fn.endswith(".safetensors"):
             tensors.update(read_all(os.path.join(nvfp4_dir, fn)))
     prefixes = sorted(k[: -len(".weight_packed")] for k in tensors if k.endswith(".weight_packed"))
-    out, dec_w = {}, {}
     qparams = ("weight_packed", "weight_scale", "weight_global_scale", "input_global_scale")
-    for k, v in tensors.items():   # everything but the quantization parameters (a bias stays)
-        if not any(k.startswith(p + ".") and k[len(p) + 1:] in qparams for p in prefixes):
-            out[k] = v
+    rest = {k: v for k, v in tensors.items()
+            if not any(k.startswith(p + ".") and k[len(p) + 1:] in qparams for p in prefixes)}
+    return cfg, scheme, tensors, prefixes, rest
+
+
+@torch.no_grad()
+def decompress_checkpoint(nvfp4_dir, deq_dir):
+    """Decompress every NVFP4 module of the saved checkpoint with compressed-tensors'
+    NVFP4PackedCompressor.decompress; write a plain BF16 checkpoint (same key names as the file)
+    that stock transformers loads. Returns {module prefix: decompressed weight as returned}."""
+    from compressed_tensors.compressors.nvfp4.base import NVFP4PackedCompressor
+    cfg, scheme, tensors, prefixes, rest = read_compressed(nvfp4_dir)
+    out, dec_w = dict(rest), {}
     for p in prefixes:
         sd = {s: tensors[f"{p}.{s}"] for s in ("weight_packed", "weight_scale", "weight_global_scale")}
         dec = NVFP4PackedCompressor.decompress(sd, scheme)["weight"]

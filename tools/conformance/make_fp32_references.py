@@ -74,24 +74,9 @@ def decompress_fp32(kind, nvfp4_dir, deq_dir):
     """nvfp4/ -> a plain FP32 checkpoint: every NVFP4 module dequantized with compressed-tensors'
     functions in FP32, every other tensor widened. Returns the module names."""
     from compressed_tensors.compressors.nvfp4.helpers import unpack_fp4_from_uint8
-    from compressed_tensors.quantization import QuantizationScheme
     from compressed_tensors.quantization.lifecycle.forward import dequantize
-    cfg = json.load(open(os.path.join(nvfp4_dir, "config.json")))
-    qcfg = cfg.pop("quantization_config")
-    groups = list(qcfg["config_groups"].values())
-    if len(groups) != 1:
-        raise RuntimeError("expected one config group")
-    scheme = QuantizationScheme(**groups[0])
-    tensors = {}
-    for fn in sorted(os.listdir(nvfp4_dir)):
-        if fn.endswith(".safetensors"):
-            tensors.update(mf.read_all(os.path.join(nvfp4_dir, fn)))
-    prefixes = sorted(k[: -len(".weight_packed")] for k in tensors if k.endswith(".weight_packed"))
-    qparams = ("weight_packed", "weight_scale", "weight_global_scale", "input_global_scale")
-    out = {}
-    for k, v in tensors.items():
-        if not any(k.startswith(p + ".") and k[len(p) + 1:] in qparams for p in prefixes):
-            out[k] = v.float() if v.is_floating_point() else v
+    cfg, scheme, tensors, prefixes, rest = mf.read_compressed(nvfp4_dir)
+    out = {k: v.float() if v.is_floating_point() else v for k, v in rest.items()}
     for p in prefixes:
         packed = tensors[f"{p}.weight_packed"]
         m, n = packed.shape
@@ -100,14 +85,7 @@ def decompress_fp32(kind, nvfp4_dir, deq_dir):
                        global_scale=tensors[f"{p}.weight_global_scale"], dtype=torch.float32)
         out[f"{p}.weight"] = w.contiguous()
     if kind == "mixtral":   # as make_family_fixtures.quantize: llmcompressor's names -> stock w1/w3/w2
-        ren = {".gate_proj.": ".w1.", ".up_proj.": ".w3.", ".down_proj.": ".w2."}
-        fixed = {}
-        for k, v in out.items():
-            if ".block_sparse_moe.experts." in k:
-                for a, b in ren.items():
-                    k = k.replace(a, b)
-            fixed[k] = v
-        out = fixed
+        out = mff.stock_expert_names(out)
     os.makedirs(deq_dir)
     save_file(out, os.path.join(deq_dir, "model.safetensors"), metadata={"format": "pt"})
     cfg["dtype"] = "float32"
@@ -122,15 +100,7 @@ def decompress_bf16(kind, nvfp4_dir, deq_dir):
     mf.decompress_checkpoint(nvfp4_dir, deq_dir)
     if kind == "mixtral":
         path = os.path.join(deq_dir, "model.safetensors")
-        t = load_file(path)
-        ren = {".gate_proj.": ".w1.", ".up_proj.": ".w3.", ".down_proj.": ".w2."}
-        fixed = {}
-        for k, v in t.items():
-            if ".block_sparse_moe.experts." in k:
-                for a, b in ren.items():
-                    k = k.replace(a, b)
-            fixed[k] = v
-        save_file(fixed, path, metadata={"format": "pt"})
+        save_file(mff.stock_expert_names(load_file(path)), path, metadata={"format": "pt"})
 
 
 def forward_bf16(cls, path, checks, key):
