@@ -290,15 +290,10 @@ def make(kind, root):
 
 
 def versions():
-    import importlib.metadata as md
-    v = {}
-    for p in ("torch", "transformers", "compressed-tensors", "llmcompressor", "safetensors"):
-        try:
-            v[p] = md.version(p)
-        except md.PackageNotFoundError:
-            v[p] = None
-    v["python"] = sys.version.split()[0]
-    return v
+    """make_fixtures' record of the versions, for the packages these fixtures use"""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import make_fixtures as mf
+    return mf.versions(("torch", "transformers", "compressed-tensors", "llmcompressor", "safetensors"))
 
 
 def main():

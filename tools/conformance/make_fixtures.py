@@ -376,11 +376,12 @@ def modelopt_export(kind, bf16_dir, out_dir, notes):
     return fq
 
 
-def versions():
+def versions(packages=("torch", "transformers", "compressed-tensors", "llmcompressor", "nvidia-modelopt",
+                        "safetensors", "datasets")):
+    """The versions of the packages that made a fixture (None: not installed) and of Python."""
     import importlib.metadata as md
     v = {}
-    for p in ("torch", "transformers", "compressed-tensors", "llmcompressor", "nvidia-modelopt", "safetensors",
-              "datasets"):
+    for p in packages:
         try:
             v[p] = md.version(p)
         except md.PackageNotFoundError:
