@@ -221,15 +221,17 @@ const char *nd_ckpt_format_str(const nd_ckpt *c) {
 size_t nd_ckpt_count(const nd_ckpt *c) { return c->n_tensors; }
 const nd_tview *nd_ckpt_at(const nd_ckpt *c, size_t i) { return i < c->n_tensors ? c->tensors[i] : NULL; }
 
-/* First index whose name is >= key. */
-static size_t lower_bound(const nd_ckpt *c, const char *key) {
-    size_t lo = 0, hi = c->n_tensors;
+size_t nd_views_lower_bound(const nd_tview **v, size_t n, const char *key) {
+    size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (strcmp(c->tensors[mid]->name, key) < 0) lo = mid + 1; else hi = mid;
+        if (strcmp(v[mid]->name, key) < 0) lo = mid + 1; else hi = mid;
     }
     return lo;
 }
+
+/* First index whose name is >= key. */
+static size_t lower_bound(const nd_ckpt *c, const char *key) { return nd_views_lower_bound(c->tensors, c->n_tensors, key); }
 
 const nd_tview *nd_ckpt_find(const nd_ckpt *c, const char *name) {
     size_t i = lower_bound(c, name);

@@ -88,6 +88,9 @@ struct nd_ckpt {
     size_t n_virt;
 };
 
+/* ckpt.c: the first of the n views v (sorted by name) whose name is >= key; n when none is */
+size_t nd_views_lower_bound(const nd_tview **v, size_t n, const char *key);
+
 /* config.c */
 int nd_cfg_parse(const char *path, nd_model_cfg *c, nd_err *e);
 /* Ranges of every key and the relations between them (config_check.c); exit 2 naming key and range. */

@@ -158,14 +158,7 @@ void nd_ckpt_virt_free(nd_ckpt *c) {
 }
 
 /* First view whose name is >= key. */
-static size_t lower(const nd_ckpt *c, const char *key) {
-    size_t lo = 0, hi = c->n_virt;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (strcmp(c->virt_sorted[mid]->name, key) < 0) lo = mid + 1; else hi = mid;
-    }
-    return lo;
-}
+static size_t lower(const nd_ckpt *c, const char *key) { return nd_views_lower_bound(c->virt_sorted, c->n_virt, key); }
 
 const nd_tview *nd_ckpt_virt_find(const nd_ckpt *c, const char *name) {
     size_t i = lower(c, name);
