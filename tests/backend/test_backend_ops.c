@@ -127,6 +127,25 @@ static void same_bytes(const char *what, const void *a, const void *b, size_t n)
     CHECK(bad == 0, "%s: %zu of %zu bytes differ, first at %zu: cpu 0x%02x cuda 0x%02x", what, bad, n, first,
           bad ? x[first] : 0, bad ? y[first] : 0);
 }
+/* a quantizer's codes (ncodes bytes), scales (nsf bytes) and statistics the same on both backends
+ * (what: the op and its case); the copies freed */
+static void same_quant(const char *what, uint8_t *codes[2], uint8_t *sf[2], const nd_qstats st[2], int64_t ncodes,
+                       int64_t nsf) {
+    char w[160];
+    snprintf(w, sizeof w, "%s codes", what);
+    same_bytes(w, codes[0], codes[1], (size_t)ncodes);
+    snprintf(w, sizeof w, "%s scales", what);
+    same_bytes(w, sf[0], sf[1], (size_t)nsf);
+    CHECK(memcmp(&st[0], &st[1], sizeof st[0]) == 0,
+          "%s stats: cpu {n %lld blocks %lld sat %lld nz %lld zs %lld 448 %lld nan %lld} "
+          "cuda {n %lld blocks %lld sat %lld nz %lld zs %lld 448 %lld nan %lld}",
+          what, (long long)st[0].n_elems, (long long)st[0].n_blocks, (long long)st[0].n_saturated,
+          (long long)st[0].n_nonzero_blocks, (long long)st[0].n_zero_scale, (long long)st[0].n_scale_448,
+          (long long)st[0].n_nan_scale, (long long)st[1].n_elems, (long long)st[1].n_blocks, (long long)st[1].n_saturated,
+          (long long)st[1].n_nonzero_blocks, (long long)st[1].n_zero_scale, (long long)st[1].n_scale_448,
+          (long long)st[1].n_nan_scale);
+    for (int be = 0; be < 2; be++) { free(codes[be]); free(sf[be]); }
+}
 static void same_floats(const char *what, const float *a, const float *b, int64_t n) {
     int64_t bad = 0, first = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -328,18 +347,8 @@ static void case_quant_nvfp4(void) {
                     dev_free(be, dx); dev_free(be, dc); dev_free(be, ds);
                 }
                 char w[128];
-                snprintf(w, sizeof w, "quant_nvfp4 sem=%d g=%g R=%lld K=%lld codes", sem, g, (long long)R, (long long)K);
-                same_bytes(w, codes[0], codes[1], R * K / 2);
-                snprintf(w, sizeof w, "quant_nvfp4 sem=%d g=%g R=%lld K=%lld scales", sem, g, (long long)R, (long long)K);
-                same_bytes(w, sf[0], sf[1], R * K / 16);
-                snprintf(w, sizeof w, "quant_nvfp4 sem=%d g=%g R=%lld K=%lld stats", sem, g, (long long)R, (long long)K);
-                CHECK(memcmp(&st[0], &st[1], sizeof st[0]) == 0,
-                      "%s: cpu {sat %lld nz %lld zs %lld 448 %lld nan %lld} cuda {sat %lld nz %lld zs %lld 448 %lld nan %lld}",
-                      w, (long long)st[0].n_saturated, (long long)st[0].n_nonzero_blocks, (long long)st[0].n_zero_scale,
-                      (long long)st[0].n_scale_448, (long long)st[0].n_nan_scale, (long long)st[1].n_saturated,
-                      (long long)st[1].n_nonzero_blocks, (long long)st[1].n_zero_scale, (long long)st[1].n_scale_448,
-                      (long long)st[1].n_nan_scale);
-                BOTH(be) { free(codes[be]); free(sf[be]); }
+                snprintf(w, sizeof w, "quant_nvfp4 sem=%d g=%g R=%lld K=%lld", sem, g, (long long)R, (long long)K);
+                same_quant(w, codes, sf, st, R * K / 2, R * K / 16);
                 free(x);
             }
 }
@@ -377,18 +386,8 @@ static void case_quant_mxfp4(void) {
                     dev_free(be, dx); dev_free(be, dc); dev_free(be, ds);
                 }
                 char w[128];
-                snprintf(w, sizeof w, "quant_mxfp4 sem=%d inputs=%d R=%lld K=%lld codes", sem, kind, (long long)R, (long long)K);
-                same_bytes(w, codes[0], codes[1], R * K / 2);
-                snprintf(w, sizeof w, "quant_mxfp4 sem=%d inputs=%d R=%lld K=%lld scales", sem, kind, (long long)R, (long long)K);
-                same_bytes(w, sf[0], sf[1], R * K / 32);
-                snprintf(w, sizeof w, "quant_mxfp4 sem=%d inputs=%d R=%lld K=%lld stats", sem, kind, (long long)R, (long long)K);
-                CHECK(memcmp(&st[0], &st[1], sizeof st[0]) == 0,
-                      "%s: cpu {n %lld blocks %lld sat %lld nz %lld nan %lld} cuda {n %lld blocks %lld sat %lld nz %lld nan %lld}",
-                      w, (long long)st[0].n_elems, (long long)st[0].n_blocks, (long long)st[0].n_saturated,
-                      (long long)st[0].n_nonzero_blocks, (long long)st[0].n_nan_scale, (long long)st[1].n_elems,
-                      (long long)st[1].n_blocks, (long long)st[1].n_saturated, (long long)st[1].n_nonzero_blocks,
-                      (long long)st[1].n_nan_scale);
-                BOTH(be) { free(codes[be]); free(sf[be]); }
+                snprintf(w, sizeof w, "quant_mxfp4 sem=%d inputs=%d R=%lld K=%lld", sem, kind, (long long)R, (long long)K);
+                same_quant(w, codes, sf, st, R * K / 2, R * K / 32);
                 free(x);
             }
 }
