@@ -10,15 +10,8 @@
 #include "../nd_test.h"
 #include "backend.h"
 #include "numerics/nd_numerics.h"
+#include "ops_rand.h"
 
-static uint64_t rs;
-static uint64_t rnd64(void) { rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17; return rs; }
-static double urand(void) { return (double)(rnd64() >> 11) * (1.0 / 9007199254740992.0); }
-static float *fvec(int64_t n, float lo, float hi) {
-    float *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
-    for (int64_t i = 0; i < n; i++) v[i] = (float)(lo + (hi - lo) * urand());
-    return v;
-}
 static nd_backend *be;
 static nd_err e;
 
@@ -240,10 +233,7 @@ static void test_attention_compressed(void) {
 }
 
 int main(void) {
-    const char *s = getenv("ND_TEST_SEED");
-    rs = s ? strtoull(s, NULL, 10) : (uint64_t)time(NULL) * 2654435761u;
-    if (!rs) rs = 88172645463325252ull;
-    printf("seed %llu (ND_TEST_SEED=%llu replays it)\n", (unsigned long long)rs, (unsigned long long)rs);
+    rnd_seed();
     if (nd_backend_cpu_create(&be, &e)) { fprintf(stderr, "%s\n", e.msg); return 1; }
     test_compress_pool();
     test_indexer_random();
