@@ -14,9 +14,7 @@ conf="$root/golden/conformance"
 . "$(dirname "$0")/plant_check.sh"
 
 # family module (= stage) fault cause
-while read -r fam mod fault cause; do
-  check "$fam" nvfp4 "$mod" "$mod" "$fault" "$cause"
-done <<'LIST'
+check_nvfp4_list <<'LIST'
 glm4_moe layers.1.self_attn.k_proj input-scale-inverted scale_inverted
 glm4_moe layers.1.mlp.experts.4.up_proj weight-scale-nan nan_weight_scale
 qwen3 layers.1.self_attn.o_proj input-scale-mul=100 scale_saturation

@@ -15,9 +15,7 @@ conf="$root/golden/conformance"
 . "$(dirname "$0")/plant_check.sh"
 
 # family module (= stage) fault cause
-while read -r fam mod fault cause; do
-  check "$fam" nvfp4 "$mod" "$mod" "$fault" "$cause"
-done <<'LIST'
+check_nvfp4_list <<'LIST'
 gpt_oss layers.0.self_attn.o_proj input-scale-mul=100 scale_saturation
 gpt_oss layers.1.self_attn.k_proj input-scale-inverted scale_inverted
 gpt_oss layers.2.self_attn.q_proj weight-global-scale-zero nonfinite_scale

@@ -3,8 +3,9 @@
 #   check FAMILY FORMAT MODULE STAGE FAULT CAUSE: synth --from plants FAULT at MODULE; the trace
 #   must name STAGE with CAUSE (proven by repair or a static fact) and the next command it prints,
 #   run as printed, must leave STAGE ok. Counts into $pass / $fail.
+#   check_nvfp4_list: check FAMILY nvfp4 MODULE MODULE FAULT CAUSE for each line
+#   "FAMILY MODULE FAULT CAUSE" of its input.
 field() { tr -d '\n' <"$2" | sed -n "s/.*\"$1\": *\"\([^\"]*\)\".*/\1/p" | head -n 1; }
-first_field() { grep -m1 "\"$1\":" "$2" | sed 's/.*: "\(.*\)",*/\1/'; }
 
 check() { # family format module-in-checkpoint stage fault cause
   local fam="$1" fmt="$2" mod="$3" stage="$4" fault="$5" cause="$6" extra=()
@@ -16,9 +17,9 @@ check() { # family format module-in-checkpoint stage fault cause
   [ "$fault" = nibble-swap ] && extra=(--reference-checkpoint "$conf/$fam/bf16")
   "$bin" trace "$ck" --backend "${ND_TEST_BACKEND:-cpu}" --json --out "$tmp/t.h5" "${extra[@]}" >"$tmp/o.json" 2>"$tmp/err"
   local rc=$? got_stage got_cause proof next
-  got_stage=$(first_field first_divergence "$tmp/o.json")
-  got_cause=$(first_field cause "$tmp/o.json")
-  proof=$(first_field proof "$tmp/o.json")
+  got_stage=$(json_field first_divergence "$tmp/o.json")
+  got_cause=$(json_field cause "$tmp/o.json")
+  proof=$(json_field proof "$tmp/o.json")
   if [ $rc -ne 1 ] || [ "$got_stage" != "$stage" ] || [ "$got_cause" != "$cause" ] || [ "$proof" = none ]; then
     echo "FAIL $fam/$fmt $fault@$mod: exit $rc, '$got_stage' cause '$got_cause' proof '$proof' (want $stage / $cause)"
     fail=$((fail + 1)); return
@@ -40,4 +41,11 @@ check() { # family format module-in-checkpoint stage fault cause
     echo "FAIL $fam/$fmt $fault@$mod: after the next command the stage is still $(grep -A40 "\"name\": \"$stage\"" "$tmp/n.json" | grep -m1 '"verdict"')"
     fail=$((fail + 1))
   fi
+}
+
+check_nvfp4_list() { # lines: family module (= stage) fault cause
+  local fam mod fault cause
+  while read -r fam mod fault cause; do
+    check "$fam" nvfp4 "$mod" "$mod" "$fault" "$cause"
+  done
 }
