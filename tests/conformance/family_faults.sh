@@ -8,10 +8,7 @@
 # on its sigmoid-gated shared expert and one on a gated-attention q_proj (its gate half included).
 #   usage: family_faults.sh NVFP4DBG SOURCE_ROOT
 set -u
-bin="$1"; root="$2"
-conf="$root/golden/conformance"
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/plant_check.sh"
+. "$(dirname "$0")/plant_check.sh" "$@"
 
 # family module (= stage) fault cause
 check_nvfp4_list <<'LIST'

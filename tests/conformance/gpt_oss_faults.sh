@@ -9,10 +9,7 @@
 # (gate_up_proj) where nvfp4/ has per-expert gate_proj/up_proj, so that reference does not bind (exit 2).
 #   usage: gpt_oss_faults.sh NVFP4DBG SOURCE_ROOT
 set -u
-bin="$1"; root="$2"
-conf="$root/golden/conformance"
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/plant_check.sh"
+. "$(dirname "$0")/plant_check.sh" "$@"
 
 # family module (= stage) fault cause
 check_nvfp4_list <<'LIST'

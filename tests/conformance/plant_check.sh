@@ -1,10 +1,15 @@
-# plant_check.sh — sourced by the planted-fault tests (planted_faults.sh, family_faults.sh) after
-# tests/lib.sh; needs $bin and $conf (golden/conformance).
+# plant_check.sh — the start of the planted-fault tests (planted_faults.sh, family_faults.sh,
+# gpt_oss_faults.sh), sourced as `. "$(dirname "$0")/plant_check.sh" NVFP4DBG SOURCE_ROOT`: tests/lib.sh,
+# then $bin, $root and $conf (golden/conformance).
 #   check FAMILY FORMAT MODULE STAGE FAULT CAUSE: synth --from plants FAULT at MODULE; the trace
 #   must name STAGE with CAUSE (proven by repair or a static fact) and the next command it prints,
 #   run as printed, must leave STAGE ok. Counts into $pass / $fail.
 #   check_nvfp4_list: check FAMILY nvfp4 MODULE MODULE FAULT CAUSE for each line
 #   "FAMILY MODULE FAULT CAUSE" of its input.
+bin="$1"; root="$2"
+conf="$root/golden/conformance"
+. "$(dirname "$0")/../lib.sh"
+
 field() { tr -d '\n' <"$2" | sed -n "s/.*\"$1\": *\"\([^\"]*\)\".*/\1/p" | head -n 1; }
 
 check() { # family format module-in-checkpoint stage fault cause

@@ -8,10 +8,7 @@
 # global scales: an inverted input scale on that projection must still be scale_inverted.
 #   usage: planted_faults.sh NVFP4DBG SOURCE_ROOT
 set -u
-bin="$1"; root="$2"
-conf="$root/golden/conformance"
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/plant_check.sh"
+. "$(dirname "$0")/plant_check.sh" "$@"
 
 faults=("input-scale-inverted scale_inverted" "input-scale-mul=100 scale_saturation"
         "input-scale-mul=0.00000001 scale_underflow" "input-scale-inf nonfinite_scale"
