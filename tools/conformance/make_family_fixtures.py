@@ -30,8 +30,9 @@ Kinds:
            2 key heads, 4 value heads (the in_proj_qkvz/ba grouping), random dt_bias. Quantized with the
            ignore list of llmcompressor's Qwen3-Next example (linear_attn, mlp.gate, shared_expert_gate)
   qwen3_5_moe Qwen3_5MoeForCausalLM (Qwen3.5 MoE, text): Qwen3-Next's layers with the linear attention's
-           projections apart (in_proj_qkv, in_proj_z, in_proj_b, in_proj_a), every MLP an MoE; bf16 only
-For the kinds in QUANTIZE also:
+           projections apart (in_proj_qkv, in_proj_z, in_proj_b, in_proj_a), every MLP an MoE
+For the kinds in QUANTIZE also (qwen2, llama31, mistral3 were made bf16-only first; `--add-nvfp4` adds
+this part to such a fixture and keeps its other files; mistral3's vision tower and projector stay BF16):
   nvfp4/                      llmcompressor.oneshot NVFP4 (W4A4) of bf16/, save_compressed=True
   reference_nvfp4.safetensors transformers' eager BF16 forward of that checkpoint decompressed by
                               compressed-tensors (what `trace` of nvfp4/ compares its reference with)
@@ -118,11 +119,13 @@ def model_class(kind):
             "qwen3_5_moe": tf.Qwen3_5MoeForCausalLM}[kind]
 
 
-QUANTIZE = ("glm4_moe", "qwen3", "qwen3_moe", "mixtral", "qwen3_next", "qwen3_5_moe")
+QUANTIZE = ("glm4_moe", "qwen3", "qwen3_moe", "mixtral", "qwen3_next", "qwen3_5_moe", "qwen2", "llama31", "mistral3")
 MOE = ("glm4_moe", "qwen3_moe", "mixtral", "qwen3_next", "qwen3_5_moe")
 # modules a family's published llmcompressor example leaves unquantized, beside lm_head and mlp.gate
 IGNORE = {"qwen3_next": ["re:.*mlp.shared_expert_gate$", "re:.*linear_attn.*"],
-          "qwen3_5_moe": ["re:.*mlp.shared_expert_gate$", "re:.*linear_attn.*"]}
+          "qwen3_5_moe": ["re:.*mlp.shared_expert_gate$", "re:.*linear_attn.*"],
+          # llmcompressor's multimodal examples keep the vision tower and the projector in BF16
+          "mistral3": ["re:.*vision_tower.*", "re:.*multi_modal_projector.*"]}
 
 
 def decoder_layers(model):
@@ -281,12 +284,42 @@ def make(kind, root):
              "versions": versions(),
              "attn_implementation": "eager", "config": json.load(open(os.path.join(bf16, "config.json")))}
     if kind in QUANTIZE:
-        notes["transformers_fp32_vs_bf16"] = fp32_vs_bf16(bf16, kind, ref)
-        qref = quantize(kind, bf16, os.path.join(out, "nvfp4"), notes)
-        save_file(qref, os.path.join(out, "reference_nvfp4.safetensors"))
-        notes["top1_bf16_vs_nvfp4_dequantized"] = float((qref["logits"].argmax(-1) == ref["logits"].argmax(-1)).double().mean())
+        add_quantized(kind, out, ref, notes)
     json.dump(notes, open(os.path.join(out, "manifest.json"), "w"), indent=1)
     print(kind, "logits", tuple(ref["logits"].shape), "written to", out)
+
+
+def add_quantized(kind, out, ref, notes):
+    """nvfp4/ and reference_nvfp4.safetensors of the fixture in `out` (bf16/ and its BF16 forward `ref`
+    there already), and transformers' FP32-vs-BF16 difference into notes."""
+    bf16 = os.path.join(out, "bf16")
+    notes["transformers_fp32_vs_bf16"] = fp32_vs_bf16(bf16, kind, ref)
+    qref = quantize(kind, bf16, os.path.join(out, "nvfp4"), notes)
+    save_file(qref, os.path.join(out, "reference_nvfp4.safetensors"))
+    notes["top1_bf16_vs_nvfp4_dequantized"] = float((qref["logits"].argmax(-1) == ref["logits"].argmax(-1)).double().mean())
+
+
+def add_nvfp4(kind, root):
+    """The NVFP4 part of a fixture made earlier without it (bf16/ and reference.safetensors are kept
+    as they are): first check that transformers' BF16 forward of bf16/ made here reproduces the
+    fixture's reference.safetensors bit for bit, then quantize and record into manifest.json."""
+    from safetensors.torch import load_file
+    out = os.path.join(root, kind)
+    if os.path.exists(os.path.join(out, "nvfp4")):
+        raise RuntimeError(f"{out}/nvfp4 exists already")
+    ref = load_file(os.path.join(out, "reference.safetensors"))
+    stock = model_class(kind).from_pretrained(os.path.join(out, "bf16"), dtype=torch.bfloat16,
+                                              attn_implementation="eager").eval()
+    again = forward_record(stock)
+    if not all(torch.equal(again[k], ref[k]) for k in ref):
+        raise RuntimeError(f"{kind}: the BF16 forward made here differs from {out}/reference.safetensors")
+    path = os.path.join(out, "manifest.json")
+    notes = json.load(open(path))
+    add_quantized(kind, out, ref, notes)
+    notes["nvfp4_added"] = {"by": "tools/conformance/make_family_fixtures.py --add-nvfp4", "versions": versions(),
+                            "bf16_forward_reproduces_reference.safetensors": True}
+    json.dump(notes, open(path, "w"), indent=1)
+    print(kind, "nvfp4/ added to", out)
 
 
 def versions():
@@ -300,9 +333,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="golden/conformance")
     ap.add_argument("--kinds", default="qwen2,llama31,mistral3")
+    ap.add_argument("--add-nvfp4", action="store_true",
+                    help="add nvfp4/ to fixtures made without it, keeping their files (add_nvfp4)")
     a = ap.parse_args()
     for k in a.kinds.split(","):
-        make(k, a.out)
+        add_nvfp4(k, a.out) if a.add_nvfp4 else make(k, a.out)
 
 
 if __name__ == "__main__":

@@ -31,13 +31,28 @@ from safetensors.torch import load_file, save_file  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_family_fixtures as mff  # noqa: E402
 import make_fixtures as mf  # noqa: E402
+import make_gpt_oss_fixture as mgo  # noqa: E402
 
 OWN = ("llama", "deepseek_v3", "deepseek_v4")   # made by make_fixtures.py (reference.safetensors = nvfp4/)
-KINDS = OWN + ("qwen2", "llama31", "mistral3", "qwen3", "qwen3_moe", "mixtral", "glm4_moe", "qwen3_next", "qwen3_5_moe")
+KINDS = OWN + ("qwen2", "llama31", "mistral3", "qwen3", "qwen3_moe", "mixtral", "glm4_moe", "qwen3_next", "qwen3_5_moe",
+               "gpt_oss")
 
 
 def model_class(kind):
+    if kind == "gpt_oss":
+        return mgo.cls()
     return mf.model_class(kind) if kind in OWN else mff.model_class(kind)
+
+
+def to_stock(kind, deq_dir):
+    """A decompressed checkpoint's expert names as stock transformers reads them: Mixtral's
+    llmcompressor names -> w1/w3/w2, gpt-oss's per-expert Linears -> GptOssExperts' fused tensors
+    (as make_family_fixtures.quantize and make_gpt_oss_fixture.quantize do)."""
+    path = os.path.join(deq_dir, "model.safetensors")
+    if kind == "mixtral":
+        save_file(mff.stock_expert_names(load_file(path)), path, metadata={"format": "pt"})
+    elif kind == "gpt_oss":
+        mgo.refuse(deq_dir)
 
 
 @torch.no_grad()
@@ -84,10 +99,9 @@ def decompress_fp32(kind, nvfp4_dir, deq_dir):
         w = dequantize(x_q=codes, scale=tensors[f"{p}.weight_scale"].to(torch.float32), args=scheme.weights,
                        global_scale=tensors[f"{p}.weight_global_scale"], dtype=torch.float32)
         out[f"{p}.weight"] = w.contiguous()
-    if kind == "mixtral":   # as make_family_fixtures.quantize: llmcompressor's names -> stock w1/w3/w2
-        out = mff.stock_expert_names(out)
     os.makedirs(deq_dir)
     save_file(out, os.path.join(deq_dir, "model.safetensors"), metadata={"format": "pt"})
+    to_stock(kind, deq_dir)
     cfg["dtype"] = "float32"
     with open(os.path.join(deq_dir, "config.json"), "w") as f:
         json.dump(cfg, f)
@@ -98,9 +112,7 @@ def decompress_fp32(kind, nvfp4_dir, deq_dir):
 def decompress_bf16(kind, nvfp4_dir, deq_dir):
     """The fixture's own BF16 decompression (compressed-tensors' decompress), for the bit check."""
     mf.decompress_checkpoint(nvfp4_dir, deq_dir)
-    if kind == "mixtral":
-        path = os.path.join(deq_dir, "model.safetensors")
-        save_file(mff.stock_expert_names(load_file(path)), path, metadata={"format": "pt"})
+    to_stock(kind, deq_dir)
 
 
 def forward_bf16(cls, path, checks, key):
