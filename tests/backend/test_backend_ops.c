@@ -217,45 +217,36 @@ static float max_abs(const float *x, int64_t n) {
 /* ---- one op, both backends: upload inputs, poison outputs, run, download ---- */
 #define BOTH(be) for (int be = 0; be < 2; be++)
 
-static void case_dequant_nvfp4(void) {
-    static const int64_t shapes[][2] = {{1, 16}, {7, 48}, {129, 208}, {64, 1040}, {3, 7168}};
-    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+/* dequant_nvfp4 (blocks of 16, E4M3 scales, a global divisor) and dequant_mxfp4 (blocks of 32, E8M0 scales):
+ * random codes and every scale byte (NaN scales too), bit-exact */
+static void dequant_fp4(int64_t blk, const int64_t (*shapes)[2], size_t nshapes) {
+    const char *op = blk == 16 ? "dequant_nvfp4" : "dequant_mxfp4";
+    for (size_t s = 0; s < nshapes; s++) {
         const int64_t R = shapes[s][0], K = shapes[s][1];
-        uint8_t *codes = rnd_bytes(R * K / 2), *sf = rnd_bytes(R * K / 16); /* every byte: NaN scales too */
-        const float gdiv = (float)(500.0 + 5000.0 * rnd_uni());
+        uint8_t *codes = rnd_bytes(R * K / 2), *sf = rnd_bytes(R * K / blk);
+        const float gdiv = blk == 16 ? (float)(500.0 + 5000.0 * rnd_uni()) : 0.0f;
         float *out[2];
         BOTH(be) {
             nd_err e = {0};
-            void *c = dev_put(be, codes, R * K / 2), *f = dev_put(be, sf, R * K / 16), *o = dev_poisoned(be, R * K * 4);
-            op_rc(be, "dequant_nvfp4", g_be[be]->dequant_nvfp4(g_be[be], c, f, gdiv, R, K, o, &e), &e);
+            void *c = dev_put(be, codes, R * K / 2), *f = dev_put(be, sf, R * K / blk), *o = dev_poisoned(be, R * K * 4);
+            op_rc(be, op, blk == 16 ? g_be[be]->dequant_nvfp4(g_be[be], c, f, gdiv, R, K, o, &e)
+                                    : g_be[be]->dequant_mxfp4(g_be[be], c, f, R, K, o, &e), &e);
             out[be] = dev_get(be, o, R * K * 4);
             dev_free(be, c); dev_free(be, f); dev_free(be, o);
         }
         char w[96];
-        snprintf(w, sizeof w, "dequant_nvfp4 R=%lld K=%lld", (long long)R, (long long)K);
+        snprintf(w, sizeof w, "%s R=%lld K=%lld", op, (long long)R, (long long)K);
         same_floats(w, out[0], out[1], R * K);
         free(out[0]); free(out[1]); free(codes); free(sf);
     }
 }
-
+static void case_dequant_nvfp4(void) {
+    static const int64_t shapes[][2] = {{1, 16}, {7, 48}, {129, 208}, {64, 1040}, {3, 7168}};
+    dequant_fp4(16, shapes, sizeof shapes / sizeof *shapes);
+}
 static void case_dequant_mxfp4(void) {
     static const int64_t shapes[][2] = {{1, 32}, {5, 96}, {67, 544}};
-    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
-        const int64_t R = shapes[s][0], K = shapes[s][1];
-        uint8_t *codes = rnd_bytes(R * K / 2), *sf = rnd_bytes(R * K / 32);
-        float *out[2];
-        BOTH(be) {
-            nd_err e = {0};
-            void *c = dev_put(be, codes, R * K / 2), *f = dev_put(be, sf, R * K / 32), *o = dev_poisoned(be, R * K * 4);
-            op_rc(be, "dequant_mxfp4", g_be[be]->dequant_mxfp4(g_be[be], c, f, R, K, o, &e), &e);
-            out[be] = dev_get(be, o, R * K * 4);
-            dev_free(be, c); dev_free(be, f); dev_free(be, o);
-        }
-        char w[96];
-        snprintf(w, sizeof w, "dequant_mxfp4 R=%lld K=%lld", (long long)R, (long long)K);
-        same_floats(w, out[0], out[1], R * K);
-        free(out[0]); free(out[1]); free(codes); free(sf);
-    }
+    dequant_fp4(32, shapes, sizeof shapes / sizeof *shapes);
 }
 
 static void case_dequant_fp8(void) {
@@ -324,6 +315,25 @@ static float *activations(int64_t R, int64_t K, int specials) {
     return x;
 }
 
+/* quant_nvfp4 (blk 16, global multiplier g) or quant_mxfp4 (blk 32, g unused) of x [R, K] under rule sem
+ * on both backends: codes, scales and statistics the same (what: the op and its case) */
+static void quant_fp4_both(const char *what, int64_t blk, const float *x, float g, int sem, int64_t R, int64_t K) {
+    uint8_t *codes[2], *sf[2];
+    nd_qstats st[2];
+    BOTH(be) {
+        nd_err e = {0};
+        void *dx = dev_put(be, x, R * K * 4), *dc = dev_poisoned(be, R * K / 2), *ds = dev_poisoned(be, R * K / blk);
+        memset(&st[be], 0x11 * (be + 1), sizeof st[be]);
+        op_rc(be, blk == 16 ? "quant_nvfp4" : "quant_mxfp4",
+              blk == 16 ? g_be[be]->quant_nvfp4(g_be[be], dx, g, sem, R, K, dc, ds, &st[be], &e)
+                        : g_be[be]->quant_mxfp4(g_be[be], dx, sem, R, K, dc, ds, &st[be], &e), &e);
+        codes[be] = dev_get(be, dc, R * K / 2);
+        sf[be] = dev_get(be, ds, R * K / blk);
+        dev_free(be, dx); dev_free(be, dc); dev_free(be, ds);
+    }
+    same_quant(what, codes, sf, st, R * K / 2, R * K / blk);
+}
+
 static void case_quant_nvfp4(void) {
     static const int64_t shapes[][2] = {{1, 16}, {5, 48}, {33, 208}, {128, 1040}, {4, 7168}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
@@ -335,20 +345,9 @@ static void case_quant_nvfp4(void) {
                 /* healthy multiplier; 64x too large (saturation); 1e-4x (scale underflow); NaN */
                 const float g = gk == 0 ? 2688.0f / amax : gk == 1 ? 64.0f * 2688.0f / amax
                                : gk == 2 ? 1e-4f * 2688.0f / amax : (s % 2 ? NAN : 2688.0f / 300.0f);
-                uint8_t *codes[2], *sf[2];
-                nd_qstats st[2];
-                BOTH(be) {
-                    nd_err e = {0};
-                    void *dx = dev_put(be, x, R * K * 4), *dc = dev_poisoned(be, R * K / 2), *ds = dev_poisoned(be, R * K / 16);
-                    memset(&st[be], 0x11 * (be + 1), sizeof st[be]);
-                    op_rc(be, "quant_nvfp4", g_be[be]->quant_nvfp4(g_be[be], dx, g, sem, R, K, dc, ds, &st[be], &e), &e);
-                    codes[be] = dev_get(be, dc, R * K / 2);
-                    sf[be] = dev_get(be, ds, R * K / 16);
-                    dev_free(be, dx); dev_free(be, dc); dev_free(be, ds);
-                }
                 char w[128];
                 snprintf(w, sizeof w, "quant_nvfp4 sem=%d g=%g R=%lld K=%lld", sem, g, (long long)R, (long long)K);
-                same_quant(w, codes, sf, st, R * K / 2, R * K / 16);
+                quant_fp4_both(w, 16, x, g, sem, R, K);
                 free(x);
             }
 }
@@ -374,20 +373,9 @@ static void case_quant_mxfp4(void) {
             for (int kind = 0; kind < 5; kind++) {
                 const int64_t R = shapes[s][0], K = shapes[s][1];
                 float *x = mx_inputs(R, K, kind);
-                uint8_t *codes[2], *sf[2];
-                nd_qstats st[2];
-                BOTH(be) {
-                    nd_err e = {0};
-                    void *dx = dev_put(be, x, R * K * 4), *dc = dev_poisoned(be, R * K / 2), *ds = dev_poisoned(be, R * K / 32);
-                    memset(&st[be], 0x11 * (be + 1), sizeof st[be]);
-                    op_rc(be, "quant_mxfp4", g_be[be]->quant_mxfp4(g_be[be], dx, sem, R, K, dc, ds, &st[be], &e), &e);
-                    codes[be] = dev_get(be, dc, R * K / 2);
-                    sf[be] = dev_get(be, ds, R * K / 32);
-                    dev_free(be, dx); dev_free(be, dc); dev_free(be, ds);
-                }
                 char w[128];
                 snprintf(w, sizeof w, "quant_mxfp4 sem=%d inputs=%d R=%lld K=%lld", sem, kind, (long long)R, (long long)K);
-                same_quant(w, codes, sf, st, R * K / 2, R * K / 32);
+                quant_fp4_both(w, 32, x, 0.0f, sem, R, K);
                 free(x);
             }
 }
@@ -1252,45 +1240,56 @@ static void case_swiglu_oai(void) {
  * gated_delta_rule: the per-token norms and sums in the same order, decay and beta from expf/log1pf
  * (a few ulps); the state update is contractive (|k| = 1, 0 < beta < 1, decay <= 1), so those ulps do
  * not grow over the tokens: TOL_MIX, or TOL_BF16_STEP where beta is rounded to BF16 (one-ulp moves). */
+/* gate_mul and causal_conv1d: at each shape {d0, d1, d2} and both flags (f0 the op's activation flag, bf
+ * its BF16 flag), x [d0, d1] (normal times sx) and y [d0 or d1, d2] (times sy) in, an output the size of x
+ * out, on both backends; the case named by fmt from d0, d1, d2, f0name[f0], bf; compared by cmp */
+typedef int (*op_x2)(nd_backend *, const float *, const float *, int64_t, int64_t, int64_t, int, int, float *, nd_err *);
+typedef struct x2_case {
+    const char *op, *fmt, *f0name[2];
+    float sx, sy;
+    int y_rows_d1;
+    void (*cmp)(const char *wh, float *const o[2], int64_t n, int f0, int bf);
+} x2_case;
+static void run_x2(const x2_case *c, op_x2 fn[2], const int64_t (*shapes)[3], size_t nshapes) {
+    for (size_t s2 = 0; s2 < 4 * nshapes; s2++) {
+        const int64_t d0 = shapes[s2 / 4][0], d1 = shapes[s2 / 4][1], d2 = shapes[s2 / 4][2];
+        const int64_t nx = d0 * d1, ny = (c->y_rows_d1 ? d1 : d0) * d2;
+        const int f0 = (int)(s2 & 1), bf = (int)((s2 >> 1) & 1);
+        float *x = rnd_floats(nx, c->sx), *y = rnd_floats(ny, c->sy), *o[2];
+        BOTH(be) {
+            nd_err e = {0};
+            void *dx = dev_put(be, x, nx * 4), *dy = dev_put(be, y, ny * 4), *dout = dev_poisoned(be, nx * 4);
+            op_rc(be, c->op, fn[be](g_be[be], dx, dy, d0, d1, d2, f0, bf, dout, &e), &e);
+            o[be] = dev_get(be, dout, nx * 4);
+            dev_free(be, dx); dev_free(be, dy); dev_free(be, dout);
+        }
+        char wh[128];
+        snprintf(wh, sizeof wh, c->fmt, (long long)d0, (long long)d1, (long long)d2, c->f0name[f0], bf);
+        c->cmp(wh, o, nx, f0, bf);
+        free(x); free(y); free(o[0]); free(o[1]);
+    }
+}
+/* c: an x2_case named as the op it runs */
+#define RUN_X2(c, shapes) run_x2(&(c), (op_x2[2]){g_be[0]->c, g_be[1]->c}, shapes, sizeof shapes / sizeof *shapes)
+static void cmp_gate_mul(const char *wh, float *const o[2], int64_t n, int act, int bf) {
+    (void)act;
+    if (bf) close_bf16_ulps(wh, o[0], o[1], n, TOL_BF16_STEP_ULPS);
+    else close_elem(wh, o[0], o[1], n, 2 * TOL_TRANSC, 0);
+}
+static void cmp_conv(const char *wh, float *const o[2], int64_t n, int silu, int bf) {
+    (void)bf;
+    if (silu) close_elem(wh, o[0], o[1], n, 2 * TOL_TRANSC, 0);
+    else same_floats(wh, o[0], o[1], n);
+}
 static void case_gdn(void) {
+    static const x2_case gate_mul = {"gate_mul", "gate_mul %lldx%lld gate cols %lld act %s bf16 %d", {"sigmoid", "silu"},
+                                     2.0f, 4.0f, 0, cmp_gate_mul};
     static const int64_t gshapes[][3] = {{5, 64, 64}, {7, 33, 1}, {3, 48, 3}, {0, 16, 16}, {130, 1024, 1}};
-    for (size_t s2 = 0; s2 < 4 * sizeof gshapes / sizeof *gshapes; s2++) {
-        const int64_t R = gshapes[s2 / 4][0], C = gshapes[s2 / 4][1], G = gshapes[s2 / 4][2];
-        const int act = (int)(s2 & 1), bf = (int)((s2 >> 1) & 1);
-        float *x = rnd_floats(R * C, 2.0f), *g = rnd_floats(R * G, 4.0f), *o[2];
-        BOTH(be) {
-            nd_err e = {0};
-            void *dx = dev_put(be, x, R * C * 4), *dg = dev_put(be, g, R * G * 4), *dout = dev_poisoned(be, R * C * 4);
-            op_rc(be, "gate_mul", g_be[be]->gate_mul(g_be[be], dx, dg, R, C, G, act, bf, dout, &e), &e);
-            o[be] = dev_get(be, dout, R * C * 4);
-            dev_free(be, dx); dev_free(be, dg); dev_free(be, dout);
-        }
-        char wh[128];
-        snprintf(wh, sizeof wh, "gate_mul %lldx%lld gate cols %lld act %s bf16 %d", (long long)R, (long long)C,
-                 (long long)G, act ? "silu" : "sigmoid", bf);
-        if (bf) close_bf16_ulps(wh, o[0], o[1], R * C, TOL_BF16_STEP_ULPS);
-        else close_elem(wh, o[0], o[1], R * C, 2 * TOL_TRANSC, 0);
-        free(x); free(g); free(o[0]); free(o[1]);
-    }
+    RUN_X2(gate_mul, gshapes);
+    static const x2_case causal_conv1d = {"causal_conv1d", "causal_conv1d t=%lld c=%lld kernel=%lld silu %s bf16 %d",
+                                          {"0", "1"}, 1.0f, 0.5f, 1, cmp_conv};
     static const int64_t cshapes[][3] = {{1, 5, 4}, {17, 33, 4}, {64, 8192, 4}, {9, 16, 1}, {3, 7, 5}, {0, 8, 4}};
-    for (size_t s2 = 0; s2 < 4 * sizeof cshapes / sizeof *cshapes; s2++) {
-        const int64_t T = cshapes[s2 / 4][0], C = cshapes[s2 / 4][1], K = cshapes[s2 / 4][2];
-        const int silu = (int)(s2 & 1), bf = (int)((s2 >> 1) & 1);
-        float *x = rnd_floats(T * C, 1.0f), *w = rnd_floats(C * K, 0.5f), *o[2];
-        BOTH(be) {
-            nd_err e = {0};
-            void *dx = dev_put(be, x, T * C * 4), *dw = dev_put(be, w, C * K * 4), *dout = dev_poisoned(be, T * C * 4);
-            op_rc(be, "causal_conv1d", g_be[be]->causal_conv1d(g_be[be], dx, dw, T, C, K, silu, bf, dout, &e), &e);
-            o[be] = dev_get(be, dout, T * C * 4);
-            dev_free(be, dx); dev_free(be, dw); dev_free(be, dout);
-        }
-        char wh[128];
-        snprintf(wh, sizeof wh, "causal_conv1d t=%lld c=%lld kernel=%lld silu %d bf16 %d", (long long)T, (long long)C,
-                 (long long)K, silu, bf);
-        if (silu) close_elem(wh, o[0], o[1], T * C, 2 * TOL_TRANSC, 0);
-        else same_floats(wh, o[0], o[1], T * C);
-        free(x); free(w); free(o[0]); free(o[1]);
-    }
+    RUN_X2(causal_conv1d, cshapes);
     /* t, nk, nv, dk, dv */
     static const int64_t dshapes[][5] = {{1, 1, 1, 4, 4}, {7, 2, 4, 16, 16}, {5, 1, 3, 17, 33}, {33, 2, 4, 128, 128},
                                          {64, 16, 32, 128, 128}, {0, 1, 1, 8, 8}};
