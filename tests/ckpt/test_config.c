@@ -117,23 +117,22 @@ int main(void) {
     v4(dir);
     llama_defaults(dir);
     const char *base = "\"model_type\": \"x\", \"vocab_size\": 8, \"num_hidden_layers\": 1, \"num_attention_heads\": 2";
+    /* base plus each of these, and the key the message must name */
+    static const struct { const char *extra, *key; } cases[] = {
+        {", \"hidden_size\": \"4096\"", "hidden_size"},
+        {"", "hidden_size"},
+        {", \"hidden_size\": 64, \"rms_norm_eps\": \"small\"", "rms_norm_eps"},
+        {", \"hidden_size\": 64, \"layer_types\": [1, 2]", "layer_types"},
+        {", \"hidden_size\": 64, \"rope_scaling\": {\"factor\": \"big\"}", "rope_scaling.factor"},
+        {", \"hidden_size\": 64, \"n_routed_experts\": -4", "n_routed_experts"},
+        {", \"hidden_size\": 64, \"norm_topk_prob\": \"yes\"", "norm_topk_prob"},
+        {", \"hidden_size\": 64, \"head_dim\": 1.5", "head_dim"},
+    };
     char buf[1024];
-    snprintf(buf, sizeof buf, "{%s, \"hidden_size\": \"4096\"}", base);
-    bad(dir, buf, "hidden_size");
-    snprintf(buf, sizeof buf, "{%s}", base);
-    bad(dir, buf, "hidden_size");
-    snprintf(buf, sizeof buf, "{%s, \"hidden_size\": 64, \"rms_norm_eps\": \"small\"}", base);
-    bad(dir, buf, "rms_norm_eps");
-    snprintf(buf, sizeof buf, "{%s, \"hidden_size\": 64, \"layer_types\": [1, 2]}", base);
-    bad(dir, buf, "layer_types");
-    snprintf(buf, sizeof buf, "{%s, \"hidden_size\": 64, \"rope_scaling\": {\"factor\": \"big\"}}", base);
-    bad(dir, buf, "rope_scaling.factor");
-    snprintf(buf, sizeof buf, "{%s, \"hidden_size\": 64, \"n_routed_experts\": -4}", base);
-    bad(dir, buf, "n_routed_experts");
-    snprintf(buf, sizeof buf, "{%s, \"hidden_size\": 64, \"norm_topk_prob\": \"yes\"}", base);
-    bad(dir, buf, "norm_topk_prob");
-    snprintf(buf, sizeof buf, "{%s, \"hidden_size\": 64, \"head_dim\": 1.5}", base);
-    bad(dir, buf, "head_dim");
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(buf, sizeof buf, "{%s%s}", base, cases[i].extra);
+        bad(dir, buf, cases[i].key);
+    }
     bad(dir, "{\"model_type\": \"x\",", "not valid JSON");
     bad(dir, "[1, 2]", "not a JSON object");
     fx_rmrf(dir);
