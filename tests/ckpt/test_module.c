@@ -24,6 +24,29 @@ static nd_ckpt *open_ok(const char *dir) {
     return c;
 }
 
+/* the fixture x written (fx_end) and opened from dir (open_ok), and the format it names checked; NULL when
+ * either failed */
+static nd_ckpt *end_open_as(fx *x, const char *dir, const char *format) {
+    if (fx_end(x)) return NULL;
+    nd_ckpt *c = open_ok(dir);
+    if (c) CHECK(strcmp(nd_ckpt_format_str(c), format) == 0, "%s", nd_ckpt_format_str(c));
+    return c;
+}
+
+/* module name of c bound into m (a failure names it); 0 when bound */
+static int bind_ok(nd_ckpt *c, const char *name, nd_module *m) {
+    nd_err e = {0};
+    const int rc = nd_ckpt_module(c, name, m, &e);
+    CHECK(rc == 0, "%s: %s", name, e.msg);
+    return rc;
+}
+
+/* bind_ok, and the module's weight format checked */
+static void bind_as(nd_ckpt *c, const char *name, nd_module *m, nd_wfmt wfmt) {
+    bind_ok(c, name, m);
+    CHECK_EQ_INT(m->wfmt, wfmt);
+}
+
 static void ct(const char *dir) {
     fx_config(dir, CT_Q);
     fx x;
@@ -53,16 +76,12 @@ static void ct(const char *dir) {
     b = fx_alloc(&x, 64 * sizeof(float));
     b[3] = 0.5f;
     fx_add(&x, "lm_head.bias", ND_DT_F32, 1, &one, b);
-    if (fx_end(&x)) return;
-
-    nd_ckpt *c = open_ok(dir);
+    nd_ckpt *c = end_open_as(&x, dir, "compressed-tensors");
     if (!c) return;
-    CHECK(strcmp(nd_ckpt_format_str(c), "compressed-tensors") == 0, "%s", nd_ckpt_format_str(c));
     CHECK_EQ_INT(nd_ckpt_format(c), ND_CKPT_COMPRESSED_TENSORS);
     nd_module m;
     nd_err e = {0};
-    CHECK(nd_ckpt_module(c, "model.layers.0.mlp.experts.0.gate_proj", &m, &e) == 0, "%s", e.msg);
-    CHECK_EQ_INT(m.wfmt, ND_WF_NVFP4);
+    bind_as(c, "model.layers.0.mlp.experts.0.gate_proj", &m, ND_WF_NVFP4);
     CHECK_EQ_INT(m.conv, ND_CONV_CT);
     CHECK_EQ_INT(m.out_features, 32);
     CHECK_EQ_INT(m.in_features, 64);
@@ -73,24 +92,22 @@ static void ct(const char *dir) {
     CHECK(m.weight && strcmp(m.weight->name, "model.layers.0.mlp.experts.0.gate_proj.weight_packed") == 0, "weight");
     CHECK(m.weight_scale && m.weight_scale->dtype == ND_DT_F8_E4M3, "weight_scale");
 
-    CHECK(nd_ckpt_module(c, "model.layers.0.self_attn.q_a_proj", &m, &e) == 0, "%s", e.msg);
+    bind_ok(c, "model.layers.0.self_attn.q_a_proj", &m);
     CHECK_EQ_INT(m.act_quant, 0);   /* matched by the W4A16 "Linear" group */
-    CHECK(nd_ckpt_module(c, "model.layers.0.self_attn.kv_proj", &m, &e) == 0, "%s", e.msg);
+    bind_ok(c, "model.layers.0.self_attn.kv_proj", &m);
     CHECK(m.input_global == NULL && isnan(m.input_global_mult), "absent input scale: %g", m.input_global_mult);
 
-    CHECK(nd_ckpt_module(c, "model.layers.0.self_attn.o_a_proj", &m, &e) == 0, "%s", e.msg);
-    CHECK_EQ_INT(m.wfmt, ND_WF_FP8);
+    bind_as(c, "model.layers.0.self_attn.o_a_proj", &m, ND_WF_FP8);
     CHECK_EQ_INT(m.fp8_scale_kind, ND_FP8_SCALE_BLOCK_F32);
     CHECK_EQ_INT(m.bn, 64);
     CHECK_EQ_INT(m.bk, 32);
     CHECK_EQ_INT(m.conv, ND_CONV_CT);
 
-    CHECK(nd_ckpt_module(c, "model.layers.0.mlp.shared_experts.down_proj", &m, &e) == 0, "%s", e.msg);
+    bind_ok(c, "model.layers.0.mlp.shared_experts.down_proj", &m);
     CHECK_EQ_INT(m.n_shards, 2);
     CHECK(m.weight_global_div == 200.0f, "max over shards %g", m.weight_global_div);
 
-    CHECK(nd_ckpt_module(c, "lm_head", &m, &e) == 0, "%s", e.msg);
-    CHECK_EQ_INT(m.wfmt, ND_WF_DENSE);
+    bind_as(c, "lm_head", &m, ND_WF_DENSE);
     CHECK(m.bias && nd_tview_get_f32(m.bias, 3) == 0.5f, "bias");
     CHECK_EQ_INT(nd_ckpt_module_ignored(c, "lm_head"), 1);
     CHECK_EQ_INT(nd_ckpt_module_ignored(c, "model.layers.0.mlp.gate"), 1);
@@ -132,28 +149,22 @@ static void modelopt(const char *dir) {
     fx_fp8_e8m0(&x, "layers.0.attn.wq_a", 256, 128);
     fx_mxfp4(&x, "mtp.0.ffn.experts.0.w1", 32, 64);
     fx_dense(&x, "head", 64, 64);
-    if (fx_end(&x)) return;
-    nd_ckpt *c = open_ok(dir);
+    nd_ckpt *c = end_open_as(&x, dir, "modelopt");
     if (!c) return;
-    CHECK(strcmp(nd_ckpt_format_str(c), "modelopt") == 0, "%s", nd_ckpt_format_str(c));
     nd_module m;
-    nd_err e = {0};
-    CHECK(nd_ckpt_module(c, "layers.0.ffn.experts.0.w1", &m, &e) == 0, "%s", e.msg);
-    CHECK_EQ_INT(m.wfmt, ND_WF_NVFP4);
+    bind_as(c, "layers.0.ffn.experts.0.w1", &m, ND_WF_NVFP4);
     CHECK_EQ_INT(m.conv, ND_CONV_MODELOPT);
     CHECK(m.weight_global_div == 4.0f, "div %g (1/weight_scale_2)", m.weight_global_div);
     CHECK(m.input_global_mult == 2.0f, "mult %g (1/input_scale)", m.input_global_mult);
     CHECK_EQ_INT(m.act_quant, 1);
-    CHECK(nd_ckpt_module(c, "layers.0.ffn.experts.0.w3", &m, &e) == 0, "W4A4 without input scale: %s", e.msg);
+    bind_ok(c, "layers.0.ffn.experts.0.w3", &m); /* W4A4 without an input scale */
     CHECK_EQ_INT(m.act_quant, 1);
     CHECK(isnan(m.input_global_mult), "mult %g", m.input_global_mult);
-    CHECK(nd_ckpt_module(c, "layers.0.attn.wq_a", &m, &e) == 0, "%s", e.msg);
-    CHECK_EQ_INT(m.wfmt, ND_WF_FP8);
+    bind_as(c, "layers.0.attn.wq_a", &m, ND_WF_FP8);
     CHECK_EQ_INT(m.fp8_scale_kind, ND_FP8_SCALE_BLOCK_E8M0);
     CHECK_EQ_INT(m.bn, 128);
     CHECK_EQ_INT(m.conv, ND_CONV_DEEPSEEK);
-    CHECK(nd_ckpt_module(c, "mtp.0.ffn.experts.0.w1", &m, &e) == 0, "%s", e.msg);
-    CHECK_EQ_INT(m.wfmt, ND_WF_MXFP4);
+    bind_as(c, "mtp.0.ffn.experts.0.w1", &m, ND_WF_MXFP4);
     CHECK_EQ_INT(m.in_features, 64);
     CHECK_EQ_INT(nd_ckpt_module_ignored(c, "layers.0.ffn.experts.0.w1"), 0);
     CHECK_EQ_INT(nd_ckpt_module_ignored(c, "layers.0.attn.wq_a"), 1);
@@ -179,19 +190,16 @@ static void deepseek_fp8(const char *dir) {
         fx_add(&x, "tens.weight", ND_DT_F8_E4M3, 2, sh, w2);
         fx_f32(&x, "tens.weight_scale", 0, &one);
     }
-    if (fx_end(&x)) return;
-    nd_ckpt *c = open_ok(dir);
+    nd_ckpt *c = end_open_as(&x, dir, "fp8");
     if (!c) return;
-    CHECK(strcmp(nd_ckpt_format_str(c), "fp8") == 0, "%s", nd_ckpt_format_str(c));
     nd_module m;
-    nd_err e = {0};
-    CHECK(nd_ckpt_module(c, "model.layers.0.self_attn.q_b_proj", &m, &e) == 0, "%s", e.msg);
+    bind_ok(c, "model.layers.0.self_attn.q_b_proj", &m);
     CHECK_EQ_INT(m.fp8_scale_kind, ND_FP8_SCALE_BLOCK_F32);
     CHECK_EQ_INT(m.conv, ND_CONV_DEEPSEEK);
     CHECK(m.weight_scale && m.weight_scale->shape[0] == 3 && m.weight_scale->shape[1] == 2, "block shape");
-    CHECK(nd_ckpt_module(c, "chan", &m, &e) == 0, "%s", e.msg);
+    bind_ok(c, "chan", &m);
     CHECK_EQ_INT(m.fp8_scale_kind, ND_FP8_SCALE_CHANNEL);
-    CHECK(nd_ckpt_module(c, "tens", &m, &e) == 0, "%s", e.msg);
+    bind_ok(c, "tens", &m);
     CHECK_EQ_INT(m.fp8_scale_kind, ND_FP8_SCALE_TENSOR);
     nd_ckpt_close(c);
 }
@@ -229,7 +237,7 @@ static void sharded(const char *dir) {
     CHECK_EQ_INT(nd_ckpt_count(c), 5);
     nd_module m;
     nd_err e = {0};
-    CHECK(nd_ckpt_module(c, "m", &m, &e) == 0, "%s", e.msg);
+    bind_ok(c, "m", &m);
     CHECK(m.weight && strstr(m.weight->file, "00001") && m.weight_scale && strstr(m.weight_scale->file, "00002"), "files");
     CHECK(m.weight_global_div == 64.0f && m.input_global_mult == 500.0f, "scales %g %g", m.weight_global_div, m.input_global_mult);
     CHECK_EQ_INT(m.act_quant, 1); /* no config: an input scale means W4A4 */
@@ -244,67 +252,40 @@ static void sharded(const char *dir) {
     nd_ckpt_close(c);
 }
 
-/* One broken module: binding must be bad input naming the tensor (and its file when it exists). */
-static void bind_error(const char *dir, void (*make)(fx *), const char *tensor, const char *what) {
+/* One broken module "m" (its tensors zero-filled): binding must be bad input naming the tensor (and its
+ * file when it exists) and what is wrong. */
+typedef struct bad_tensor { const char *name; nd_dtype dt; int ndim; int64_t shape[2]; } bad_tensor;
+typedef struct bad_module { const char *tensor, *what; bad_tensor t[3]; } bad_module;
+static const bad_module g_bad[] = {
+    {"m.weight_scale", "do not match", {{"m.weight_packed", ND_DT_U8, 2, {16, 16}}, {"m.weight_scale", ND_DT_F8_E4M3, 2, {16, 3}}}},
+    {"m.weight_scale", "wrong dtype", {{"m.weight_packed", ND_DT_U8, 2, {16, 16}}, {"m.weight_scale", ND_DT_F32, 2, {16, 2}}}},
+    {"m.weight_scale", "missing tensor", {{"m.weight_packed", ND_DT_U8, 2, {16, 16}}}},
+    {"m.weight_global_scale", "wrong shape", {{"m.weight_packed", ND_DT_U8, 2, {16, 16}},
+        {"m.weight_scale", ND_DT_F8_E4M3, 2, {16, 2}}, {"m.weight_global_scale", ND_DT_F32, 2, {2, 2}}}},
+    {"m.weight_global_scale", "not a float type", {{"m.weight_packed", ND_DT_U8, 2, {16, 16}},
+        {"m.weight_scale", ND_DT_F8_E4M3, 2, {16, 2}}, {"m.weight_global_scale", ND_DT_I32, 1, {1}}}},
+    {"m.bias", "bias does not match", {{"m.weight", ND_DT_BF16, 2, {4, 8}}, {"m.bias", ND_DT_F32, 1, {5}}}},
+    {"m.weight_scale_inv", "do not match", {{"m.weight", ND_DT_F8_E4M3, 2, {200, 64}}, {"m.weight_scale_inv", ND_DT_F32, 2, {1, 1}}}},
+    {"m.scale", "do not match", {{"m.weight", ND_DT_U8, 2, {16, 32}}, {"m.scale", ND_DT_F8_E8M0, 2, {16, 4}}}},
+    {"m.weight_packed", "multiple of 16", {{"m.weight_packed", ND_DT_U8, 2, {4, 12}}, {"m.weight_scale", ND_DT_F8_E4M3, 2, {4, 1}}}},
+};
+static void bind_error(const char *dir, const bad_module *b) {
     fx_config(dir, NULL);
     fx x;
     if (fx_begin(&x, dir, "model.safetensors")) return;
-    make(&x);
+    for (const bad_tensor *t = b->t; t < b->t + 3 && t->name; t++) {
+        size_t bytes = nd_dtype_size(t->dt);
+        for (int d = 0; d < t->ndim; d++) bytes *= (size_t)t->shape[d];
+        fx_add(&x, t->name, t->dt, t->ndim, t->shape, fx_alloc(&x, bytes));
+    }
     if (fx_end(&x)) return;
     nd_ckpt *c = open_ok(dir);
     if (!c) return;
     nd_module m;
     nd_err e = {0};
-    CHECK(nd_ckpt_module(c, "m", &m, &e) == ND_EXIT_BADINPUT, "%s: bound", what);
-    CHECK(strstr(e.msg, tensor) && strstr(e.msg, what), "%s: message: %s", what, e.msg);
+    CHECK(nd_ckpt_module(c, "m", &m, &e) == ND_EXIT_BADINPUT, "%s: bound", b->what);
+    CHECK(strstr(e.msg, b->tensor) && strstr(e.msg, b->what), "%s: message: %s", b->what, e.msg);
     nd_ckpt_close(c);
-}
-
-static void mk_scale_shape(fx *x) {
-    int64_t sh[2] = {16, 16}, ss[2] = {16, 3};
-    fx_add(x, "m.weight_packed", ND_DT_U8, 2, sh, fx_alloc(x, 256));
-    fx_add(x, "m.weight_scale", ND_DT_F8_E4M3, 2, ss, fx_alloc(x, 48));
-}
-static void mk_scale_dtype(fx *x) {
-    int64_t sh[2] = {16, 16}, ss[2] = {16, 2};
-    fx_add(x, "m.weight_packed", ND_DT_U8, 2, sh, fx_alloc(x, 256));
-    fx_add(x, "m.weight_scale", ND_DT_F32, 2, ss, fx_alloc(x, 128));
-}
-static void mk_no_scale(fx *x) {
-    int64_t sh[2] = {16, 16};
-    fx_add(x, "m.weight_packed", ND_DT_U8, 2, sh, fx_alloc(x, 256));
-}
-static void mk_global_shape(fx *x) {
-    int64_t sh[2] = {16, 16}, ss[2] = {16, 2}, gs[2] = {2, 2};
-    fx_add(x, "m.weight_packed", ND_DT_U8, 2, sh, fx_alloc(x, 256));
-    fx_add(x, "m.weight_scale", ND_DT_F8_E4M3, 2, ss, fx_alloc(x, 32));
-    fx_add(x, "m.weight_global_scale", ND_DT_F32, 2, gs, fx_alloc(x, 16));
-}
-static void mk_global_dtype(fx *x) {
-    int64_t sh[2] = {16, 16}, ss[2] = {16, 2}, gs[1] = {1};
-    fx_add(x, "m.weight_packed", ND_DT_U8, 2, sh, fx_alloc(x, 256));
-    fx_add(x, "m.weight_scale", ND_DT_F8_E4M3, 2, ss, fx_alloc(x, 32));
-    fx_add(x, "m.weight_global_scale", ND_DT_I32, 1, gs, fx_alloc(x, 4));
-}
-static void mk_bias(fx *x) {
-    int64_t b = 5;
-    fx_dense(x, "m", 4, 8);
-    fx_add(x, "m.bias", ND_DT_F32, 1, &b, fx_alloc(x, 20));
-}
-static void mk_fp8_scale(fx *x) {
-    int64_t sh[2] = {200, 64}, ss[2] = {1, 1};
-    fx_add(x, "m.weight", ND_DT_F8_E4M3, 2, sh, fx_alloc(x, 200 * 64));
-    fx_add(x, "m.weight_scale_inv", ND_DT_F32, 2, ss, fx_alloc(x, 4));
-}
-static void mk_mx_scale(fx *x) {
-    int64_t sh[2] = {16, 32}, ss[2] = {16, 4};
-    fx_add(x, "m.weight", ND_DT_U8, 2, sh, fx_alloc(x, 512));
-    fx_add(x, "m.scale", ND_DT_F8_E8M0, 2, ss, fx_alloc(x, 64));
-}
-static void mk_odd_k(fx *x) {
-    int64_t sh[2] = {4, 12}, ss[2] = {4, 1};
-    fx_add(x, "m.weight_packed", ND_DT_U8, 2, sh, fx_alloc(x, 48));
-    fx_add(x, "m.weight_scale", ND_DT_F8_E4M3, 2, ss, fx_alloc(x, 4));
 }
 
 /* gpt-oss's fused MXFP4 experts (quant_method mxfp4) as per-expert views, and compressed-tensors'
@@ -325,10 +306,8 @@ static void mxfp4_layouts(const char *dir) {
     fx_add(&x, "model.layers.0.mlp.experts.gate_up_proj_scales", ND_DT_U8, 3, ss, scales);
     fx_add(&x, "model.layers.0.mlp.experts.gate_up_proj_bias", ND_DT_BF16, 2, sbias, bias);
     fx_dense(&x, "model.layers.0.self_attn.q_proj", 64, 64);
-    if (fx_end(&x)) return;
-    nd_ckpt *c = open_ok(dir);
+    nd_ckpt *c = end_open_as(&x, dir, "mxfp4");
     if (!c) return;
-    CHECK(strcmp(nd_ckpt_format_str(c), "mxfp4") == 0, "%s", nd_ckpt_format_str(c));
     CHECK_EQ_INT((int)nd_ckpt_count(c), 4); /* the stored tensors only, not the views */
     int found = 0;
     for (size_t i = 0; i < nd_ckpt_module_count(c); i++)
@@ -338,8 +317,7 @@ static void mxfp4_layouts(const char *dir) {
     CHECK_EQ_INT(nd_ckpt_has_module(c, "model.layers.0.mlp.experts.3.gate_up_proj"), 0);
     nd_module m;
     nd_err e = {0};
-    CHECK(nd_ckpt_module(c, "model.layers.0.mlp.experts.1.gate_up_proj", &m, &e) == 0, "%s", e.msg);
-    CHECK_EQ_INT(m.wfmt, ND_WF_MXFP4);
+    bind_as(c, "model.layers.0.mlp.experts.1.gate_up_proj", &m, ND_WF_MXFP4);
     CHECK_EQ_INT(m.out_features, N);
     CHECK_EQ_INT(m.in_features, K);
     CHECK_EQ_INT(m.act_quant, 0);
@@ -400,8 +378,7 @@ static void mxfp4_layouts(const char *dir) {
     fx_add(&x, "model.layers.0.mlp.down_proj.weight_scale", ND_DT_U8, 2, sc2, ex);
     if (fx_end(&x)) return;
     if (!(c = open_ok(dir))) return;
-    CHECK(nd_ckpt_module(c, "model.layers.0.mlp.down_proj", &m, &e) == 0, "%s", e.msg);
-    CHECK_EQ_INT(m.wfmt, ND_WF_MXFP4);
+    bind_as(c, "model.layers.0.mlp.down_proj", &m, ND_WF_MXFP4);
     CHECK_EQ_INT(m.conv, ND_CONV_CT);
     CHECK_EQ_INT(m.in_features, K);
     CHECK_EQ_INT(m.act_quant, 1);
@@ -419,15 +396,7 @@ int main(void) {
     sharded(dirs[3]);
     mxfp4_layouts(dirs[5]);
     snprintf(dir, sizeof dir, "%s", dirs[4]);
-    bind_error(dir, mk_scale_shape, "m.weight_scale", "do not match");
-    bind_error(dir, mk_scale_dtype, "m.weight_scale", "wrong dtype");
-    bind_error(dir, mk_no_scale, "m.weight_scale", "missing tensor");
-    bind_error(dir, mk_global_shape, "m.weight_global_scale", "wrong shape");
-    bind_error(dir, mk_global_dtype, "m.weight_global_scale", "not a float type");
-    bind_error(dir, mk_bias, "m.bias", "bias does not match");
-    bind_error(dir, mk_fp8_scale, "m.weight_scale_inv", "do not match");
-    bind_error(dir, mk_mx_scale, "m.scale", "do not match");
-    bind_error(dir, mk_odd_k, "m.weight_packed", "multiple of 16");
+    for (size_t i = 0; i < sizeof g_bad / sizeof *g_bad; i++) bind_error(dir, &g_bad[i]);
     for (int i = 0; i < 6; i++) fx_rmrf(dirs[i]);
     return nd_test_report("test_module");
 }
