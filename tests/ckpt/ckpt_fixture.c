@@ -97,29 +97,30 @@ static uint8_t *e4m3_scales(fx *x, int64_t n, int64_t k, uint8_t top) {
     return s;
 }
 
-static void nvfp4(fx *x, const char *path, int64_t n, int64_t k, const char *wname, uint8_t top) {
+/* An NVFP4 module under a format's names: names[0] the packed codes, weight_scale the block scales,
+ * names[1] the global scale wg and, when ig is given, names[2] the input scale *ig (both of shape [1]
+ * when gdim is 1, scalars when 0). */
+static void nvfp4(fx *x, const char *path, int64_t n, int64_t k, uint8_t top, const char *const names[3], int gdim,
+                  float wg, const float *ig) {
     char nm[512];
     int64_t sh[2] = {n, k / 2}, ss[2] = {n, k / 16};
-    name2(nm, sizeof nm, path, wname);
+    name2(nm, sizeof nm, path, names[0]);
     fx_add(x, nm, ND_DT_U8, 2, sh, codes(x, n, k));
     name2(nm, sizeof nm, path, "weight_scale");
     fx_add(x, nm, ND_DT_F8_E4M3, 2, ss, e4m3_scales(x, n, k, top));
+    name2(nm, sizeof nm, path, names[1]);
+    fx_f32(x, nm, gdim, &wg);
+    if (ig) { name2(nm, sizeof nm, path, names[2]); fx_f32(x, nm, gdim, ig); }
 }
 
 void fx_nvfp4_ct(fx *x, const char *path, int64_t n, int64_t k, float wg, const float *ig, uint8_t top) {
-    char nm[512];
-    nvfp4(x, path, n, k, "weight_packed", top);
-    name2(nm, sizeof nm, path, "weight_global_scale");
-    fx_f32(x, nm, 1, &wg);
-    if (ig) { name2(nm, sizeof nm, path, "input_global_scale"); fx_f32(x, nm, 1, ig); }
+    static const char *const names[3] = {"weight_packed", "weight_global_scale", "input_global_scale"};
+    nvfp4(x, path, n, k, top, names, 1, wg, ig);
 }
 
 void fx_nvfp4_mo(fx *x, const char *path, int64_t n, int64_t k, float ws2, const float *is, uint8_t top) {
-    char nm[512];
-    nvfp4(x, path, n, k, "weight", top);
-    name2(nm, sizeof nm, path, "weight_scale_2");
-    fx_f32(x, nm, 0, &ws2);
-    if (is) { name2(nm, sizeof nm, path, "input_scale"); fx_f32(x, nm, 0, is); }
+    static const char *const names[3] = {"weight", "weight_scale_2", "input_scale"};
+    nvfp4(x, path, n, k, top, names, 0, ws2, is);
 }
 
 static void fp8_weight(fx *x, const char *path, int64_t n, int64_t k) {
