@@ -26,9 +26,9 @@ int nd_backend_cpu_create(nd_backend **out, nd_err *e) {
     b->upload = nd_cpu_upload;
     b->download = nd_cpu_download;
     b->copy = nd_cpu_copy;
-#define ND_CPU_SET(name, params) b->name = nd_cpu_##name;
-    ND_BACKEND_OPS(ND_CPU_SET)
-#undef ND_CPU_SET
+#define ND_OP_IMPL(name) nd_cpu_##name
+    ND_BACKEND_ALL_OPS(ND_BACKEND_SET_OP) /* the reference: every op, every dtype the list declares */
+#undef ND_OP_IMPL
     b->sync = nd_cpu_sync;
     b->flush_results = cpu_flush_results;
     *out = b;

@@ -41,8 +41,11 @@ int nd_cpu_dequant_mxfp4(nd_backend *b, const uint8_t *packed, const uint8_t *sf
 
 int nd_cpu_dequant_fp8(nd_backend *b, const uint8_t *w, const void *scale, int scale_kind, int bn,
                        int bk, int64_t rows, int64_t k, float *out, nd_err *e) {
-    (void)b;
     const char *op = "dequant_fp8";
+    if (scale_kind < ND_FP8_SCALE_TENSOR || scale_kind > ND_FP8_SCALE_BLOCK_E8M0)
+        return nd_fail(e, ND_EXIT_INTERNAL, "cpu: %s: unknown scale kind %d", op, scale_kind);
+    ND_TRY(nd_backend_require(b, ND_OP_dequant_fp8,
+                              ND_ODT_E4M3 | (scale_kind == ND_FP8_SCALE_BLOCK_E8M0 ? ND_ODT_E8M0 : ND_ODT_F32), e));
     ND_CPU_SIZES(e, op, rows, k);
     ND_CPU_REQUIRE(rows * k == 0 || (w && scale && out), e, op, "NULL buffer");
     const float *sf32 = (const float *)scale;
@@ -73,7 +76,7 @@ int nd_cpu_dequant_fp8(nd_backend *b, const uint8_t *w, const void *scale, int s
 }
 
 int nd_cpu_to_f32(nd_backend *b, const void *src, nd_dtype dt, int64_t n, float *out, nd_err *e) {
-    (void)b;
+    ND_TRY(nd_backend_require_dt(b, ND_OP_to_f32, dt, e)); /* F32, BF16, F16 (backend.h) */
     const char *op = "to_f32";
     ND_CPU_SIZES(e, op, n);
     ND_CPU_REQUIRE(n == 0 || (src && out), e, op, "NULL buffer");

@@ -94,7 +94,8 @@ void nd_cpu_gemm_strided(const float *x, int64_t ldx, const float *w, int64_t ld
 
 int nd_cpu_gemm(nd_backend *b, const float *x, const float *w, float *y, int64_t m, int64_t n,
                 int64_t k, float alpha, int bf16_exact, nd_err *e) {
-    (void)b; (void)bf16_exact;   /* the CPU always multiplies in FP32 */
+    /* the CPU always multiplies in FP32: BF16-exact operands give the same products */
+    if (bf16_exact) ND_TRY(nd_backend_require(b, ND_OP_gemm, ND_ODT_BF16, e));
     const char *op = "gemm";
     ND_CPU_SIZES(e, op, m, n);
     ND_CPU_SIZES(e, op, m, k);
@@ -107,7 +108,7 @@ int nd_cpu_gemm(nd_backend *b, const float *x, const float *w, float *y, int64_t
 
 int nd_cpu_gemm_grouped(nd_backend *b, const float *x, const float *w, float *y, int64_t m,
                         int64_t groups, int64_t n, int64_t k, float alpha, int bf16_exact, nd_err *e) {
-    (void)b; (void)bf16_exact;
+    if (bf16_exact) ND_TRY(nd_backend_require(b, ND_OP_gemm_grouped, ND_ODT_BF16, e));
     const char *op = "gemm_grouped";
     ND_CPU_SIZES(e, op, m, groups, n);
     ND_CPU_SIZES(e, op, m, groups, k);

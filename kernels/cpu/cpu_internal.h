@@ -56,9 +56,9 @@ int nd_cpu_sync(nd_backend *b, nd_err *e);
 
 /* comparison probe: cpu_compare.c */
 
-/* every compute op of kernels/backend.h's ND_BACKEND_OPS, as nd_cpu_<name> */
-#define ND_CPU_DECL(name, params) int nd_cpu_##name params;
-ND_BACKEND_OPS(ND_CPU_DECL)
+/* every compute op of kernels/backend.h's ND_BACKEND_ALL_OPS, as nd_cpu_<name> */
+#define ND_CPU_DECL(name, dtypes, params) int nd_cpu_##name params;
+ND_BACKEND_ALL_OPS(ND_CPU_DECL)
 #undef ND_CPU_DECL
 
 #endif

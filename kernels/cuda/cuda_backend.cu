@@ -204,9 +204,9 @@ extern "C" int nd_backend_cuda_create(nd_backend **out, int device, nd_err *e) {
     b->copy = cu_copy;
     b->sync = cu_sync;
     b->flush_results = nd_cuda_flush_results;
-#define ND_CUDA_SET(name, params) b->name = nd_cuda_##name;
-    ND_BACKEND_OPS(ND_CUDA_SET)
-#undef ND_CUDA_SET
+#define ND_OP_IMPL(name) nd_cuda_##name
+    ND_BACKEND_ALL_OPS(ND_BACKEND_SET_OP) /* every op and every dtype the list declares, as the CPU */
+#undef ND_OP_IMPL
     *out = b;
     return 0;
 }

@@ -104,9 +104,9 @@ extern "C" int nd_cuda_flush_results(nd_backend *b, nd_err *e);
 /* cuda_moe.cu */
 /* cuda_compare.cu */
 
-/* every compute op of kernels/backend.h's ND_BACKEND_OPS, as nd_cuda_<name> */
-#define ND_CUDA_DECL(name, params) int nd_cuda_##name params;
-ND_BACKEND_OPS(ND_CUDA_DECL)
+/* every compute op of kernels/backend.h's ND_BACKEND_ALL_OPS, as nd_cuda_<name> */
+#define ND_CUDA_DECL(name, dtypes, params) int nd_cuda_##name params;
+ND_BACKEND_ALL_OPS(ND_CUDA_DECL)
 #undef ND_CUDA_DECL
 
 /* Max and sum of v over the whole block (blockDim.x a multiple of 32; red: blockDim.x / 32 floats

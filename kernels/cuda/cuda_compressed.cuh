@@ -1,5 +1,5 @@
 /* cuda_compressed.cuh — the CUDA backend's DeepSeek-V4 compressed-attention ops (cuda_compress.cu,
- * cuda_indexer.cu); declared with every op by ND_BACKEND_OPS (backend.h), where their contracts are, references in kernels/cpu/cpu_compress.c and
+ * cuda_indexer.cu); declared with the family ops by ND_BACKEND_FAMILY_OPS (backend.h), where their contracts are, references in kernels/cpu/cpu_compress.c and
  * kernels/cpu/cpu_indexer.c. */
 #ifndef ND_CUDA_COMPRESSED_CUH
 #define ND_CUDA_COMPRESSED_CUH

@@ -107,6 +107,8 @@ int nd_cuda_dequant_fp8(nd_backend *b, const uint8_t *w, const void *scale, int 
                         int64_t rows, int64_t k, float *out, nd_err *e) {
     if (scale_kind < ND_FP8_SCALE_TENSOR || scale_kind > ND_FP8_SCALE_BLOCK_E8M0)
         return nd_fail(e, ND_EXIT_INTERNAL, "cuda: dequant_fp8: unknown scale kind %d", scale_kind);
+    ND_TRY(nd_backend_require(b, ND_OP_dequant_fp8,
+                              ND_ODT_E4M3 | (scale_kind == ND_FP8_SCALE_BLOCK_E8M0 ? ND_ODT_E8M0 : ND_ODT_F32), e));
     if ((scale_kind == ND_FP8_SCALE_BLOCK_F32 || scale_kind == ND_FP8_SCALE_BLOCK_E8M0) && (bn <= 0 || bk <= 0))
         return nd_fail(e, ND_EXIT_INTERNAL, "cuda: dequant_fp8: block sizes %d x %d are not positive", bn, bk);
     const int64_t total = rows * k;
@@ -126,8 +128,7 @@ __global__ void to_f32_kernel(const void *__restrict__ src, int dt, int64_t n, f
 }
 
 int nd_cuda_to_f32(nd_backend *b, const void *src, nd_dtype dt, int64_t n, float *out, nd_err *e) {
-    if (dt != ND_DT_BF16 && dt != ND_DT_F16 && dt != ND_DT_F32)
-        return nd_fail(e, ND_EXIT_INTERNAL, "cuda: to_f32: unsupported dtype %d", (int)dt);
+    ND_TRY(nd_backend_require_dt(b, ND_OP_to_f32, dt, e)); /* F32, BF16, F16 (backend.h) */
     if (n == 0) return 0;
     if (dt == ND_DT_F32) {
         if (src == (const void *)out) return 0;

@@ -66,7 +66,8 @@ int nd_tensor_f32(nd_run *r, const nd_tview *t, float **out, nd_err *e) {
     *out = r->be->alloc(r->be, (size_t)(t->numel ? t->numel : 1) * sizeof(float), e);
     if (!*out) return e->code;
     int rc;
-    if (t->dtype == ND_DT_F32 || t->dtype == ND_DT_BF16 || t->dtype == ND_DT_F16) {
+    /* the dtype comes from the checkpoint: one the backend's to_f32 does not read is bad input */
+    if (nd_backend_supports(r->be, ND_OP_to_f32, nd_op_dtype_of(t->dtype))) {
         void *raw;
         rc = upload_raw(r, t, &raw, e);
         if (!rc) {
@@ -74,8 +75,10 @@ int nd_tensor_f32(nd_run *r, const nd_tview *t, float **out, nd_err *e) {
             r->be->release(r->be, raw);
         }
     } else {
-        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: tensor %s has dtype %s, expected F32, BF16 or F16", t->file, t->name,
-                     nd_dtype_str(t->dtype));
+        char can[64];
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: tensor %s has dtype %s; the %s backend reads %s", t->file, t->name,
+                     nd_dtype_str(t->dtype), r->be->name,
+                     nd_op_dtypes_str(nd_backend_op_dtypes(r->be, ND_OP_to_f32), ", ", can, sizeof can));
     }
     if (rc) { r->be->release(r->be, *out); *out = NULL; }
     return rc;

@@ -1322,18 +1322,110 @@ static void case_gdn(void) {
     }
 }
 
-typedef struct test_case { const char *name; void (*fn)(void); } test_case;
+/* name: the ops a case runs, joined by '+'; dtypes: for each of them, in the same order and joined
+ * by '+', the dtypes (backend_dtype.h names, ',' between) the case gives that op. Every (op, dtype)
+ * pair backend.h declares needs a case, and a case naming a pair its op does not declare is stale
+ * (both checked before the CUDA skip). NULL: the case runs no op of its own (deferred_results). */
+typedef struct test_case { const char *name; void (*fn)(void); const char *dtypes; } test_case;
 static const test_case g_cases[] = {
-    {"copy2d", case_copy2d}, {"dequant_nvfp4", case_dequant_nvfp4}, {"dequant_mxfp4", case_dequant_mxfp4}, {"dequant_fp8", case_dequant_fp8},
-    {"to_f32", case_to_f32}, {"quant_nvfp4", case_quant_nvfp4}, {"quant_mxfp4", case_quant_mxfp4}, {"fake_quant_fp8", case_fake_quant_fp8},
-    {"kv_fp8", case_kv_fp8},
-    {"swizzle_sf+unswizzle_sf", case_swizzle}, {"gemm+gemm_grouped", case_gemm},
-    {"round_bf16+cast_f16_scale+add+add_bias+swiglu+rmsnorm", case_elementwise}, {"swiglu_oai", case_swiglu_oai}, {"rope", case_rope}, {"attention", case_attention},
-    {"hc_pre+hc_post+hc_head", case_hc}, {"router_topk", case_router}, {"gather_rows+scatter_add_rows", case_moe_rows},
-    {"compare", case_compare}, {"deferred_results", case_deferred_results}, {"compress_pool", case_compress_pool}, {"indexer_topk", case_indexer},
-    {"attention_compressed", case_attention_compressed},
-    {"gate_mul+causal_conv1d+gated_delta_rule", case_gdn},
+    {"copy2d", case_copy2d, "f32"}, {"dequant_nvfp4", case_dequant_nvfp4, "nvfp4,f32"},
+    {"dequant_mxfp4", case_dequant_mxfp4, "mxfp4,f32"},
+    {"dequant_fp8", case_dequant_fp8, "fp8_e4m3,f32,ue8m0"}, /* scale kinds tensor, channel, block f32, block e8m0 */
+    {"to_f32", case_to_f32, "bf16,f16,f32"}, {"quant_nvfp4", case_quant_nvfp4, "f32,nvfp4"},
+    {"quant_mxfp4", case_quant_mxfp4, "f32,mxfp4"}, {"fake_quant_fp8", case_fake_quant_fp8, "f32,fp8_e4m3"},
+    {"kv_fp8", case_kv_fp8, "f32,fp8_e4m3"},
+    {"swizzle_sf+unswizzle_sf", case_swizzle, "fp8_e4m3+fp8_e4m3"},
+    {"gemm+gemm_grouped", case_gemm, "f32,bf16+f32,bf16"}, /* bf16: bf16_exact = 1 */
+    {"round_bf16+cast_f16_scale+add+add_bias+swiglu+rmsnorm", case_elementwise, "f32+f32+f32+f32+f32+f32"},
+    {"swiglu_oai", case_swiglu_oai, "f32"}, {"rope", case_rope, "f32"}, {"attention", case_attention, "f32"},
+    {"hc_pre+hc_post+hc_head", case_hc, "f32+f32+f32"}, {"router_topk", case_router, "f32,i32"},
+    {"gather_rows+scatter_add_rows", case_moe_rows, "f32+f32"},
+    {"compare", case_compare, "f32"}, {"deferred_results", case_deferred_results, NULL},
+    {"compress_pool", case_compress_pool, "f32"}, {"indexer_topk", case_indexer, "f32,i32"},
+    {"attention_compressed", case_attention_compressed, "f32,i32"},
+    {"gate_mul+causal_conv1d+gated_delta_rule", case_gdn, "f32+f32+f32"},
 };
+
+static int declared_pairs(void) {
+    int n = 0;
+    for (int i = 0; i < nd_backend_op_count(); i++)
+        for (int bit = 0; bit < ND_ODT_BIT_COUNT; bit++) n += (nd_backend_op_declared(i) >> bit) & 1;
+    return n;
+}
+/* The length of the k-th '+'-separated part of s and where it starts; 0 when there is none. */
+static size_t plus_part(const char *s, int k, const char **at) {
+    for (int i = 0; s && i < k; i++) {
+        s += strcspn(s, "+");
+        if (!*s) return 0;
+        s++;
+    }
+    *at = s;
+    return s ? strcspn(s, "+") : 0;
+}
+/* 1 if the list [p, p+len) of ','-separated names holds name */
+static int list_has(const char *p, size_t len, const char *name) {
+    const size_t nl = strlen(name);
+    for (const char *end = p + len; p < end; p += strcspn(p, ",+") + 1) {
+        size_t w = strcspn(p, ",+");
+        if (p + w > end) w = (size_t)(end - p);
+        if (w == nl && !strncmp(p, name, nl)) return 1;
+        if (p + w >= end) break;
+    }
+    return 0;
+}
+/* The (op, dtype) pairs: every one backend.h declares has a case; every one a case names is declared
+ * (the dtype known, the op's part present). Returns the number of faults, each printed. */
+static int check_dtype_cases(size_t ncases) {
+    int bad = 0;
+    for (int i = 0; i < nd_backend_op_count(); i++)
+        for (int bit = 0; bit < ND_ODT_BIT_COUNT; bit++) {
+            if (!(nd_backend_op_declared(i) & (1u << bit))) continue;
+            int found = 0;
+            for (size_t c = 0; c < ncases && !found; c++)
+                for (int k = 0; !found && g_cases[c].dtypes; k++) {
+                    const char *op, *dts;
+                    const size_t ol = plus_part(g_cases[c].name, k, &op);
+                    if (!ol) break;
+                    const size_t dl = plus_part(g_cases[c].dtypes, k, &dts);
+                    found = ol == strlen(nd_backend_op_name(i)) && !strncmp(op, nd_backend_op_name(i), ol) &&
+                            list_has(dts, dl, nd_op_dtype_name(bit));
+                }
+            if (!found) {
+                fprintf(stderr, "test_backend_ops: op %s declares dtype %s with no cross-backend case\n",
+                        nd_backend_op_name(i), nd_op_dtype_name(bit));
+                bad++;
+            }
+        }
+    for (size_t c = 0; c < ncases; c++)
+        for (int k = 0; g_cases[c].dtypes; k++) {
+            const char *op, *dts;
+            const size_t ol = plus_part(g_cases[c].name, k, &op), dl = plus_part(g_cases[c].dtypes, k, &dts);
+            if (!ol && !dl) break;
+            char name[64];
+            snprintf(name, sizeof name, "%.*s", (int)ol, ol ? op : "");
+            const int idx = nd_backend_op_index(name);
+            if (!ol || !dl || idx < 0) {
+                fprintf(stderr, "test_backend_ops: case %s: part %d (%s) has %s\n", g_cases[c].name, k, name,
+                        !ol ? "dtypes but no op" : !dl ? "no dtypes" : "no such op");
+                bad++;
+                if (!ol || !dl) break;
+                continue;
+            }
+            for (const char *p = dts; p < dts + dl; p += strcspn(p, ",+") + 1) {
+                const size_t w = strcspn(p, ",+");
+                int bit = 0;
+                while (bit < ND_ODT_BIT_COUNT && !(strlen(nd_op_dtype_name(bit)) == w && !strncmp(p, nd_op_dtype_name(bit), w)))
+                    bit++;
+                if (bit == ND_ODT_BIT_COUNT || !(nd_backend_op_declared(idx) & (1u << bit))) {
+                    fprintf(stderr, "test_backend_ops: case %s names %.*s for %s, which %s\n", g_cases[c].name, (int)w, p,
+                            name, bit == ND_ODT_BIT_COUNT ? "is no dtype" : "it does not declare (stale)");
+                    bad++;
+                }
+                if (p + w >= dts + dl) break;
+            }
+        }
+    return bad;
+}
 
 int main(void) {
     const char *env = getenv("ND_TEST_SEED");
@@ -1355,6 +1447,7 @@ int main(void) {
                 found = strcspn(p, "+") == len && !strncmp(p, op, len);
         if (!found) { fprintf(stderr, "test_backend_ops: op %s has no cross-backend case\n", op); uncovered++; }
     }
+    uncovered += check_dtype_cases(ncases);
     nd_err e = {0};
     if (nd_backend_cpu_create(&g_be[0], &e)) {
         fprintf(stderr, "cpu backend: %s\n", e.msg);
@@ -1362,7 +1455,15 @@ int main(void) {
     }
     for (int i = 0; i < nd_backend_op_count(); i++)
         if (!nd_backend_has_op(g_be[0], i)) { fprintf(stderr, "test_backend_ops: the CPU backend lacks %s\n", nd_backend_op_name(i)); uncovered++; }
-    printf("test_backend_ops: %d ops, %d without a case or a CPU implementation\n", nd_backend_op_count(), uncovered);
+        else if (nd_backend_op_dtypes(g_be[0], i) != nd_backend_op_declared(i)) { /* the reference supports all */
+            char got[96], want[96];
+            fprintf(stderr, "test_backend_ops: the CPU backend supports %s for %s, backend.h declares %s\n",
+                    nd_op_dtypes_str(nd_backend_op_dtypes(g_be[0], i), ",", got, sizeof got), nd_backend_op_name(i),
+                    nd_op_dtypes_str(nd_backend_op_declared(i), ",", want, sizeof want));
+            uncovered++;
+        }
+    printf("test_backend_ops: %d ops, %d (op, dtype) pairs, %d without a case or a CPU implementation\n",
+           nd_backend_op_count(), declared_pairs(), uncovered);
     if (uncovered) { g_be[0]->destroy(g_be[0]); return 1; }
     if (!nd_backend_cuda_available() || nd_backend_cuda_create(&g_be[1], 0, &e)) {
         for (size_t i = 0; i < ncases; i++) printf("  SKIP cuda %-32s (%s)\n", g_cases[i].name,
@@ -1373,6 +1474,11 @@ int main(void) {
     printf("cuda device: %s\n", g_be[1]->device);
     for (int i = 0; i < nd_backend_op_count(); i++)
         CHECK(nd_backend_has_op(g_be[1], i), "the CUDA backend lacks %s", nd_backend_op_name(i));
+    /* CUDA supports the same (op, dtype) pairs as the CPU; a pair it lacks would be listed here with why */
+    for (int i = 0; i < nd_backend_op_count(); i++)
+        CHECK(nd_backend_op_dtypes(g_be[1], i) == nd_backend_op_dtypes(g_be[0], i),
+              "the CUDA backend supports dtypes 0x%x for %s, the CPU 0x%x", nd_backend_op_dtypes(g_be[1], i),
+              nd_backend_op_name(i), nd_backend_op_dtypes(g_be[0], i));
     const char *only = getenv("ND_TEST_ONLY"); /* run only the cases whose name contains it */
     for (size_t i = 0; i < ncases; i++) {
         if (only && !strstr(g_cases[i].name, only)) continue;

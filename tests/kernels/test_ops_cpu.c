@@ -441,6 +441,31 @@ static void test_dequant(void) {
     }
     CHECK_EQ_INT(bad, 0);
     CHECK(be->to_f32(be, h, ND_DT_I8, 4, out, &e) == ND_EXIT_INTERNAL, "unsupported dtype rejected");
+    CHECK(!strncmp(e.msg, "cpu: op to_f32 does not support dtype #", 39), "%s", e.msg);
+    /* the CPU supports what backend.h declares and no more; a backend that does not declare a dtype
+     * refuses it by name (nd_backend_require), whatever its code could do */
+    CHECK(nd_backend_supports(be, ND_OP_to_f32, ND_ODT_BF16 | ND_ODT_F16 | ND_ODT_F32), "to_f32 declares bf16, f16, f32");
+    CHECK(!nd_backend_supports(be, ND_OP_to_f32, ND_ODT_E4M3) && !nd_backend_supports(be, ND_OP_gemm, ND_ODT_NVFP4),
+          "undeclared dtypes are not supported");
+    CHECK(nd_backend_supports(be, ND_OP_dequant_fp8, ND_ODT_E4M3 | ND_ODT_E8M0), "dequant_fp8 declares e4m3, ue8m0");
+    const unsigned keep_cvt = be->op_dtypes[ND_OP_to_f32], keep_fp8 = be->op_dtypes[ND_OP_dequant_fp8],
+                   keep_gemm = be->op_dtypes[ND_OP_gemm];
+    be->op_dtypes[ND_OP_to_f32] &= ~(unsigned)ND_ODT_BF16;
+    CHECK(be->to_f32(be, h, ND_DT_BF16, 64, out, &e) == ND_EXIT_INTERNAL, "bf16 refused once undeclared");
+    CHECK(!strcmp(e.msg, "cpu: op to_f32 does not support bf16"), "%s", e.msg);
+    CHECK_EQ_INT(be->to_f32(be, h, ND_DT_F16, 64, out, &e), 0);
+    be->op_dtypes[ND_OP_dequant_fp8] &= ~(unsigned)ND_ODT_E8M0;
+    CHECK(be->dequant_fp8(be, w8, se8, ND_FP8_SCALE_BLOCK_E8M0, 3, 5, fr, fk, out, &e) == ND_EXIT_INTERNAL,
+          "e8m0 scales refused once undeclared");
+    CHECK(!strcmp(e.msg, "cpu: op dequant_fp8 does not support ue8m0"), "%s", e.msg);
+    CHECK_EQ_INT(be->dequant_fp8(be, w8, sbl, ND_FP8_SCALE_BLOCK_F32, 3, 5, fr, fk, out, &e), 0);
+    be->op_dtypes[ND_OP_gemm] &= ~(unsigned)ND_ODT_BF16;
+    CHECK(be->gemm(be, out, out + 16, out + 32, 2, 2, 4, 1.0f, 1, &e) == ND_EXIT_INTERNAL, "bf16_exact refused once undeclared");
+    CHECK(!strcmp(e.msg, "cpu: op gemm does not support bf16"), "%s", e.msg);
+    CHECK_EQ_INT(be->gemm(be, out, out + 16, out + 32, 2, 2, 4, 1.0f, 0, &e), 0);
+    be->op_dtypes[ND_OP_to_f32] = keep_cvt;
+    be->op_dtypes[ND_OP_dequant_fp8] = keep_fp8;
+    be->op_dtypes[ND_OP_gemm] = keep_gemm;
 }
 
 /* MXFP4 block-scale rules on blocks worked out by hand (docs/formats.md):
