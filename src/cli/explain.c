@@ -6,6 +6,7 @@
 #include "util/suggest.h"
 #include "diagnose/catalogue.h"
 #include "pipeline/op_desc.h"
+#include "backend.h"
 
 static const char *usage_text =
     "usage: nvfp4dbg explain CODE | --all [--markdown]\n"
@@ -14,7 +15,8 @@ static const char *usage_text =
     "Says what a cause code means, what proves it (the repair the diagnosis replays on the\n"
     "stage, or a static fact) and what to do next. --all lists every code; --markdown prints\n"
     "the same as docs/causes.md. --ops lists the recipe ops and their attributes instead (every\n"
-    "recipe is checked against them; --markdown prints docs/ops.md).\n"
+    "recipe is checked against them), then the backend ops they run with the element types each\n"
+    "supports and the model families that need it; --markdown prints docs/ops.md.\n"
     "\n"
     "example: nvfp4dbg explain scale_inverted\n";
 
@@ -46,6 +48,33 @@ static void op_text(const nd_op_desc *o, int md) {
     printf("\n");
 }
 
+/* The backend op table (kernels/backend.h): every op with the element types both backends support,
+ * generic ops first, then the family ones with the recipes that need them. */
+static void backend_ops(int md) {
+    char dts[128];
+    if (md)
+        printf("# Backend ops\n\nGenerated with the recipe ops above from kernels/backend.h (`ND_BACKEND_OPS`, the generic\n"
+               "ops, and `ND_BACKEND_FAMILY_OPS`, the ones only one model family uses). The recipe ops run these on\n"
+               "the chosen backend. The CPU backend (the reference) and CUDA each support every op with the element\n"
+               "types listed; tests/backend/test_backend_ops.c has a cross-backend case for each (op, type) pair. An\n"
+               "op called with a type its backend does not declare fails with `<backend>: op <name> does not support\n"
+               "<type>` (exit 3); a checkpoint tensor of a type the backend does not read is exit 2 naming the file\n"
+               "and the tensor.\n\n| op | element types | needed by |\n|---|---|---|\n");
+    else printf("backend ops (kernels/backend.h; CPU and CUDA support each with these element types)\n");
+    for (int fam = 0; fam < 2; fam++)
+        for (int i = 0; i < nd_backend_op_count(); i++) {
+            const char *f = nd_backend_op_family(i);
+            if (!f != !fam) continue;
+            nd_op_dtypes_str(nd_backend_op_declared(i), md ? ", " : ",", dts, sizeof dts);
+            if (md) printf("| `%s` | %s | %s%s |\n", nd_backend_op_name(i), dts, f ? "recipes " : "any recipe", f ? f : "");
+            else if (f) printf("  %-22s %-26s family: %s\n", nd_backend_op_name(i), dts, f);
+            else printf("  %-22s %s\n", nd_backend_op_name(i), dts);
+        }
+    printf(md ? "\nElement types:\n\n" : "\nelement types\n");
+    for (int bit = 0; bit < ND_ODT_BIT_COUNT; bit++)
+        printf(md ? "- `%s`: %s.\n" : "  %-10s %s\n", nd_op_dtype_name(bit), nd_op_dtype_meaning(bit));
+}
+
 static int explain_ops(const char *only, int md) {
     int n, nc;
     const nd_op_desc *ops = nd_op_descs(&n);
@@ -65,7 +94,7 @@ static int explain_ops(const char *only, int md) {
             op_text(&ops[i], md);
             if (only) return 0;
         }
-    if (!only) return 0;
+    if (!only) { backend_ops(md); return 0; }
     fprintf(stderr, "nvfp4dbg: explain: unknown op '%s'; known:", only);
     for (int i = 0; i < n; i++) fprintf(stderr, " %s", ops[i].name);
     fprintf(stderr, "\n");

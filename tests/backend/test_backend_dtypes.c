@@ -37,6 +37,16 @@ static void test_table(void) {
     const char *hc = nd_backend_op_family(ND_OP_hc_pre), *gd = nd_backend_op_family(ND_OP_gated_delta_rule);
     CHECK(hc && !strcmp(hc, "deepseek_v4"), "hc_pre: %s", hc ? hc : "(generic)");
     CHECK(gd && strstr(gd, "qwen3_next"), "gated_delta_rule: %s", gd ? gd : "(generic)");
+    /* the recipes a family op names are recipes/<stem>.yaml files */
+    const char *dir = getenv("NVFP4DBG_RECIPES");
+    for (int i = 0; dir && i < nd_backend_op_count(); i++)
+        for (const char *f = nd_backend_op_family(i); f && *f; f += strcspn(f, " "), f += *f == ' ') {
+            char path[512];
+            snprintf(path, sizeof path, "%s/%.*s.yaml", dir, (int)strcspn(f, " "), f);
+            FILE *fp = fopen(path, "r");
+            CHECK(fp != NULL, "op %s names recipe %s, which does not exist", nd_backend_op_name(i), path);
+            if (fp) fclose(fp);
+        }
     CHECK_EQ_INT(nd_backend_op_index("no_such_op"), -1);
     CHECK_EQ_INT(nd_backend_op_declared(ND_OP_COUNT), 0);
 }
