@@ -2,6 +2,7 @@
 #include "recipe.h"
 #include <yaml.h>
 #include "recipe/yaml_doc.h"
+#include "recipe/recipe_synth.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +162,7 @@ static int parse_root(yctx *y, nd_recipe *r) {
         } else if (!strcmp(k, "prologue")) ND_TRY(parse_stages(y, vn, &r->prologue, &r->n_prologue));
         else if (!strcmp(k, "layer")) ND_TRY(parse_stages(y, vn, &r->layer, &r->n_layer));
         else if (!strcmp(k, "epilogue")) ND_TRY(parse_stages(y, vn, &r->epilogue, &r->n_epilogue));
+        else if (!strcmp(k, "synth")) ND_TRY(nd_recipe_synth_parse(y->d, vn, &r->synth));
         else {
             char msg[128];
             snprintf(msg, sizeof msg, "unknown key '%.60s'", k);
@@ -284,6 +286,7 @@ void nd_recipe_free(nd_recipe *r) {
     free(r->prologue);
     free(r->layer);
     free(r->epilogue);
+    nd_recipe_synth_free(r->synth);
     free(r);
 }
 

@@ -64,6 +64,7 @@ typedef struct nd_recipe {
     int n_namings;
     nd_stage_def *prologue, *layer, *epilogue;
     int n_prologue, n_layer, n_epilogue;
+    struct nd_synth_spec *synth;        /* the `synth:` section (recipe_synth.h); NULL when none */
 } nd_recipe;
 
 /* Load a recipe by file path or by name (searched in $NVFP4DBG_RECIPES, the installed recipes

@@ -11,10 +11,10 @@
 #ifndef ND_SYNTH_H
 #define ND_SYNTH_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "util/err.h"
 
-typedef enum nd_synth_family { ND_SYNTH_DEEPSEEK_V4 = 0, ND_SYNTH_LLAMA, ND_SYNTH_DEEPSEEK_V3 } nd_synth_family;
 typedef enum nd_synth_size { ND_SYNTH_TINY = 0, ND_SYNTH_SMALL, ND_SYNTH_FULL } nd_synth_size;
 typedef enum nd_synth_format { ND_SYNTH_CT = 0, ND_SYNTH_MODELOPT } nd_synth_format;
 
@@ -28,7 +28,7 @@ typedef int (*nd_synth_calib_fn)(void *calib_user, const char *ckpt_dir, const c
 
 typedef struct nd_synth_opts {
     const char *outdir;
-    const char *recipe;         /* "deepseek_v4", "llama", "deepseek_v3" */
+    const char *recipe;         /* a recipe with a `synth:` section (nd_synth_recipe_names), or its file */
     nd_synth_size size;
     nd_synth_format format;
     uint64_t seed;
@@ -47,8 +47,12 @@ typedef struct nd_synth_opts {
     int force;                  /* replace an earlier synth output in outdir (synth_outdir.h) */
 } nd_synth_opts;
 
-/* Recipe name -> family; 0, or 2 with a message listing the known names. */
-int nd_synth_family_from_name(const char *name, nd_synth_family *out, nd_err *e);
+struct nd_recipe;
+/* Load the recipe NAME (or file) that synth builds: one with a `synth:` section (deepseek_v4 also
+ * without: synth_v4.c). 0, or 2 naming the recipes synth knows. */
+int nd_synth_recipe_load(const char *name, struct nd_recipe **out, nd_err *e);
+/* The names of the recipes synth knows, ", "-separated and sorted, into buf. */
+void nd_synth_recipe_names(char *buf, size_t cap);
 int nd_synth_size_from_name(const char *name, nd_synth_size *out, nd_err *e);
 int nd_synth_format_from_name(const char *name, nd_synth_format *out, nd_err *e);
 

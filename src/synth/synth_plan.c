@@ -9,6 +9,7 @@
 #include "numerics/nd_numerics.h"
 #include "synth/synth_plan.h"
 #include "synth/synth_rng.h"
+#include "recipe/recipe.h"
 
 void sy_plan_free(sy_plan *pl) {
     free(pl->p);
@@ -209,20 +210,20 @@ long sy_find_module(const sy_plan *pl, const char *module) {
     return -1;
 }
 
-int sy_build(sy_plan *pl, nd_synth_family fam, nd_synth_size size, int layers, nd_err *e) {
-    return sy_build_ex(pl, fam, size, layers, 0, e);
+int sy_build(sy_plan *pl, const char *recipe, nd_synth_size size, int layers, nd_err *e) {
+    return sy_build_ex(pl, recipe, size, layers, 0, e);
 }
 
-int sy_build_ex(sy_plan *pl, nd_synth_family fam, nd_synth_size size, int layers, int experts, nd_err *e) {
+int sy_build_ex(sy_plan *pl, const char *recipe, nd_synth_size size, int layers, int experts, nd_err *e) {
     memset(pl, 0, sizeof *pl);
-    pl->fam = fam;
-    if (experts > 0 && fam != ND_SYNTH_DEEPSEEK_V4)
-        return nd_fail(e, ND_EXIT_BADINPUT, "synth: --experts is supported for deepseek_v4 only");
-    switch (fam) {
-    case ND_SYNTH_DEEPSEEK_V4: ND_TRY(sy_build_v4(pl, size, layers, experts, e)); break;
-    case ND_SYNTH_LLAMA: ND_TRY(sy_build_llama(pl, size, layers, e)); break;
-    case ND_SYNTH_DEEPSEEK_V3: ND_TRY(sy_build_v3(pl, size, layers, e)); break;
-    default: return nd_fail(e, ND_EXIT_INTERNAL, "synth: unknown family %d", (int)fam);
-    }
-    return sy_plan_ok(pl, e);
+    nd_recipe *r = NULL;
+    ND_TRY(nd_synth_recipe_load(recipe, &r, e));
+    int rc;
+    if (!r->synth && !strcmp(r->name, "deepseek_v4")) rc = sy_build_v4(pl, size, layers, experts, e);
+    else if (experts > 0) rc = nd_fail(e, ND_EXIT_BADINPUT, "synth: --experts is supported for deepseek_v4 only");
+    else rc = sy_build_recipe(pl, r, size, layers, e);
+    if (!rc && (strchr(recipe, '/') || strstr(recipe, ".yaml"))) /* calibration reads the same file */
+        snprintf(pl->recipe_name, sizeof pl->recipe_name, "%s", r->path);
+    nd_recipe_free(r);
+    return rc ? rc : sy_plan_ok(pl, e);
 }

@@ -1,6 +1,6 @@
 /* synth_plan.h — the list of tensors of a synthetic model (internal to src/synth).
  *
- * A family builder (synth_v4.c, synth_llama.c, synth_v3.c) turns a size into a plan: every tensor
+ * A family builder (synth_recipe.c from a recipe's `synth:` section; synth_v4.c) turns a size into a plan: every tensor
  * of the unquantized original in file order, how its values are drawn, and how the quantized
  * checkpoint stores it. Values are regenerated from (seed, name) whenever they are needed, so
  * the plan holds no weights. */
@@ -42,7 +42,6 @@ typedef struct sy_param {
 } sy_param;
 
 typedef struct sy_plan {
-    nd_synth_family fam;
     int n_layers;
     int64_t vocab;
     sy_param *p;
@@ -52,6 +51,9 @@ typedef struct sy_plan {
     const char *const *ct_ignore;     /* compressed-tensors "ignore" (NULL-terminated) */
     const char *const *mo_exclude;    /* ModelOpt "exclude_modules" (NULL-terminated) */
     const char *recipe;               /* recipe name handed to calibration */
+    char recipe_name[512];            /* storage for recipe and the lists (synth_recipe.c) */
+    char list_text[2][8][64];
+    const char *list_ptr[2][9];
 } sy_plan;
 
 void sy_plan_free(sy_plan *pl);
@@ -82,12 +84,14 @@ int sy_thread_count(void);
 void sy_generate(const sy_param *p, uint64_t seed, void *out);
 
 /* Family builders: fill the plan and its config for a size (layers 0: the size's default). */
+struct nd_recipe;
+int sy_build_recipe(sy_plan *pl, const struct nd_recipe *r, nd_synth_size size, int layers, nd_err *e);
 int sy_build_v4(sy_plan *pl, nd_synth_size size, int layers, int experts, nd_err *e);
-int sy_build_llama(sy_plan *pl, nd_synth_size size, int layers, nd_err *e);
-int sy_build_v3(sy_plan *pl, nd_synth_size size, int layers, nd_err *e);
-int sy_build(sy_plan *pl, nd_synth_family fam, nd_synth_size size, int layers, nd_err *e);
-/* The same with the routed-expert count overridden (experts > 0; DeepSeek families). */
-int sy_build_ex(sy_plan *pl, nd_synth_family fam, nd_synth_size size, int layers, int experts, nd_err *e);
+/* recipe: a recipe name or file with a `synth:` section (deepseek_v4: synth_v4.c while its recipe
+ * has none). 2 with the list of such recipes when it has none. */
+int sy_build(sy_plan *pl, const char *recipe, nd_synth_size size, int layers, nd_err *e);
+/* The same with the routed-expert count overridden (experts > 0; deepseek_v4). */
+int sy_build_ex(sy_plan *pl, const char *recipe, nd_synth_size size, int layers, int experts, nd_err *e);
 
 /* Module path without "model." ("layers.0.self_attn.q_a_proj", "lm_head"). */
 const char *sy_stage_name(const char *module_path);

@@ -17,7 +17,6 @@
 #include "util/suggest.h"
 #include "util/progress.h"
 
-static const char *const FAMILY_NAMES[] = {"deepseek_v4", "llama", "deepseek_v3"};
 static const char *const SIZE_NAMES[] = {"tiny", "small", "full"};
 static const char *const FORMAT_NAMES[] = {"compressed-tensors", "modelopt"};
 
@@ -34,12 +33,6 @@ static int pick(const char *what, const char *name, const char *const *names, in
     return nd_fail(e, ND_EXIT_BADINPUT, "synth: unknown %s '%s' (known: %s)", what, name ? name : "", list);
 }
 
-int nd_synth_family_from_name(const char *name, nd_synth_family *out, nd_err *e) {
-    int v;
-    ND_TRY(pick("recipe", name, FAMILY_NAMES, 3, &v, e));
-    *out = (nd_synth_family)v;
-    return 0;
-}
 int nd_synth_size_from_name(const char *name, nd_synth_size *out, nd_err *e) {
     int v;
     ND_TRY(pick("size", name, SIZE_NAMES, 3, &v, e));
@@ -128,9 +121,7 @@ static int write_one(sy_wctx *w, const char *dir, nd_err *e) {
 }
 
 int nd_synth_run(const nd_synth_opts *o, nd_err *e) {
-    nd_synth_family fam;
     if (!o->outdir || !o->outdir[0]) return nd_fail(e, ND_EXIT_BADINPUT, "synth: no output directory");
-    ND_TRY(nd_synth_family_from_name(o->recipe, &fam, e));
     if ((unsigned)o->size > ND_SYNTH_FULL) return nd_fail(e, ND_EXIT_BADINPUT, "synth: bad size");
     if ((unsigned)o->format > ND_SYNTH_MODELOPT) return nd_fail(e, ND_EXIT_BADINPUT, "synth: bad format");
     if (o->layers < 0 || o->layers > 64)
@@ -148,7 +139,7 @@ int nd_synth_run(const nd_synth_opts *o, nd_err *e) {
 
     sy_plan pl;
     sy_faults faults = {0};
-    int rc = sy_build_ex(&pl, fam, o->size, o->layers, o->experts, e);
+    int rc = sy_build_ex(&pl, o->recipe, o->size, o->layers, o->experts, e);
     if (!rc) rc = sy_faults_parse(&pl, o->injects, o->n_injects, &faults, e);
     if (!rc) rc = sy_outdir_prepare(outdir, o->force, e);
     nd_progress pg; /* three steps: the original, its calibration, the NVFP4 checkpoint */

@@ -22,7 +22,7 @@ static void shape(const sy_plan *pl, const char *name, int64_t d0, int64_t d1, s
 int main(void) {
     sy_plan pl;
     nd_err e = {0};
-    CHECK(sy_build(&pl, ND_SYNTH_DEEPSEEK_V4, ND_SYNTH_FULL, 0, &e) == 0, "%s", e.msg);
+    CHECK(sy_build(&pl, "deepseek_v4", ND_SYNTH_FULL, 0, &e) == 0, "%s", e.msg);
     CHECK(pl.n_layers == 1, "full V4 defaults to one layer");
     shape(&pl, "model.embed_tokens.weight", 129280, 7168, SY_Q_NONE);
     shape(&pl, "model.layers.0.attn_hc.fn", 24, 28672, SY_Q_NONE);
@@ -49,12 +49,12 @@ int main(void) {
           !strcmp(json_string_value(json_object_get(c, "model_type")), "deepseek_v4"), "V4 config keys");
     sy_plan_free(&pl);
 
-    CHECK(sy_build(&pl, ND_SYNTH_LLAMA, ND_SYNTH_FULL, 2, &e) == 0, "%s", e.msg);
+    CHECK(sy_build(&pl, "llama", ND_SYNTH_FULL, 2, &e) == 0, "%s", e.msg);
     shape(&pl, "model.layers.1.self_attn.k_proj.weight", 1024, 4096, SY_Q_NVFP4);
     shape(&pl, "model.layers.1.mlp.down_proj.weight", 4096, 14336, SY_Q_NVFP4);
     sy_plan_free(&pl);
 
-    CHECK(sy_build(&pl, ND_SYNTH_DEEPSEEK_V3, ND_SYNTH_FULL, 0, &e) == 0, "%s", e.msg);
+    CHECK(sy_build(&pl, "deepseek_v3", ND_SYNTH_FULL, 0, &e) == 0, "%s", e.msg);
     shape(&pl, "model.layers.0.mlp.gate_proj.weight", 18432, 7168, SY_Q_NVFP4);
     shape(&pl, "model.layers.1.self_attn.kv_a_proj_with_mqa.weight", 576, 7168, SY_Q_NVFP4);
     shape(&pl, "model.layers.1.self_attn.kv_b_proj.weight", 32768, 512, SY_Q_NVFP4);
