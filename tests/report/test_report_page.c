@@ -110,6 +110,15 @@ static nd_trace *synthetic(void) {
     return t;
 }
 
+/* synthetic()'s row of stage layers.L.kind in mode */
+static nd_row *row_of(nd_trace *t, int L, const char *kind, const char *mode) {
+    char name[256];
+    snprintf(name, sizeof name, "layers.%d.%s", L, kind);
+    for (int64_t i = 0; i < t->nrows; i++)
+        if (!strcmp(t->rows[i].name, name) && !strcmp(t->rows[i].mode, mode)) return &t->rows[i];
+    return NULL;
+}
+
 static nd_report_routing synthetic_routing(void) {
     nd_report_routing rt = {0};
     rt.n = NLAYERS;
@@ -143,15 +152,23 @@ static char *slice(const char *page, const char *open, const char *close) {
     return strndup(a, (size_t)(b - a));
 }
 
-static void test_page(void) {
-    nd_trace *t = synthetic();
-    nd_report_routing rt = synthetic_routing();
+/* The page as one string (with `against` when not NULL). */
+static char *page_of(const nd_trace *t, const nd_report_routing *rt, const char *name, const nd_report_against *ag) {
     char *page = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&page, &len);
     nd_err e = {0};
-    CHECK_EQ_INT(nd_report_html(f, t, &rt, "synthetic <60x30>.h5", NULL, &e), 0);
+    int rc = nd_report_html(f, t, rt, name, ag, &e);
     fclose(f);
+    CHECK_EQ_INT(rc, 0);
+    return page;
+}
+
+static void test_page(void) {
+    nd_trace *t = synthetic();
+    nd_report_routing rt = synthetic_routing();
+    char *page = page_of(t, &rt, "synthetic <60x30>.h5", NULL);
+    const size_t len = strlen(page);
     printf("page: %zu bytes for %lld rows\n", len, (long long)t->nrows);
     CHECK(len > 200000 && len < 3u * 1024 * 1024, "page size %zu outside (200 kB, 3 MB)", len);
     CHECK(!strncmp(page, "<!DOCTYPE html>", 15), "doctype");
@@ -273,12 +290,7 @@ static void test_clean_single_mode(void) {
     t->nrows = n;
     memset(&t->summary, 0, sizeof t->summary);
     snprintf(t->summary.status, sizeof t->summary.status, "ok");
-    char *page = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&page, &len);
-    nd_err e = {0};
-    CHECK_EQ_INT(nd_report_html(f, t, NULL, NULL, NULL, &e), 0);
-    fclose(f);
+    char *page = page_of(t, NULL, NULL, NULL);
     CHECK_EQ_INT(count(page, "<g class=\"mark\">"), 0);
     CHECK_EQ_INT(count(page, "<path class=\"chain\""), 0);
     CHECK_EQ_INT(count(page, "<path class=\"iso\""), 4);
@@ -289,10 +301,7 @@ static void test_clean_single_mode(void) {
     free(page);
     /* an unfinished run: the banner says so */
     t->has_summary = 0;
-    page = NULL;
-    f = open_memstream(&page, &len);
-    CHECK_EQ_INT(nd_report_html(f, t, NULL, NULL, NULL, &e), 0);
-    fclose(f);
+    page = page_of(t, NULL, NULL, NULL);
     CHECK(strstr(page, "<div class=\"banner incomplete\"") && strstr(page, "did not finish"), "incomplete banner");
     free(page);
     nd_trace_free(t);
@@ -303,12 +312,7 @@ static void test_captured_mode(void) {
     nd_trace *t = synthetic();
     for (int64_t i = 0; i < t->nrows; i++)
         if (!strcmp(t->rows[i].mode, "chained")) snprintf(t->rows[i].mode, sizeof t->rows[i].mode, "captured");
-    char *page = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&page, &len);
-    nd_err e = {0};
-    CHECK_EQ_INT(nd_report_html(f, t, NULL, NULL, NULL, &e), 0);
-    fclose(f);
+    char *page = page_of(t, NULL, NULL, NULL);
     CHECK_EQ_INT(count(page, "<path class=\"capt\" d=\"M"), 4);
     CHECK_EQ_INT(count(page, "<path class=\"chain\""), 0);
     CHECK_EQ_INT(count(page, "<path class=\"iso\" d=\"M"), 4);
@@ -318,18 +322,6 @@ static void test_captured_mode(void) {
     nd_trace_free(t);
 }
 
-
-/* The page as one string (with `against` when not NULL). */
-static char *page_of(const nd_trace *t, const nd_report_routing *rt, const char *name, const nd_report_against *ag) {
-    char *page = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&page, &len);
-    nd_err e = {0};
-    int rc = nd_report_html(f, t, rt, name, ag, &e);
-    fclose(f);
-    CHECK_EQ_INT(rc, 0);
-    return page;
-}
 
 static size_t offset(const char *page, const char *needle) {
     const char *p = strstr(page, needle);
@@ -511,13 +503,9 @@ static void test_against(void) {
  * verdict, the evidence and next command. */
 static void test_hostile_summary(void) {
     nd_trace *t = synthetic();
-    for (int64_t i = 0; i < t->nrows; i++) {
-        nd_row *r = &t->rows[i];
-        if (r->layer == 3 && strstr(r->name, "<script>") && !strcmp(r->mode, "isolated")) {
-            snprintf(r->verdict, sizeof r->verdict, "<b>bad</b>");
-            r->cosine = 0.5;
-        }
-    }
+    nd_row *r = row_of(t, 3, EVIL, "isolated");
+    snprintf(r->verdict, sizeof r->verdict, "<b>bad</b>");
+    r->cosine = 0.5;
     snprintf(t->summary.evidence, sizeof t->summary.evidence, "x <img src=y onerror=alert(3)>");
     snprintf(t->summary.next_command, sizeof t->summary.next_command, "nvfp4dbg trace '</code><script>' --override a=1");
     snprintf(t->summary.cause, sizeof t->summary.cause, "<i>c</i>");
@@ -545,11 +533,10 @@ static void test_hostile_summary(void) {
  * shown as measured. */
 static void test_all_zero(void) {
     nd_trace *t = synthetic();
-    for (int64_t i = 0; i < t->nrows; i++) {
-        nd_row *r = &t->rows[i];
-        if (strcmp(r->name, "layers.4.mlp.shared_experts.up_proj")) continue;
+    for (int md = 0; md < 2; md++) {
+        nd_row *r = row_of(t, 4, "mlp.shared_experts.up_proj", md ? "chained" : "isolated");
         r->ref_amax = 0;
-        r->prod_amax = !strcmp(r->mode, "chained") ? 0.5 : 0;
+        r->prod_amax = md ? 0.5 : 0;
         r->cosine = 1;
         r->rel_l2 = 0;
         r->sqnr_db = 200;
