@@ -190,30 +190,34 @@ static int num_ok(const char *v) {
 }
 
 static int check_stage(const nd_recipe *rc, const nd_stage_def *s, nd_err *e) {
+    /* the file and line a stage (an attribute) was written at: the recipe or one it extends */
+    const char *sf = nd_stage_file(rc, s);
     const nd_op_desc *op = nd_op_desc_find(s->op);
     if (!op) {
         const char *cands[sizeof OPS / sizeof OPS[0]];
         for (size_t i = 0; i < sizeof OPS / sizeof OPS[0]; i++) cands[i] = OPS[i].name;
         const char *best = nd_suggest(s->op, cands, sizeof OPS / sizeof OPS[0]);
         return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s: unknown op '%s'%s%s%s (nvfp4dbg explain --ops lists them)",
-                       rc->path, s->line, s->name, s->op, best ? " (did you mean '" : "", best ? best : "", best ? "'?)" : "");
+                       sf, s->line, s->name, s->op, best ? " (did you mean '" : "", best ? best : "", best ? "'?)" : "");
     }
     for (int i = 0; i < s->n_attrs; i++) {
         const char *k = s->attrs[i].key, *v = s->attrs[i].value;
+        const char *af = s->attrs[i].file ? s->attrs[i].file : sf;
+        const int al = s->attrs[i].file ? s->attrs[i].line : s->line;
         const nd_attr_desc *a = find_attr(op, k);
         if (!a) {
             const char *best = suggest(op, k);
-            return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s (op %s): unknown attribute '%s'%s%s%s", rc->path, s->line,
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s (op %s): unknown attribute '%s'%s%s%s", af, al,
                            s->name, s->op, k, best ? " (did you mean '" : "", best ? best : "", best ? "'?)" : "");
         }
         if ((a->kind == ND_AK_NUM || a->kind == ND_AK_FLAG) && !num_ok(v))
             return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s (op %s): attribute %s must be a number or a $config key, not '%s'",
-                           rc->path, s->line, s->name, s->op, k, v);
+                           af, al, s->name, s->op, k, v);
         if (a->kind == ND_AK_FLAG && v[0] != '$' && strcmp(v, "0") && strcmp(v, "1"))
-            return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s (op %s): attribute %s must be 0 or 1, not '%s'", rc->path,
-                           s->line, s->name, s->op, k, v);
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s (op %s): attribute %s must be 0 or 1, not '%s'", af,
+                           al, s->name, s->op, k, v);
         if (a->kind == ND_AK_TENSOR && !v[0])
-            return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s (op %s): attribute %s names no tensor", rc->path, s->line,
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s (op %s): attribute %s names no tensor", af, al,
                            s->name, s->op, k);
     }
     for (int i = 0; i < ND_OP_MAX_ATTRS && op->attrs[i].name; i++) {
@@ -221,11 +225,11 @@ static int check_stage(const nd_recipe *rc, const nd_stage_def *s, nd_err *e) {
         int have = 0;
         for (int j = 0; j < s->n_attrs && !have; j++) have = !strcmp(s->attrs[j].key, op->attrs[i].name);
         if (!have)
-            return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s (op %s): needs attribute '%s' (%s)", rc->path, s->line,
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s (op %s): needs attribute '%s' (%s)", sf, s->line,
                            s->name, s->op, op->attrs[i].name, op->attrs[i].doc);
     }
     if (op->module && !s->module[0])
-        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s (op %s): needs 'module' (the checkpoint module it runs)", rc->path,
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s (op %s): needs 'module' (the checkpoint module it runs)", sf,
                        s->line, s->name, s->op);
     return 0;
 }

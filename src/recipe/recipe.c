@@ -3,6 +3,7 @@
 #include <yaml.h>
 #include "recipe/yaml_doc.h"
 #include "recipe/recipe_synth.h"
+#include "recipe/recipe_extends.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,13 +13,9 @@
 #include "util/infile.h"
 #include "util/suggest.h"
 
-/* the document is read through src/recipe/yaml_doc.h, the typed reader of every YAML file */
-typedef struct yctx {
-    yaml_document_t *doc;
-    const char *path;
-    nd_err *e;
-    nd_ydoc *d;
-} yctx;
+/* the document is read through src/recipe/yaml_doc.h, the typed reader of every YAML file; one
+ * file of the chain of recipes it extends at a time (recipe_extends.h) */
+typedef nd_rctx yctx;
 
 static yaml_node_t *node(yctx *y, int id) { return yaml_document_get_node(y->doc, id); }
 static const char *scalar(yaml_node_t *n) {
@@ -52,30 +49,40 @@ static int copy_list(yctx *y, yaml_node_t *n, char (*dst)[32], int cap, int *cou
     return 0;
 }
 
-static int parse_stage(yctx *y, yaml_node_t *n, nd_stage_def *s) {
+int nd_recipe_stage_key(yctx *y, nd_stage_def *s, yaml_node_t *kn, yaml_node_t *vn) {
+    const char *k = scalar(kn);
+    if (!k) return bad(y, kn, "stage keys must be strings");
+    if (!strcmp(k, "stage")) return copy_str(y, vn, s->name, sizeof s->name, k);
+    if (!strcmp(k, "op")) return copy_str(y, vn, s->op, sizeof s->op, k);
+    if (!strcmp(k, "module")) return copy_str(y, vn, s->module, sizeof s->module, k);
+    if (!strcmp(k, "when_has")) return copy_str(y, vn, s->when_has, sizeof s->when_has, k);
+    if (!strcmp(k, "when_missing")) return copy_str(y, vn, s->when_missing, sizeof s->when_missing, k);
+    if (!strcmp(k, "in")) return copy_list(y, vn, s->in, ND_RECIPE_MAX_IO, &s->n_in, k);
+    if (!strcmp(k, "out")) return copy_list(y, vn, s->out, ND_RECIPE_MAX_IO, &s->n_out, k);
+    /* everything else is an op attribute; one given again (an inherited stage's `set:`) replaces it */
+    nd_attr *a = NULL;
+    for (int i = 0; i < s->n_attrs && !a; i++)
+        if (!strcmp(s->attrs[i].key, k)) a = &s->attrs[i];
+    if (!a) {
+        if (s->n_attrs >= ND_RECIPE_MAX_ATTRS) return bad(y, kn, "too many attributes");
+        if (strlen(k) >= sizeof a->key) return bad(y, kn, "attribute name too long");
+        a = &s->attrs[s->n_attrs++];
+        strcpy(a->key, k);
+    }
+    a->file = y->path;
+    a->line = line_of(kn);
+    return copy_str(y, vn, a->value, sizeof a->value, k);
+}
+
+int nd_recipe_parse_stage(yctx *y, yaml_node_t *n, nd_stage_def *s) {
     memset(s, 0, sizeof *s);
     s->line = line_of(n);
+    s->file = y->path;
     if (n->type != YAML_MAPPING_NODE) return bad(y, n, "a stage must be a mapping");
-    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
-        yaml_node_t *kn = node(y, p->key), *vn = node(y, p->value);
-        const char *k = scalar(kn);
-        if (!k) return bad(y, kn, "stage keys must be strings");
-        if (!strcmp(k, "stage")) ND_TRY(copy_str(y, vn, s->name, sizeof s->name, k));
-        else if (!strcmp(k, "op")) ND_TRY(copy_str(y, vn, s->op, sizeof s->op, k));
-        else if (!strcmp(k, "module")) ND_TRY(copy_str(y, vn, s->module, sizeof s->module, k));
-        else if (!strcmp(k, "when_has")) ND_TRY(copy_str(y, vn, s->when_has, sizeof s->when_has, k));
-        else if (!strcmp(k, "when_missing")) ND_TRY(copy_str(y, vn, s->when_missing, sizeof s->when_missing, k));
-        else if (!strcmp(k, "in")) ND_TRY(copy_list(y, vn, s->in, ND_RECIPE_MAX_IO, &s->n_in, k));
-        else if (!strcmp(k, "out")) ND_TRY(copy_list(y, vn, s->out, ND_RECIPE_MAX_IO, &s->n_out, k));
-        else {
-            /* everything else is an op attribute */
-            if (s->n_attrs >= ND_RECIPE_MAX_ATTRS) return bad(y, kn, "too many attributes");
-            nd_attr *a = &s->attrs[s->n_attrs++];
-            if (strlen(k) >= sizeof a->key) return bad(y, kn, "attribute name too long");
-            strcpy(a->key, k);
-            ND_TRY(copy_str(y, vn, a->value, sizeof a->value, k));
-        }
-    }
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++)
+        ND_TRY(nd_recipe_stage_key(y, s, node(y, p->key), node(y, p->value)));
+    /* written with the stage: messages name the stage's line (only a later `set:` gives its own) */
+    for (int i = 0; i < s->n_attrs; i++) s->attrs[i].file = NULL, s->attrs[i].line = 0;
     if (!s->name[0]) return bad(y, n, "stage without 'stage' name");
     if (!s->op[0]) return bad(y, n, "stage without 'op'");
     if (!s->n_out) return bad(y, n, "stage without 'out'");
@@ -91,7 +98,7 @@ static int parse_stages(yctx *y, yaml_node_t *n, nd_stage_def **out, int *count)
     if (!*out) return nd_fail(y->e, ND_EXIT_INTERNAL, "%s: out of memory", y->path);
     *count = 0;
     for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++)
-        ND_TRY(parse_stage(y, node(y, *it), &(*out)[(*count)++]));
+        ND_TRY(nd_recipe_parse_stage(y, node(y, *it), &(*out)[(*count)++]));
     return 0;
 }
 
@@ -138,14 +145,12 @@ static int parse_naming(yctx *y, yaml_node_t *kn, yaml_node_t *n, nd_naming *nm)
 static int parse_root(yctx *y, nd_recipe *r) {
     yaml_node_t *root = yaml_document_get_root_node(y->doc);
     if (!root || root->type != YAML_MAPPING_NODE) return bad(y, root, "a recipe must be a YAML mapping");
-    r->th.min_cosine = 0.99;
-    r->th.min_sqnr_db = 15.0;
-    r->th.floor_margin_db = 6.0;
-    r->th.chained_min_cosine = 0.9;
     for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
         yaml_node_t *kn = node(y, p->key), *vn = node(y, p->value);
         const char *k = scalar(kn);
         if (!k) return bad(y, kn, "top-level keys must be strings");
+        /* extends, the edits and fuse (recipe_extends.c); a section a nearer file writes */
+        if (nd_rchain_skip(y->chain, y->index, k)) continue;
         if (!strcmp(k, "recipe")) ND_TRY(copy_str(y, vn, r->name, sizeof r->name, k));
         else if (!strcmp(k, "description")) continue;
         else if (!strcmp(k, "match")) {
@@ -169,23 +174,35 @@ static int parse_root(yctx *y, nd_recipe *r) {
             return bad(y, kn, msg);
         }
     }
+    if (y->index) return 0;   /* an ancestor: the recipe itself says its name */
     if (!r->name[0]) return bad(y, root, "missing 'recipe' (the recipe's name)");
     if (!r->n_layer) return bad(y, root, "missing 'layer' stages");
     return 0;
 }
 
+/* The recipe at path and the chain of recipes it extends: the first ancestor's sections first, then
+ * each nearer file's own sections and edits, the `fused:` names last. */
 static int load_file(const char *path, nd_recipe **out, nd_err *e) {
-    nd_ydoc d;
-    ND_TRY(nd_ydoc_load(&d, path, "recipe", e));
-    int rc = 0;
     nd_recipe *r = calloc(1, sizeof *r);
-    if (!r) rc = nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", path);
+    nd_rchain *c = calloc(1, sizeof *c);
+    int rc = 0;
+    if (!r || !c) rc = nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", path);
     else {
         snprintf(r->path, sizeof r->path, "%s", path);
-        yctx y = {&d.doc, path, e, &d};
-        rc = parse_root(&y, r);
+        r->th.min_cosine = 0.99;
+        r->th.min_sqnr_db = 15.0;
+        r->th.floor_margin_db = 6.0;
+        r->th.chained_min_cosine = 0.9;
+        rc = nd_rchain_load(c, path, r, e);
+        for (int i = c->n - 1; !rc && i >= 0; i--) {
+            yctx y = {&c->docs[i].doc, r->files[i], e, &c->docs[i], i, c};
+            rc = parse_root(&y, r);
+            if (!rc) rc = nd_rchain_edit(c, i, r, e);
+        }
+        if (!rc) rc = nd_rchain_fuse(c, r, e);
+        nd_rchain_free(c);
     }
-    nd_ydoc_free(&d);
+    free(c);
     if (rc) { nd_recipe_free(r); return rc; }
     *out = r;
     return 0;

@@ -16,10 +16,13 @@
 #define ND_RECIPE_MAX_ATTRS 24
 #define ND_RECIPE_MAX_MATCH 8
 #define ND_RECIPE_MAX_RENAME 96
+#define ND_RECIPE_MAX_CHAIN 8           /* a recipe and the recipes it extends (recipe_extends.h) */
 
 typedef struct nd_attr {
     char key[48];
     char value[192];
+    const char *file;                   /* where the attribute was written (one of nd_recipe.files) */
+    int line;
 } nd_attr;
 
 typedef struct nd_stage_def {
@@ -35,6 +38,7 @@ typedef struct nd_stage_def {
     nd_attr attrs[ND_RECIPE_MAX_ATTRS];
     int n_attrs;
     int line;                           /* line in the YAML file, for messages */
+    const char *file;                   /* that file: the recipe or one it extends (nd_stage_file) */
 } nd_stage_def;
 
 /* Alternate tensor naming: a checkpoint whose tensors match `detect` is read through `rename`
@@ -57,6 +61,8 @@ typedef struct nd_thresholds {
 typedef struct nd_recipe {
     char name[64];
     char path[512];
+    char files[ND_RECIPE_MAX_CHAIN][512]; /* path, then the recipes it extends, nearest first */
+    int n_files;
     char match[ND_RECIPE_MAX_MATCH][64];  /* config.json model_type values */
     int n_match;
     nd_thresholds th;
@@ -73,6 +79,11 @@ int nd_recipe_load(const char *name_or_path, nd_recipe **out, nd_err *e);
 /* Pick the recipe whose `match` lists model_type (exit 2 when none). */
 int nd_recipe_for_model_type(const char *model_type, nd_recipe **out, nd_err *e);
 void nd_recipe_free(nd_recipe *r);
+/* The file a stage was written in, for "FILE:LINE: ..." messages (the recipe's own path when the
+ * stage was not read from a file). */
+static inline const char *nd_stage_file(const nd_recipe *r, const nd_stage_def *s) {
+    return s->file ? s->file : r->path;
+}
 /* Attribute lookup; NULL when absent. */
 const char *nd_stage_attr(const nd_stage_def *s, const char *key);
 /* Resolve the recipes folder (for listing and for messages). */
