@@ -1462,7 +1462,7 @@ int main(void) {
                     nd_op_dtypes_str(nd_backend_op_declared(i), ",", want, sizeof want));
             uncovered++;
         }
-    printf("test_backend_ops: %d ops, %d (op, dtype) pairs, %d without a case or a CPU implementation\n",
+    printf("test_backend_ops: %d ops, %d (op, dtype) pairs, %d without a case or a CPU implementation or stale\n",
            nd_backend_op_count(), declared_pairs(), uncovered);
     if (uncovered) { g_be[0]->destroy(g_be[0]); return 1; }
     if (!nd_backend_cuda_available() || nd_backend_cuda_create(&g_be[1], 0, &e)) {
