@@ -10,9 +10,8 @@
 #include "pipeline.h"
 
 int nd_run_ref_only(const nd_run *r, const char *stage) {
-    if (!r->opts) return 0;
-    for (int i = 0; i < r->opts->n_ref_only; i++)
-        if (!strcmp(r->opts->ref_only[i], stage)) return 1;
+    for (int i = 0; i < r->n_ref_only; i++)
+        if (!strcmp(r->ref_only[i], stage)) return 1;
     return 0;
 }
 

@@ -2,6 +2,7 @@
 #ifndef ND_OPS_H
 #define ND_OPS_H
 #include "run.h"
+#include "sink.h"
 
 int nd_op_linear(nd_opctx *c, nd_err *e);
 int nd_op_grouped_linear(nd_opctx *c, nd_err *e);

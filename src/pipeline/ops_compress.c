@@ -151,10 +151,7 @@ int nd_op_indexer(nd_opctx *c, nd_err *e) {
     c->extra_iso.topk_agree = 1.0;
     if (c->want_chain && c->out_chain[0]) {
         c->extra_chain.topk_agree = pick_agreement(c->out_ref[0], c->out_chain[0]);
-        if (r->tw && !r->silent && c->out_ref[0]->k > 0) {
-            ND_TRY(nd_trace_put_routing(r->tw, c->st->name, "ref", c->out_ref[0]->idx, c->out_ref[0]->rows, c->out_ref[0]->k, e));
-            ND_TRY(nd_trace_put_routing(r->tw, c->st->name, "prod", c->out_chain[0]->idx, c->out_chain[0]->rows, c->out_chain[0]->k, e));
-        }
+        if (c->out_ref[0]->k > 0) ND_TRY(nd_put_routing(r, c->st, c->out_ref[0], c->out_chain[0], e));
     }
     return 0;
 }

@@ -117,10 +117,11 @@ static void put_all(nd_run *r, nd_buf **b, int n) {
 }
 
 /* One row (isolated or chained) over all outputs. */
-static int emit(nd_opctx *c, int mode, nd_buf *ref_cat, nd_buf **prod, const nd_row *fig, nd_err *e) {
+static int emit(nd_opctx *c, int mode, nd_buf *ref_cat, nd_buf **prod, nd_row *fig, nd_err *e) {
     nd_buf *pc = side_by_side(c->r, prod, c->n_in, e);
     if (!pc) return e->code;
-    int rc = nd_emit_row(c->r, c->st, c->st->name, c->st->def->op, mode, ref_cat, pc, fig, 1, e);
+    nd_result res = {c->st->name, c->st->def->op, mode, ref_cat, pc, fig, 1, 0};
+    int rc = nd_put_row(c->r, c->st, &res, e);
     nd_buf_put(c->r, pc);
     return rc;
 }
@@ -137,13 +138,13 @@ int nd_op_kv_cache(nd_opctx *c, nd_err *e) {
     for (int i = 0; i < c->n_in; i++) c->out_ref[i] = nd_buf_ref(c->in_ref[i]);
     kv_plan p;
     ND_TRY(plan(c, &p, e));
-    if (r->calib_cb) {
+    if (nd_sink_calibrating(r)) {
         /* what a calibration of the KV cache reads: amax of K and V (MLA: of the whole latent row) */
         double amax[2] = {0, 0}, sat;
         int64_t nf;
         ND_TRY(host_figures(r, c->in_ref, p.n, NULL, amax, &nf, &sat, e));
         if (p.latent && p.n == 2) amax[0] = amax[1] = fmax(amax[0], amax[1]);
-        for (int i = 0; i < p.n; i++) r->calib_cb(r->calib_user, p.name[i], amax[i]);
+        for (int i = 0; i < p.n; i++) nd_put_amax(r, p.name[i], amax[i]);
         return 0;
     }
     const int fp8 = !nd_run_ref_only(r, c->st->name) && nd_stack_kv_cache_fp8(&r->stack, c->st->name);
@@ -187,9 +188,8 @@ int nd_op_kv_cache(nd_opctx *c, nd_err *e) {
         if (!rc) rc = emit(c, ND_MODE_CHAINED, ref_cat, c->out_chain, &fc, e);
     }
     /* single-stage replay of this row (diagnosis): what its repairs need */
-    const nd_trace_opts *o = r->opts;
-    if (!rc && o && o->stage_info && o->only_row && !r->silent && !strcmp(o->only_row, c->st->name)) {
-        nd_stage_info *in = o->stage_info;
+    nd_stage_info *in = rc ? NULL : nd_sink_stage_info(r, c->st->name);
+    if (in) {
         memset(in, 0, sizeof *in);
         in->found = 1;
         in->kv_cache = 1;

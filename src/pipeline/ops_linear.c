@@ -156,7 +156,7 @@ int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char
     if (l->m.wfmt == ND_WF_NVFP4 && l->m.act_quant) l->prod_kind = LIN_NVFP4_W4A4;
     else if (l->m.wfmt != ND_WF_DENSE || act_fp8_group) l->prod_kind = LIN_WEIGHT_ONLY;
     else l->prod_kind = LIN_SAME;
-    if (r->calib_cb) {
+    if (nd_sink_calibrating(r)) {
         /* calibration runs the reference path only */
         ND_TRY(nd_weight_f32(r, &l->m, &l->w_ref, e));
         return 0;
@@ -171,8 +171,8 @@ int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char
     /* an MXFP4 weight whose E8M0 bytes the kernel decodes another way (block_scale_encoding: u8,
      * e8m0_bias125, e8m0_bias128; e4m3 and e8m0 are its own reading) */
     const int mx_other = l->m.wfmt == ND_WF_MXFP4 && l->sf_read.encoding != ND_SF_E4M3 && l->sf_read.encoding != ND_SF_E8M0;
-    if (r->opts && r->opts->stage_info && r->opts->only_row && !r->silent && !strcmp(stage_name, r->opts->only_row))
-        stage_info(r, l, r->opts->stage_info);
+    nd_stage_info *info = nd_sink_stage_info(r, stage_name);
+    if (info) stage_info(r, l, info);
     int rc = 0;
     if (r->ref_ck) {
         nd_module orig;
@@ -246,7 +246,7 @@ int nd_lin_ref(nd_run *r, nd_lin *l, const nd_buf *x, nd_buf **y, nd_err *e) {
     int64_t n = l->m.out_features;
     *y = nd_buf_new(r, x->rows, n, e);
     if (!*y) return e->code;
-    if (r->calib_cb) r->calib_cb(r->calib_user, l->canonical, nd_buf_amax(r, x, e));
+    if (nd_sink_calibrating(r)) nd_put_amax(r, l->canonical, nd_buf_amax(r, x, e));
     ND_TRY(gemm(r, l, x->p, l->w_ref, (*y)->p, x->rows, 1.0f, 0, e));
     if (l->bias && l->bias_after_round) ND_TRY(r->be->round_bf16(r->be, (*y)->p, (*y)->n, e)); /* `x @ W` in BF16, then `+ b` */
     ND_TRY(add_bias(r, l, *y, e));
@@ -285,7 +285,7 @@ int nd_lin_prod(nd_run *r, nd_lin *l, const nd_buf *x, double x_ref_amax, nd_buf
         /* bisect: this stage runs the reference math on the production path, or (ref_only_floor)
          * NVFP4 the healthy way, so that the chain keeps the drift of a clean NVFP4 model */
         nd_buf *yf = NULL;
-        if (r->opts->ref_only_floor && l->prod_kind == LIN_NVFP4_W4A4) {
+        if (r->ref_only_floor && l->prod_kind == LIN_NVFP4_W4A4) {
             double a = nd_buf_amax(r, x, e);
             rc = nd_lin_floor(r, l, x, a, &yf, e);
         }
@@ -334,7 +334,7 @@ int nd_lin_prod(nd_run *r, nd_lin *l, const nd_buf *x, double x_ref_amax, nd_buf
 int nd_lin_floor(nd_run *r, nd_lin *l, const nd_buf *x, double amax, nd_buf **y, nd_err *e) {
     *y = NULL;
     if (l->prod_kind != LIN_NVFP4_W4A4 || !(amax > 0) || !isfinite(amax)) return 0;
-    if (r->opts && r->opts->no_probes) return 0; /* the floor is a measurement */
+    if (r->no_probes) return 0; /* the floor is a measurement */
     int64_t n = l->m.out_features, k = l->m.in_features, nk = n * k;
     /* The healthy multiplier band: a static input scale calibrated on other data is normally
      * within 2x of this prompt's 2688/amax, and the quantization error such a scale gives is what
@@ -381,9 +381,9 @@ static double sqnr_of(nd_run *r, const nd_buf *ref, const nd_buf *x, nd_err *e) 
 /* A real stack's output of this linear (and, when captured too, its input): with the input, the
  * reference math and the floor are computed from it, so the row judges the real kernel alone. */
 static int lin_captured(nd_run *r, const nd_stage *st, nd_lin *l, const nd_buf *y_ref, nd_err *e) {
-    nd_buf *out = nd_run_captured(r, l->stage, l->canonical, "", l->m.out_features * (l->groups > 1 ? l->groups : 1), e);
+    nd_buf *out = nd_sink_captured(r, l->stage, l->canonical, "", l->m.out_features * (l->groups > 1 ? l->groups : 1), e);
     if (!out) return e->code;
-    nd_buf *in = nd_run_captured(r, l->stage, l->canonical, ".input", in_width(l), e);
+    nd_buf *in = nd_sink_captured(r, l->stage, l->canonical, ".input", in_width(l), e);
     if (!in && e->code) { nd_buf_put(r, out); return e->code; }
     nd_row fig;
     clear_fig(&fig);
@@ -402,7 +402,8 @@ static int lin_captured(nd_run *r, const nd_stage *st, nd_lin *l, const nd_buf *
     }
     snprintf(fig.finding, sizeof fig.finding, "%s", l->finding);
     fig.weight_rel_l2 = l->weight_rel_l2;
-    if (!rc) rc = nd_emit_row(r, st, l->stage, "linear", ND_MODE_CAPTURED, ref ? ref : y_ref, out, &fig, l->prod_kind != LIN_SAME, e);
+    nd_result res = {l->stage, "linear", ND_MODE_CAPTURED, ref ? ref : y_ref, out, &fig, l->prod_kind != LIN_SAME, 0};
+    if (!rc) rc = nd_put_row(r, st, &res, e);
     nd_buf_put(r, ref);
     nd_buf_put(r, yf);
     nd_buf_put(r, in);
@@ -413,13 +414,13 @@ static int lin_captured(nd_run *r, const nd_stage *st, nd_lin *l, const nd_buf *
 int nd_lin_stage(nd_run *r, const nd_stage *st, nd_lin *l, const nd_buf *x_ref, const nd_buf *y_ref, const nd_buf *x_chain,
                  int want_iso, int want_chain, nd_buf **y_iso, nd_buf **y_chain, nd_err *e) {
     *y_iso = *y_chain = NULL;
-    if (r->calib_cb) return 0;
+    if (nd_sink_calibrating(r)) return 0;
     nd_cmp xs;
     ND_TRY(r->be->compare(r->be, x_ref->p, NULL, x_ref->n, 16, &xs, e));
     double amax = (xs.ref_nan || xs.ref_inf) ? NAN : xs.ref_amax;
     int quantized = l->prod_kind != LIN_SAME;
-    if (r->opts && r->opts->stage_info && r->opts->only_row && !r->silent && !strcmp(l->stage, r->opts->only_row)) {
-        nd_stage_info *in = r->opts->stage_info;
+    nd_stage_info *in = nd_sink_stage_info(r, l->stage);
+    if (in) {
         in->in_amax = amax;
         in->weight_div_fit = NAN;
         if (r->ref_ck && l->prod_kind == LIN_NVFP4_W4A4 && l->w_prod && l->w_ref) {
@@ -440,10 +441,10 @@ int nd_lin_stage(nd_run *r, const nd_stage *st, nd_lin *l, const nd_buf *x_ref, 
         fig.weight_rel_l2_swap = l->weight_rel_l2_swap;
         fig.in_nonfinite = xs.ref_nan + xs.ref_inf;
         snprintf(fig.finding, sizeof fig.finding, "%s", l->finding);
-        if (l->logits) ND_TRY(nd_head_logits(r, y_ref, *y_iso, &fig, e));
-        ND_TRY(nd_emit_row(r, st, l->stage, "linear", ND_MODE_ISOLATED, y_ref, *y_iso, &fig, quantized, e));
+        nd_result res = {l->stage, "linear", ND_MODE_ISOLATED, y_ref, *y_iso, &fig, quantized, l->logits};
+        ND_TRY(nd_put_row(r, st, &res, e));
     }
-    if (r->dump && !r->silent) ND_TRY(lin_captured(r, st, l, y_ref, e));
+    if (nd_sink_capturing(r)) ND_TRY(lin_captured(r, st, l, y_ref, e));
     if (want_chain) {
         ND_TRY(nd_lin_prod(r, l, x_chain, amax, y_chain, &fig, e));
         fig.weight_rel_l2_swap = l->weight_rel_l2_swap;
@@ -451,8 +452,8 @@ int nd_lin_stage(nd_run *r, const nd_stage *st, nd_lin *l, const nd_buf *x_ref, 
         ND_TRY(r->be->compare(r->be, x_chain->p, NULL, x_chain->n, 16, &cs, e));
         fig.in_nonfinite = cs.ref_nan + cs.ref_inf;
         snprintf(fig.finding, sizeof fig.finding, "%s", l->finding);
-        if (l->logits) ND_TRY(nd_head_logits(r, y_ref, *y_chain, &fig, e));
-        ND_TRY(nd_emit_row(r, st, l->stage, "linear", ND_MODE_CHAINED, y_ref, *y_chain, &fig, quantized, e));
+        nd_result res = {l->stage, "linear", ND_MODE_CHAINED, y_ref, *y_chain, &fig, quantized, l->logits};
+        ND_TRY(nd_put_row(r, st, &res, e));
     }
     return 0;
 }

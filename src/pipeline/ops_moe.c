@@ -170,12 +170,12 @@ int nd_op_router(nd_opctx *c, nd_err *e) {
         if (!rc) rc = r->be->copy(r->be, px.bias, rx.bias, (size_t)E * sizeof(float), e);
         if (!rc) rc = r->be->round_bf16(r->be, px.bias, (int64_t)E, e);
     }
-    const nd_trace_opts *o = r->opts;
-    if (o && o->stage_info && o->only_row && !r->silent && !strcmp(o->only_row, c->st->name)) {
-        o->stage_info->found = 1;
-        o->stage_info->router = 1;
-        o->stage_info->router_bias_bf16 = bias_bf16;
-        snprintf(o->stage_info->module, sizeof o->stage_info->module, "%s", c->st->name);
+    nd_stage_info *info = nd_sink_stage_info(r, c->st->name);
+    if (info) {
+        info->found = 1;
+        info->router = 1;
+        info->router_bias_bf16 = bias_bf16;
+        snprintf(info->module, sizeof info->module, "%s", c->st->name);
     }
     if (!rc) rc = route(c, &rx, c->in_ref[0], &c->out_ref[0], e);
     /* isolated: the production router on the reference input (the same routing unless the stack
@@ -183,10 +183,7 @@ int nd_op_router(nd_opctx *c, nd_err *e) {
     if (!rc && bias_bf16) rc = route(c, &px, c->in_ref[0], &c->out_iso[0], e);
     else if (!rc) c->out_iso[0] = nd_buf_ref(c->out_ref[0]);
     if (!rc && c->want_chain) rc = route(c, &px, c->in_chain[0], &c->out_chain[0], e);
-    if (!rc && r->tw && c->want_chain) {
-        rc = nd_trace_put_routing(r->tw, c->st->name, "ref", c->out_ref[0]->idx, c->out_ref[0]->rows, c->out_ref[0]->k, e);
-        if (!rc) rc = nd_trace_put_routing(r->tw, c->st->name, "prod", c->out_chain[0]->idx, c->out_chain[0]->rows, c->out_chain[0]->k, e);
-    }
+    if (!rc && c->want_chain) rc = nd_put_routing(r, c->st, c->out_ref[0], c->out_chain[0], e);
     if (!rc && c->want_chain) c->extra_chain.topk_agree = topk_agreement(c->out_ref[0], c->out_chain[0]);
     c->extra_iso.topk_agree = !rc && bias_bf16 ? topk_agreement(c->out_ref[0], c->out_iso[0]) : 1.0;
     r->be->release(r->be, rx.w_gate);
@@ -266,7 +263,7 @@ static int mlp_run_gu(nd_opctx *c, const char *prefix, const char *stage_prefix,
     if ((rc = deinterleave(r, t[0], 0, &t[1], e)) || (rc = deinterleave(r, t[0], 1, &t[2], e))) goto done;
     if ((rc = swiglu(c, 1, t[1], t[2], limit, &t[3], e))) goto done;
     if ((rc = nd_lin_ref(r, &l[1], t[3], &io->o_ref, e))) goto done;
-    if (r->calib_cb) goto done;
+    if (nd_sink_calibrating(r)) goto done;
     int wi = c->want_iso, wc = c->want_chain && io->x_chain;
     if ((rc = nd_lin_stage(r, c->st, &l[0], io->x_ref, t[0], io->x_chain, wi, wc, &t[4], &t[5], e))) goto done;
     if (wc) {
@@ -314,7 +311,7 @@ static int mlp_run(nd_opctx *c, const char *prefix, const char *stage_prefix, fl
     if ((rc = nd_lin_ref(r, &l[1], io->x_ref, &t[1], e))) goto done;
     if ((rc = swiglu(c, 1, t[0], t[1], limit, &t[2], e))) goto done;
     if ((rc = nd_lin_ref(r, &l[2], t[2], &io->o_ref, e))) goto done;
-    if (r->calib_cb) goto done;
+    if (nd_sink_calibrating(r)) goto done;
     /* per-projection rows (isolated: each projection on its reference input) */
     int wi = c->want_iso, wc = c->want_chain && io->x_chain;
     if ((rc = nd_lin_stage(r, c->st, &l[0], io->x_ref, t[0], io->x_chain, wi, wc, &t[3], &t[4], e))) goto done;
@@ -343,15 +340,14 @@ static int gather(nd_run *r, const nd_buf *x, const int32_t *rows, int64_t nr, n
 /* The gate/up order the production path uses for this composite stage (the stack's, or the stage's
  * override; bisect's reference-only stages keep the checkpoint's order). */
 static int gate_up_swap(nd_opctx *c) {
-    return !c->r->calib_cb && !nd_run_ref_only(c->r, c->st->name) && nd_stack_gate_up_swap(&c->r->stack, c->st->name);
+    return !nd_sink_calibrating(c->r) && !nd_run_ref_only(c->r, c->st->name) && nd_stack_gate_up_swap(&c->r->stack, c->st->name);
 }
 
 /* Single-stage replay of this composite row (diagnosis): what the candidate repairs need. */
 static nd_stage_info *composite_info(nd_opctx *c) {
     nd_run *r = c->r;
-    if (!r->opts || !r->opts->stage_info || !r->opts->only_row || r->silent || strcmp(c->st->name, r->opts->only_row))
-        return NULL;
-    nd_stage_info *in = r->opts->stage_info;
+    nd_stage_info *in = nd_sink_stage_info(r, c->st->name);
+    if (!in) return NULL;
     memset(in, 0, sizeof *in);
     in->found = 1;
     in->composite = 1;
@@ -423,7 +419,7 @@ int nd_op_moe_experts(nd_opctx *c, nd_err *e) {
      * weights once) `times` times, as the stack does (knob routed_scaling, or the stage's
      * override): the production weights carry the factor s^(times-1). */
     const int swap = gate_up_swap(c);
-    const int times = c->r->calib_cb || nd_run_ref_only(r, c->st->name) ? 1 : nd_stack_routed_scaling(&r->stack, c->st->name);
+    const int times = nd_sink_calibrating(c->r) || nd_run_ref_only(r, c->st->name) ? 1 : nd_stack_routed_scaling(&r->stack, c->st->name);
     const float s_route = rt_ref->route_scaling;
     const float prod_scale = times == 1 || !(s_route > 0) ? 1.0f : times == 2 ? s_route : 1.0f / s_route;
     nd_stage_info *info = composite_info(c);
@@ -446,7 +442,7 @@ int nd_op_moe_experts(nd_opctx *c, nd_err *e) {
     /* Expert parallelism, simulated in one process (--ep N): experts are split contiguously into
      * N ranks of E/N as vLLM does; each rank sums its local experts' outputs, and the combine adds
      * the ranks' partial outputs in rank order, as the all-to-all combine does. */
-    int ep = r->opts && r->opts->ep > 1 ? r->opts->ep : 1;
+    int ep = r->ep > 1 ? r->ep : 1;
     if (!rc && ep > 1 && (int64_t)E % ep)
         rc = nd_fail(e, ND_EXIT_BADINPUT, "--ep %d does not divide the %d experts of %s", ep, (int)E, c->st->name);
     nd_buf *part[3] = {0};

@@ -4,6 +4,7 @@
 #include "host_copy.h"
 #include "prefetch.h"
 #include "run.h"
+#include "sink.h"
 
 /* The copy thread: reads the mapped bytes into the slot's area and drops their pages. The main
  * thread touches neither the area nor the slot's plan until it joins (slot_wait). */
@@ -30,7 +31,7 @@ static int wanted(const nd_run *r) {
 }
 
 void nd_prefetch_modules(nd_run *r, const char *const *modules, int n) {
-    if (!r->be->host_alloc || r->calib_cb || !wanted(r)) return;
+    if (!r->be->host_alloc || nd_sink_calibrating(r) || !wanted(r)) return;
     nd_prefetch_slot *s = &r->prefetch.slot[r->prefetch.next];
     slot_wait(s); /* two prefetches ago: its expert has been uploaded since */
     s->n = 0;

@@ -12,6 +12,7 @@
 #include "pipeline.h"
 #include "probes.h"
 #include "verdict.h"
+#include "sink.h"
 #include "nd_config.h"
 #include "op_desc.h"
 #include "util/progress.h"
@@ -331,6 +332,8 @@ int nd_pipeline_calibrate(const char *ckpt_dir, const char *recipe, const int64_
     if (!rc) rc = nd_stack_load("exact", &r.stack, e);
     r.calib_cb = cb;
     r.calib_user = user;
+    nd_sink sink;
+    nd_loop_sink(&r, &sink);
     r.modes = 0;
     r.progress = nd_progress_active(); /* inside synth's progress: the layers calibrated */
     if (!rc) rc = run_all(&r, e);
@@ -385,6 +388,11 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
         if (!rc) r.ref_naming = pick_naming(r.rc, r.ref_ck);
     }
     r.opts = o;
+    r.no_probes = o->no_probes;
+    r.ep = o->ep;
+    r.ref_only = o->ref_only;
+    r.n_ref_only = o->n_ref_only;
+    r.ref_only_floor = o->ref_only_floor;
     if (!rc && o->prod_dump) rc = nd_st_open(o->prod_dump, &r.dump, e);
     r.modes = o->modes ? o->modes : ND_MODES_BOTH;
     if (!rc) rc = nd_run_ref_numerics(&r, o->ref_numerics, e);
@@ -430,6 +438,8 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
         meta.prompt_chat = o->prompt_chat;
         rc = nd_trace_create(o->out_path, &meta, r.tokens, r.t, &r.tw, e);
     }
+    nd_sink sink; /* what the ops hand over: rows, routing, the replayed stage's description */
+    nd_loop_sink(&r, &sink);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (!rc) rc = run_all(&r, e);

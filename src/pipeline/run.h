@@ -42,6 +42,7 @@ typedef struct nd_stage {
 } nd_stage;
 
 typedef struct nd_run nd_run;
+typedef struct nd_sink nd_sink;
 
 /* What an op receives. in_ref/in_chain are the stage inputs on the reference path and on the
  * chained production path; the op fills out_ref, out_iso (production given reference inputs)
@@ -89,6 +90,13 @@ struct nd_run {
     int layer_lo, layer_hi;    /* replayed layers [lo, hi] */
     int progress;              /* print progress on stderr */
     int silent;                /* >0: nd_emit_row records nothing (internal recomputation) */
+    const nd_sink *sink;       /* where the ops hand rows, routing, amax (sink.h); set by the loop */
+    /* the options the ops read (the loop copies them from nd_trace_opts) */
+    int no_probes;             /* benchmark baseline: the floor is not measured */
+    int ep;                    /* --ep: expert parallelism over ep ranks (0 or 1: none) */
+    const char *const *ref_only; /* bisect: stages whose production path runs the reference math */
+    int n_ref_only;
+    int ref_only_floor;        /* those stages run NVFP4 the healthy way (the floor) instead */
     const struct nd_trace_opts *opts;
     int captured;              /* repro: the capture stage ran */
     nd_st_file *dump;          /* --prod-dump file or NULL */
@@ -140,6 +148,10 @@ int nd_tensor_host_f32(const nd_tview *t, float *out, int64_t n, nd_err *e);
 /* Compare ref and prod of one stage/mode and append the row (probes + verdict + trace). */
 int nd_emit_row(nd_run *r, const nd_stage *st, const char *name, const char *op, int mode,
                 const nd_buf *ref, const nd_buf *prod, const nd_row *extra, int quantized, nd_err *e);
+
+/* (record.c) Point r->sink at s, the loop's recording of what the ops hand over (sink.h); after
+ * r->calib_cb and r->dump are set. */
+void nd_loop_sink(nd_run *r, nd_sink *s);
 
 /* KL and top-1 agreement of two logits buffers into f (head stages). */
 int nd_head_logits(nd_run *r, const nd_buf *ref, const nd_buf *prod, nd_row *f, nd_err *e);
