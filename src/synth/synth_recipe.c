@@ -56,28 +56,38 @@ static int key_int(bctx *b, const char *key, int64_t *out) {
 
 /* ---- config.json ---------------------------------------------------------------------- */
 
-static json_t *to_json(const nd_syn_val *v) {
+static json_t *fill(bctx *b, const nd_syn_val *v);
+
+static json_t *to_json(bctx *b, const nd_syn_val *v) {
     switch (v->kind) {
     case ND_SYV_INT: return json_integer(v->i);
     case ND_SYV_REAL: return json_real(v->r);
     case ND_SYV_BOOL: return json_boolean(v->i);
     case ND_SYV_STR: return json_string(v->s);
-    case ND_SYV_NULL: return json_null();
+    case ND_SYV_NULL: return fill(b, v);
     case ND_SYV_MAP: {
         json_t *o = json_object();
-        for (int i = 0; o && i < v->n_kids; i++) json_object_set_new(o, v->kids[i].key, to_json(&v->kids[i]));
+        for (int i = 0; o && i < v->n_kids; i++) {
+            json_t *j = to_json(b, &v->kids[i]);
+            if (!j) { json_decref(o); return NULL; }
+            json_object_set_new(o, v->kids[i].key, j);
+        }
         return o;
     }
     case ND_SYV_LIST: {
         json_t *a = json_array();
-        for (int i = 0; a && i < v->n_kids; i++) json_array_append_new(a, to_json(&v->kids[i]));
+        for (int i = 0; a && i < v->n_kids; i++) {
+            json_t *j = to_json(b, &v->kids[i]);
+            if (!j) { json_decref(a); return NULL; }
+            json_array_append_new(a, j);
+        }
         return a;
     }
     }
     return NULL;
 }
 
-/* A null top-level value filled in; NULL with e set when nothing gives it. */
+/* A null value (at any depth) filled in; NULL with e set when nothing gives it. */
 static json_t *fill(bctx *b, const nd_syn_val *v) {
     const nd_synth_spec *s = b->s;
     if (!strcmp(v->key, "architectures")) {
@@ -89,17 +99,25 @@ static json_t *fill(bctx *b, const nd_syn_val *v) {
     if (!strcmp(v->key, "num_hidden_layers")) return json_integer(b->layers);
     if (s->dense_layers[0] && !strcmp(v->key, s->dense_layers)) return json_integer(b->dense);
     const nd_syn_val *z = kid(b->size, v->key);
-    if (z) return to_json(z);
+    if (z) return to_json(b, z);
     nd_fail(b->e, ND_EXIT_BADINPUT, "%s:%d: synth: config key '%s' is ~ and sizes.%s does not give it", s->path, v->line,
             v->key, b->size->key);
     return NULL;
 }
 
+/* a ~ for key anywhere in v */
+static int has_null(const nd_syn_val *v, const char *key) {
+    if (v->kind == ND_SYV_NULL) return !strcmp(v->key, key);
+    for (int i = 0; i < v->n_kids; i++)
+        if (has_null(&v->kids[i], key)) return 1;
+    return 0;
+}
+
 static json_t *config(bctx *b) {
     const nd_synth_spec *s = b->s;
     for (int i = 0; i < b->size->n_kids; i++) {
-        const nd_syn_val *z = &b->size->kids[i], *c = kid(&s->config, z->key);
-        if (!c || c->kind != ND_SYV_NULL) {
+        const nd_syn_val *z = &b->size->kids[i];
+        if (!has_null(&s->config, z->key)) {
             nd_fail(b->e, ND_EXIT_BADINPUT, "%s:%d: synth: sizes.%s.%s must be a config key whose value is ~", s->path,
                     z->line, b->size->key, z->key);
             return NULL;
@@ -108,7 +126,7 @@ static json_t *config(bctx *b) {
     json_t *c = json_object();
     for (int i = 0; c && i < s->config.n_kids; i++) {
         const nd_syn_val *v = &s->config.kids[i];
-        json_t *j = v->kind == ND_SYV_NULL ? fill(b, v) : to_json(v);
+        json_t *j = to_json(b, v);
         if (!j) { json_decref(c); return NULL; }
         json_object_set_new(c, v->key, j);
     }
