@@ -9,6 +9,8 @@
 #include "synth/synth_from.h"
 
 static void usage(FILE *f) {
+    char known[1024];
+    nd_synth_recipe_names(known, sizeof known); /* the recipes with a synth: section */
     fprintf(f,
             "usage: nvfp4dbg synth OUTDIR --recipe NAME [--size tiny|small|full]\n"
             "                      [--format compressed-tensors|modelopt] [--seed N] [--layers N]\n"
@@ -17,7 +19,7 @@ static void usage(FILE *f) {
             "Writes a synthetic checkpoint in the real on-disk format to OUTDIR, the unquantized\n"
             "original it was made from to OUTDIR/original/, and the list of injected faults to\n"
             "OUTDIR.faults.json (next to OUTDIR, not inside it).\n\n"
-            "  --recipe   deepseek_v4 | llama | deepseek_v3\n"
+            "  --recipe   a recipe with a synth: section (%s), or its file\n"
             "  --size     tiny (default; CPU tests) | small | full (real dimensions; 1 layer by default)\n"
             "  --format   compressed-tensors (default) | modelopt\n"
             "  --seed     weight generator seed (default 0); the same seed gives the same files\n"
@@ -46,7 +48,7 @@ static void usage(FILE *f) {
             "             refused. Without --force OUTDIR must be new or empty\n"
             "  --json     print a JSON summary on stdout\n\n"
             "example: nvfp4dbg synth v4-seed-bug --recipe deepseek_v4 --inject input-scale-inverted@layers.0.self_attn.q_a_proj\n"
-            "         nvfp4dbg synth q-inverted --from golden/conformance/llama/nvfp4 --inject input-scale-inverted@layers.0.self_attn.q_proj\n");
+            "         nvfp4dbg synth q-inverted --from golden/conformance/llama/nvfp4 --inject input-scale-inverted@layers.0.self_attn.q_proj\n", known);
 }
 
 /* "--name VALUE" or "--name=VALUE"; returns the value or NULL when argv[*i] is not this option. */
