@@ -116,32 +116,32 @@ int nd_cpu_kv_fp8(nd_backend *b, const float *x, int64_t n, float write_scale, f
     return 0;
 }
 
-static int sf_layout_args(const char *op, int64_t rows, int64_t k, const void *a, const void *bb,
-                          nd_err *e) {
+/* Block scales between the linear [rows, k/16] layout and the swizzled 128x4 one, either way:
+ * to_swizzled copies linear src into swizzled dst (its padding zeroed), else swizzled src into linear dst. */
+static int sf_layout(const char *op, int to_swizzled, int64_t rows, int64_t k, const uint8_t *src, uint8_t *dst,
+                     nd_err *e) {
     ND_CPU_SIZES(e, op, rows, k);
     ND_CPU_REQUIRE(k % ND_NVFP4_BLOCK == 0, e, op, "k = %lld is not a multiple of 16", (long long)k);
-    ND_CPU_REQUIRE(rows * k == 0 || (a && bb), e, op, "NULL buffer");
+    ND_CPU_REQUIRE(rows * k == 0 || (src && dst), e, op, "NULL buffer");
+    const int64_t kg = k / ND_NVFP4_BLOCK, kt = (kg + 3) / 4;
+    if (rows * k == 0) return 0;
+    if (to_swizzled) memset(dst, 0, (size_t)nd_sf_swizzled_bytes(rows, k));
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < kg; c++) {
+            const int64_t lin = r * kg + c, swz = nd_sf_swizzle_offset(r, c, kt);
+            dst[to_swizzled ? swz : lin] = src[to_swizzled ? lin : swz];
+        }
     return 0;
 }
 
 int nd_cpu_swizzle_sf(nd_backend *b, const uint8_t *linear, int64_t rows, int64_t k, uint8_t *swz,
                       nd_err *e) {
     (void)b;
-    ND_TRY(sf_layout_args("swizzle_sf", rows, k, linear, swz, e));
-    const int64_t kg = k / ND_NVFP4_BLOCK, kt = (kg + 3) / 4;
-    if (rows * k == 0) return 0;
-    memset(swz, 0, (size_t)nd_sf_swizzled_bytes(rows, k));
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < kg; c++) swz[nd_sf_swizzle_offset(r, c, kt)] = linear[r * kg + c];
-    return 0;
+    return sf_layout("swizzle_sf", 1, rows, k, linear, swz, e);
 }
 
 int nd_cpu_unswizzle_sf(nd_backend *b, const uint8_t *swz, int64_t rows, int64_t k, uint8_t *linear,
                         nd_err *e) {
     (void)b;
-    ND_TRY(sf_layout_args("unswizzle_sf", rows, k, swz, linear, e));
-    const int64_t kg = k / ND_NVFP4_BLOCK, kt = (kg + 3) / 4;
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < kg; c++) linear[r * kg + c] = swz[nd_sf_swizzle_offset(r, c, kt)];
-    return 0;
+    return sf_layout("unswizzle_sf", 0, rows, k, swz, linear, e);
 }

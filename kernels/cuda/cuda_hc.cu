@@ -17,15 +17,8 @@ __global__ void hc_rho_kernel(const float *__restrict__ X, int64_t nd, float rms
     const float *x = X + blockIdx.x * nd;
     float ss = 0.0f;
     for (int64_t i = threadIdx.x; i < nd; i += blockDim.x) ss = __fadd_rn(ss, __fmul_rn(x[i], x[i]));
-#pragma unroll
-    for (int o = 16; o; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-    if ((threadIdx.x & 31) == 0) part[threadIdx.x / 32] = ss;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        float s = 0.0f;
-        for (int w = 0; w < (int)(blockDim.x / 32); w++) s += part[w];
-        rho[blockIdx.x] = 1.0f / sqrtf(s / (float)nd + rms_eps);
-    }
+    ss = nd_cuda_block_sum(ss, part);  /* the warps' sums added in warp order */
+    if (threadIdx.x == 0) rho[blockIdx.x] = 1.0f / sqrtf(ss / (float)nd + rms_eps);
 }
 
 /* One thread per token: gates and Sinkhorn, in the CPU's order of operations. mm [t, mix] holds

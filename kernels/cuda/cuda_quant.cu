@@ -12,6 +12,12 @@ __device__ __forceinline__ float amax_nan(float a, float v) {
 
 /* QS_* counters: cuda_results.cuh (a slot of the result buffer). */
 
+/* A thread's count summed over its warp (every lane calls it) and added by lane 0 to *dst. */
+__device__ __forceinline__ void warp_count(unsigned long long *dst, unsigned v) {
+    v = __reduce_add_sync(0xffffffffu, v);
+    if ((threadIdx.x & 31) == 0 && v) atomicAdd(dst, (unsigned long long)v);
+}
+
 /* Kept for the kernels below that still use them. */
 enum { QT_UNROLL = 4, QT_THREADS = 256 };
 
@@ -93,18 +99,11 @@ __global__ void __launch_bounds__(Q8_THREADS) quant_nvfp4_kernel(const float4 *_
     __shared__ unsigned long long acc[QS_N];
     if (threadIdx.x < QS_N) acc[threadIdx.x] = 0;
     __syncthreads();
-    sat = __reduce_add_sync(0xffffffffu, sat);
-    nonzero = __reduce_add_sync(0xffffffffu, nonzero);
-    zscale = __reduce_add_sync(0xffffffffu, zscale);
-    s448 = __reduce_add_sync(0xffffffffu, s448);
-    snan = __reduce_add_sync(0xffffffffu, snan);
-    if ((threadIdx.x & 31) == 0) {
-        if (sat) atomicAdd(&acc[QS_SAT], (unsigned long long)sat);
-        if (nonzero) atomicAdd(&acc[QS_NONZERO], (unsigned long long)nonzero);
-        if (zscale) atomicAdd(&acc[QS_ZERO_SCALE], (unsigned long long)zscale);
-        if (s448) atomicAdd(&acc[QS_448], (unsigned long long)s448);
-        if (snan) atomicAdd(&acc[QS_NAN], (unsigned long long)snan);
-    }
+    warp_count(&acc[QS_SAT], sat);
+    warp_count(&acc[QS_NONZERO], nonzero);
+    warp_count(&acc[QS_ZERO_SCALE], zscale);
+    warp_count(&acc[QS_448], s448);
+    warp_count(&acc[QS_NAN], snan);
     __syncthreads();
     if (threadIdx.x < QS_N && acc[threadIdx.x]) atomicAdd(&stats[threadIdx.x], acc[threadIdx.x]);
 }
@@ -186,14 +185,9 @@ __global__ void __launch_bounds__(QT_THREADS) quant_mxfp4_kernel(const float4 *_
         }
     }
     if (!stats) return;
-    sat = __reduce_add_sync(0xffffffffu, sat);
-    nonzero = __reduce_add_sync(0xffffffffu, nonzero);
-    snan = __reduce_add_sync(0xffffffffu, snan);
-    if ((threadIdx.x & 31) == 0) {
-        if (sat) atomicAdd(&stats[QS_SAT], (unsigned long long)sat);
-        if (nonzero) atomicAdd(&stats[QS_NONZERO], (unsigned long long)nonzero);
-        if (snan) atomicAdd(&stats[QS_NAN], (unsigned long long)snan);
-    }
+    warp_count(&stats[QS_SAT], sat);
+    warp_count(&stats[QS_NONZERO], nonzero);
+    warp_count(&stats[QS_NAN], snan);
 }
 
 int nd_cuda_quant_mxfp4(nd_backend *b, const float *x, int sem, int64_t rows, int64_t k, uint8_t *codes,

@@ -121,6 +121,13 @@ int nd_ckpt_virt_source(const nd_ckpt *c, const nd_tview *t);
  * or round_up(n, 128), columns round_up(nb, 2^j) for j <= 7 (scale_layout_mismatch). */
 int nd_sf_padded_shape(const nd_tview *s, int64_t n, int64_t nb);
 
+/* json_entries.c: a zeroed array of one elem-sized entry per member of the JSON object (object 1)
+ * or list (0) json (a json_t *; at least one entry, so an empty one still gives a pointer), its
+ * member count in *n (n may be NULL). NULL with exit 2 "FILE: SHOWN must be MUST_BE" when json is
+ * not of that kind, exit 3 when out of memory. */
+void *nd_json_entries(void *json, int object, size_t elem, const char *file, const char *shown, const char *must_be,
+                      size_t *n, nd_err *e);
+
 /* Compare strings with digit runs compared as numbers ("layers.2" < "layers.10"). */
 int nd_natural_cmp(const char *a, const char *b);
 

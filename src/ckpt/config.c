@@ -117,10 +117,9 @@ static int parse_rope(cfgctx *x, nd_model_cfg *c) {
 static int parse_lists(cfgctx *x, nd_model_cfg *c) {
     json_t *lt = get(x->root, "layer_types");
     if (lt) {
-        if (!json_is_array(lt)) return nd_fail(x->e, ND_EXIT_BADINPUT, "%s: key 'layer_types' must be a list of strings", x->path);
-        size_t n = json_array_size(lt);
-        c->layer_types = calloc(n ? n : 1, sizeof *c->layer_types);
-        if (!c->layer_types) return nd_fail(x->e, ND_EXIT_INTERNAL, "%s: out of memory", x->path);
+        size_t n = 0;
+        c->layer_types = nd_json_entries(lt, 0, sizeof *c->layer_types, x->path, "key 'layer_types'", "a list of strings", &n, x->e);
+        if (!c->layer_types) return x->e->code;
         for (size_t i = 0; i < n; i++) {
             json_t *s = json_array_get(lt, i);
             if (!json_is_string(s) || strlen(json_string_value(s)) >= sizeof c->layer_types[0])
@@ -131,10 +130,10 @@ static int parse_lists(cfgctx *x, nd_model_cfg *c) {
     }
     json_t *cr = get(x->root, "compress_ratios");
     if (cr) {
-        if (!json_is_array(cr)) return nd_fail(x->e, ND_EXIT_BADINPUT, "%s: key 'compress_ratios' must be a list of integers", x->path);
-        size_t n = json_array_size(cr);
-        c->compress_ratios = calloc(n ? n : 1, sizeof *c->compress_ratios);
-        if (!c->compress_ratios) return nd_fail(x->e, ND_EXIT_INTERNAL, "%s: out of memory", x->path);
+        size_t n = 0;
+        c->compress_ratios = nd_json_entries(cr, 0, sizeof *c->compress_ratios, x->path, "key 'compress_ratios'",
+                                             "a list of integers", &n, x->e);
+        if (!c->compress_ratios) return x->e->code;
         for (size_t i = 0; i < n; i++) {
             json_t *v = json_array_get(cr, i);
             if (!json_is_integer(v) || json_integer_value(v) < 0)

@@ -172,10 +172,8 @@ static int parse_ct(json_t *q, const char *file, nd_qcfg *c, nd_err *e) {
     ND_TRY(pat_list(get(q, "ignore"), 0, file, "quantization_config.ignore", &c->ignore, &c->n_ignore, e));
     json_t *g = get(q, "config_groups");
     if (!g) return 0;
-    if (!json_is_object(g)) return nd_fail(e, ND_EXIT_BADINPUT, "%s: 'quantization_config.config_groups' must be an object", file);
-    size_t n = json_object_size(g);
-    c->groups = calloc(n ? n : 1, sizeof *c->groups);
-    if (!c->groups) return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", file);
+    c->groups = nd_json_entries(g, 1, sizeof *c->groups, file, "'quantization_config.config_groups'", "an object", NULL, e);
+    if (!c->groups) return e->code;
     const char *k;
     json_t *v;
     json_object_foreach(g, k, v) {
@@ -237,10 +235,9 @@ static int parse_modelopt(json_t *q, const char *file, const char *where, nd_qcf
     ND_TRY(pat_list(ex, 1, file, w2, &c->exclude, &c->n_exclude, e));
     json_t *ql = get(q, "quantized_layers");
     if (ql) {
-        if (!json_is_object(ql)) return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s.quantized_layers' must be an object", file, where);
-        size_t n = json_object_size(ql);
-        c->layers = calloc(n ? n : 1, sizeof *c->layers);
-        if (!c->layers) return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", file);
+        char shown[320];
+        snprintf(shown, sizeof shown, "'%s.quantized_layers'", where);
+        if (!(c->layers = nd_json_entries(ql, 1, sizeof *c->layers, file, shown, "an object", NULL, e))) return e->code;
         const char *k;
         json_t *v;
         json_object_foreach(ql, k, v) {

@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "trace/trace.h"
 #include "util/term.h"
+#include "json_fields.h"
 
 static const char usage[] =
     "usage: nvfp4dbg compare RUN.h5 GOLDEN.h5 [--tolerances FILE.yaml] [--json]\n"
@@ -85,12 +86,6 @@ static void print_table(const nd_cmp_result *res) {
     print_closing(res);
 }
 
-static json_t *jnum(double v) {
-    if (isnan(v)) return json_string("nan");
-    if (isinf(v)) return json_string(v > 0 ? "inf" : "-inf");
-    return json_real(v);
-}
-
 static const char *kind_name(int k) {
     switch (k) {
     case ND_CMP_FIGURE: return "figure";
@@ -105,31 +100,34 @@ static const char *kind_name(int k) {
     return "?";
 }
 
+/* What --json writes of the result and of each item, in this order. */
+#define C(key, m, k) ND_JF_KEY(nd_cmp_result, key, m, ND_J_##k)
+static const nd_jfield RESULT_FIELDS[] = {C("stages", nstages, I64), C("regressions", nregressions, I32),
+                                          C("missing", nmissing, I32), C("extra", nextra, I32)};
+#undef C
+#define IT(key, m, k) ND_JF_KEY(nd_cmp_item, key, m, ND_J_##k)
+static const nd_jfield ITEM_HEAD[] = {IT("stage", stage, STR), IT("mode", mode, STR), IT("figure", what, STR)};
+static const nd_jfield ITEM_TEXT[] = {IT("golden", golden_s, STR), IT("run", run_s, STR)};
+static const nd_jfield ITEM_NUMBERS[] = {IT("golden", golden, SPELLED), IT("run", run, SPELLED), IT("delta", delta, SPELLED),
+                                         IT("tolerance", tol, SPELLED)};
+#undef IT
+
 static int print_json(const nd_cmp_result *res, const char *run, const char *golden) {
     json_t *doc = json_object(), *items = json_array();
     json_object_set_new(doc, "run", json_string(run));
     json_object_set_new(doc, "golden", json_string(golden));
     json_object_set_new(doc, "result", json_string(res->nregressions ? "regression" : "clean"));
-    json_object_set_new(doc, "stages", json_integer(res->nstages));
-    json_object_set_new(doc, "regressions", json_integer(res->nregressions));
-    json_object_set_new(doc, "missing", json_integer(res->nmissing));
-    json_object_set_new(doc, "extra", json_integer(res->nextra));
+    nd_json_put_fields(doc, res, RESULT_FIELDS, ND_JF_COUNT(RESULT_FIELDS));
     for (int i = 0; i < res->nitems; i++) {
         const nd_cmp_item *it = &res->items[i];
         json_t *o = json_object();
-        json_object_set_new(o, "stage", json_string(it->stage));
-        json_object_set_new(o, "mode", json_string(it->mode));
-        json_object_set_new(o, "figure", json_string(it->what));
+        nd_json_put_fields(o, it, ITEM_HEAD, ND_JF_COUNT(ITEM_HEAD));
         json_object_set_new(o, "kind", json_string(kind_name(it->kind)));
         json_object_set_new(o, "regression", json_boolean(it->regression));
         if (is_numeric(it)) {
-            json_object_set_new(o, "golden", jnum(it->golden));
-            json_object_set_new(o, "run", jnum(it->run));
-            json_object_set_new(o, "delta", jnum(it->delta));
-            json_object_set_new(o, "tolerance", jnum(it->tol));
+            nd_json_put_fields(o, it, ITEM_NUMBERS, ND_JF_COUNT(ITEM_NUMBERS));
         } else if (it->kind != ND_CMP_MISSING && it->kind != ND_CMP_EXTRA) {
-            json_object_set_new(o, "golden", json_string(it->golden_s));
-            json_object_set_new(o, "run", json_string(it->run_s));
+            nd_json_put_fields(o, it, ITEM_TEXT, ND_JF_COUNT(ITEM_TEXT));
         }
         json_array_append_new(items, o);
     }

@@ -15,6 +15,7 @@
 #include "trace_findings.h"
 #include "trace_text.h"
 #include "cli_args.h"
+#include "json_fields.h"
 #include "util/term.h"
 
 static const char *usage_text =
@@ -72,7 +73,6 @@ static const char *usage_text =
 
 static int color_on(int no_color) { return !no_color && nd_cli_color(stdout); }
 
-static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
 static json_t *diagnosis_json(const nd_diagnosis *d, int n) {
     json_t *list = json_array();
@@ -82,9 +82,9 @@ static json_t *diagnosis_json(const nd_diagnosis *d, int n) {
         json_object_set_new(o, "cause", json_string(d[i].cause));
         json_object_set_new(o, "proof", json_string(d[i].proof == ND_PROOF_REPAIR ? "repair" : d[i].proof == ND_PROOF_STATIC ? "static" : "none"));
         json_object_set_new(o, "evidence", json_string(d[i].evidence));
-        json_object_set_new(o, "sqnr_before_db", num(d[i].base.sqnr_db));
+        json_object_set_new(o, "sqnr_before_db", nd_json_finite(d[i].base.sqnr_db));
         json_object_set_new(o, "repair", d[i].chosen >= 0 ? json_string(d[i].tries[d[i].chosen].rep.name) : json_null());
-        json_object_set_new(o, "sqnr_after_db", d[i].chosen >= 0 ? num(d[i].tries[d[i].chosen].row.sqnr_db) : json_null());
+        json_object_set_new(o, "sqnr_after_db", d[i].chosen >= 0 ? nd_json_finite(d[i].tries[d[i].chosen].row.sqnr_db) : json_null());
         json_object_set_new(o, "next_command", d[i].next_command[0] ? json_string(d[i].next_command) : json_null());
         for (int j = 0; j < d[i].n_tries; j++) {
             const nd_diag_try *t = &d[i].tries[j];
@@ -92,8 +92,8 @@ static json_t *diagnosis_json(const nd_diagnosis *d, int n) {
             json_object_set_new(x, "repair", json_string(t->rep.name));
             json_object_set_new(x, "change", json_string(t->rep.what));
             json_object_set_new(x, "cause", json_string(t->rep.cause));
-            json_object_set_new(x, "sqnr_db", t->failed ? json_null() : num(t->row.sqnr_db));
-            json_object_set_new(x, "floor_sqnr_db", t->failed ? json_null() : num(t->row.floor_sqnr_db));
+            json_object_set_new(x, "sqnr_db", t->failed ? json_null() : nd_json_finite(t->row.sqnr_db));
+            json_object_set_new(x, "floor_sqnr_db", t->failed ? json_null() : nd_json_finite(t->row.floor_sqnr_db));
             json_object_set_new(x, "restored", json_boolean(t->restored));
             json_array_append_new(tries, x);
         }
@@ -103,6 +103,24 @@ static json_t *diagnosis_json(const nd_diagnosis *d, int n) {
     return list;
 }
 
+/* What --json writes of the summary, the run and each row, in this order (keys: the field names). */
+#define S(m, k) ND_JF(nd_trace_summary, m, ND_J_##k)
+static const nd_jfield SUMMARY_FIELDS[] = {S(status, STR), S(first_divergence, STR), S(first_divergence_mode, STR),
+                                           S(cause, STR), S(message, STR), S(evidence, STR)};
+#undef S
+#define R(m, k) ND_JF(nd_trace_result, m, ND_J_##k)
+static const nd_jfield RUN_FIELDS[] = {R(recipe, STR), R(stack, STR), R(backend, STR), R(device, STR), R(elapsed_s, REAL),
+                                       R(weight_bytes, I64), R(upload_s, REAL), R(gemm_flops_fp32, REAL),
+                                       R(gemm_flops_bf16, REAL)};
+#undef R
+#define W(m, k) ND_JF(nd_row, m, ND_J_##k)
+static const nd_jfield ROW_HEAD[] = {W(index, I32), W(layer, I32), W(name, STR), W(op, STR), W(mode, STR),
+                                     W(quantized, BOOL8), W(ref_amax, REAL), W(prod_amax, REAL)};
+static const nd_jfield ROW_FIGURES[] = {W(cosine, FINITE), W(rel_l2, FINITE), W(sqnr_db, FINITE), W(floor_sqnr_db, FINITE),
+                                        W(sat_frac, FINITE), W(zero_block_frac, FINITE), W(scale_ratio, FINITE),
+                                        W(weight_rel_l2, FINITE), W(topk_agree, FINITE), W(verdict, STR)};
+#undef W
+
 static void print_json(const nd_trace_result *res, const char *out, const nd_diagnosis *diag, int ndiag, json_t *check,
                        json_t *sweep, json_t *findings) {
     json_t *root = json_object(), *rows = json_array();
@@ -110,43 +128,17 @@ static void print_json(const nd_trace_result *res, const char *out, const nd_dia
     if (sweep) json_object_set_new(root, "stacks", sweep);
     json_object_set_new(root, "diagnosis", diagnosis_json(diag, ndiag));
     if (check) json_object_set_new(root, "repair_check", check);
-    json_object_set_new(root, "status", json_string(res->summary.status));
-    json_object_set_new(root, "first_divergence", json_string(res->summary.first_divergence));
-    json_object_set_new(root, "first_divergence_mode", json_string(res->summary.first_divergence_mode));
-    json_object_set_new(root, "cause", json_string(res->summary.cause));
-    json_object_set_new(root, "message", json_string(res->summary.message));
-    json_object_set_new(root, "evidence", json_string(res->summary.evidence));
+    nd_json_put_fields(root, &res->summary, SUMMARY_FIELDS, ND_JF_COUNT(SUMMARY_FIELDS));
     json_object_set_new(root, "next_command", res->summary.next_command[0] ? json_string(res->summary.next_command) : json_null());
     json_object_set_new(root, "trace", out ? json_string(out) : json_null());
-    json_object_set_new(root, "recipe", json_string(res->recipe));
-    json_object_set_new(root, "stack", json_string(res->stack));
-    json_object_set_new(root, "backend", json_string(res->backend));
-    json_object_set_new(root, "device", json_string(res->device));
-    json_object_set_new(root, "elapsed_s", json_real(res->elapsed_s));
-    json_object_set_new(root, "weight_bytes", json_integer(res->weight_bytes));
-    json_object_set_new(root, "upload_s", json_real(res->upload_s));
-    json_object_set_new(root, "gemm_flops_fp32", json_real(res->gemm_flops_fp32));
-    json_object_set_new(root, "gemm_flops_bf16", json_real(res->gemm_flops_bf16));
+    nd_json_put_fields(root, res, RUN_FIELDS, ND_JF_COUNT(RUN_FIELDS));
     for (int64_t i = 0; i < res->nrows; i++) {
         const nd_row *r = &res->rows[i];
         json_t *o = json_object();
-        json_object_set_new(o, "index", json_integer(r->index));
-        json_object_set_new(o, "layer", json_integer(r->layer));
-        json_object_set_new(o, "name", json_string(r->name));
-        json_object_set_new(o, "op", json_string(r->op));
-        json_object_set_new(o, "mode", json_string(r->mode));
-        json_object_set_new(o, "quantized", json_boolean(r->quantized));
-        json_object_set_new(o, "ref_amax", json_real(r->ref_amax));
-        json_object_set_new(o, "prod_amax", json_real(r->prod_amax));
+        nd_json_put_fields(o, r, ROW_HEAD, ND_JF_COUNT(ROW_HEAD));
         json_object_set_new(o, "ref_nan", json_integer(r->ref_nan + r->ref_inf));
         json_object_set_new(o, "prod_nan", json_integer(r->prod_nan + r->prod_inf));
-        /* JSON has no NaN: non-finite figures are null */
-        const struct { const char *k; double v; } f[] = {{"cosine", r->cosine}, {"rel_l2", r->rel_l2}, {"sqnr_db", r->sqnr_db},
-            {"floor_sqnr_db", r->floor_sqnr_db}, {"sat_frac", r->sat_frac}, {"zero_block_frac", r->zero_block_frac},
-            {"scale_ratio", r->scale_ratio}, {"weight_rel_l2", r->weight_rel_l2}, {"topk_agree", r->topk_agree}};
-        for (size_t j = 0; j < sizeof f / sizeof f[0]; j++)
-            json_object_set_new(o, f[j].k, isfinite(f[j].v) ? json_real(f[j].v) : json_null());
-        json_object_set_new(o, "verdict", json_string(r->verdict));
+        nd_json_put_fields(o, r, ROW_FIGURES, ND_JF_COUNT(ROW_FIGURES));
         json_array_append_new(rows, o);
     }
     json_object_set_new(root, "stages", rows);
@@ -233,10 +225,10 @@ static int check_repair(const nd_trace_opts *o, const nd_trace_result *res, cons
             json_object_set_new(c, "command", json_string(cmd));
             json_object_set_new(c, "status_after", json_string(after.summary.status));
             json_object_set_new(c, "first_divergence_after", json_string(after.summary.first_divergence));
-            json_object_set_new(c, "kl_before", h0 ? num(h0->kl_div) : json_null());
-            json_object_set_new(c, "kl_after", h1 ? num(h1->kl_div) : json_null());
-            json_object_set_new(c, "top1_before", h0 ? num(h0->top1_agree) : json_null());
-            json_object_set_new(c, "top1_after", h1 ? num(h1->top1_agree) : json_null());
+            json_object_set_new(c, "kl_before", h0 ? nd_json_finite(h0->kl_div) : json_null());
+            json_object_set_new(c, "kl_after", h1 ? nd_json_finite(h1->kl_div) : json_null());
+            json_object_set_new(c, "top1_before", h0 ? nd_json_finite(h0->top1_agree) : json_null());
+            json_object_set_new(c, "top1_after", h1 ? nd_json_finite(h1->top1_agree) : json_null());
             *out = c;
         } else {
             if (h0 && h1)

@@ -162,13 +162,18 @@ int nd_stack_add_override(nd_stack *s, const char *arg, nd_err *e) {
 
 /* The override of prefix.suffix; the last one given wins (a repair replayed or printed after the
  * user's own override of the same name), and every one of that name counts as used. */
+/* The override named `name` (the last one given wins; each match counts as used), NULL when none. */
+static nd_override *find_named(nd_stack *s, const char *name) {
+    nd_override *hit = NULL;
+    for (int i = 0; i < s->n_ov; i++)
+        if (!strcmp(s->ov[i].name, name)) { s->ov[i].used = 1; hit = &s->ov[i]; }
+    return hit;
+}
+
 static nd_override *find_ov(nd_stack *s, const char *prefix, const char *suffix) {
     char full[256];
     snprintf(full, sizeof full, "%s.%s", prefix, suffix);
-    nd_override *hit = NULL;
-    for (int i = 0; i < s->n_ov; i++)
-        if (!strcmp(s->ov[i].name, full)) { s->ov[i].used = 1; hit = &s->ov[i]; }
-    return hit;
+    return find_named(s, full);
 }
 
 void nd_stack_override_module(nd_stack *s, nd_module *m) {
@@ -218,35 +223,25 @@ void nd_stack_params(nd_stack *s, const nd_module *m, const nd_module *fused, in
     if ((o = find_ov(s, stage, "alpha"))) out->alpha = (float)o->value;
 }
 
-int nd_stack_gate_up_swap(nd_stack *s, const char *stage) {
-    nd_override *o = find_ov(s, stage, "gate_up_swap");
-    return o ? o->value != 0 : s->gate_up_w31;
+/* A knob of one stage or module: its override <prefix>.<key> when given, else dflt (the profile's). */
+static int ov_flag(nd_stack *s, const char *prefix, const char *key, int dflt) {
+    nd_override *o = find_ov(s, prefix, key);
+    return o ? o->value != 0 : dflt;
 }
 
-int nd_stack_routed_scaling(nd_stack *s, const char *stage) {
-    nd_override *o = find_ov(s, stage, "routed_scaling");
-    return o ? (int)o->value : s->routed_scaling;
+static int ov_int(nd_stack *s, const char *prefix, const char *key, int dflt) {
+    nd_override *o = find_ov(s, prefix, key);
+    return o ? (int)o->value : dflt;
 }
 
-int nd_stack_epilogue_fp16(nd_stack *s, const char *stage) {
-    nd_override *o = find_ov(s, stage, "epilogue_fp16");
-    return o ? (int)o->value : s->epilogue_fp16;
-}
-
+int nd_stack_gate_up_swap(nd_stack *s, const char *stage) { return ov_flag(s, stage, "gate_up_swap", s->gate_up_w31); }
+int nd_stack_routed_scaling(nd_stack *s, const char *stage) { return ov_int(s, stage, "routed_scaling", s->routed_scaling); }
+int nd_stack_epilogue_fp16(nd_stack *s, const char *stage) { return ov_int(s, stage, "epilogue_fp16", s->epilogue_fp16); }
 int nd_stack_router_bias_bf16(nd_stack *s, const char *stage) {
-    nd_override *o = find_ov(s, stage, "router_bias_bf16");
-    return o ? o->value != 0 : s->router_bias_bf16;
+    return ov_flag(s, stage, "router_bias_bf16", s->router_bias_bf16);
 }
-
-int nd_stack_kv_cache_fp8(nd_stack *s, const char *stage) {
-    nd_override *o = find_ov(s, stage, "kv_cache_fp8");
-    return o ? o->value != 0 : s->kv_cache_fp8;
-}
-
-int nd_stack_kv_scales(nd_stack *s, const char *stage) {
-    nd_override *o = find_ov(s, stage, "kv_scales");
-    return o ? (int)o->value : s->kv_scales;
-}
+int nd_stack_kv_cache_fp8(nd_stack *s, const char *stage) { return ov_flag(s, stage, "kv_cache_fp8", s->kv_cache_fp8); }
+int nd_stack_kv_scales(nd_stack *s, const char *stage) { return ov_int(s, stage, "kv_scales", s->kv_scales); }
 
 const char *nd_kv_use_name(int use) {
     static const char *const names[ND_KV_NUSES] = {"ignore", "apply", "twice", "write_only"};
@@ -254,30 +249,26 @@ const char *nd_kv_use_name(int use) {
 }
 
 double nd_stack_scalar(nd_stack *s, const char *tensor, double dflt) {
-    nd_override *hit = NULL;
-    for (int i = 0; i < s->n_ov; i++)
-        if (!strcmp(s->ov[i].name, tensor)) { s->ov[i].used = 1; hit = &s->ov[i]; }
+    nd_override *hit = find_named(s, tensor);
     return hit ? hit->value : dflt;
 }
 
 void nd_stack_module_repair(nd_stack *s, const nd_module *m, nd_module_repair *out) {
-    nd_override *o;
-    out->nibble_swap = (o = find_ov(s, m->path, "nibble_swap")) && o->value != 0;
-    out->block_scale_fix = (o = find_ov(s, m->path, "block_scale_fix")) && o->value != 0;
-    out->scale_layout = (o = find_ov(s, m->path, "scale_layout")) ? (int)o->value : ND_SF_LINEAR;
-    out->scale_encoding = (o = find_ov(s, m->path, "scale_encoding")) ? (int)o->value : ND_SF_E4M3;
-    out->block_scale_refit = (o = find_ov(s, m->path, "block_scale_refit")) && o->value != 0;
+    out->nibble_swap = ov_flag(s, m->path, "nibble_swap", 0);
+    out->block_scale_fix = ov_flag(s, m->path, "block_scale_fix", 0);
+    out->scale_layout = ov_int(s, m->path, "scale_layout", ND_SF_LINEAR);
+    out->scale_encoding = ov_int(s, m->path, "scale_encoding", ND_SF_E4M3);
+    out->block_scale_refit = ov_flag(s, m->path, "block_scale_refit", 0);
 }
 
 void nd_stack_sf_read(nd_stack *s, const char *stage, nd_sf_read *out) {
-    nd_override *o;
-    out->pow2 = (o = find_ov(s, stage, "block_scale_pow2")) ? (int)o->value : s->block_scale_pow2;
-    out->layout = (o = find_ov(s, stage, "block_scale_layout")) ? (int)o->value : s->block_scale_layout;
-    out->encoding = (o = find_ov(s, stage, "block_scale_encoding")) ? (int)o->value : s->block_scale_encoding;
-    out->tp = (o = find_ov(s, stage, "tp")) ? (int)o->value : s->tp;
+    out->pow2 = ov_int(s, stage, "block_scale_pow2", s->block_scale_pow2);
+    out->layout = ov_int(s, stage, "block_scale_layout", s->block_scale_layout);
+    out->encoding = ov_int(s, stage, "block_scale_encoding", s->block_scale_encoding);
+    out->tp = ov_int(s, stage, "tp", s->tp);
     out->tile = s->tp_tile;
-    out->pad_garbage = (o = find_ov(s, stage, "pad_garbage")) ? o->value != 0 : s->pad_garbage;
-    out->baked = (o = find_ov(s, stage, "global_scale_baked")) ? o->value != 0 : s->global_scale_baked;
+    out->pad_garbage = ov_flag(s, stage, "pad_garbage", s->pad_garbage);
+    out->baked = ov_flag(s, stage, "global_scale_baked", s->global_scale_baked);
     out->baked_div = 0;
 }
 

@@ -24,6 +24,12 @@ void nd_html_escape(FILE *f, const char *s) {
     }
 }
 
+void nd_html_wrap(FILE *f, const char *open, const char *s, const char *close) {
+    fputs(open, f);
+    nd_html_escape(f, s);
+    fputs(close, f);
+}
+
 size_t nd_html_escape_buf(char *dst, size_t n, const char *s) {
     size_t need = 0, at = 0;
     int cut = 0;

@@ -52,6 +52,8 @@ int nd_report_write(const char *out_path, const nd_trace *t, const nd_report_rou
  * tab and newline become U+FFFD, so the result is safe in element content and in quoted
  * attribute values (SVG included). */
 void nd_html_escape(FILE *f, const char *s);
+/* open, then s escaped, then close (open and close are markup, written as they are). */
+void nd_html_wrap(FILE *f, const char *open, const char *s, const char *close);
 /* The same into dst (always NUL-terminated when n > 0); returns the length the full escape needs,
  * so a result >= n means it was cut (never inside an entity). */
 size_t nd_html_escape_buf(char *dst, size_t n, const char *s);

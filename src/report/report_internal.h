@@ -96,6 +96,11 @@ const char *nd_rmetric_tip(const char *key);
 /* <details id="glossary">: every column's explanation, for screens that cannot hover. */
 void nd_report_glossary(FILE *f);
 
+/* A section's start (report_page.c): <section id="ID"><h2>title</h2> (title_fmt is printf markup),
+ * then <p class="note">NOTE</p> when note is not NULL (markup, written as is). */
+void nd_report_section_open(FILE *f, const char *id, const char *note, const char *title_fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* The stage tables' header row and one row's cells (report_table.c). */
 void nd_report_stage_head(FILE *f);
 void nd_report_row_cells(FILE *f, const nd_row *r);

@@ -3,10 +3,21 @@
  * sections in the order a person triages: layers at a glance, the comparison, flagged stages,
  * charts, scale ratios, routing, every stage by layer. */
 #include <errno.h>
+#include <stdarg.h>
 #include <string.h>
 #include "nd_config.h"
 #include "util/progress.h"
 #include "report_internal.h"
+
+void nd_report_section_open(FILE *f, const char *id, const char *note, const char *title_fmt, ...) {
+    va_list ap;
+    va_start(ap, title_fmt);
+    fprintf(f, "<section id=\"%s\"><h2>", id);
+    vfprintf(f, title_fmt, ap);
+    fprintf(f, "</h2>\n");
+    va_end(ap);
+    if (note) fprintf(f, "<p class=\"note\">%s</p>\n", note);
+}
 
 static void meta_row(FILE *f, const char *k, const char *v) {
     fprintf(f, "<tr><td>%s</td><td>", k);
@@ -16,15 +27,13 @@ static void meta_row(FILE *f, const char *k, const char *v) {
 
 static void meta(FILE *f, const nd_rmodel *m, const char *source_name) {
     const nd_trace *t = m->t;
+    const struct { const char *k, *v; } rows[] = {
+        {"trace", source_name}, {"checkpoint", t->checkpoint}, {"format", t->checkpoint_format},
+        {"recipe", t->recipe}, {"serving stack", t->stack}, {"backend", t->backend},
+        {"device", t->device}, {"modes", t->modes},
+    };
     fprintf(f, "<div class=\"hscroll\"><table class=\"meta\">");
-    meta_row(f, "trace", source_name);
-    meta_row(f, "checkpoint", t->checkpoint);
-    meta_row(f, "format", t->checkpoint_format);
-    meta_row(f, "recipe", t->recipe);
-    meta_row(f, "serving stack", t->stack);
-    meta_row(f, "backend", t->backend);
-    meta_row(f, "device", t->device);
-    meta_row(f, "modes", t->modes);
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) meta_row(f, rows[i].k, rows[i].v);
     char buf[96];
     snprintf(buf, sizeof buf, "%lld tokens, %lld stages, %lld rows, %d layers", (long long)t->ntokens, (long long)m->n,
              (long long)t->nrows, m->nlayers);

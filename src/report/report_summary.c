@@ -25,11 +25,7 @@ void nd_report_summary(FILE *f, const nd_rmodel *m, const char *id, const char *
     const nd_trace_summary *s = &t->summary;
     const char *cls = status_class(t);
     fprintf(f, "<div class=\"banner %s\" id=\"%s\">", cls, id);
-    if (title) {
-        fprintf(f, "<div class=\"btitle\">");
-        nd_html_escape(f, title);
-        fprintf(f, "</div>");
-    }
+    if (title) nd_html_wrap(f, "<div class=\"btitle\">", title, "</div>");
     fprintf(f, "<dl class=\"sum\">");
     item(f, "status", id, "-status");
     if (!t->has_summary || !strcmp(cls, "incomplete")) {
@@ -38,42 +34,31 @@ void nd_report_summary(FILE *f, const nd_rmodel *m, const char *id, const char *
     } else if (!strcmp(cls, "ok") && !s->first_divergence[0]) {
         fprintf(f, "<b>ok</b>: no divergence; every stage is within what NVFP4 quantization of its operands explains.");
     } else {
-        fprintf(f, "<b>");
-        nd_html_escape(f, s->status);
-        fprintf(f, "</b>");
+        nd_html_wrap(f, "<b>", s->status, "</b>");
     }
     if (t->has_summary && s->first_divergence[0]) {
         item(f, "first divergence", NULL, "");
         if (first_href) fprintf(f, "<a href=\"%s\">", first_href);
-        fprintf(f, "<code>");
-        nd_html_escape(f, s->first_divergence);
-        fprintf(f, "</code>%s (", first_href ? "</a>" : "");
-        nd_html_escape(f, s->first_divergence_mode);
-        fprintf(f, ")");
+        nd_html_wrap(f, "<code>", s->first_divergence, "</code>");
+        nd_html_wrap(f, first_href ? "</a> (" : " (", s->first_divergence_mode, ")");
         if (m->first_pos >= 0 && m->st[m->first_pos].layer >= 0) fprintf(f, ", layer %d", (int)m->st[m->first_pos].layer);
         if (m->first_pos < 0) fprintf(f, " <span class=\"warn\">(that stage has no row in this trace)</span>");
     }
     if (t->has_summary && s->cause[0]) {
         item(f, "cause", id, "-cause");
-        fprintf(f, "<code class=\"cause\">");
-        nd_html_escape(f, s->cause);
-        fprintf(f, "</code> <span class=\"note\">(<code>nvfp4dbg explain ");
-        nd_html_escape(f, s->cause);
-        fprintf(f, "</code>)</span>");
+        nd_html_wrap(f, "<code class=\"cause\">", s->cause, "</code> <span class=\"note\">(<code>nvfp4dbg explain ");
+        nd_html_wrap(f, "", s->cause, "</code>)</span>");
     }
-    if (t->has_summary && s->evidence[0]) {
-        item(f, "evidence", NULL, "");
-        nd_html_escape(f, s->evidence);
-    }
-    if (t->has_summary && s->next_command[0]) {
-        item(f, "next", NULL, "");
-        fprintf(f, "<code class=\"cmd\">");
-        nd_html_escape(f, s->next_command);
-        fprintf(f, "</code>");
-    }
-    if (t->has_summary && s->message[0]) {
-        item(f, "in words", NULL, "");
-        nd_html_escape(f, s->message);
+    /* the diagnosis in words, each under its label where the trace has it */
+    const struct { const char *label, *text, *open, *close; } words[] = {
+        {"evidence", s->evidence, "", ""},
+        {"next", s->next_command, "<code class=\"cmd\">", "</code>"},
+        {"in words", s->message, "", ""},
+    };
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        if (!t->has_summary || !words[i].text[0]) continue;
+        item(f, words[i].label, NULL, "");
+        nd_html_wrap(f, words[i].open, words[i].text, words[i].close);
     }
     fprintf(f, "</dl></div>\n");
 }

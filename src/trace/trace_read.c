@@ -68,6 +68,22 @@ static hid_t open_file(const char *path, nd_err *e) {
     return f;
 }
 
+typedef struct { const char *name; char *dst; size_t cap; } str_attr;
+
+/* Reads the string attributes a[0..n) of obj. A missing one is exit 2 with missing_fmt (given the
+ * file and the attribute's name) when missing_fmt is not NULL, else left "" (an optional attribute
+ * that older traces lack). */
+static int read_str_attrs(hid_t obj, const str_attr *a, size_t n, const char *missing_fmt, const char *path,
+                          nd_err *e) {
+    for (size_t i = 0; i < n; i++) {
+        int rc = nd_h5_get_str_attr(obj, a[i].name, a[i].dst, a[i].cap, path, e);
+        if (rc == 1 && missing_fmt) return nd_fail(e, ND_EXIT_BADINPUT, missing_fmt, path, a[i].name);
+        if (rc == 1) a[i].dst[0] = 0;
+        else if (rc) return rc;
+    }
+    return 0;
+}
+
 static int read_root(hid_t f, nd_trace *t, const char *path, nd_err *e) {
     ND_TRY(nd_h5_hard_links_only(f, "/", path, e));
     int rc = nd_h5_get_str_attr(f, "schema", t->schema, sizeof t->schema, path, e);
@@ -81,7 +97,7 @@ static int read_root(hid_t f, nd_trace *t, const char *path, nd_err *e) {
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: not an nvfp4dbg trace (schema '%s', expected %s)", path,
                        t->schema, ND_TRACE_SCHEMA);
     }
-    struct { const char *name; char *dst; size_t cap; } a[] = {
+    const str_attr a[] = {
         {"tool_version", t->tool_version, sizeof t->tool_version},
         {"created_utc", t->created_utc, sizeof t->created_utc},
         {"checkpoint", t->checkpoint, sizeof t->checkpoint},
@@ -92,15 +108,10 @@ static int read_root(hid_t f, nd_trace *t, const char *path, nd_err *e) {
         {"device", t->device, sizeof t->device},
         {"modes", t->modes, sizeof t->modes},
     };
-    for (size_t i = 0; i < sizeof a / sizeof a[0]; i++) {
-        rc = nd_h5_get_str_attr(f, a[i].name, a[i].dst, a[i].cap, path, e);
-        if (rc == 1) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not an nvfp4dbg trace (no %s attribute)", path, a[i].name);
-        if (rc) return rc;
-    }
+    ND_TRY(read_str_attrs(f, a, sizeof a / sizeof a[0], "%s: not an nvfp4dbg trace (no %s attribute)", path, e));
     /* optional: traces written before the attribute existed have none */
-    rc = nd_h5_get_str_attr(f, "overrides", t->overrides, sizeof t->overrides, path, e);
-    if (rc == 1) { t->overrides[0] = 0; rc = 0; }
-    return rc;
+    const str_attr opt[] = {{"overrides", t->overrides, sizeof t->overrides}};
+    return read_str_attrs(f, opt, 1, NULL, path, e);
 }
 
 /* Open a 1-D dataset and return its length (bounded by max). */
@@ -236,26 +247,19 @@ static int read_summary(hid_t f, nd_trace *t, const char *path, nd_err *e) {
     hid_t g = H5Gopen2(f, "summary", H5P_DEFAULT);
     if (g < 0) return ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot open /summary");
     nd_trace_summary *s = &t->summary;
-    struct { const char *name; char *dst; size_t cap; } a[] = {
+    const str_attr a[] = {
         {"status", s->status, sizeof s->status},
         {"first_divergence", s->first_divergence, sizeof s->first_divergence},
         {"first_divergence_mode", s->first_divergence_mode, sizeof s->first_divergence_mode},
         {"cause", s->cause, sizeof s->cause},
         {"message", s->message, sizeof s->message},
     };
-    int rc = 0;
-    for (size_t i = 0; i < sizeof a / sizeof a[0] && !rc; i++) {
-        rc = nd_h5_get_str_attr(g, a[i].name, a[i].dst, a[i].cap, path, e);
-        if (rc == 1) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: /summary has no %s attribute", path, a[i].name);
-    }
+    int rc = read_str_attrs(g, a, sizeof a / sizeof a[0], "%s: /summary has no %s attribute", path, e);
     /* the diagnosis's evidence: optional (traces written before it existed lack it) */
-    struct { const char *name; char *dst; size_t cap; } o[] = {
+    const str_attr o[] = {
         {"repair", s->repair, sizeof s->repair}, {"evidence", s->evidence, sizeof s->evidence},
         {"next_command", s->next_command, sizeof s->next_command}};
-    for (size_t i = 0; i < sizeof o / sizeof o[0] && !rc; i++) {
-        rc = nd_h5_get_str_attr(g, o[i].name, o[i].dst, o[i].cap, path, e);
-        if (rc == 1) { o[i].dst[0] = 0; rc = 0; }
-    }
+    if (!rc) rc = read_str_attrs(g, o, sizeof o / sizeof o[0], NULL, path, e);
     struct { const char *name; double *dst; } d[] = {
         {"sqnr_before_db", &s->sqnr_before_db}, {"sqnr_after_db", &s->sqnr_after_db}, {"floor_db", &s->floor_db}};
     for (size_t i = 0; i < sizeof d / sizeof d[0] && !rc; i++) {
