@@ -24,6 +24,13 @@ static double max_rel(const float *a, const double *b, int64_t n, double floor_)
     return m;
 }
 
+/* max |x[i]| over n elements */
+static double amax_of(const float *x, int64_t n) {
+    double m = 0;
+    for (int64_t i = 0; i < n; i++) m = fmax(m, fabs(x[i]));
+    return m;
+}
+
 static void test_rmsnorm(void) {
     const int64_t rows = 5, d = 257;
     float *x = fvec(rows * d, -3, 3), *w = fvec(d, 0.5f, 1.5f), *y = fvec(rows * d, 0, 0);
@@ -126,8 +133,7 @@ static void test_attention(void) {
     /* a sink far above every score takes all the probability mass */
     float big[4] = {1e4f, 1e4f, 1e4f, 1e4f};
     CHECK_EQ_INT(be->attention(be, q, k, v, t, s, hq, hkv, d, dv, qp, kp, 0, scale, big, 0, out, &e), 0);
-    double amax = 0;
-    for (int64_t i = 0; i < t * hq * dv; i++) amax = fmax(amax, fabs(out[i]));
+    const double amax = amax_of(out, t * hq * dv);
     CHECK(amax < 1e-30, "huge sink drives outputs to 0 (%g)", amax);
     /* window 1: only the key at the query's own position, so the output is that v */
     CHECK_EQ_INT(be->attention(be, q, k, v, t, s, hq, hkv, d, dv, qp, kp, 1, scale, NULL, 0, out, &e), 0);
@@ -521,6 +527,12 @@ static void test_quant_mxfp4(void) {
     CHECK(be->quant_mxfp4(be, x, 9, 1, 32, c, f, NULL, &e) == ND_EXIT_INTERNAL, "semantics 9 accepted");
 }
 
+/* max |x| over the group of g columns (the row's last one may be short) that holds element i of x [., k] */
+static double group_amax(const float *x, int64_t k, int64_t g, int64_t i) {
+    const int64_t c0 = i % k / g * g, c1 = c0 + g < k ? c0 + g : k;
+    return amax_of(x + i / k * k + c0, c1 - c0);
+}
+
 static void test_fake_quant_fp8(void) {
     const int64_t rows = 3, k = 100;   /* groups of 32: the last one is short */
     float *x = fvec(rows * k, -5, 5), *o = fvec(rows * k, 0, 0);
@@ -528,30 +540,18 @@ static void test_fake_quant_fp8(void) {
     for (int b = 0; b < 127; b++) grid[b] = def_e4m3((uint8_t)b);
     CHECK_EQ_INT(be->fake_quant_fp8(be, x, rows, k, 32, 1, o, &e), 0);
     int bad = 0;
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t c0 = 0; c0 < k; c0 += 32) {
-            int64_t c1 = c0 + 32 < k ? c0 + 32 : k;
-            double amax = 0;
-            for (int64_t c = c0; c < c1; c++) amax = fmax(amax, fabs(x[r * k + c]));
-            double s = ldexp(1.0, (int)ceil(log2(amax / 448.0)));   /* 2^ceil(log2(amax/448)) */
-            for (int64_t c = c0; c < c1; c++) {
-                double a = fabs(x[r * k + c]) / s;                  /* exact: s is a power of two */
-                int best = 0;
-                for (int b = 1; b < 127; b++) { double db = fabs(a - grid[best]), d = fabs(a - grid[b]); if (d < db || (d == db && !(b & 1))) best = b; }
-                bad += !same_f(o[r * k + c], copysign(grid[best] * s, x[r * k + c]));
-            }
-        }
+    for (int64_t i = 0; i < rows * k; i++) {
+        const double s = ldexp(1.0, (int)ceil(log2(group_amax(x, k, 32, i) / 448.0)));   /* 2^ceil(log2(amax/448)) */
+        const double a = fabs(x[i]) / s;                                                 /* exact: s is a power of two */
+        int best = 0;
+        for (int b = 1; b < 127; b++) { double db = fabs(a - grid[best]), d = fabs(a - grid[b]); if (d < db || (d == db && !(b & 1))) best = b; }
+        bad += !same_f(o[i], copysign(grid[best] * s, x[i]));
+    }
     CHECK_EQ_INT(bad, 0);
     CHECK_EQ_INT(be->fake_quant_fp8(be, x, rows, k, 32, 0, o, &e), 0);
     double worst = 0;
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t c0 = 0; c0 < k; c0 += 32) {
-            int64_t c1 = c0 + 32 < k ? c0 + 32 : k;
-            double amax = 0;
-            for (int64_t c = c0; c < c1; c++) amax = fmax(amax, fabs(x[r * k + c]));
-            for (int64_t c = c0; c < c1; c++)   /* within half an e4m3 step (2^-4 relative) */
-                worst = fmax(worst, fabs(o[r * k + c] - x[r * k + c]) / fmax(fabs(x[r * k + c]), amax / 448 * 0.015625));
-        }
+    for (int64_t i = 0; i < rows * k; i++)   /* within half an e4m3 step (2^-4 relative) */
+        worst = fmax(worst, fabs(o[i] - x[i]) / fmax(fabs(x[i]), group_amax(x, k, 32, i) / 448 * 0.015625));
     CHECK(worst <= 0.0625 * 1.0001, "fake_quant_fp8 relative error %g", worst);
     free(x);
     free(o);
