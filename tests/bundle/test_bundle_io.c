@@ -8,28 +8,22 @@
 #include "bundle/bundle.h"
 
 static void fill(nd_bundle *b, float *in, uint8_t *w, int64_t *tok) {
-    memset(b, 0, sizeof *b);
+    *b = (nd_bundle){.layer = 3, .th_floor_margin_db = 6.0, .th_min_cosine = 0.99, .th_min_sqnr_db = 15.0,
+                     .th_chained_min_cosine = 0.9,
+                     .stage_yaml = "{stage: \"layers.3.self_attn.q_a_proj\", op: \"linear\", in: [a], out: [qa]}",
+                     .stack_yaml = "stack: vllm\nfused_input: max\n", .config_json = "{\"model_type\": \"deepseek_v4\"}",
+                     .n_in = 1, .n_tensors = 1, .ntok = 2, .tokens = tok, .n_rows = 1};
     snprintf(b->stage, sizeof b->stage, "layers.3.self_attn.q_a_proj");
     snprintf(b->op, sizeof b->op, "linear");
-    b->layer = 3;
     snprintf(b->recipe, sizeof b->recipe, "deepseek_v4");
     snprintf(b->stack, sizeof b->stack, "vllm");
     snprintf(b->overrides, sizeof b->overrides, "a.quant_mult=2;model.x.input_global_scale=719.8");
-    b->th_floor_margin_db = 6.0;
-    b->th_min_cosine = 0.99;
-    b->th_min_sqnr_db = 15.0;
-    b->th_chained_min_cosine = 0.9;
-    b->stage_yaml = "{stage: \"layers.3.self_attn.q_a_proj\", op: \"linear\", in: [a], out: [qa]}";
-    b->stack_yaml = "stack: vllm\nfused_input: max\n";
-    b->config_json = "{\"model_type\": \"deepseek_v4\"}";
     for (int i = 0; i < 6; i++) in[i] = (float)i - 2.5f;
-    b->n_in = 1;
     snprintf(b->in[0].name, sizeof b->in[0].name, "a");
     b->in[0].rows = 2;
     b->in[0].cols = 3;
     b->in[0].data = in;
     for (int i = 0; i < 8; i++) w[i] = (uint8_t)(i * 37);
-    b->n_tensors = 1;
     snprintf(b->tensors[0].name, sizeof b->tensors[0].name, "model.layers.3.self_attn.q_a_proj.weight_packed");
     snprintf(b->tensors[0].dtype, sizeof b->tensors[0].dtype, "U8");
     b->tensors[0].ndim = 2;
@@ -38,9 +32,6 @@ static void fill(nd_bundle *b, float *in, uint8_t *w, int64_t *tok) {
     b->tensors[0].data = w;
     b->tensors[0].nbytes = 8;
     tok[0] = 7; tok[1] = 42;
-    b->ntok = 2;
-    b->tokens = tok;
-    b->n_rows = 1;
     snprintf(b->rows[0].name, ND_NAME_LEN, "%s", b->stage);
     snprintf(b->rows[0].mode, ND_MODE_LEN, "isolated");
     snprintf(b->rows[0].verdict, ND_VERDICT_LEN, "scale_inverted");

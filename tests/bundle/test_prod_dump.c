@@ -20,14 +20,8 @@ int main(void) {
     snprintf(trace, sizeof trace, "%s/nd-prod-dump-%d.h5", P_tmpdir, (int)getpid());
     snprintf(dump, sizeof dump, "%s/nd-prod-dump-%d.safetensors", P_tmpdir, (int)getpid());
     nd_err e = {0};
-    nd_trace_opts o;
-    memset(&o, 0, sizeof o);
-    o.ckpt_dir = ckpt;
-    o.backend = "cpu";
-    o.layer_hi = -1;
-    o.modes = ND_MODES_ISOLATED;
-    o.out_path = trace;
-    o.dump_tensors = 1;
+    nd_trace_opts o = {.ckpt_dir = ckpt, .backend = "cpu", .layer_hi = -1, .modes = ND_MODES_ISOLATED, .out_path = trace,
+                       .dump_tensors = 1};
     nd_trace_result res;
     int rc = nd_pipeline_trace(&o, &res, &e);
     CHECK(rc == 0, "dump trace: %s", e.msg);
@@ -65,12 +59,7 @@ int main(void) {
     else nd_st_writer_abort(w);
     CHECK(rc == 0, "close: %s", e.msg);
 
-    memset(&o, 0, sizeof o);
-    o.ckpt_dir = ckpt;
-    o.backend = "cpu";
-    o.layer_hi = -1;
-    o.modes = ND_MODES_BOTH;
-    o.prod_dump = dump;
+    o = (nd_trace_opts){.ckpt_dir = ckpt, .backend = "cpu", .layer_hi = -1, .modes = ND_MODES_BOTH, .prod_dump = dump};
     if (!rc) rc = nd_pipeline_trace(&o, &res, &e);
     CHECK(rc == 0, "prod-dump trace: %s", e.msg);
     if (!rc) {
