@@ -53,7 +53,6 @@ static int strided_gemm(nd_backend *b, const void *x, const void *w, cudaDataTyp
 static int gemm_any(nd_backend *b, const char *op, const float *x, const float *w, float *y, int64_t m,
                     int64_t groups, int64_t n, int64_t k, float alpha, int bf16_exact, nd_err *e) {
     ND_TRY(gemm_args(op, m, groups, n, k, e));
-    if (bf16_exact) ND_TRY(nd_backend_require(b, nd_backend_op_index(op), ND_ODT_BF16, e));
     if (m == 0 || n == 0 || groups == 0) return 0;
     if (k == 0) {
         ND_CU(cudaMemsetAsync(y, 0, (size_t)(m * groups * n) * sizeof(float), nd_cu(b)->stream));
@@ -82,10 +81,12 @@ static int gemm_any(nd_backend *b, const char *op, const float *x, const float *
 
 int nd_cuda_gemm(nd_backend *b, const float *x, const float *w, float *y, int64_t m, int64_t n, int64_t k,
                  float alpha, int bf16_exact, nd_err *e) {
+    if (bf16_exact) ND_TRY(nd_backend_require(b, ND_OP_gemm, ND_ODT_BF16, e));
     return gemm_any(b, "gemm", x, w, y, m, 1, n, k, alpha, bf16_exact, e);
 }
 
 int nd_cuda_gemm_grouped(nd_backend *b, const float *x, const float *w, float *y, int64_t m, int64_t groups,
                          int64_t n, int64_t k, float alpha, int bf16_exact, nd_err *e) {
+    if (bf16_exact) ND_TRY(nd_backend_require(b, ND_OP_gemm_grouped, ND_ODT_BF16, e));
     return gemm_any(b, "gemm_grouped", x, w, y, m, groups, n, k, alpha, bf16_exact, e);
 }

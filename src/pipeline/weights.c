@@ -84,6 +84,27 @@ int nd_tensor_f32(nd_run *r, const nd_tview *t, float **out, nd_err *e) {
     return rc;
 }
 
+/* A quantized weight's format comes from the checkpoint: one the backend's dequant op does not
+ * declare is bad input (exit 2) naming the file and the module, before anything is uploaded. */
+static int need_format(const nd_run *r, const nd_module *m, nd_err *e) {
+    int op;
+    unsigned dt;
+    switch (m->wfmt) {
+    case ND_WF_NVFP4: op = ND_OP_dequant_nvfp4; dt = ND_ODT_NVFP4; break;
+    case ND_WF_MXFP4: op = ND_OP_dequant_mxfp4; dt = ND_ODT_MXFP4; break;
+    case ND_WF_FP8:
+        op = ND_OP_dequant_fp8;
+        dt = ND_ODT_E4M3 | (m->fp8_scale_kind == ND_FP8_SCALE_BLOCK_E8M0 ? ND_ODT_E8M0 : ND_ODT_F32);
+        break;
+    default: return 0;
+    }
+    if (nd_backend_supports(r->be, op, dt)) return 0;
+    char lacks[64];
+    return nd_fail(e, ND_EXIT_BADINPUT, "%s: module %s: the %s backend's %s does not support %s", m->weight->file, m->path,
+                   r->be->name, nd_backend_op_name(op),
+                   nd_op_dtypes_str(dt & ~nd_backend_op_dtypes(r->be, op), ", ", lacks, sizeof lacks));
+}
+
 /* Decode a module's weight to FP32 [N,K], once per divisor in div[0..nout): NVFP4 block scales
  * are divided by div[i] (the module's own global divisor for the reference meaning; 1 for the
  * production GEMM operand, whose global factors live in alpha). The raw bytes are uploaded once
@@ -97,6 +118,7 @@ static int decode(nd_run *r, const nd_module *m, const float *div, int nout, int
         for (int i = 0; i < nout && !rc; i++) rc = nd_tensor_f32(r, m->weight, &out[i], e);
         return rc;
     }
+    ND_TRY(need_format(r, m, e));
     /* repairs the diagnosis asks for by override (stack.h): the bytes are re-read another way */
     nd_module_repair fix;
     memset(&fix, 0, sizeof fix);

@@ -78,6 +78,28 @@ static void test_checkpoint_dtype(nd_backend *be) {
     CHECK_EQ_INT(be->to_f32(be, raw, ND_DT_BF16, 4, o, &e), ND_EXIT_INTERNAL);
     CHECK(!strcmp(e.msg, "cpu: op to_f32 does not support bf16"), "%s", e.msg);
     be->op_dtypes[ND_OP_to_f32] = keep;
+    /* a quantized weight whose format the backend's dequant op does not declare: exit 2 naming file and
+     * module, before anything is uploaded */
+    nd_module m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.path, sizeof m.path, "model.layers.0.mlp.down_proj");
+    m.wfmt = ND_WF_FP8;
+    m.fp8_scale_kind = ND_FP8_SCALE_BLOCK_E8M0;
+    m.bn = m.bk = 128;
+    m.out_features = m.in_features = 4;
+    m.weight = &t;
+    const unsigned keep_fp8 = be->op_dtypes[ND_OP_dequant_fp8], keep_nv = be->op_dtypes[ND_OP_dequant_nvfp4];
+    be->op_dtypes[ND_OP_dequant_fp8] &= ~(unsigned)ND_ODT_E8M0;
+    CHECK_EQ_INT(nd_weight_f32(r, &m, &out, &e), ND_EXIT_BADINPUT);
+    CHECK(!strcmp(e.msg, "ckpt/model.safetensors: module model.layers.0.mlp.down_proj: the cpu backend's dequant_fp8 does "
+                         "not support ue8m0"), "%s", e.msg);
+    be->op_dtypes[ND_OP_dequant_nvfp4] = 0;
+    m.wfmt = ND_WF_NVFP4;
+    CHECK_EQ_INT(nd_weight_f32(r, &m, &out, &e), ND_EXIT_BADINPUT);
+    CHECK(strstr(e.msg, "the cpu backend's dequant_nvfp4 does not support nvfp4") != NULL, "%s", e.msg);
+    CHECK(out == NULL, "no buffer left on failure");
+    be->op_dtypes[ND_OP_dequant_fp8] = keep_fp8;
+    be->op_dtypes[ND_OP_dequant_nvfp4] = keep_nv;
     free(r);
 }
 
