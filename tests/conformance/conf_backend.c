@@ -42,12 +42,14 @@ int conf_quant(nd_backend *b, const float *x, float g, int sem, int64_t rows, in
     return rc;
 }
 
-int conf_dequant(nd_backend *b, const uint8_t *packed, const uint8_t *sf, float global_div, int64_t rows,
-                 int64_t k, float *out, nd_err *e) {
-    const size_t no = (size_t)(rows * k) * sizeof(float), nc = (size_t)(rows * k / 2), ns = (size_t)(rows * k / 16);
-    void *dc = up(b, packed, nc, e), *ds = up(b, sf, ns, e), *dout = b->alloc(b, no ? no : 1, e);
+/* dequant_nvfp4 (mx 0) or dequant_mxfp4 (mx 1) of host codes [npacked bytes] and scales [nsf bytes]
+ * (may be unaligned checkpoint bytes): out [rows,k] on the host */
+static int dequant_fp4(nd_backend *b, int mx, const void *packed, size_t npacked, const void *sf, size_t nsf,
+                       float global_div, int64_t rows, int64_t k, float *out, nd_err *e) {
+    const size_t no = (size_t)(rows * k) * sizeof(float);
+    void *dc = up(b, packed, npacked, e), *ds = up(b, sf, nsf, e), *dout = b->alloc(b, no ? no : 1, e);
     int rc = (!dc || !ds || !dout) ? ND_EXIT_INTERNAL : 0;
-    if (!rc) rc = b->dequant_nvfp4(b, dc, ds, global_div, rows, k, dout, e);
+    if (!rc) rc = mx ? b->dequant_mxfp4(b, dc, ds, rows, k, dout, e) : b->dequant_nvfp4(b, dc, ds, global_div, rows, k, dout, e);
     if (!rc) rc = b->download(b, out, dout, no, e);
     if (dc) b->release(b, dc);
     if (ds) b->release(b, ds);
@@ -55,18 +57,24 @@ int conf_dequant(nd_backend *b, const uint8_t *packed, const uint8_t *sf, float 
     return rc;
 }
 
+int conf_dequant(nd_backend *b, const uint8_t *packed, const uint8_t *sf, float global_div, int64_t rows,
+                 int64_t k, float *out, nd_err *e) {
+    return dequant_fp4(b, 0, packed, (size_t)(rows * k / 2), sf, (size_t)(rows * k / 16), global_div, rows, k, out, e);
+}
+
+int conf_dequant_mxfp4(nd_backend *b, const nd_module *m, float *out, nd_err *e) {
+    return dequant_fp4(b, 1, m->weight->data, m->weight->nbytes, m->weight_scale->data, m->weight_scale->nbytes, 0.0f,
+                       m->out_features, m->in_features, out, e);
+}
+
 int conf_each_module(nd_backend *b, const char *rec, const char *suffix, conf_module_fn fn, int *missing) {
     int modules = 0;
     *missing = 0;
     for (int mi = 0; mi < 3; mi++) {
         const char *model = conf_models[mi];
-        nd_st_file *f = conf_open(model, rec);
-        char dir[1024];
-        conf_path(dir, sizeof dir, model, "nvfp4");
-        nd_ckpt *ck = NULL;
-        nd_err e = {0};
-        if (!f || nd_ckpt_open(dir, &ck, &e)) {
-            fprintf(stderr, "%s: %s\n", model, f ? e.msg : "no recording");
+        nd_st_file *f = conf_open(model, rec);   /* each prints why it failed */
+        nd_ckpt *ck = f ? conf_ckpt(model, "nvfp4") : NULL;
+        if (!ck) {
             if (f) nd_st_close(f);
             ++*missing;
             continue;

@@ -17,6 +17,8 @@ int conf_quant(nd_backend *b, const float *x, float g, int sem, int64_t rows, in
 /* dequant_nvfp4 of host packed/sf (may be unaligned checkpoint bytes): out [rows,k] on the host. */
 int conf_dequant(nd_backend *b, const uint8_t *packed, const uint8_t *sf, float global_div, int64_t rows,
                  int64_t k, float *out, nd_err *e);
+/* dequant_mxfp4 of an MXFP4 module's weight (its checkpoint bytes): out [out_features,in_features] on the host. */
+int conf_dequant_mxfp4(nd_backend *b, const nd_module *m, float *out, nd_err *e);
 
 /* For each fixture model, its recording MODEL/REC and its NVFP4 checkpoint: fn once per module
  * recorded there (a tensor name ending in suffix, less the suffix), in file order, on backend b.

@@ -13,17 +13,22 @@ void conf_path(char *buf, size_t cap, const char *model, const char *rel) {
     snprintf(buf, cap, "%s/golden/conformance/%s/%s", root && *root ? root : ".", model, rel);
 }
 
-nd_st_file *conf_open(const char *model, const char *rel) {
+/* MODEL/REL opened as a safetensors file (ckpt 0) or a checkpoint folder (ckpt 1); the error printed */
+static void *open_fixture(const char *model, const char *rel, int ckpt) {
     char path[1024];
     conf_path(path, sizeof path, model, rel);
     nd_st_file *f = NULL;
+    nd_ckpt *c = NULL;
     nd_err e = {0};
-    if (nd_st_open(path, &f, &e)) {
+    if (ckpt ? nd_ckpt_open(path, &c, &e) : nd_st_open(path, &f, &e)) {
         fprintf(stderr, "%s\n", e.msg);
         return NULL;
     }
-    return f;
+    return ckpt ? (void *)c : (void *)f;
 }
+
+nd_st_file *conf_open(const char *model, const char *rel) { return open_fixture(model, rel, 0); }
+nd_ckpt *conf_ckpt(const char *model, const char *rel) { return open_fixture(model, rel, 1); }
 
 float *conf_floats(const nd_st_file *f, const char *name, int64_t *n) {
     const nd_tview *t = nd_st_find(f, name);

@@ -15,6 +15,8 @@ void conf_path(char *buf, size_t cap, const char *model, const char *rel);
 
 /* Open one fixture safetensors file (MODEL/REL); prints the error and returns NULL on failure. */
 nd_st_file *conf_open(const char *model, const char *rel);
+/* Open one fixture checkpoint folder (MODEL/REL); prints the error and returns NULL on failure. */
+nd_ckpt *conf_ckpt(const char *model, const char *rel);
 
 /* The named tensor of f as a malloc'd float array (any float dtype; BF16 decodes exactly).
  * NULL (and a message) when the tensor is absent; *n gets the element count. */

@@ -16,11 +16,8 @@
 enum { LAYERS = 3, EXPERTS = 8, HIDDEN = 64, INTER = 96 };
 
 static nd_ckpt *open_dir(const char *rel) {
-    char dir[1024];
-    conf_path(dir, sizeof dir, "gpt_oss_mxfp4", rel);
-    nd_ckpt *c = NULL;
-    nd_err e = {0};
-    CHECK(nd_ckpt_open(dir, &c, &e) == 0, "%s", e.msg);
+    nd_ckpt *c = conf_ckpt("gpt_oss_mxfp4", rel);
+    CHECK(c != NULL, "gpt_oss_mxfp4/%s did not open", rel);
     return c;
 }
 
@@ -29,23 +26,14 @@ static nd_ckpt *open_dir(const char *rel) {
 static int64_t differing(nd_backend *b, const nd_module *mx, const nd_module *tf) {
     const int64_t n = mx->out_features, k = mx->in_features;
     nd_err e = {0};
-    void *dw = b->alloc(b, mx->weight->nbytes, &e), *ds = b->alloc(b, mx->weight_scale->nbytes, &e);
-    float *dout = b->alloc(b, (size_t)(n * k) * sizeof(float), &e);
     float *out = malloc((size_t)(n * k) * sizeof(float));
-    int rc = dw && ds && dout && out ? 0 : 1;
-    if (!rc) rc = b->upload(b, dw, mx->weight->data, mx->weight->nbytes, &e);
-    if (!rc) rc = b->upload(b, ds, mx->weight_scale->data, mx->weight_scale->nbytes, &e);
-    if (!rc) rc = b->dequant_mxfp4(b, dw, ds, n, k, dout, &e);
-    if (!rc) rc = b->download(b, out, dout, (size_t)(n * k) * sizeof(float), &e);
+    const int rc = out ? conf_dequant_mxfp4(b, mx, out, &e) : 1;
     CHECK(rc == 0, "%s %s: %s", b->name, mx->path, e.msg);
     int64_t bad = rc ? -1 : 0;
     for (int64_t i = 0; !rc && i < n * k; i++) {
         const float want = nd_tview_get_f32(tf->weight, i);
         bad += memcmp(&out[i], &want, 4) != 0;
     }
-    if (dw) b->release(b, dw);
-    if (ds) b->release(b, ds);
-    if (dout) b->release(b, dout);
     free(out);
     return bad;
 }

@@ -20,33 +20,21 @@ static int check_weight(nd_backend *b, const nd_module *m, const nd_st_file *wan
     CHECK(want && wn == n * k, "%s: expected [%lld, %lld] in dequant.safetensors", want_name, (long long)n, (long long)k);
     if (!want || wn != n * k) { free(want); return 0; }
     nd_err e = {0};
-    void *dw = b->alloc(b, m->weight->nbytes, &e), *ds = b->alloc(b, m->weight_scale->nbytes, &e);
-    float *dout = b->alloc(b, (size_t)(n * k) * sizeof(float), &e);
     float *out = malloc((size_t)(n * k) * sizeof(float));
-    int rc = dw && ds && dout && out ? 0 : 1;
-    if (!rc) rc = b->upload(b, dw, m->weight->data, m->weight->nbytes, &e);
-    if (!rc) rc = b->upload(b, ds, m->weight_scale->data, m->weight_scale->nbytes, &e);
-    if (!rc) rc = b->dequant_mxfp4(b, dw, ds, n, k, dout, &e);
-    if (!rc) rc = b->download(b, out, dout, (size_t)(n * k) * sizeof(float), &e);
+    const int rc = out ? conf_dequant_mxfp4(b, m, out, &e) : 1;
     CHECK(rc == 0, "%s %s: %s", b->name, m->path, e.msg);
     int64_t bad = 0;
     for (int64_t i = 0; !rc && i < n * k; i++) bad += memcmp(&out[i], &want[i], 4) != 0;
     CHECK(bad == 0, "%s %s: %lld of %lld elements differ from transformers' dequantization", b->name, m->path,
           (long long)bad, (long long)(n * k));
-    if (dw) b->release(b, dw);
-    if (ds) b->release(b, ds);
-    if (dout) b->release(b, dout);
     free(out);
     free(want);
     return rc == 0 && bad == 0;
 }
 
 static nd_ckpt *open_fixture(const char *rel) {
-    char dir[1024];
-    conf_path(dir, sizeof dir, "mxfp4", rel);
-    nd_ckpt *c = NULL;
-    nd_err e = {0};
-    CHECK(nd_ckpt_open(dir, &c, &e) == 0, "%s", e.msg);
+    nd_ckpt *c = conf_ckpt("mxfp4", rel);
+    CHECK(c != NULL, "mxfp4/%s did not open", rel);
     return c;
 }
 
