@@ -38,14 +38,19 @@ static void rd_take(rd *r, void *dst, size_t n) {
     r->off += n;
 }
 static uint32_t rd_u32(rd *r) { uint32_t v; rd_take(r, &v, 4); return v; }
+/* golden/vectors/NAME read and its 4-byte magic checked; 0 when it was readable */
+static int rd_start(rd *r, const char *name, const char *magic) {
+    CHECK(rd_open(r, name) == 0, "%s readable", name);
+    if (!r->p) return -1;
+    char m[4];
+    rd_take(r, m, 4);
+    CHECK(memcmp(m, magic, 4) == 0, "%s: magic", name);
+    return 0;
+}
 
 static void test_e4m3_torch(void) {
     rd r;
-    CHECK(rd_open(&r, "e4m3_torch.bin") == 0, "e4m3_torch.bin readable");
-    if (!r.p) return;
-    char magic[4];
-    rd_take(&r, magic, 4);
-    CHECK(memcmp(magic, "NDE4", 4) == 0, "magic");
+    if (rd_start(&r, "e4m3_torch.bin", "NDE4")) return;
     uint32_t n = rd_u32(&r);
     CHECK(n > 3000 && n < 100000, "count %u", n);
     if (r.bad || n > 100000) { free(r.p); return; }
@@ -76,11 +81,7 @@ static void test_e4m3_torch(void) {
 
 static void test_nvfp4_ct(nd_backend *be) {
     rd r;
-    CHECK(rd_open(&r, "nvfp4_ct.bin") == 0, "nvfp4_ct.bin readable");
-    if (!r.p) return;
-    char magic[4];
-    rd_take(&r, magic, 4);
-    CHECK(memcmp(magic, "NDF4", 4) == 0, "magic");
+    if (rd_start(&r, "nvfp4_ct.bin", "NDF4")) return;
     uint32_t ncase = rd_u32(&r);
     CHECK(ncase >= 4 && ncase < 64, "cases %u", ncase);
     int64_t tot_blocks = 0, eps_blocks = 0, tot_elems = 0;
