@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <jansson.h>
 #include "recipe/recipe.h"
 #include "recipe/recipe_synth.h"
@@ -113,16 +114,19 @@ static int has_null(const nd_syn_val *v, const char *key) {
     return 0;
 }
 
-static json_t *config(bctx *b) {
+static int check_size_keys(bctx *b) {
     const nd_synth_spec *s = b->s;
     for (int i = 0; i < b->size->n_kids; i++) {
         const nd_syn_val *z = &b->size->kids[i];
-        if (!has_null(&s->config, z->key)) {
-            nd_fail(b->e, ND_EXIT_BADINPUT, "%s:%d: synth: sizes.%s.%s must be a config key whose value is ~", s->path,
-                    z->line, b->size->key, z->key);
-            return NULL;
-        }
+        if (!has_null(&s->config, z->key))
+            return nd_fail(b->e, ND_EXIT_BADINPUT, "%s:%d: synth: sizes.%s.%s must be a config key whose value is ~",
+                           s->path, z->line, b->size->key, z->key);
     }
+    return 0;
+}
+
+static json_t *config(bctx *b) {
+    const nd_synth_spec *s = b->s;
     json_t *c = json_object();
     for (int i = 0; c && i < s->config.n_kids; i++) {
         const nd_syn_val *v = &s->config.kids[i];
@@ -220,6 +224,7 @@ int sy_build_recipe(sy_plan *pl, const nd_recipe *r, nd_synth_size size, int lay
         return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: synth: recipe '%s' has no size '%s' (sizes:)", s->path, s->line, r->name,
                        SIZE_NAMES[size]);
     bctx b = {s, &s->sizes[size], -1, -1, e};
+    ND_TRY(check_size_keys(&b));
     int64_t L = 0, vocab = 0, D = 0;
     ND_TRY(key_int(&b, "num_hidden_layers", &L));
     if (layers > 0) L = layers;
@@ -297,7 +302,11 @@ int nd_synth_recipe_load(const char *name, nd_recipe **out, nd_err *e) {
     nd_recipe *r = NULL;
     int rc = nd_recipe_load(name, &r, e);
     if (rc) {
-        if (rc != ND_EXIT_BADINPUT) return rc;
+        /* a recipe that exists but does not load says so itself; a missing name lists the known ones */
+        char path[1024];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s.yaml", nd_recipe_dir(), name);
+        if (rc != ND_EXIT_BADINPUT || strchr(name, '/') || strstr(name, ".yaml") || !stat(path, &st)) return rc;
         nd_synth_recipe_names(known, sizeof known);
         return nd_wrap(e, "synth: unknown recipe '%s' (known: %s)", name, known);
     }

@@ -24,12 +24,14 @@ while read -r fam mod; do
   for fmt in compressed-tensors modelopt; do
     ck="$tmp/$fam-$fmt"
     "$bin" synth "$ck" --recipe "$fam" --size tiny --format "$fmt" >/dev/null 2>"$tmp/err"
-    ok "$fam/$fmt: synth clean exit 0 ($(tail -c 200 "$tmp/err"))" '[ $? -eq 0 ]'
+    rc=$?
+    ok "$fam/$fmt: synth clean exit 0 (got $rc: $(tail -c 200 "$tmp/err"))" '[ $rc -eq 0 ]'
     "$bin" trace "$ck" --backend "${ND_TEST_BACKEND:-cpu}" --json --out "$tmp/c.h5" >"$tmp/c.json" 2>"$tmp/err"
     rc=$?
     ok "$fam/$fmt: clean trace exit 0 (got $rc, first divergence '$(json_field first_divergence "$tmp/c.json")')" '[ $rc -eq 0 ]'
     "$bin" synth "$ck-bug" --recipe "$fam" --size tiny --format "$fmt" --inject "input-scale-inverted@$mod" >/dev/null 2>"$tmp/err"
-    ok "$fam/$fmt: synth --inject exit 0 ($(tail -c 200 "$tmp/err"))" '[ $? -eq 0 ]'
+    rc=$?
+    ok "$fam/$fmt: synth --inject exit 0 (got $rc: $(tail -c 200 "$tmp/err"))" '[ $rc -eq 0 ]'
     ok "$fam/$fmt: the side file names model.$mod" "grep -q '\"model.$mod\"\\|\"$mod\"' '$ck-bug.faults.json'"
     "$bin" trace "$ck-bug" --backend "${ND_TEST_BACKEND:-cpu}" --json --out "$tmp/b.h5" >"$tmp/b.json" 2>"$tmp/err"
     rc=$?
@@ -41,7 +43,8 @@ done < <(table)
 
 # an unknown recipe: exit 2, the message lists the recipes with a synth: section (and only those)
 "$bin" synth "$tmp/none" --recipe no_such_family >/dev/null 2>"$tmp/err"
-ok "unknown recipe: exit 2" '[ $? -eq 2 ]'
+rc=$?
+ok "unknown recipe: exit 2 (got $rc)" '[ $rc -eq 2 ]'
 known=$(sed -n 's/.*(known: \([^)]*\)).*/\1/p' "$tmp/err" | head -n 1)
 want=$(for f in "$root"/recipes/*.yaml; do
          case "$(basename "$f")" in stack-*|tolerances*) continue ;; esac
@@ -57,9 +60,23 @@ for f in "$root"/recipes/*.yaml; do
   grep -q '^synth:' "$f" && continue
   n=$(basename "$f" .yaml); [ "$n" = deepseek_v4 ] && continue
   "$bin" synth "$tmp/none" --recipe "$n" >/dev/null 2>"$tmp/err"
-  ok "$n (no synth: section): exit 2 naming it" "[ \$? -eq 2 ] && grep -q \"recipe '$n' has no synth: section\" '$tmp/err'"
+  rc=$?
+  ok "$n (no synth: section): exit 2 naming it" "[ $rc -eq 2 ] && grep -q \"recipe '$n' has no synth: section\" '$tmp/err'"
   break
 done
+
+# mistakes in a synth: section: exit 2 naming the recipe file, the line and the key
+sed 's/in: num_attention_heads\*head_dim, gain: 0.5}/in: num_attention_heads*head_dimm, gain: 0.5}/' "$root/recipes/llama.yaml" >"$tmp/bad1.yaml"
+line=$(grep -n 'head_dimm' "$tmp/bad1.yaml" | cut -d: -f1)
+"$bin" synth "$tmp/none" --recipe "$tmp/bad1.yaml" >/dev/null 2>"$tmp/err"
+rc=$?
+ok "unknown key in an expression: exit 2 with file:$line and the key ($(cat "$tmp/err"))" \
+  "[ $rc -eq 2 ] && grep -q \"bad1.yaml:$line: .*'head_dimm'\" '$tmp/err' && [ ! -e '$tmp/none' ]"
+sed 's/    tiny:  {vocab_size: 256,/    tiny:  {vocabsize: 256,/' "$root/recipes/llama.yaml" >"$tmp/bad2.yaml"
+"$bin" synth "$tmp/none" --recipe "$tmp/bad2.yaml" >/dev/null 2>"$tmp/err"
+rc=$?
+ok "a size key config does not mark ~: exit 2 naming sizes.tiny.vocabsize ($(cat "$tmp/err"))" \
+  "[ $rc -eq 2 ] && grep -q 'bad2.yaml:[0-9]*: synth: sizes.tiny.vocabsize' '$tmp/err'"
 
 echo "synth families: $pass passed, $fail failed"
 [ $fail -eq 0 ]
