@@ -17,34 +17,51 @@ static float block_amax(const float *x, int64_t n) {
     return a;
 }
 
-int nd_cpu_quant_nvfp4(nd_backend *b, const float *x, float g, int sem, int64_t rows, int64_t k,
-                       uint8_t *codes, uint8_t *sf, nd_qstats *stats_host, nd_err *e) {
-    (void)b;
-    const char *op = "quant_nvfp4";
+/* One block of a format: its codes (two per byte, element 2j in the low nibble) and scale byte;
+ * saturated elements and the scale's own counters added to st. */
+typedef void (*quant_block_fn)(const float *xb, float amax, float g, int sem, uint8_t *cb, uint8_t *sf, nd_qstats *st);
+
+static void nvfp4_block(const float *xb, float amax, float g, int sem, uint8_t *cb, uint8_t *sf, nd_qstats *st) {
+    const nd_block_q p = nd_nvfp4_block_params(amax, g, sem);
+    *sf = p.sf;
+    for (int j = 0; j < ND_NVFP4_BLOCK; j += 2) {
+        const uint8_t lo = nd_nvfp4_quant_elem(xb[j], p, g, sem);
+        const uint8_t hi = nd_nvfp4_quant_elem(xb[j + 1], p, g, sem);
+        cb[j / 2] = (uint8_t)(lo | (hi << 4));
+        st->n_saturated += nd_nvfp4_elem_saturates(xb[j], p, g, sem);
+        st->n_saturated += nd_nvfp4_elem_saturates(xb[j + 1], p, g, sem);
+    }
+    st->n_zero_scale += p.zero_scale;
+    st->n_scale_448 += (p.sf == 0x7eu);
+    st->n_nan_scale += ((p.sf & 0x7fu) == 0x7fu);
+}
+
+static void mxfp4_block(const float *xb, float amax, float g, int sem, uint8_t *cb, uint8_t *sf, nd_qstats *st) {
+    (void)g;
+    const uint8_t s = nd_mxfp4_scale_byte(amax, sem);
+    *sf = s;
+    for (int j = 0; j < ND_MXFP4_BLOCK; j += 2) {
+        cb[j / 2] = (uint8_t)(nd_mxfp4_quant_elem(xb[j], s, sem) | (nd_mxfp4_quant_elem(xb[j + 1], s, sem) << 4));
+        st->n_saturated += nd_mxfp4_elem_saturates(xb[j], s) + nd_mxfp4_elem_saturates(xb[j + 1], s);
+    }
+    st->n_nan_scale += s == ND_E8M0_NAN;
+}
+
+/* The rows cut into blocks of `block` elements, each quantized by fn; sem_ok: sem is one the format knows. */
+static int quant_blocks(const char *op, int block, quant_block_fn fn, int sem_ok, const float *x, float g, int sem,
+                        int64_t rows, int64_t k, uint8_t *codes, uint8_t *sf, nd_qstats *stats_host, nd_err *e) {
     ND_CPU_SIZES(e, op, rows, k);
-    ND_CPU_REQUIRE(k % ND_NVFP4_BLOCK == 0, e, op, "k = %lld is not a multiple of 16", (long long)k);
-    ND_CPU_REQUIRE(sem == ND_QSEM_KERNEL || nd_qsem_is_ct(sem), e, op, "unknown semantics %d", sem);
+    ND_CPU_REQUIRE(k % block == 0, e, op, "k = %lld is not a multiple of %d", (long long)k, block);
+    ND_CPU_REQUIRE(sem_ok, e, op, "unknown semantics %d", sem);
     ND_CPU_REQUIRE(rows * k == 0 || (x && codes && sf), e, op, "NULL buffer");
     nd_qstats st;
     memset(&st, 0, sizeof st);
-    const int64_t nb = rows * (k / ND_NVFP4_BLOCK);
+    const int64_t nb = rows * (k / block);
     for (int64_t bi = 0; bi < nb; bi++) {
-        const float *xb = x + bi * ND_NVFP4_BLOCK;
-        const float amax = block_amax(xb, ND_NVFP4_BLOCK);
-        const nd_block_q p = nd_nvfp4_block_params(amax, g, sem);
-        sf[bi] = p.sf;
-        uint8_t *cb = codes + bi * (ND_NVFP4_BLOCK / 2);
-        for (int j = 0; j < ND_NVFP4_BLOCK; j += 2) {
-            const uint8_t lo = nd_nvfp4_quant_elem(xb[j], p, g, sem);
-            const uint8_t hi = nd_nvfp4_quant_elem(xb[j + 1], p, g, sem);
-            cb[j / 2] = (uint8_t)(lo | (hi << 4));   /* element 2j in the low nibble */
-            st.n_saturated += nd_nvfp4_elem_saturates(xb[j], p, g, sem);
-            st.n_saturated += nd_nvfp4_elem_saturates(xb[j + 1], p, g, sem);
-        }
+        const float *xb = x + bi * block;
+        const float amax = block_amax(xb, block);
+        fn(xb, amax, g, sem, codes + bi * (block / 2), &sf[bi], &st);
         st.n_nonzero_blocks += amax > 0.0f;
-        st.n_zero_scale += p.zero_scale;
-        st.n_scale_448 += (p.sf == 0x7eu);
-        st.n_nan_scale += ((p.sf & 0x7fu) == 0x7fu);
     }
     st.n_elems = rows * k;
     st.n_blocks = nb;
@@ -52,34 +69,18 @@ int nd_cpu_quant_nvfp4(nd_backend *b, const float *x, float g, int sem, int64_t 
     return 0;
 }
 
+int nd_cpu_quant_nvfp4(nd_backend *b, const float *x, float g, int sem, int64_t rows, int64_t k,
+                       uint8_t *codes, uint8_t *sf, nd_qstats *stats_host, nd_err *e) {
+    (void)b;
+    return quant_blocks("quant_nvfp4", ND_NVFP4_BLOCK, nvfp4_block, sem == ND_QSEM_KERNEL || nd_qsem_is_ct(sem), x, g,
+                        sem, rows, k, codes, sf, stats_host, e);
+}
+
 int nd_cpu_quant_mxfp4(nd_backend *b, const float *x, int sem, int64_t rows, int64_t k, uint8_t *codes,
                        uint8_t *sf, nd_qstats *stats_host, nd_err *e) {
     (void)b;
-    const char *op = "quant_mxfp4";
-    ND_CPU_SIZES(e, op, rows, k);
-    ND_CPU_REQUIRE(k % ND_MXFP4_BLOCK == 0, e, op, "k = %lld is not a multiple of 32", (long long)k);
-    ND_CPU_REQUIRE(sem >= 0 && sem < ND_MXSEM_N, e, op, "unknown semantics %d", sem);
-    ND_CPU_REQUIRE(rows * k == 0 || (x && codes && sf), e, op, "NULL buffer");
-    nd_qstats st;
-    memset(&st, 0, sizeof st);
-    const int64_t nb = rows * (k / ND_MXFP4_BLOCK);
-    for (int64_t bi = 0; bi < nb; bi++) {
-        const float *xb = x + bi * ND_MXFP4_BLOCK;
-        const float amax = block_amax(xb, ND_MXFP4_BLOCK);
-        const uint8_t s = nd_mxfp4_scale_byte(amax, sem);
-        sf[bi] = s;
-        uint8_t *cb = codes + bi * (ND_MXFP4_BLOCK / 2);
-        for (int j = 0; j < ND_MXFP4_BLOCK; j += 2) {
-            cb[j / 2] = (uint8_t)(nd_mxfp4_quant_elem(xb[j], s, sem) | (nd_mxfp4_quant_elem(xb[j + 1], s, sem) << 4));
-            st.n_saturated += nd_mxfp4_elem_saturates(xb[j], s) + nd_mxfp4_elem_saturates(xb[j + 1], s);
-        }
-        st.n_nonzero_blocks += amax > 0.0f;
-        st.n_nan_scale += s == ND_E8M0_NAN;
-    }
-    st.n_elems = rows * k;
-    st.n_blocks = nb;
-    if (stats_host) *stats_host = st;
-    return 0;
+    return quant_blocks("quant_mxfp4", ND_MXFP4_BLOCK, mxfp4_block, sem >= 0 && sem < ND_MXSEM_N, x, 0.0f, sem, rows, k,
+                        codes, sf, stats_host, e);
 }
 
 int nd_cpu_fake_quant_fp8(nd_backend *b, const float *x, int64_t rows, int64_t k, int group, int pow2,

@@ -1,6 +1,6 @@
 /* catalogue.c — the cause table (catalogue.h). Keep one entry per SPEC §7 code. */
 #include "catalogue.h"
-#include <string.h>
+#include "util/table.h"
 
 static const nd_cause CAUSES[] = {
     {"scale_inverted",
@@ -200,12 +200,10 @@ static const nd_cause CAUSES[] = {
 };
 
 const nd_cause *nd_causes(int *n) {
-    *n = (int)(sizeof CAUSES / sizeof CAUSES[0]);
+    *n = (int)ND_COUNT(CAUSES);
     return CAUSES;
 }
 
 const nd_cause *nd_cause_find(const char *code) {
-    for (size_t i = 0; i < sizeof CAUSES / sizeof CAUSES[0]; i++)
-        if (!strcmp(CAUSES[i].code, code)) return &CAUSES[i];
-    return NULL;
+    return nd_table_find(CAUSES, ND_COUNT(CAUSES), sizeof CAUSES[0], offsetof(nd_cause, code), code);
 }

@@ -2,6 +2,7 @@
  * (tests/pipeline/op_desc_coverage.sh checks the names against the source). */
 #include "op_desc.h"
 #include "util/suggest.h"
+#include "util/table.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,27 +136,23 @@ static const nd_attr_desc COMMON[] = {
 };
 
 const nd_op_desc *nd_op_descs(int *n) {
-    *n = (int)(sizeof OPS / sizeof OPS[0]);
+    *n = (int)ND_COUNT(OPS);
     return OPS;
 }
 
 const nd_op_desc *nd_op_desc_find(const char *op) {
-    for (size_t i = 0; i < sizeof OPS / sizeof OPS[0]; i++)
-        if (!strcmp(OPS[i].name, op)) return &OPS[i];
-    return NULL;
+    return nd_table_find(OPS, ND_COUNT(OPS), sizeof OPS[0], offsetof(nd_op_desc, name), op);
 }
 
 const nd_attr_desc *nd_op_common_attrs(int *n) {
-    *n = (int)(sizeof COMMON / sizeof COMMON[0]);
+    *n = (int)ND_COUNT(COMMON);
     return COMMON;
 }
 
+/* op's own attribute of that name (its list ends at the first without a name), else a common one */
 static const nd_attr_desc *find_attr(const nd_op_desc *op, const char *name) {
-    for (int i = 0; i < ND_OP_MAX_ATTRS && op->attrs[i].name; i++)
-        if (!strcmp(op->attrs[i].name, name)) return &op->attrs[i];
-    for (size_t i = 0; i < sizeof COMMON / sizeof COMMON[0]; i++)
-        if (!strcmp(COMMON[i].name, name)) return &COMMON[i];
-    return NULL;
+    const nd_attr_desc *a = nd_table_find(op->attrs, ND_OP_MAX_ATTRS, sizeof op->attrs[0], offsetof(nd_attr_desc, name), name);
+    return a ? a : nd_table_find(COMMON, ND_COUNT(COMMON), sizeof COMMON[0], offsetof(nd_attr_desc, name), name);
 }
 
 /* the closest declared attribute of op (util/suggest.h), or NULL */

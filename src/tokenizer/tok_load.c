@@ -46,18 +46,32 @@ static int bool_of(json_t *o, const char *k, int def) {
     return json_is_boolean(v) ? json_is_true(v) : -1;
 }
 
-static int load_normalizer(nd_tokenizer *t, json_t *n, const char *where, nd_err *e) {
+/* A step of the pipeline (normalizer, pre_tokenizer, post_processor; `where` names it): absent or
+ * null is none; a Sequence has `load` run on each entry of its list_key list; any other type is one
+ * step, returned in *ty for the caller to read (*ty stays NULL when there is none left to read). */
+typedef int (*step_loader)(nd_tokenizer *t, json_t *n, const char *where, nd_err *e);
+static int step_type(nd_tokenizer *t, json_t *n, const char *where, const char *list_key, step_loader load,
+                     const char **ty, nd_err *e) {
+    *ty = NULL;
     if (!n || json_is_null(n)) return 0;
-    const char *ty = json_is_object(n) ? str_of(n, "type") : NULL;
-    if (!ty) return BAD("%s: %s is not an object with a \"type\"", t->path, where);
-    if (!strcmp(ty, "Sequence")) {
-        json_t *list = json_object_get(n, "normalizers");
-        if (!json_is_array(list)) return BAD("%s: %s Sequence without a \"normalizers\" list", t->path, where);
-        size_t i;
-        json_t *x;
-        json_array_foreach(list, i, x) ND_TRY(load_normalizer(t, x, where, e));
+    const char *type = json_is_object(n) ? str_of(n, "type") : NULL;
+    if (!type) return BAD("%s: %s is not an object with a \"type\"", t->path, where);
+    if (strcmp(type, "Sequence")) {
+        *ty = type;
         return 0;
     }
+    json_t *list = json_object_get(n, list_key);
+    if (!json_is_array(list)) return BAD("%s: %s Sequence without a \"%s\" list", t->path, where, list_key);
+    size_t i;
+    json_t *x;
+    json_array_foreach(list, i, x) ND_TRY(load(t, x, where, e));
+    return 0;
+}
+
+static int load_normalizer(nd_tokenizer *t, json_t *n, const char *where, nd_err *e) {
+    const char *ty;
+    ND_TRY(step_type(t, n, where, "normalizers", load_normalizer, &ty, e));
+    if (!ty) return 0;
     tok_norm *nn = realloc(t->norm, sizeof *nn * (size_t)(t->nnorm + 1));
     if (!nn) return OOM();
     t->norm = nn;
@@ -108,19 +122,12 @@ static int split_regex(nd_tokenizer *t, tok_pre *p, const char *pat, int literal
     return 0;
 }
 
-static int load_pre(nd_tokenizer *t, json_t *n, nd_err *e) {
-    if (!n || json_is_null(n)) return 0;
-    const char *ty = json_is_object(n) ? str_of(n, "type") : NULL;
-    if (!ty) return BAD("%s: pre_tokenizer is not an object with a \"type\"", t->path);
+static int load_pre(nd_tokenizer *t, json_t *n, const char *where, nd_err *e) {
+    const char *ty;
+    ND_TRY(step_type(t, n, where, "pretokenizers", load_pre, &ty, e));
+    if (!ty) return 0;
     tok_pre *p;
-    if (!strcmp(ty, "Sequence")) {
-        json_t *list = json_object_get(n, "pretokenizers");
-        if (!json_is_array(list)) return BAD("%s: pre_tokenizer Sequence without a \"pretokenizers\" list", t->path);
-        size_t i;
-        json_t *x;
-        json_array_foreach(list, i, x) ND_TRY(load_pre(t, x, e));
-        return 0;
-    } else if (!strcmp(ty, "Split")) {
+    if (!strcmp(ty, "Split")) {
         json_t *pat = json_object_get(n, "pattern");
         const char *rx = json_is_object(pat) ? str_of(pat, "Regex") : NULL, *lit = json_is_object(pat) ? str_of(pat, "String") : NULL;
         int b = behavior_of(str_of(n, "behavior")), inv = bool_of(n, "invert", 0);
@@ -285,19 +292,10 @@ static int push_ids(int32_t **v, int *n, const int32_t *ids, size_t k, nd_err *e
     return 0;
 }
 
-static int load_post(nd_tokenizer *t, json_t *p, nd_err *e) {
-    if (!p || json_is_null(p)) return 0;
-    const char *ty = json_is_object(p) ? str_of(p, "type") : NULL;
-    if (!ty) return BAD("%s: post_processor is not an object with a \"type\"", t->path);
-    if (!strcmp(ty, "ByteLevel")) return 0;   /* offsets only */
-    if (!strcmp(ty, "Sequence")) {
-        json_t *list = json_object_get(p, "processors");
-        if (!json_is_array(list)) return BAD("%s: post_processor Sequence without a \"processors\" list", t->path);
-        size_t i;
-        json_t *x;
-        json_array_foreach(list, i, x) ND_TRY(load_post(t, x, e));
-        return 0;
-    }
+static int load_post(nd_tokenizer *t, json_t *p, const char *where, nd_err *e) {
+    const char *ty;
+    ND_TRY(step_type(t, p, where, "processors", load_post, &ty, e));
+    if (!ty || !strcmp(ty, "ByteLevel")) return 0;   /* ByteLevel: offsets only */
     if (strcmp(ty, "TemplateProcessing")) return BAD("%s: post_processor type %s is not supported (TemplateProcessing, ByteLevel and Sequence are)", t->path, ty);
     if (t->npost_pre || t->npost_post) return BAD("%s: post_processor holds two TemplateProcessing steps", t->path);
     json_t *single = json_object_get(p, "single"), *sp = json_object_get(p, "special_tokens");
@@ -337,9 +335,9 @@ static int load_doc(nd_tokenizer *t, json_t *root, nd_err *e) {
     for (int b = 0; b < 256; b++) t->byte_tok[b] = -1;
     ND_TRY(load_model(t, json_object_get(root, "model"), e));
     ND_TRY(load_normalizer(t, json_object_get(root, "normalizer"), "normalizer", e));
-    ND_TRY(load_pre(t, json_object_get(root, "pre_tokenizer"), e));
+    ND_TRY(load_pre(t, json_object_get(root, "pre_tokenizer"), "pre_tokenizer", e));
     ND_TRY(load_added(t, json_object_get(root, "added_tokens"), e));
-    ND_TRY(load_post(t, json_object_get(root, "post_processor"), e));
+    ND_TRY(load_post(t, json_object_get(root, "post_processor"), "post_processor", e));
     if (!(t->md = pcre2_match_data_create(4, NULL))) return OOM();
     return 0;
 }
