@@ -45,7 +45,7 @@ static nd_rowq *q_of(nd_run *r, nd_err *e) {
 /* The compare of a queued row or figure: into `shadow` with `target` poisoned when emulating. */
 static int q_compare(nd_run *r, nd_rowq *q, const nd_buf *ref, const nd_buf *prod, nd_cmp *target, nd_cmp *shadow, nd_err *e) {
     nd_cmp *dst = target;
-    if (q->emulate) { memset(target, 0xff, sizeof *target); dst = shadow; }
+    if (q->emulate) { memset(target, 0, sizeof *target); dst = shadow; }
     const int was = r->be->defer_results;
     r->be->defer_results = q->defer;
     int rc = r->be->compare(r->be, ref->p, prod ? prod->p : NULL, ref->n, 16, dst, e);

@@ -13,7 +13,7 @@
  *
  * NVFP4DBG_NO_DEFER=1 turns deferral off (every row flushed as it is emitted).
  * NVFP4DBG_TEST_DEFER_EMULATE=1 (tests): every queued result lands in a private copy and its
- * target holds garbage (all bytes 0xff) until the flush, on any backend; the CPU backend writes
+ * target holds garbage (all bytes zero: no elements, no NaN, no sums) until the flush, on any backend; the CPU backend writes
  * results at once, so this is how the tests prove that nothing reads a figure before its flush. */
 #ifndef ND_ROWQ_H
 #define ND_ROWQ_H

@@ -13,6 +13,7 @@
 #include "probes.h"
 #include "verdict.h"
 #include "sink.h"
+#include "rowq.h"
 #include "nd_config.h"
 #include "op_desc.h"
 #include "util/progress.h"
@@ -25,61 +26,42 @@ static void row_init(nd_row *f) {
     f->worst_block = -1;
 }
 
-static int64_t nonfinite_of(nd_run *r, const nd_buf *b, nd_err *e) {
-    nd_cmp c;
-    if (!b || r->be->compare(r->be, b->p, NULL, b->n, 16, &c, e)) return 0;
-    return c.ref_nan + c.ref_inf;
+/* The NaN + Inf count of a stage's input, a figure of the row `owner` (rowq.h): 0 here, the count
+ * when the row is flushed. */
+static int64_t nonfinite_of(nd_run *r, const nd_buf *b, nd_row *owner, nd_err *e) {
+    if (b) (void)nd_rows_figure(r, owner, ND_FIG_IN_NONFINITE, b, NULL, e);
+    return 0;
 }
 
 int nd_emit_row(nd_run *r, const nd_stage *st, const char *name, const char *op, int mode, const nd_buf *ref,
                 const nd_buf *prod, const nd_row *extra, int quantized, nd_err *e) {
-    if (r->silent || r->calib_cb || (r->opts && r->opts->no_probes)) return 0;
+    if (!nd_rows_recorded(r)) { nd_rows_drop(r, extra); return 0; }
     nd_row row;
     if (extra) row = *extra; else row_init(&row);
-    nd_cmp c;
     if (ref->n != prod->n)
         return nd_fail(e, ND_EXIT_INTERNAL, "stage %s: reference and production outputs differ in size (%lld vs %lld)", name,
                        (long long)ref->n, (long long)prod->n);
-    ND_TRY(r->be->compare(r->be, ref->p, prod->p, ref->n, 16, &c, e));
-    nd_probe_fill(&row, &c);
     row.index = r->next_index++;
     row.layer = st->layer;
     snprintf(row.name, sizeof row.name, "%s", name);
     snprintf(row.op, sizeof row.op, "%s", op);
     snprintf(row.mode, sizeof row.mode, "%s", mode == ND_MODE_ISOLATED ? "isolated" : mode == ND_MODE_CHAINED ? "chained" : "captured");
     row.quantized = (uint8_t)(quantized > 0);
-    nd_verdict_row(&row, &r->rc->th);
-    /* a stage that is broken by itself (its isolated row diverged) is not "ok" in chained mode
-     * either; other chained drift stays in the figures (diagnose.c) */
-    if (mode == ND_MODE_CHAINED && !strcmp(row.verdict, "ok"))
-        for (int64_t i = r->nrows - 1; i >= 0 && i >= r->nrows - 8; i--)
-            if (!strcmp(r->rows[i].name, row.name) && !strcmp(r->rows[i].mode, "isolated")) {
-                if (strcmp(r->rows[i].verdict, "ok")) snprintf(row.verdict, sizeof row.verdict, "%s", r->rows[i].verdict);
-                break;
-            }
-    if (r->nrows == r->cap_rows) {
-        int64_t cap = r->cap_rows ? r->cap_rows * 2 : 256;
-        nd_row *nr = realloc(r->rows, sizeof *nr * (size_t)cap);
-        if (!nr) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
-        r->rows = nr;
-        r->cap_rows = cap;
-    }
-    r->rows[r->nrows++] = row;
-    if (r->tw) {
-        ND_TRY(nd_trace_append(r->tw, &row, e));
-        if (r->dump_tensors) {
-            float *h = malloc(sizeof(float) * (size_t)ref->n);
-            if (!h) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
-            int64_t shape[2] = {ref->rows, ref->cols};
-            char stage[ND_NAME_LEN + 16];
-            snprintf(stage, sizeof stage, "%s@%s", name, row.mode);
-            int rc = r->be->download(r->be, h, ref->p, sizeof(float) * (size_t)ref->n, e);
-            if (!rc && mode == ND_MODE_ISOLATED) rc = nd_trace_put_tensor(r->tw, name, "ref", h, 2, shape, e);
-            if (!rc) rc = r->be->download(r->be, h, prod->p, sizeof(float) * (size_t)prod->n, e);
-            if (!rc) rc = nd_trace_put_tensor(r->tw, stage, "prod", h, 2, shape, e);
-            free(h);
-            ND_TRY(rc);
-        }
+    /* probes, verdict and the append come when the row is flushed (rowq.h; at once with
+     * --dump-tensors, so that the tensors below follow their row) */
+    ND_TRY(nd_rows_queue(r, &row, extra, ref, prod, e));
+    if (r->tw && r->dump_tensors) {
+        float *h = malloc(sizeof(float) * (size_t)ref->n);
+        if (!h) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+        int64_t shape[2] = {ref->rows, ref->cols};
+        char stage[ND_NAME_LEN + 16];
+        snprintf(stage, sizeof stage, "%s@%s", name, row.mode);
+        int rc = r->be->download(r->be, h, ref->p, sizeof(float) * (size_t)ref->n, e);
+        if (!rc && mode == ND_MODE_ISOLATED) rc = nd_trace_put_tensor(r->tw, name, "ref", h, 2, shape, e);
+        if (!rc) rc = r->be->download(r->be, h, prod->p, sizeof(float) * (size_t)prod->n, e);
+        if (!rc) rc = nd_trace_put_tensor(r->tw, stage, "prod", h, 2, shape, e);
+        free(h);
+        ND_TRY(rc);
     }
     return 0;
 }
@@ -154,7 +136,7 @@ static int run_stage_body(nd_run *r, const nd_stage_def *def, int layer, int mod
         char lg[8];
         int logits = nd_attr_str(&st, "logits", lg, sizeof lg) && lg[0] == '1';
         if (c.want_iso && c.out_iso[0]) {
-            c.extra_iso.in_nonfinite = c.n_in ? nonfinite_of(r, c.in_ref[0], e) : 0;
+            c.extra_iso.in_nonfinite = c.n_in ? nonfinite_of(r, c.in_ref[0], &c.extra_iso, e) : 0;
             if (logits) rc = nd_head_logits(r, c.out_ref[0], c.out_iso[0], &c.extra_iso, e);
             if (!rc) rc = nd_emit_row(r, &st, st.name, def->op, ND_MODE_ISOLATED, c.out_ref[0], c.out_iso[0], &c.extra_iso, c.quantized, e);
         }
@@ -170,7 +152,7 @@ static int run_stage_body(nd_run *r, const nd_stage_def *def, int layer, int mod
             }
         }
         if (!rc && c.want_chain && c.out_chain[0]) {
-            c.extra_chain.in_nonfinite = c.n_in ? nonfinite_of(r, c.in_chain[0], e) : 0;
+            c.extra_chain.in_nonfinite = c.n_in ? nonfinite_of(r, c.in_chain[0], &c.extra_chain, e) : 0;
             if (logits) rc = nd_head_logits(r, c.out_ref[0], c.out_chain[0], &c.extra_chain, e);
             if (!rc) rc = nd_emit_row(r, &st, st.name, def->op, ND_MODE_CHAINED, c.out_ref[0], c.out_chain[0], &c.extra_chain, c.quantized, e);
         }
@@ -222,6 +204,7 @@ static int run_stage(nd_run *r, const nd_stage_def *def, int layer, int modes, n
     }
     const int64_t before = r->nrows;
     int rc = run_stage_body(r, def, layer, modes, e);
+    if (!rc) rc = nd_rows_flush(r, e); /* the rows are read below */
     int made = 0;
     for (int64_t i = before; i < r->nrows && !made; i++) made = !strcmp(r->rows[i].name, only);
     if (made || rc) r->captured = 1; /* done: nothing after it is needed */
@@ -244,6 +227,7 @@ static int run_all_layers(nd_run *r, nd_progress *pg, nd_err *e) {
         }
         if (r->captured) { if (before) r->silent--; return 0; }
         if (before) r->silent--;
+        ND_TRY(nd_rows_flush(r, e)); /* the layer's rows: one download of their figures */
         /* the layer is done: none of its mapped pages are needed any more (issue: bounded RSS) */
         nd_ckpt_release_all(r->ck);
         if (r->ref_ck) nd_ckpt_release_all(r->ref_ck);
@@ -251,7 +235,7 @@ static int run_all_layers(nd_run *r, nd_progress *pg, nd_err *e) {
     }
     if (hi == nl - 1)
         for (int i = 0; i < r->rc->n_epilogue && !r->captured; i++) ND_TRY(run_stage(r, &r->rc->epilogue[i], -1, r->modes, e));
-    return 0;
+    return nd_rows_flush(r, e);
 }
 
 /* the layers with their progress on stderr (util/progress.h: a bar on a terminal, plain lines
@@ -262,6 +246,12 @@ static int run_all(nd_run *r, nd_err *e) {
     int hi = r->layer_hi < 0 || r->layer_hi >= nl ? nl - 1 : r->layer_hi;
     if (r->progress) nd_progress_start(&pg, "trace", "layers", hi + 1 > 0 ? hi + 1 : 0);
     int rc = run_all_layers(r, &pg, e);
+    if (rc) {
+        /* the rows before the failure still go into the (partial) trace, when the backend can
+         * still bring their figures back */
+        nd_err e2 = {0};
+        (void)nd_rows_flush(r, &e2);
+    }
     if (r->progress) nd_progress_end(&pg);
     return rc;
 }
@@ -291,6 +281,7 @@ static void run_close(nd_run *r) {
     if (r->ref_ck) nd_ckpt_close(r->ref_ck);
     if (r->dump) nd_st_close(r->dump);
     if (r->be) r->be->destroy(r->be);
+    nd_rows_free(r);
     free(r->pos);
     free(r->rows);
     free(r->own_tokens);

@@ -42,6 +42,7 @@ typedef struct nd_stage {
 } nd_stage;
 
 typedef struct nd_run nd_run;
+typedef struct nd_rowq nd_rowq;
 typedef struct nd_sink nd_sink;
 
 /* What an op receives. in_ref/in_chain are the stage inputs on the reference path and on the
@@ -111,6 +112,7 @@ struct nd_run {
     nd_prefetch prefetch;      /* the next routed expert's bytes (prefetch.c) */
     uint64_t act_bytes, act_peak; /* activation bytes held now and at most (env.c) */
     uint64_t act_limit;        /* --max-memory (0: none, calibration) */
+    struct nd_rowq *rq;        /* rows pending until their probe figures come back (rowq.h) */
 };
 
 /* ---- environment ---- */
