@@ -4,24 +4,23 @@
 #include "run.h"
 #include "sink.h"
 
-int nd_op_linear(nd_opctx *c, nd_err *e);
-int nd_op_grouped_linear(nd_opctx *c, nd_err *e);
-int nd_op_router(nd_opctx *c, nd_err *e);
-int nd_op_moe_experts(nd_opctx *c, nd_err *e);
-int nd_op_mlp(nd_opctx *c, nd_err *e);
-int nd_op_split(nd_opctx *c, nd_err *e);
-int nd_op_concat(nd_opctx *c, nd_err *e);
-int nd_op_fp8_sim(nd_opctx *c, nd_err *e);
-int nd_op_kv_cache(nd_opctx *c, nd_err *e);
-/* Qwen3-Next (ops_gdn.c) */
-int nd_op_gate_mul(nd_opctx *c, nd_err *e);
-int nd_op_causal_conv1d(nd_opctx *c, nd_err *e);
-int nd_op_gated_delta_rule(nd_opctx *c, nd_err *e);
+/* The ops defined outside ops_basic.c, X(name) for nd_op_<name>, in the order of the op table
+ * (ops_basic.c): ops_linear.c, ops_moe.c, ops_layout.c, ops_fp8sim.c, ops_kvcache.c, ops_gdn.c
+ * (Qwen3-Next), ops_tensor.c, ops_compress.c (DeepSeek-V4 compressed attention). What each reads and
+ * writes: their descriptors (op_desc.c, docs/ops.md). */
+#define ND_OPS_EXTERN(X) X(linear) X(grouped_linear) X(router) X(moe_experts) X(mlp) X(split) X(concat) X(fp8_sim) \
+    X(kv_cache) X(gate_mul) X(causal_conv1d) X(gated_delta_rule) X(tensor) X(compress) X(indexer) X(attention_compressed)
+#define ND_OP_DECLARE(name) int nd_op_##name(nd_opctx *c, nd_err *e);
+ND_OPS_EXTERN(ND_OP_DECLARE)
+#undef ND_OP_DECLARE
 
 /* Run a function of the stage inputs whose production math equals the reference: reference from
  * reference inputs, chained from chained inputs, isolated = the reference output. */
 typedef int (*nd_pure_fn)(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e);
 int nd_run_pure(nd_opctx *c, nd_pure_fn f, nd_err *e);
+
+/* Several required numeric attributes: pairs of key and double * after e, ended by NULL. */
+int nd_attr_reqs(nd_run *r, const nd_stage *st, nd_err *e, ...);
 
 /* The checkpoint tensor the stage's attribute `attr` names. A stage without the attribute: *t NULL,
  * and a bad-input error when it is required. */

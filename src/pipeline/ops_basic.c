@@ -4,11 +4,11 @@
  * inputs; the isolated production output is the reference output itself (same function, same
  * inputs). */
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include "run.h"
 #include "ops.h"
-#include "ops_compress.h"
 #include "numerics/nd_numerics.h"
 
 int nd_run_pure(nd_opctx *c, nd_pure_fn f, nd_err *e) {
@@ -19,6 +19,15 @@ int nd_run_pure(nd_opctx *c, nd_pure_fn f, nd_err *e) {
     for (int i = 0; i < c->n_out; i++) c->out_iso[i] = nd_buf_ref(c->out_ref[i]);
     if (c->want_chain) ND_TRY(f(c, c->in_chain, c->out_chain, e));
     return 0;
+}
+
+int nd_attr_reqs(nd_run *r, const nd_stage *st, nd_err *e, ...) {
+    va_list ap;
+    va_start(ap, e);
+    int rc = 0;
+    for (const char *key; !rc && (key = va_arg(ap, const char *)) != NULL;) rc = nd_attr_req(r, st, key, va_arg(ap, double *), e);
+    va_end(ap);
+    return rc;
 }
 
 int nd_stage_tensor(nd_opctx *c, const char *attr, int required, const nd_tview **t, nd_err *e) {
@@ -240,13 +249,17 @@ static int hc_params(nd_opctx *c, const char *prefix_attr, const char *fn_s, con
     return rc;
 }
 
+/* The end of hc_pre and hc_head: the mixing parameters released, the stage output rounded. */
+static int hc_done(nd_opctx *c, float *fn, float *base, int rc, nd_buf *out, nd_err *e) {
+    c->r->be->release(c->r->be, fn);
+    c->r->be->release(c->r->be, base);
+    return rc ? rc : round_out(c, out, e);
+}
+
 static int hc_pre_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     nd_run *r = c->r;
     double n, iters, eps, hc_eps;
-    ND_TRY(nd_attr_req(r, c->st, "n", &n, e));
-    ND_TRY(nd_attr_req(r, c->st, "iters", &iters, e));
-    ND_TRY(nd_attr_req(r, c->st, "eps", &eps, e));
-    ND_TRY(nd_attr_req(r, c->st, "hc_eps", &hc_eps, e));
+    ND_TRY(nd_attr_reqs(r, c->st, e, "n", &n, "iters", &iters, "eps", &eps, "hc_eps", &hc_eps, NULL));
     nd_buf *X = in[0];
     int64_t nn = (int64_t)n, dm = X->cols / nn, mix = (2 + nn) * nn;
     float *fn = NULL, *base = NULL, scale[3];
@@ -256,10 +269,7 @@ static int hc_pre_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     out[2] = out[1] ? nd_buf_new(r, X->rows, nn * nn, e) : NULL;
     int rc = out[2] ? r->be->hc_pre(r->be, X->p, fn, base, scale, X->rows, nn, dm, (int)iters, (float)eps, (float)hc_eps,
                                     out[0]->p, out[1]->p, out[2]->p, e) : e->code;
-    r->be->release(r->be, fn);
-    r->be->release(r->be, base);
-    if (!rc) rc = round_out(c, out[0], e);
-    return rc;
+    return hc_done(c, fn, base, rc, out[0], e);
 }
 static int op_hc_pre(nd_opctx *c, nd_err *e) { return nd_run_pure(c, hc_pre_fn, e); }
 
@@ -277,19 +287,14 @@ static int op_hc_post(nd_opctx *c, nd_err *e) { return nd_run_pure(c, hc_post_fn
 static int hc_head_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     nd_run *r = c->r;
     double n, eps, hc_eps;
-    ND_TRY(nd_attr_req(r, c->st, "n", &n, e));
-    ND_TRY(nd_attr_req(r, c->st, "eps", &eps, e));
-    ND_TRY(nd_attr_req(r, c->st, "hc_eps", &hc_eps, e));
+    ND_TRY(nd_attr_reqs(r, c->st, e, "n", &n, "eps", &eps, "hc_eps", &hc_eps, NULL));
     nd_buf *X = in[0];
     int64_t nn = (int64_t)n, dm = X->cols / nn;
     float *fn = NULL, *base = NULL, scale[1];
     ND_TRY(hc_params(c, "params", "hc_fn", "hc_base", "hc_scale", nn, nn * dm, &fn, &base, scale, 1, e));
     out[0] = nd_buf_new(r, X->rows, dm, e);
     int rc = out[0] ? r->be->hc_head(r->be, X->p, fn, base, scale, X->rows, nn, dm, (float)eps, (float)hc_eps, out[0]->p, e) : e->code;
-    r->be->release(r->be, fn);
-    r->be->release(r->be, base);
-    if (!rc) rc = round_out(c, out[0], e);
-    return rc;
+    return hc_done(c, fn, base, rc, out[0], e);
 }
 static int op_hc_head(nd_opctx *c, nd_err *e) { return nd_run_pure(c, hc_head_fn, e); }
 
@@ -311,18 +316,13 @@ static int identity_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
 }
 static int op_identity(nd_opctx *c, nd_err *e) { return nd_run_pure(c, identity_fn, e); }
 
-int nd_op_tensor(nd_opctx *c, nd_err *e); /* ops_tensor.c */
-
 static const struct { const char *name; nd_op_fn fn; } ops[] = {
     {"embedding", op_embedding}, {"hc_expand", op_hc_expand}, {"rmsnorm", op_rmsnorm}, {"rope", op_rope},
     {"attention", op_attention}, {"hc_pre", op_hc_pre}, {"hc_post", op_hc_post}, {"hc_head", op_hc_head},
     {"add", op_add}, {"identity", op_identity},
-    {"linear", nd_op_linear}, {"grouped_linear", nd_op_grouped_linear}, {"router", nd_op_router},
-    {"moe_experts", nd_op_moe_experts}, {"mlp", nd_op_mlp}, {"split", nd_op_split}, {"concat", nd_op_concat}, {"fp8_sim", nd_op_fp8_sim},
-    {"kv_cache", nd_op_kv_cache},
-    {"gate_mul", nd_op_gate_mul}, {"causal_conv1d", nd_op_causal_conv1d}, {"gated_delta_rule", nd_op_gated_delta_rule},
-    {"tensor", nd_op_tensor},
-    {"compress", nd_op_compress}, {"indexer", nd_op_indexer}, {"attention_compressed", nd_op_attention_compressed},
+#define ND_OP_ENTRY(name) {#name, nd_op_##name},
+    ND_OPS_EXTERN(ND_OP_ENTRY)
+#undef ND_OP_ENTRY
 };
 
 int nd_op_count(void) { return (int)(sizeof ops / sizeof ops[0]); }

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ops.h"
-#include "ops_compress.h"
 #include "numerics/nd_numerics.h"
 
 int nd_rope_freqs(nd_run *r, const nd_stage *st, int64_t rot_dim, float *inv_freq, nd_err *e);
@@ -35,6 +34,12 @@ static int layer_rate(nd_opctx *c, int64_t *rate, nd_err *e) {
     return 0;
 }
 
+/* The start of a compressed-attention stage: the backend has its kernel, and the layer's rate. */
+static int stage_start(nd_opctx *c, int have, const char *kernel, int64_t *rate, nd_err *e) {
+    ND_TRY(need_op(c->r, have, kernel, e));
+    return layer_rate(c, rate, e);
+}
+
 static const nd_tview *stage_tensor(nd_opctx *c, const char *attr, int64_t numel, nd_err *e) {
     const nd_tview *t;
     if (nd_stage_tensor(c, attr, 1, &t, e)) return NULL;
@@ -49,14 +54,11 @@ static const nd_tview *stage_tensor(nd_opctx *c, const char *attr, int64_t numel
 static int compress_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     nd_run *r = c->r;
     nd_backend *be = r->be;
-    double hd, overlap, eps, rot;
     int64_t rate;
-    ND_TRY(need_op(r, be->compress_pool != NULL, "compress_pool", e));
-    ND_TRY(nd_attr_req(r, c->st, "head_dim", &hd, e));
+    ND_TRY(stage_start(c, be->compress_pool != NULL, "compress_pool", &rate, e));
+    double hd, overlap, eps, rot;
+    ND_TRY(nd_attr_reqs(r, c->st, e, "head_dim", &hd, "eps", &eps, "rot_dim", &rot, NULL));
     ND_TRY(nd_attr_num(r, c->st, "overlap", 0, &overlap, e));
-    ND_TRY(nd_attr_req(r, c->st, "eps", &eps, e));
-    ND_TRY(nd_attr_req(r, c->st, "rot_dim", &rot, e));
-    ND_TRY(layer_rate(c, &rate, e));
     const int64_t d = (int64_t)hd, w = overlap > 0 ? 2 : 1, rd = (int64_t)rot;
     nd_buf *kv = in[0], *gate = in[1];
     if (d <= 0 || rd < 0 || rd > d || rd % 2 || kv->cols != w * d || gate->cols != kv->cols || gate->rows != kv->rows)
@@ -160,14 +162,12 @@ int nd_op_indexer(nd_opctx *c, nd_err *e) {
 static int attention_compressed_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     nd_run *r = c->r;
     nd_backend *be = r->be;
-    double heads, hd, window, scale;
     int64_t rate;
-    ND_TRY(need_op(r, be->attention_compressed != NULL, "attention_compressed", e));
-    ND_TRY(nd_attr_req(r, c->st, "heads", &heads, e));
-    ND_TRY(nd_attr_req(r, c->st, "head_dim", &hd, e));
+    ND_TRY(stage_start(c, be->attention_compressed != NULL, "attention_compressed", &rate, e));
+    double heads, hd, window, scale;
+    ND_TRY(nd_attr_reqs(r, c->st, e, "heads", &heads, "head_dim", &hd, NULL));
     ND_TRY(nd_attr_num(r, c->st, "window", 0, &window, e));
     ND_TRY(nd_attr_num(r, c->st, "scale", 1.0 / sqrt(hd), &scale, e));
-    ND_TRY(layer_rate(c, &rate, e));
     nd_buf *q = in[0], *kv = in[1], *ck = in[2], *sel = c->n_in > 3 ? in[3] : NULL;
     const int64_t hq = (int64_t)heads, d = (int64_t)hd, t = q->rows;
     if (hq <= 0 || d <= 0 || q->cols != hq * d || kv->cols != d || (ck->rows > 0 && ck->cols != d))

@@ -89,10 +89,7 @@ static int head_params(nd_opctx *c, const char *attr, int64_t heads, float **out
 static int gdr_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     nd_run *r = c->r;
     double nk, nv, dk, dv;
-    ND_TRY(nd_attr_req(r, c->st, "k_heads", &nk, e));
-    ND_TRY(nd_attr_req(r, c->st, "v_heads", &nv, e));
-    ND_TRY(nd_attr_req(r, c->st, "k_dim", &dk, e));
-    ND_TRY(nd_attr_req(r, c->st, "v_dim", &dv, e));
+    ND_TRY(nd_attr_reqs(r, c->st, e, "k_heads", &nk, "v_heads", &nv, "k_dim", &dk, "v_dim", &dv, NULL));
     if (!(nk >= 1 && nv >= 1 && dk >= 1 && dv >= 1) || fmod(nv, nk) != 0)
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: stage %s: %g value heads are not a multiple of %g key heads (config.json "
                        "linear_num_value_heads, linear_num_key_heads)", nd_ckpt_dir(r->ck), c->st->name, nv, nk);

@@ -188,14 +188,9 @@ int nd_op_kv_cache(nd_opctx *c, nd_err *e) {
         if (!rc) rc = emit(c, ND_MODE_CHAINED, ref_cat, c->out_chain, &fc, e);
     }
     /* single-stage replay of this row (diagnosis): what its repairs need */
-    nd_stage_info *in = rc ? NULL : nd_sink_stage_info(r, c->st->name);
+    nd_stage_info *in = rc ? NULL : nd_sink_describe(r, c->st);
     if (in) {
-        memset(in, 0, sizeof *in);
-        in->found = 1;
         in->kv_cache = 1;
-        in->routed_scaling = -1;
-        in->in_amax = in->weight_div_fit = NAN;
-        snprintf(in->module, sizeof in->module, "%s", c->st->module);
         in->kv_scales = p.use;
         in->kv_n = p.latent ? 1 : p.n;
         for (int i = 0; i < in->kv_n; i++) {

@@ -240,7 +240,23 @@ static int deinterleave(nd_run *r, const nd_buf *gu, int odd, nd_buf **out, nd_e
     return r->be->copy2d(r->be, (*out)->p, 1, gu->p + odd, 2, 1, gu->n / 2, e);
 }
 
-static int swiglu(nd_opctx *c, int ref_path, const nd_buf *g, const nd_buf *v, float limit, nd_buf **h, nd_err *e);
+/* The MLP block in isolated mode: the production projections chained inside it, the down
+ * projection's input the SwiGLU of the production gate and up outputs (g, u; swapped as the stack
+ * reads them); its amax figures come from h_ref, the reference input of the down projection. */
+static int block_iso(nd_opctx *c, nd_lin *down, const nd_buf *h_ref, const nd_buf *g, const nd_buf *u, int swap, float limit,
+                     nd_buf **h, nd_buf **o, nd_err *e) {
+    nd_row fig;
+    double amax = nd_buf_amax(c->r, h_ref, e);
+    ND_TRY(swiglu(c, 0, swap ? u : g, swap ? g : u, limit, h, e));
+    return nd_lin_prod(c->r, down, *h, amax, o, &fig, e);
+}
+
+/* The end of an MLP run: its 16 temporaries given back and its `opened` modules closed. */
+static int mlp_done(nd_run *r, nd_buf **t, nd_lin *l, int opened, int rc) {
+    for (int i = 0; i < 16; i++) nd_buf_put(r, t[i]);
+    for (int i = 0; i < opened; i++) nd_lin_close(r, &l[i]);
+    return rc;
+}
 
 /* mlp_run (below) for a fused interleaved gate_up_proj: rows layers.L.mlp.experts.E.gate_up_proj and
  * .down_proj; the SwiGLU reads the de-interleaved halves of each path's gate_up output */
@@ -272,16 +288,11 @@ static int mlp_run_gu(nd_opctx *c, const char *prefix, const char *stage_prefix,
     }
     if ((rc = nd_lin_stage(r, c->st, &l[1], t[3], io->o_ref, wc ? t[8] : NULL, wi, wc, &t[9], &io->o_chain, e))) goto done;
     if (wi) {
-        nd_row fig;
-        double amax = nd_buf_amax(r, t[3], e);
         if ((rc = deinterleave(r, t[4], 0, &t[10], e)) || (rc = deinterleave(r, t[4], 1, &t[11], e))) goto done;
-        if ((rc = swiglu(c, 0, swap ? t[11] : t[10], swap ? t[10] : t[11], limit, &t[12], e))) goto done;
-        if ((rc = nd_lin_prod(r, &l[1], t[12], amax, &io->o_iso, &fig, e))) goto done;
+        rc = block_iso(c, &l[1], t[3], t[10], t[11], swap, limit, &t[12], &io->o_iso, e);
     }
 done:
-    for (int i = 0; i < 16; i++) nd_buf_put(r, t[i]);
-    for (int i = 0; i < opened; i++) nd_lin_close(r, &l[i]);
-    return rc;
+    return mlp_done(r, t, l, opened, rc);
 }
 
 /* prefix: canonical module prefix (".gate_proj" etc. appended); stage_prefix likewise.
@@ -318,17 +329,9 @@ static int mlp_run(nd_opctx *c, const char *prefix, const char *stage_prefix, fl
     if ((rc = nd_lin_stage(r, c->st, &l[1], io->x_ref, t[1], io->x_chain, wi, wc, &t[5], &t[6], e))) goto done;
     if (wc && (rc = swiglu(c, 0, swap ? t[6] : t[4], swap ? t[4] : t[6], limit, &t[7], e))) goto done;
     if ((rc = nd_lin_stage(r, c->st, &l[2], t[2], io->o_ref, wc ? t[7] : NULL, wi, wc, &t[8], &io->o_chain, e))) goto done;
-    if (wi) {
-        /* the block in isolated mode: production projections chained inside the MLP */
-        nd_row fig;
-        double amax = nd_buf_amax(r, t[2], e);
-        if ((rc = swiglu(c, 0, swap ? t[5] : t[3], swap ? t[3] : t[5], limit, &t[9], e))) goto done;
-        if ((rc = nd_lin_prod(r, &l[2], t[9], amax, &io->o_iso, &fig, e))) goto done;
-    }
+    if (wi) rc = block_iso(c, &l[2], t[2], t[3], t[5], swap, limit, &t[9], &io->o_iso, e);
 done:
-    for (int i = 0; i < 16; i++) nd_buf_put(r, t[i]);
-    for (int i = 0; i < opened; i++) nd_lin_close(r, &l[i]);
-    return rc;
+    return mlp_done(r, t, l, opened, rc);
 }
 
 static int gather(nd_run *r, const nd_buf *x, const int32_t *rows, int64_t nr, nd_buf **out, nd_err *e) {
@@ -345,15 +348,8 @@ static int gate_up_swap(nd_opctx *c) {
 
 /* Single-stage replay of this composite row (diagnosis): what the candidate repairs need. */
 static nd_stage_info *composite_info(nd_opctx *c) {
-    nd_run *r = c->r;
-    nd_stage_info *in = nd_sink_stage_info(r, c->st->name);
-    if (!in) return NULL;
-    memset(in, 0, sizeof *in);
-    in->found = 1;
-    in->composite = 1;
-    in->routed_scaling = -1;
-    in->in_amax = in->weight_div_fit = NAN;
-    snprintf(in->module, sizeof in->module, "%s", c->st->module);
+    nd_stage_info *in = nd_sink_describe(c->r, c->st);
+    if (in) in->composite = 1;
     return in;
 }
 

@@ -1,4 +1,7 @@
 /* sink.c — the op side of sink.h: hand a result to the loop's sink, when it takes it. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
 #include "sink.h"
 
 int nd_put_row(nd_run *r, const nd_stage *st, const nd_result *res, nd_err *e) {
@@ -20,6 +23,17 @@ int nd_sink_calibrating(const nd_run *r) { return r->sink && r->sink->amax; }
 nd_stage_info *nd_sink_stage_info(nd_run *r, const char *stage) {
     if (r->silent || !r->sink || !r->sink->stage_info) return NULL;
     return r->sink->stage_info(r->sink->user, stage);
+}
+
+nd_stage_info *nd_sink_describe(nd_run *r, const nd_stage *st) {
+    nd_stage_info *in = nd_sink_stage_info(r, st->name);
+    if (!in) return NULL;
+    memset(in, 0, sizeof *in);
+    in->found = 1;
+    in->routed_scaling = -1;
+    in->in_amax = in->weight_div_fit = NAN;
+    snprintf(in->module, sizeof in->module, "%s", st->module);
+    return in;
 }
 
 int nd_sink_capturing(const nd_run *r) { return !r->silent && r->sink && r->sink->captured; }

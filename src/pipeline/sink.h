@@ -48,6 +48,9 @@ void nd_put_amax(nd_run *r, const char *module, double amax);
 /* 1 while calibrating: the ops compute the reference path only */
 int nd_sink_calibrating(const nd_run *r);
 nd_stage_info *nd_sink_stage_info(nd_run *r, const char *stage);
+/* The same for stage st, cleared and started: found, the stage's module, no routed scaling (-1),
+ * no input amax or weight fit (NaN); NULL when the stage is not being described. */
+nd_stage_info *nd_sink_describe(nd_run *r, const nd_stage *st);
 /* 1 when captured activations can be asked for */
 int nd_sink_capturing(const nd_run *r);
 nd_buf *nd_sink_captured(nd_run *r, const char *stage, const char *module, const char *suffix, int64_t cols, nd_err *e);
