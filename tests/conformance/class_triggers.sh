@@ -24,12 +24,6 @@ bin="$1"; root="$2"
 conf="$root/golden/conformance"
 . "$(dirname "$0")/../lib.sh"
 be=(--backend "${ND_TEST_BACKEND:-cpu}")
-jfield() { grep -m1 "\"$1\":" "$2" | sed 's/.*: "\(.*\)",*/\1/'; }
-iso_verdict() { awk -v want="$1" '
-  function val(s) { sub(/^[^:]*: "?/, "", s); sub(/"?,?$/, "", s); return s }
-  /^ *"name":/ { n = val($0) }
-  /^ *"mode":/ { m = val($0) }
-  /^ *"verdict":/ && n == want && m == "isolated" { print val($0); exit }' "$2"; }
 trace() { # out.json ckpt [args]: exit code in $rc
   local out="$1"; shift
   "$bin" trace "$@" "${be[@]}" --json --out "$tmp/t.h5" >"$out" 2>"$tmp/err"
@@ -47,14 +41,14 @@ expect() {
   local label="$1" stage="$2" cause="$3" repair="$4"; shift 4
   trace "$tmp/o.json" "$@"
   local gs gc pr rp next
-  gs=$(jfield first_divergence "$tmp/o.json"); gc=$(jfield cause "$tmp/o.json")
-  pr=$(jfield proof "$tmp/o.json"); rp=$(jfield repair "$tmp/o.json"); next=$(jfield next_command "$tmp/o.json")
+  gs=$(json_field first_divergence "$tmp/o.json"); gc=$(json_field cause "$tmp/o.json")
+  pr=$(json_field proof "$tmp/o.json"); rp=$(json_field repair "$tmp/o.json"); next=$(json_field next_command "$tmp/o.json")
   ok "$label: exit 1 at $stage, $cause proven by $repair (got $rc, '$gs' '$gc' '$pr' '$rp')" \
     '[ $rc -eq 1 ] && [ "$gs" = "$stage" ] && [ "$gc" = "$cause" ] && [ "$pr" = repair ] && [ "$rp" = "$repair" ]'
   local -a argv
   read -r -a argv <<<"${next#nvfp4dbg trace }"
   trace "$tmp/n.json" "${argv[@]}"
-  ok "$label: after the next command ($next) $stage is ok" '[ "$(iso_verdict "$stage" "$tmp/n.json")" = ok ]'
+  ok "$label: after the next command ($next) $stage is ok" '[ "$(row_verdict "$stage" "$tmp/n.json")" = ok ]'
 }
 
 # ---- scale_layout_mismatch: block scales stored in padded rows ----
@@ -101,7 +95,7 @@ for fmt in nvfp4 modelopt; do
 done
 trace "$tmp/o.json" "$conf/deepseek_v3/nvfp4" --override layers.0.self_attn.q_b_proj.block_scale_layout=3
 ok "the switch block_scale_layout=3 alone: exit 1 at q_b_proj with scale_layout_mismatch (got $rc)" \
-  '[ $rc -eq 1 ] && [ "$(jfield first_divergence "$tmp/o.json")" = layers.0.self_attn.q_b_proj ] && [ "$(jfield cause "$tmp/o.json")" = scale_layout_mismatch ]'
+  '[ $rc -eq 1 ] && [ "$(json_field first_divergence "$tmp/o.json")" = layers.0.self_attn.q_b_proj ] && [ "$(json_field cause "$tmp/o.json")" = scale_layout_mismatch ]'
 
 # ---- fp16_overflow: a module whose output passes 65504 ----
 for fmt in nvfp4 modelopt; do
