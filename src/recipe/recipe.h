@@ -6,6 +6,10 @@
  * op, the checkpoint module or tensors it uses (templates over {L}), its input and output
  * buffers, and free-form attributes. An attribute value starting with `$` is a config.json key
  * ("$rms_norm_eps"); `{L}` inside any string is the layer index.
+ *
+ * A recipe may extend another (`extends:`) and edit its stages, and name fused-module groups in a
+ * `fuse:` table (recipe_extends.h); what the loader returns is the resolved recipe, each stage with
+ * the file and line it was written at.
  */
 #ifndef ND_RECIPE_H
 #define ND_RECIPE_H

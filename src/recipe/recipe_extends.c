@@ -314,6 +314,7 @@ int nd_rchain_fuse(const nd_rchain *c, nd_recipe *r, nd_err *e) {
                 if (!strcmp(d->attrs[j].key, "fused")) a = &d->attrs[j];
             if (!a || strchr(a->value, ',') || strchr(a->value, '.')) continue;   /* a list written out */
             const char *file = a->file ? a->file : nd_stage_file(r, d);
+            const int line = a->file ? a->line : d->line;
             const nd_fuse *f = NULL;
             for (int j = 0; j < c->n_fuse && !f; j++)
                 if (!strcmp(c->fuse[j].name, a->value)) f = &c->fuse[j];
@@ -324,7 +325,7 @@ int nd_rchain_fuse(const nd_rchain *c, nd_recipe *r, nd_err *e) {
                     snprintf(known + o, sizeof known - o, "%s%s", j ? ", " : "", c->fuse[j].name);
                 }
                 return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s: fused: '%s' is no entry of the recipe's fuse: table "
-                               "(%s%s)", file, a->line, d->name, a->value, c->n_fuse ? "known: " : "none given",
+                               "(%s%s)", file, line, d->name, a->value, c->n_fuse ? "known: " : "none given",
                                known);
             }
             const char *dot = strrchr(d->module, '.');
@@ -340,12 +341,12 @@ int nd_rchain_fuse(const nd_rchain *c, nd_recipe *r, nd_err *e) {
                 int w = snprintf(list + o, sizeof list - o, "%s%s", j ? "," : "", full);
                 if (w < 0 || (size_t)w >= sizeof list - o)
                     return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s: fused: '%s' expands to more than %zu characters",
-                                   file, a->line, d->name, a->value, sizeof list - 1);
+                                   file, line, d->name, a->value, sizeof list - 1);
                 o += (size_t)w;
             }
             if (!own)
                 return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s: fused: '%s' (%s) does not hold the stage's own module %s",
-                               file, a->line, d->name, a->value, list, d->module[0] ? d->module : "(none)");
+                               file, line, d->name, a->value, list, d->module[0] ? d->module : "(none)");
             memcpy(a->value, list, o + 1);
         }
     return 0;
