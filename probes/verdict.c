@@ -18,6 +18,12 @@
  *       reference (a routed scaling factor of 1.5 applied twice: 0.5) but only about rel_l2^2 for
  *       quantization noise (at most 0.21 for a row that passes chained_min_cosine 0.9; clean
  *       synth and conformance checkpoints stay below 0.1).
+ *   (e) its quantizer multiplier is more than FAR_MULT times away from the healthy 2688/amax
+ *       (scale_ratio; calibration spread is within about 2x) and that costs it more than
+ *       FAR_MULT_LOSS_DB below its floor: an inverted input scale of about 270 (a multiplier of
+ *       1/270 for an input of amax 10) puts the block scales into E4M3's subnormals and costs 2 to
+ *       4 dB, within floor_margin_db, yet it is a wrong scale, not noise (the diagnosis proves it
+ *       by the reciprocal bringing the stage back to its floor).
  *   Chained rows diverge only by (a)/(b) and by routing: their drift grows with depth by design
  *   and is reported in the figures; a chained row of a stage whose isolated row diverged carries
  *   that verdict too (src/pipeline/run.c).
@@ -45,6 +51,9 @@
 
 /* (d) for composite rows: the largest uniform scale error |k - 1| a healthy block shows */
 #define COMPOSITE_MAX_SCALE_ERR 0.25
+/* (e): a multiplier this far from 2688/amax (either way), and the SQNR it costs below the floor */
+#define FAR_MULT 100.0
+#define FAR_MULT_LOSS_DB 1.0
 
 static void set(nd_row *r, const char *v) { snprintf(r->verdict, sizeof r->verdict, "%s", v); }
 static int nonfinite(double v) { return !isfinite(v); }
@@ -115,7 +124,12 @@ void nd_verdict_row(nd_row *r, const nd_thresholds *th) {
         const double mag2 = r->rel_l2 * r->rel_l2 - (1 - r->cosine * r->cosine); /* (d), the scale part */
         if (isfinite(mag2) && mag2 > COMPOSITE_MAX_SCALE_ERR * COMPOSITE_MAX_SCALE_ERR) diverged = 1;
     }
-    else if (isfinite(r->floor_sqnr_db)) diverged = r->sqnr_db < r->floor_sqnr_db - th->floor_margin_db;
+    else if (isfinite(r->floor_sqnr_db)) {
+        diverged = r->sqnr_db < r->floor_sqnr_db - th->floor_margin_db;
+        const int far = isfinite(r->scale_ratio) && r->scale_ratio > 0 &&
+                        (r->scale_ratio < 1 / FAR_MULT || r->scale_ratio > FAR_MULT);
+        if (far && r->sqnr_db < r->floor_sqnr_db - FAR_MULT_LOSS_DB) diverged = 1; /* (e) */
+    }
     else if (r->quantized) diverged = r->cosine < th->min_cosine || r->sqnr_db < th->min_sqnr_db;
     else diverged = r->cosine < th->min_cosine;
     if (r->ref_amax > 0 && r->prod_amax == 0) diverged = 1; /* an empty output is never healthy */

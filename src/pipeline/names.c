@@ -118,6 +118,10 @@ static const char *located(const nd_ckpt *ck, const char *name, int tensor, char
     return name;
 }
 
+const char *nd_module_located(const nd_ckpt *ck, const char *name, char *alt, size_t cap) {
+    return located(ck, name, 0, alt, cap);
+}
+
 const nd_tview *nd_run_tensor(nd_run *r, int reference, const char *canonical) {
     char buf[320], alt[352];
     nd_ckpt *ck = reference && r->ref_ck ? r->ref_ck : r->ck;

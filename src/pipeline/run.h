@@ -137,6 +137,10 @@ void nd_expand(const char *tmpl, int layer, int expert, char *out, size_t cap);
 /* Canonical tensor name -> on-disk name of a checkpoint (through the recipe's naming). */
 const nd_tview *nd_run_tensor(nd_run *r, int reference, const char *canonical);
 int nd_run_module(nd_run *r, int reference, const char *canonical_path, nd_module *m, nd_err *e);
+/* A module's name in ck: NAME when ck has it, else NAME under the multimodal decoder prefixes
+ * (model.X -> model.language_model.X or language_model.model.X, lm_head -> language_model.lm_head)
+ * written into alt, else NAME. */
+const char *nd_module_located(const nd_ckpt *ck, const char *name, char *alt, size_t cap);
 
 /* ---- weights on the backend ---- */
 /* Dense/dequantized weight as FP32 [N,K] on the backend (reference meaning). */

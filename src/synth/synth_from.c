@@ -80,9 +80,7 @@ static int parse(const nd_ckpt *ck, const char *spec, sy_fault *f, target *ts, i
         return sy_kv_module(ck, spec, mod, attn, sizeof attn, e);
     }
     char path[300];
-    snprintf(path, sizeof path, "model.%s", mod);
-    if (!nd_ckpt_has_module(ck, path)) snprintf(path, sizeof path, "%s", mod);
-    if (!nd_ckpt_has_module(ck, path))
+    if (!sy_module_path(ck, mod, path, sizeof path))
         return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: no module '%s' (nor model.%s)", nd_ckpt_dir(ck), mod, mod);
     int i;
     for (i = 0; i < *nt; i++)

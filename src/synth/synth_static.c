@@ -9,6 +9,7 @@
 #include "synth/synth_quant.h"
 #include "numerics/nd_numerics.h"
 #include "backend.h"
+#include "pipeline/run.h"
 
 int sy_static_fault(sy_fault_kind k) {
     return k == SY_F_CONFIG_IGNORE || k == SY_F_DEQUANTIZE || k == SY_F_SCALE_RENAMED || k == SY_F_WSCALE_RENAMED ||
@@ -89,11 +90,17 @@ void sy_requant_global(uint8_t *packed, uint8_t *sf, int64_t n, int64_t k, float
     *wglobal = modelopt ? 1.0f / g2 : g2;
 }
 
-/* the module's checkpoint path (model.MODULE, else MODULE) */
+int sy_module_path(const nd_ckpt *ck, const char *mod, char *path, size_t cap) {
+    char name[320], alt[352];
+    snprintf(name, sizeof name, "model.%s", mod);
+    snprintf(path, cap, "%s", nd_module_located(ck, name, alt, sizeof alt));
+    if (!nd_ckpt_has_module(ck, path)) snprintf(path, cap, "%s", mod);
+    return nd_ckpt_has_module(ck, path);
+}
+
+/* the module's checkpoint path (sy_module_path) */
 static int resolve(const nd_ckpt *ck, const sy_fault *f, char *path, size_t cap, nd_err *e) {
-    snprintf(path, cap, "model.%s", f->module);
-    if (!nd_ckpt_has_module(ck, path)) snprintf(path, cap, "%s", f->module);
-    if (!nd_ckpt_has_module(ck, path))
+    if (!sy_module_path(ck, f->module, path, cap))
         return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: %s: no module '%s' (nor model.%s)", nd_ckpt_dir(ck),
                        sy_fault_name(f->kind), f->module, f->module);
     return 0;

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Faults planted into the issue-19 family fixtures (transformers' own classes, quantized by
-# llmcompressor: golden/conformance/{glm4_moe,qwen3,qwen3_moe,mixtral,qwen3_next,qwen3_5_moe}/nvfp4) with
+# llmcompressor: golden/conformance/{glm4_moe,qwen3,qwen3_moe,mixtral,qwen3_next,qwen3_5_moe,qwen2,llama31,
+# mistral3}/nvfp4) with
 # `synth OUT --from CKPT --inject FAULT@MODULE`: a trace under the default stack must name the
 # planted module with the right cause, proven by repair or by a static fact, and the next command
 # it prints, run as printed, must leave that stage ok. Two faults per family: one on attention or a
 # dense MLP, one on a routed expert that the prompt's tokens reach (MoE families); Qwen3-Next also one
 # on its sigmoid-gated shared expert and one on a gated-attention q_proj (its gate half included).
+# The seed bug (input-scale-inverted: input_global_scale stored as its reciprocal) in every family;
+# on Qwen3-Next's and Qwen3.5's full-attention projections (inputs of amax about 10, global scale
+# about 270) it costs only 2 to 4 dB, caught by the verdict's far-multiplier rule (probes/verdict.c
+# (e)); on Mistral 3 the module is found under the checkpoint's language_model.model. prefix.
 #   usage: family_faults.sh NVFP4DBG SOURCE_ROOT
 set -u
 . "$(dirname "$0")/plant_check.sh" "$@"
@@ -27,6 +32,13 @@ qwen3_next layers.2.mlp.shared_expert.down_proj input-scale-mul=0.00000001 scale
 qwen3_5_moe layers.1.self_attn.o_proj input-scale-mul=100 scale_saturation
 qwen3_5_moe layers.2.mlp.experts.3.up_proj nibble-swap weight_packing
 qwen3_5_moe layers.0.mlp.shared_expert.gate_proj weight-global-scale-zero nonfinite_scale
+qwen3 layers.0.self_attn.v_proj input-scale-inverted scale_inverted
+qwen3_moe layers.1.self_attn.q_proj input-scale-inverted scale_inverted
+qwen3_next layers.3.self_attn.k_proj input-scale-inverted scale_inverted
+qwen3_5_moe layers.1.self_attn.v_proj input-scale-inverted scale_inverted
+qwen2 layers.0.self_attn.q_proj input-scale-inverted scale_inverted
+llama31 layers.1.mlp.gate_proj input-scale-inverted scale_inverted
+mistral3 layers.1.self_attn.o_proj input-scale-inverted scale_inverted
 LIST
 echo "planted faults on the family fixtures: $pass passed, $fail failed"
 [ $fail -eq 0 ]
