@@ -253,7 +253,7 @@ static void chart_nonfinite(FILE *f, const nd_rmodel *m, series *s, double *ref)
 }
 
 void nd_report_charts(FILE *f, const nd_rmodel *m) {
-    nd_report_section_open(f, "charts", NULL, "Per-stage figures");
+    nd_report_section_open(f, "charts", "Per-stage figures");
     series s;
     double *aux = malloc((size_t)(m->n ? m->n : 1) * sizeof *aux);
     if (series_alloc(&s, m->n) || !aux) {

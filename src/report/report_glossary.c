@@ -1,8 +1,31 @@
 /* report_glossary.c — what every column of the page's tables means: one list, used for the
  * tooltip (title attribute) of each header and for the "What the columns mean" list that phones,
- * which cannot hover, open instead. */
+ * which cannot hover, open instead; and the notes under the sections' headings. */
+#include <stddef.h>
 #include <string.h>
 #include "report_internal.h"
+#include "util/table.h"
+
+typedef struct section_note { const char *id, *note; } section_note;
+
+/* markup, written as is */
+static const section_note notes[] = {
+    {"scales",
+     "Scale ratio = quantizer multiplier used on the production path &divide; 2688/amax of the reference input (1 is "
+     "the healthy calibration of this prompt; the diagnosis calls &gt; 2 saturation, &lt; 1/2 underflow). Routed "
+     "experts of one projection share a column: the cell shows the ratio furthest from 1; hover for the range. "
+     "Outlined cells hold a stage whose verdict is not ok."},
+    {"stages",
+     "Each layer is one group: click its line to open or close it (<a href=\"#stages\" class=\"openall\">open "
+     "all</a>, <a href=\"#stages\" class=\"closeall\">close all</a>). Click a column header to sort the group "
+     "(again to reverse); NaN sorts last. Rows whose verdict is not ok are red; the first divergence is outlined. "
+     "Hover a header for what it means."},
+};
+
+const char *nd_report_section_note(const char *id) {
+    const section_note *n = nd_table_find(notes, ND_COUNT(notes), sizeof notes[0], offsetof(section_note, id), id);
+    return n ? n->note : NULL;
+}
 
 typedef struct metric {
     const char *key, *label, *tip;
@@ -54,9 +77,7 @@ static const metric metrics[] = {
 enum { NMETRICS = sizeof metrics / sizeof metrics[0] };
 
 static const metric *find(const char *key) {
-    for (int i = 0; i < NMETRICS; i++)
-        if (!strcmp(metrics[i].key, key)) return &metrics[i];
-    return NULL;
+    return nd_table_find(metrics, NMETRICS, sizeof metrics[0], offsetof(metric, key), key);
 }
 
 const char *nd_rmetric_tip(const char *key) {

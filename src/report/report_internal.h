@@ -97,9 +97,10 @@ const char *nd_rmetric_tip(const char *key);
 void nd_report_glossary(FILE *f);
 
 /* A section's start (report_page.c): <section id="ID"><h2>title</h2> (title_fmt is printf markup),
- * then <p class="note">NOTE</p> when note is not NULL (markup, written as is). */
-void nd_report_section_open(FILE *f, const char *id, const char *note, const char *title_fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+ * then <p class="note">...</p> with the section's note when it has one (nd_report_section_note,
+ * report_glossary.c: the notes by section id, NULL for none). */
+void nd_report_section_open(FILE *f, const char *id, const char *title_fmt, ...) __attribute__((format(printf, 3, 4)));
+const char *nd_report_section_note(const char *id);
 
 /* The stage tables' header row and one row's cells (report_table.c). */
 void nd_report_stage_head(FILE *f);

@@ -8,7 +8,7 @@ void nd_report_layers(FILE *f, const nd_rmodel *m) {
     const nd_trace *t = m->t;
     int nbadg = 0;
     for (int g = 0; g < m->ngroups; g++) nbadg += m->groups[g].nbad > 0;
-    nd_report_section_open(f, "layers", NULL, "Layers at a glance (%d groups, %d with flagged rows)", m->ngroups, nbadg);
+    nd_report_section_open(f, "layers", "Layers at a glance (%d groups, %d with flagged rows)", m->ngroups, nbadg);
     if (!m->ngroups) {
         fprintf(f, "<p>This trace has no rows.</p></section>\n");
         return;

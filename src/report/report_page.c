@@ -9,13 +9,14 @@
 #include "util/progress.h"
 #include "report_internal.h"
 
-void nd_report_section_open(FILE *f, const char *id, const char *note, const char *title_fmt, ...) {
+void nd_report_section_open(FILE *f, const char *id, const char *title_fmt, ...) {
     va_list ap;
     va_start(ap, title_fmt);
     fprintf(f, "<section id=\"%s\"><h2>", id);
     vfprintf(f, title_fmt, ap);
     fprintf(f, "</h2>\n");
     va_end(ap);
+    const char *note = nd_report_section_note(id);
     if (note) fprintf(f, "<p class=\"note\">%s</p>\n", note);
 }
 

@@ -126,7 +126,7 @@ static void one_pick(FILE *f, const nd_rmodel *m, const nd_report_pick *p) {
 }
 
 void nd_report_routing_section(FILE *f, const nd_rmodel *m, const nd_report_routing *rt) {
-    nd_report_section_open(f, "routing", NULL, "MoE routing: experts picked by each path");
+    nd_report_section_open(f, "routing", "MoE routing: experts picked by each path");
     if (!rt || rt->n == 0) {
         fprintf(f, "<p>No routing recorded in this trace%s.</p></section>\n",
                 rt && rt->nmissing ? " (router stages exist but /routing has no entry for them)" : " (no MoE layer)");

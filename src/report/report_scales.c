@@ -53,15 +53,9 @@ static void ratio_colour(double r, char out[16]) {
     snprintf(out, 16, "#%02x%02x%02x", R, G, B);
 }
 
-static const char NOTE[] =
-    "Scale ratio = quantizer multiplier used on the production path &divide; 2688/amax of the reference input (1 is "
-    "the healthy calibration of this prompt; the diagnosis calls &gt; 2 saturation, &lt; 1/2 underflow). Routed "
-    "experts of one projection share a column: the cell shows the ratio furthest from 1; hover for the range. "
-    "Outlined cells hold a stage whose verdict is not ok.";
-
 void nd_report_scales(FILE *f, const nd_rmodel *m) {
     const nd_trace *t = m->t;
-    nd_report_section_open(f, "scales", NOTE, "Scale ratio of every quantized linear, per layer");
+    nd_report_section_open(f, "scales", "Scale ratio of every quantized linear, per layer");
     /* columns: distinct keys in order of first appearance; rows: layers of the stage model */
     int nkeys = 0, capk = 16;
     char (*keys)[KEY_LEN] = malloc((size_t)capk * KEY_LEN);

@@ -92,16 +92,9 @@ static void group_summary(FILE *f, const nd_trace *t, const nd_rgroup *g) {
     fprintf(f, "</span>%s</summary>\n", g->has_first ? " <span class=\"fd\">first divergence</span>" : "");
 }
 
-static const char TABLE_NOTE[] =
-    "Each layer is one group: click its line to open or close it (<a href=\"#stages\" class=\"openall\">open "
-    "all</a>, <a href=\"#stages\" class=\"closeall\">close all</a>). Click a column header to sort the group "
-    "(again to reverse); NaN sorts last. Rows whose verdict is not ok are red; the first divergence is outlined. "
-    "Hover a header for what it means.";
-
 void nd_report_table(FILE *f, const nd_rmodel *m) {
     const nd_trace *t = m->t;
-    nd_report_section_open(f, "stages", TABLE_NOTE, "All stages, by layer (%lld rows in %d groups)", (long long)t->nrows,
-                           m->ngroups);
+    nd_report_section_open(f, "stages", "All stages, by layer (%lld rows in %d groups)", (long long)t->nrows, m->ngroups);
     for (int g = 0; g < m->ngroups; g++) {
         const nd_rgroup *G = &m->groups[g];
         fprintf(f, "<details class=\"grp%s\" id=\"%s\"%s>", G->nbad ? " bad" : "", G->id, G->has_first ? " open" : "");
@@ -123,7 +116,7 @@ void nd_report_flagged(FILE *f, const nd_rmodel *m) {
     const nd_trace *t = m->t;
     int64_t n = 0;
     for (int64_t i = 0; i < t->nrows; i++) n += strcmp(t->rows[i].verdict, "ok") != 0;
-    nd_report_section_open(f, "flagged", NULL, "Flagged stages (%lld)", (long long)n);
+    nd_report_section_open(f, "flagged", "Flagged stages (%lld)", (long long)n);
     if (!n) {
         fprintf(f, "<p class=\"ok\">Every stage's verdict is ok.</p></section>\n");
         return;

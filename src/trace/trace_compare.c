@@ -228,6 +228,5 @@ done:
 
 void nd_cmp_result_free(nd_cmp_result *r) {
     free(r->items);
-    r->items = NULL;
-    r->nitems = 0;
+    *r = (nd_cmp_result){.first = -1}; /* left as an empty result */
 }

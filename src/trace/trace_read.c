@@ -69,6 +69,8 @@ static hid_t open_file(const char *path, nd_err *e) {
 }
 
 typedef struct { const char *name; char *dst; size_t cap; } str_attr;
+/* the attribute named as the char array field of *s it is read into */
+#define STR_ATTR(s, field) {#field, (s)->field, sizeof (s)->field}
 
 /* Reads the string attributes a[0..n) of obj. A missing one is exit 2 with missing_fmt (given the
  * file and the attribute's name) when missing_fmt is not NULL, else left "" (an optional attribute
@@ -97,20 +99,12 @@ static int read_root(hid_t f, nd_trace *t, const char *path, nd_err *e) {
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: not an nvfp4dbg trace (schema '%s', expected %s)", path,
                        t->schema, ND_TRACE_SCHEMA);
     }
-    const str_attr a[] = {
-        {"tool_version", t->tool_version, sizeof t->tool_version},
-        {"created_utc", t->created_utc, sizeof t->created_utc},
-        {"checkpoint", t->checkpoint, sizeof t->checkpoint},
-        {"checkpoint_format", t->checkpoint_format, sizeof t->checkpoint_format},
-        {"recipe", t->recipe, sizeof t->recipe},
-        {"stack", t->stack, sizeof t->stack},
-        {"backend", t->backend, sizeof t->backend},
-        {"device", t->device, sizeof t->device},
-        {"modes", t->modes, sizeof t->modes},
-    };
+    const str_attr a[] = {STR_ATTR(t, tool_version), STR_ATTR(t, created_utc), STR_ATTR(t, checkpoint),
+                          STR_ATTR(t, checkpoint_format), STR_ATTR(t, recipe), STR_ATTR(t, stack),
+                          STR_ATTR(t, backend), STR_ATTR(t, device), STR_ATTR(t, modes)};
     ND_TRY(read_str_attrs(f, a, sizeof a / sizeof a[0], "%s: not an nvfp4dbg trace (no %s attribute)", path, e));
     /* optional: traces written before the attribute existed have none */
-    const str_attr opt[] = {{"overrides", t->overrides, sizeof t->overrides}};
+    const str_attr opt[] = {STR_ATTR(t, overrides)};
     return read_str_attrs(f, opt, 1, NULL, path, e);
 }
 
@@ -247,18 +241,11 @@ static int read_summary(hid_t f, nd_trace *t, const char *path, nd_err *e) {
     hid_t g = H5Gopen2(f, "summary", H5P_DEFAULT);
     if (g < 0) return ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot open /summary");
     nd_trace_summary *s = &t->summary;
-    const str_attr a[] = {
-        {"status", s->status, sizeof s->status},
-        {"first_divergence", s->first_divergence, sizeof s->first_divergence},
-        {"first_divergence_mode", s->first_divergence_mode, sizeof s->first_divergence_mode},
-        {"cause", s->cause, sizeof s->cause},
-        {"message", s->message, sizeof s->message},
-    };
+    const str_attr a[] = {STR_ATTR(s, status), STR_ATTR(s, first_divergence), STR_ATTR(s, first_divergence_mode),
+                          STR_ATTR(s, cause), STR_ATTR(s, message)};
     int rc = read_str_attrs(g, a, sizeof a / sizeof a[0], "%s: /summary has no %s attribute", path, e);
     /* the diagnosis's evidence: optional (traces written before it existed lack it) */
-    const str_attr o[] = {
-        {"repair", s->repair, sizeof s->repair}, {"evidence", s->evidence, sizeof s->evidence},
-        {"next_command", s->next_command, sizeof s->next_command}};
+    const str_attr o[] = {STR_ATTR(s, repair), STR_ATTR(s, evidence), STR_ATTR(s, next_command)};
     if (!rc) rc = read_str_attrs(g, o, sizeof o / sizeof o[0], NULL, path, e);
     struct { const char *name; double *dst; } d[] = {
         {"sqnr_before_db", &s->sqnr_before_db}, {"sqnr_after_db", &s->sqnr_after_db}, {"floor_db", &s->floor_db}};
@@ -319,12 +306,9 @@ int nd_trace_read(const char *path, nd_trace **out, nd_err *e) {
             rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: /stages row %lld has no name or mode", path, (long long)i);
     H5Fclose(f);
     H5Eclear2(H5E_DEFAULT);
-    if (rc) {
-        nd_trace_free(t);
-        return rc;
-    }
-    *out = t;
-    return 0;
+    if (rc) nd_trace_free(t);
+    else *out = t;
+    return rc;
 }
 
 void nd_trace_free(nd_trace *t) {
