@@ -9,6 +9,13 @@
 
 #define REQ(n, k, doc) {n, k, 1, "", doc}
 #define OPT(n, k, d, doc) {n, k, 0, d, doc}
+/* attributes several ops take alike */
+#define A_QUERY_HEADS REQ("heads", ND_AK_NUM, "query heads")
+#define A_HEAD_DIM REQ("head_dim", ND_AK_NUM, "values per head")
+#define A_RATE OPT("rate", ND_AK_NUM, "the layer's compress_ratios entry", "compression rate")
+#define A_SCORE_SCALE OPT("scale", ND_AK_NUM, "1/sqrt(head_dim)", "score scale")
+#define A_HC_MULT REQ("n", ND_AK_NUM, "hc_mult")
+#define A_HC_EPS REQ("eps", ND_AK_NUM, "norm epsilon"), REQ("hc_eps", ND_AK_NUM, "hc epsilon")
 
 static const nd_op_desc OPS[] = {
     {"embedding", "the rows of the embedding matrix for the prompt's token ids", 0,
@@ -23,7 +30,7 @@ static const nd_op_desc OPS[] = {
       OPT("weight", ND_AK_TENSOR, "none (no scale)", "the norm weight"),
       OPT("offset", ND_AK_NUM, "0", "added to the weight in FP32 first: 1 for the zero-centred (1 + w) norms of Qwen3-Next")}},
     {"rope", "rotary position embedding of the rotated part of each head", 0,
-     {REQ("heads", ND_AK_NUM, "heads in the input"), REQ("head_dim", ND_AK_NUM, "values per head"),
+     {REQ("heads", ND_AK_NUM, "heads in the input"), A_HEAD_DIM,
       REQ("rot_dim", ND_AK_NUM, "rotated values per head"), REQ("theta", ND_AK_NUM, "rope_theta"),
       OPT("inverse", ND_AK_FLAG, "0", "rotate by the negative angle (V4's output de-rotation)"),
       OPT("interleaved", ND_AK_FLAG, "1", "pairs are adjacent values (1) or the two halves (0, GPT-NeoX style)"),
@@ -33,41 +40,32 @@ static const nd_op_desc OPS[] = {
       OPT("attention_factor", ND_AK_FLAG, "0", "cos and sin times YaRN's attention factor (rope_type yarn: attention_factor, "
           "else 0.1 ln(factor) + 1), as transformers' rotary embedding (gpt-oss)")}},
     {"attention", "causal softmax attention, optional sliding window and attention sinks", 0,
-     {REQ("heads", ND_AK_NUM, "query heads"), REQ("head_dim", ND_AK_NUM, "values per head"),
-      OPT("kv_heads", ND_AK_NUM, "1", "key/value heads (grouped-query attention)"),
+     {A_QUERY_HEADS, A_HEAD_DIM, OPT("kv_heads", ND_AK_NUM, "1", "key/value heads (grouped-query attention)"),
       OPT("window", ND_AK_NUM, "0 (none)", "sliding window in tokens"),
       OPT("window_layer_type", ND_AK_TEXT, "every layer", "the window applies only on layers whose config.json layer_types "
           "entry is this (sliding_attention)"),
-      OPT("scale", ND_AK_NUM, "1/sqrt(head_dim)", "score scale"),
-      OPT("yarn_mscale", ND_AK_NUM, "0", "YaRN mscale applied to the score scale"),
+      A_SCORE_SCALE, OPT("yarn_mscale", ND_AK_NUM, "0", "YaRN mscale applied to the score scale"),
       OPT("sinks", ND_AK_TENSOR, "none", "per-head sink logits (in the softmax denominator only)")}},
     {"attention_compressed", "V4 attention over the sliding window and the compressed KV of the layer", 0,
-     {REQ("heads", ND_AK_NUM, "query heads"), REQ("head_dim", ND_AK_NUM, "values per head"),
-      OPT("rate", ND_AK_NUM, "the layer's compress_ratios entry", "compression rate"),
-      OPT("window", ND_AK_NUM, "0", "sliding window in tokens"), OPT("scale", ND_AK_NUM, "1/sqrt(head_dim)", "score scale"),
+     {A_QUERY_HEADS, A_HEAD_DIM, A_RATE, OPT("window", ND_AK_NUM, "0", "sliding window in tokens"), A_SCORE_SCALE,
       OPT("sinks", ND_AK_TENSOR, "none", "per-head sink logits")}},
     {"compress", "V4 KV compressor: gated pooling of rate tokens (with overlap), norm and rope", 0,
      {REQ("head_dim", ND_AK_NUM, "values per compressed entry"), REQ("eps", ND_AK_NUM, "norm epsilon"),
       REQ("rot_dim", ND_AK_NUM, "rotated values"), REQ("position_bias", ND_AK_TENSOR, "the learned position bias"),
-      OPT("norm", ND_AK_TENSOR, "", "the norm weight (required with position_bias)"),
-      OPT("rate", ND_AK_NUM, "the layer's compress_ratios entry", "compression rate"),
+      OPT("norm", ND_AK_TENSOR, "", "the norm weight (required with position_bias)"), A_RATE,
       OPT("overlap", ND_AK_FLAG, "0", "windows overlap by half (CSA)"),
       OPT("theta", ND_AK_NUM, "", "rope theta (required when rot_dim > 0)"),
       OPT("compressed_theta", ND_AK_NUM, "none", "rope theta of compressed layers"),
       OPT("yarn", ND_AK_FLAG, "0", "apply YaRN rope scaling")}},
     {"indexer", "V4 lightning indexer: top-k compressed entries per query", 0,
-     {REQ("heads", ND_AK_NUM, "indexer heads"), REQ("head_dim", ND_AK_NUM, "values per head"),
-      REQ("topk", ND_AK_NUM, "entries kept per query"),
-      OPT("rate", ND_AK_NUM, "the layer's compress_ratios entry", "compression rate"),
-      OPT("scale", ND_AK_NUM, "1/sqrt(head_dim)", "score scale"),
-      OPT("weights_scale", ND_AK_NUM, "1/sqrt(heads)", "scale of the per-head weights")}},
+     {REQ("heads", ND_AK_NUM, "indexer heads"), A_HEAD_DIM, REQ("topk", ND_AK_NUM, "entries kept per query"), A_RATE,
+      A_SCORE_SCALE, OPT("weights_scale", ND_AK_NUM, "1/sqrt(heads)", "scale of the per-head weights")}},
     {"hc_pre", "hyper-connections before a block: Sinkhorn-normalised mixing of the n streams into one", 0,
-     {REQ("n", ND_AK_NUM, "hc_mult"), REQ("iters", ND_AK_NUM, "Sinkhorn iterations"), REQ("eps", ND_AK_NUM, "norm epsilon"),
-      REQ("hc_eps", ND_AK_NUM, "hc epsilon"), REQ("params", ND_AK_TENSOR, "prefix of the .fn/.base/.scale tensors")}},
+     {A_HC_MULT, REQ("iters", ND_AK_NUM, "Sinkhorn iterations"), A_HC_EPS,
+      REQ("params", ND_AK_TENSOR, "prefix of the .fn/.base/.scale tensors")}},
     {"hc_post", "hyper-connections after a block: the block output mixed back into the n streams", 0, {{0}}},
     {"hc_head", "hyper-connections before the head: the n streams reduced to one", 0,
-     {REQ("n", ND_AK_NUM, "hc_mult"), REQ("eps", ND_AK_NUM, "norm epsilon"), REQ("hc_eps", ND_AK_NUM, "hc epsilon"),
-      REQ("params", ND_AK_TENSOR, "prefix of the .hc_fn/.hc_base/.hc_scale tensors")}},
+     {A_HC_MULT, A_HC_EPS, REQ("params", ND_AK_TENSOR, "prefix of the .hc_fn/.hc_base/.hc_scale tensors")}},
     {"add", "elementwise sum of the inputs (residual)", 0, {{0}}},
     {"identity", "the input unchanged (a named point of the trace)", 0, {{0}}},
     {"split", "the input's columns split into the outputs", 0,
