@@ -1,4 +1,4 @@
-/* nfc_table.h — Unicode data for the NFC quick check (nfc_table.c is generated). */
+/* nfc_table.h — Unicode data for the NFC quick check (nfc_table.c, from the generated nfc_table.inc). */
 #ifndef ND_NFC_TABLE_H
 #define ND_NFC_TABLE_H
 #include <stdint.h>
