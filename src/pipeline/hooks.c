@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "run.h"
+#include "loop.h"
 #include "pipeline.h"
 
 int nd_run_ref_only(const nd_run *r, const char *stage) {
@@ -16,14 +17,14 @@ int nd_run_ref_only(const nd_run *r, const char *stage) {
 }
 
 nd_buf *nd_run_captured(nd_run *r, const char *stage, const char *module, const char *suffix, int64_t cols, nd_err *e) {
-    if (!r->dump) return NULL;
+    if (!r->loop->dump) return NULL;
     char name[320];
     const nd_tview *t = NULL;
     snprintf(name, sizeof name, "%s%s", stage, suffix);
-    t = nd_st_find(r->dump, name);
+    t = nd_st_find(r->loop->dump, name);
     if (!t && module && *module) {
         snprintf(name, sizeof name, "%s%s", module, suffix);
-        t = nd_st_find(r->dump, name);
+        t = nd_st_find(r->loop->dump, name);
     }
     if (!t) return NULL;
     if (cols <= 0 || t->numel % cols || t->numel / cols != r->t) {
@@ -131,8 +132,8 @@ int nd_run_capture(nd_run *r, const nd_stage *st, nd_buf **in_ref, nd_err *e) {
         nd_expand(d->attrs[i].value, st->layer, 0, list, sizeof list);
         for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) add_tensors(r, ci, names, tok);
     }
-    if (!rc) rc = r->opts->capture(r->opts->capture_user, ci, e);
-    r->captured = 1;
+    if (!rc) rc = r->loop->opts->capture(r->loop->opts->capture_user, ci, e);
+    r->loop->captured = 1;
 out:
     for (int i = 0; i < 8; i++) free(host[i]);
     free(names);

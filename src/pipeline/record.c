@@ -3,6 +3,7 @@
  * description for a single-stage replay, and captured activations looked up in --prod-dump. */
 #include <string.h>
 #include "run.h"
+#include "loop.h"
 #include "sink.h"
 #include "pipeline.h"
 #include "trace/trace.h"
@@ -15,18 +16,18 @@ static int loop_row(void *user, const nd_stage *st, const nd_result *res, nd_err
 
 static int loop_routing(void *user, const nd_stage *st, const nd_buf *ref, const nd_buf *chain, nd_err *e) {
     nd_run *r = user;
-    if (!r->tw) return 0;
-    ND_TRY(nd_trace_put_routing(r->tw, st->name, "ref", ref->idx, ref->rows, ref->k, e));
-    return nd_trace_put_routing(r->tw, st->name, "prod", chain->idx, chain->rows, chain->k, e);
+    if (!r->loop->tw) return 0;
+    ND_TRY(nd_trace_put_routing(r->loop->tw, st->name, "ref", ref->idx, ref->rows, ref->k, e));
+    return nd_trace_put_routing(r->loop->tw, st->name, "prod", chain->idx, chain->rows, chain->k, e);
 }
 
 static void loop_amax(void *user, const char *module, double amax) {
     nd_run *r = user;
-    r->calib_cb(r->calib_user, module, amax);
+    r->loop->calib_cb(r->loop->calib_user, module, amax);
 }
 
 static nd_stage_info *loop_stage_info(void *user, const char *stage) {
-    const nd_trace_opts *o = ((nd_run *)user)->opts;
+    const nd_trace_opts *o = ((nd_run *)user)->loop->opts;
     return o && o->stage_info && o->only_row && !strcmp(o->only_row, stage) ? o->stage_info : NULL;
 }
 
@@ -34,13 +35,14 @@ static nd_buf *loop_captured(void *user, const char *stage, const char *module, 
     return nd_run_captured(user, stage, module, suffix, cols, e);
 }
 
-void nd_loop_sink(nd_run *r, nd_sink *s) {
+void nd_loop_sink(nd_run *r) {
+    nd_sink *s = &r->loop->sink;
     memset(s, 0, sizeof *s);
     s->user = r;
     s->row = loop_row;
     s->routing = loop_routing;
-    if (r->calib_cb) s->amax = loop_amax;
+    if (r->loop->calib_cb) s->amax = loop_amax;
     s->stage_info = loop_stage_info;
-    if (r->dump) s->captured = loop_captured;
+    if (r->loop->dump) s->captured = loop_captured;
     r->sink = s;
 }

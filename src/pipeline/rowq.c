@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "rowq.h"
+#include "loop.h"
 #include "pipeline.h"
 #include "probes.h"
 #include "verdict.h"
@@ -29,17 +30,17 @@ struct nd_rowq {
     int64_t nf, capf;
 };
 
-int nd_rows_recorded(const nd_run *r) { return !(r->silent || r->calib_cb || (r->opts && r->opts->no_probes)); }
+int nd_rows_recorded(const nd_run *r) { return !(r->silent || r->loop->calib_cb || (r->loop->opts && r->loop->opts->no_probes)); }
 
 static nd_rowq *q_of(nd_run *r, nd_err *e) {
-    if (r->rq) return r->rq;
-    r->rq = calloc(1, sizeof *r->rq);
-    if (!r->rq) { nd_fail(e, ND_EXIT_INTERNAL, "out of memory"); return NULL; }
+    if (r->loop->rq) return r->loop->rq;
+    r->loop->rq = calloc(1, sizeof *r->loop->rq);
+    if (!r->loop->rq) { nd_fail(e, ND_EXIT_INTERNAL, "out of memory"); return NULL; }
     const char *off = getenv("NVFP4DBG_NO_DEFER"), *emu = getenv("NVFP4DBG_TEST_DEFER_EMULATE");
     /* tensors dumped beside the rows are written in row order: no deferral then */
-    r->rq->defer = !(off && off[0] && strcmp(off, "0")) && !r->dump_tensors;
-    r->rq->emulate = emu && emu[0] && strcmp(emu, "0");
-    return r->rq;
+    r->loop->rq->defer = !(off && off[0] && strcmp(off, "0")) && !r->loop->dump_tensors;
+    r->loop->rq->emulate = emu && emu[0] && strcmp(emu, "0");
+    return r->loop->rq;
 }
 
 /* The compare of a queued row or figure: into `shadow` with `target` poisoned when emulating. */
@@ -79,9 +80,9 @@ int nd_rows_figure(nd_run *r, const nd_row *owner, int kind, const nd_buf *ref, 
 }
 
 void nd_rows_drop(nd_run *r, const nd_row *owner) {
-    if (!r->rq) return;
-    for (int64_t i = 0; i < r->rq->nf; i++)
-        if (r->rq->figs[i].row < 0 && r->rq->figs[i].owner == owner) r->rq->figs[i].owner = NULL;
+    if (!r->loop->rq) return;
+    for (int64_t i = 0; i < r->loop->rq->nf; i++)
+        if (r->loop->rq->figs[i].row < 0 && r->loop->rq->figs[i].owner == owner) r->loop->rq->figs[i].owner = NULL;
 }
 
 int nd_rows_queue(nd_run *r, const nd_row *row, const nd_row *owner, const nd_buf *ref, const nd_buf *prod, nd_err *e) {
@@ -109,25 +110,25 @@ static int finish_row(nd_run *r, nd_row *row, nd_err *e) {
     /* a stage that is broken by itself (its isolated row diverged) is not "ok" in chained mode
      * either; other chained drift stays in the figures (diagnose.c) */
     if (!strcmp(row->mode, "chained") && !strcmp(row->verdict, "ok"))
-        for (int64_t i = r->nrows - 1; i >= 0 && i >= r->nrows - 8; i--)
-            if (!strcmp(r->rows[i].name, row->name) && !strcmp(r->rows[i].mode, "isolated")) {
-                if (strcmp(r->rows[i].verdict, "ok")) snprintf(row->verdict, sizeof row->verdict, "%s", r->rows[i].verdict);
+        for (int64_t i = r->loop->nrows - 1; i >= 0 && i >= r->loop->nrows - 8; i--)
+            if (!strcmp(r->loop->rows[i].name, row->name) && !strcmp(r->loop->rows[i].mode, "isolated")) {
+                if (strcmp(r->loop->rows[i].verdict, "ok")) snprintf(row->verdict, sizeof row->verdict, "%s", r->loop->rows[i].verdict);
                 break;
             }
-    if (r->nrows == r->cap_rows) {
-        int64_t cap = r->cap_rows ? r->cap_rows * 2 : 256;
-        nd_row *nr = realloc(r->rows, sizeof *nr * (size_t)cap);
+    if (r->loop->nrows == r->loop->cap_rows) {
+        int64_t cap = r->loop->cap_rows ? r->loop->cap_rows * 2 : 256;
+        nd_row *nr = realloc(r->loop->rows, sizeof *nr * (size_t)cap);
         if (!nr) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
-        r->rows = nr;
-        r->cap_rows = cap;
+        r->loop->rows = nr;
+        r->loop->cap_rows = cap;
     }
-    r->rows[r->nrows++] = *row;
-    if (r->tw) ND_TRY(nd_trace_append(r->tw, row, e));
+    r->loop->rows[r->loop->nrows++] = *row;
+    if (r->loop->tw) ND_TRY(nd_trace_append(r->loop->tw, row, e));
     return 0;
 }
 
 int nd_rows_flush(nd_run *r, nd_err *e) {
-    nd_rowq *q = r->rq;
+    nd_rowq *q = r->loop->rq;
     if (!q || (q->n == 0 && q->nf == 0)) return 0;
     if (r->be->flush_results) ND_TRY(r->be->flush_results(r->be, e));
     if (q->emulate) {
@@ -152,9 +153,9 @@ int nd_rows_flush(nd_run *r, nd_err *e) {
 }
 
 void nd_rows_free(nd_run *r) {
-    if (!r->rq) return;
-    free(r->rq->rows);
-    free(r->rq->figs);
-    free(r->rq);
-    r->rq = NULL;
+    if (!r->loop->rq) return;
+    free(r->loop->rq->rows);
+    free(r->loop->rq->figs);
+    free(r->loop->rq);
+    r->loop->rq = NULL;
 }

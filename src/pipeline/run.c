@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "run.h"
+#include "loop.h"
 #include "pipeline.h"
 #include "probes.h"
 #include "verdict.h"
@@ -41,7 +42,7 @@ int nd_emit_row(nd_run *r, const nd_stage *st, const char *name, const char *op,
     if (ref->n != prod->n)
         return nd_fail(e, ND_EXIT_INTERNAL, "stage %s: reference and production outputs differ in size (%lld vs %lld)", name,
                        (long long)ref->n, (long long)prod->n);
-    row.index = r->next_index++;
+    row.index = r->loop->next_index++;
     row.layer = st->layer;
     snprintf(row.name, sizeof row.name, "%s", name);
     snprintf(row.op, sizeof row.op, "%s", op);
@@ -50,16 +51,16 @@ int nd_emit_row(nd_run *r, const nd_stage *st, const char *name, const char *op,
     /* probes, verdict and the append come when the row is flushed (rowq.h; at once with
      * --dump-tensors, so that the tensors below follow their row) */
     ND_TRY(nd_rows_queue(r, &row, extra, ref, prod, e));
-    if (r->tw && r->dump_tensors) {
+    if (r->loop->tw && r->loop->dump_tensors) {
         float *h = malloc(sizeof(float) * (size_t)ref->n);
         if (!h) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
         int64_t shape[2] = {ref->rows, ref->cols};
         char stage[ND_NAME_LEN + 16];
         snprintf(stage, sizeof stage, "%s@%s", name, row.mode);
         int rc = r->be->download(r->be, h, ref->p, sizeof(float) * (size_t)ref->n, e);
-        if (!rc && mode == ND_MODE_ISOLATED) rc = nd_trace_put_tensor(r->tw, name, "ref", h, 2, shape, e);
+        if (!rc && mode == ND_MODE_ISOLATED) rc = nd_trace_put_tensor(r->loop->tw, name, "ref", h, 2, shape, e);
         if (!rc) rc = r->be->download(r->be, h, prod->p, sizeof(float) * (size_t)prod->n, e);
-        if (!rc) rc = nd_trace_put_tensor(r->tw, stage, "prod", h, 2, shape, e);
+        if (!rc) rc = nd_trace_put_tensor(r->loop->tw, stage, "prod", h, 2, shape, e);
         free(h);
         ND_TRY(rc);
     }
@@ -107,8 +108,8 @@ static int run_stage_body(nd_run *r, const nd_stage_def *def, int layer, int mod
     row_init(&c.extra_iso);
     row_init(&c.extra_chain);
     for (int i = 0; i < def->n_in; i++) {
-        c.in_ref[i] = nd_env_get(&r->env_ref, def->in[i]);
-        c.in_chain[i] = nd_env_get(&r->env_chain, def->in[i]);
+        c.in_ref[i] = nd_env_get(&r->loop->env_ref, def->in[i]);
+        c.in_chain[i] = nd_env_get(&r->loop->env_chain, def->in[i]);
         if (!c.in_ref[i] || (c.want_chain && !c.in_chain[i]))
             return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s reads '%s', which no earlier stage wrote", r->rc->path, def->line, def->name, def->in[i]);
     }
@@ -124,7 +125,7 @@ static int run_stage_body(nd_run *r, const nd_stage_def *def, int layer, int mod
         }
         return nd_fail(e, ND_EXIT_INTERNAL, "%s: injected device fault at stage %s (test only)", r->be->name, st.name);
     }
-    if (r->opts && r->opts->capture_stage && !strcmp(r->opts->capture_stage, st.name) && !r->silent)
+    if (r->loop->opts && r->loop->opts->capture_stage && !strcmp(r->loop->opts->capture_stage, st.name) && !r->silent)
         return nd_run_capture(r, &st, c.in_ref, e);
     /* NVFP4DBG_PROFILE=1: each stage's wall time (backend synced) and its share of uploads, on stderr */
     const int prof = !r->silent && getenv("NVFP4DBG_PROFILE") != NULL;
@@ -132,7 +133,7 @@ static int run_stage_body(nd_run *r, const nd_stage_def *def, int layer, int mod
     const double up0 = r->upload_s;
     if (prof) { (void)r->be->sync(r->be, e); clock_gettime(CLOCK_MONOTONIC, &p0); }
     int rc = fn(&c, e);
-    if (!rc && c.quantized != -1 && !r->calib_cb && c.out_ref[0]) {
+    if (!rc && c.quantized != -1 && !r->loop->calib_cb && c.out_ref[0]) {
         char lg[8];
         int logits = nd_attr_str(&st, "logits", lg, sizeof lg) && lg[0] == '1';
         if (c.want_iso && c.out_iso[0]) {
@@ -140,7 +141,7 @@ static int run_stage_body(nd_run *r, const nd_stage_def *def, int layer, int mod
             if (logits) rc = nd_head_logits(r, c.out_ref[0], c.out_iso[0], &c.extra_iso, e);
             if (!rc) rc = nd_emit_row(r, &st, st.name, def->op, ND_MODE_ISOLATED, c.out_ref[0], c.out_iso[0], &c.extra_iso, c.quantized, e);
         }
-        if (!rc && r->dump && !r->silent) {
+        if (!rc && r->loop->dump && !r->silent) {
             /* a real stack's activation of this stage, judged like a chained row */
             nd_buf *cap = nd_run_captured(r, st.name, st.module, "", c.out_ref[0]->cols, e);
             if (!cap && e->code) rc = e->code;
@@ -165,10 +166,10 @@ static int run_stage_body(nd_run *r, const nd_stage_def *def, int layer, int mod
     }
     if (!rc) {
         for (int i = 0; i < def->n_out; i++) {
-            if (c.out_ref[i]) nd_env_set(r, &r->env_ref, def->out[i], c.out_ref[i]);
+            if (c.out_ref[i]) nd_env_set(r, &r->loop->env_ref, def->out[i], c.out_ref[i]);
             /* a chained path that is not replayed follows the reference (layers before --layers) */
             nd_buf *ch = c.want_chain ? c.out_chain[i] : c.out_ref[i];
-            if (ch) nd_env_set(r, &r->env_chain, def->out[i], ch);
+            if (ch) nd_env_set(r, &r->loop->env_chain, def->out[i], ch);
         }
     }
     for (int i = 0; i < ND_RECIPE_MAX_IO; i++) {
@@ -192,7 +193,7 @@ static int stage_makes_row(const char *stage, const char *row) {
  * not (DeepSeek-V3's dense "layers.1.mlp", skipped on a MoE layer, comes before both
  * "layers.1.mlp.experts" and the MoE layer's own "layers.1.mlp") does not stop the run. */
 static int run_stage(nd_run *r, const nd_stage_def *def, int layer, int modes, nd_err *e) {
-    const char *only = r->opts ? r->opts->only_row : NULL;
+    const char *only = r->loop->opts ? r->loop->opts->only_row : NULL;
     if (!only || r->silent) return run_stage_body(r, def, layer, modes, e);
     char name[ND_NAME_LEN];
     nd_expand(def->name, layer, 0, name, sizeof name);
@@ -202,39 +203,39 @@ static int run_stage(nd_run *r, const nd_stage_def *def, int layer, int modes, n
         r->silent--;
         return rc;
     }
-    const int64_t before = r->nrows;
+    const int64_t before = r->loop->nrows;
     int rc = run_stage_body(r, def, layer, modes, e);
     if (!rc) rc = nd_rows_flush(r, e); /* the rows are read below */
     int made = 0;
-    for (int64_t i = before; i < r->nrows && !made; i++) made = !strcmp(r->rows[i].name, only);
-    if (made || rc) r->captured = 1; /* done: nothing after it is needed */
+    for (int64_t i = before; i < r->loop->nrows && !made; i++) made = !strcmp(r->loop->rows[i].name, only);
+    if (made || rc) r->loop->captured = 1; /* done: nothing after it is needed */
     return rc;
 }
 
 static int run_all_layers(nd_run *r, nd_progress *pg, nd_err *e) {
     int nl = (int)r->cfg->num_hidden_layers;
-    int hi = r->layer_hi < 0 || r->layer_hi >= nl ? nl - 1 : r->layer_hi;
-    for (int i = 0; i < r->rc->n_prologue && !r->captured; i++) ND_TRY(run_stage(r, &r->rc->prologue[i], -1, r->modes, e));
-    if (r->captured) return 0;
+    int hi = r->loop->layer_hi < 0 || r->loop->layer_hi >= nl ? nl - 1 : r->loop->layer_hi;
+    for (int i = 0; i < r->rc->n_prologue && !r->loop->captured; i++) ND_TRY(run_stage(r, &r->rc->prologue[i], -1, r->loop->modes, e));
+    if (r->loop->captured) return 0;
     for (int L = 0; L <= hi; L++) {
         /* layers before the first replayed one run on the reference path only, unreported, so
          * that the replayed layers get their true inputs */
-        int before = L < r->layer_lo;
+        int before = L < r->loop->layer_lo;
         if (before) r->silent++;
-        for (int i = 0; i < r->rc->n_layer && !r->captured; i++) {
-            int rc = run_stage(r, &r->rc->layer[i], L, before ? 0 : r->modes, e);
+        for (int i = 0; i < r->rc->n_layer && !r->loop->captured; i++) {
+            int rc = run_stage(r, &r->rc->layer[i], L, before ? 0 : r->loop->modes, e);
             if (rc) { if (before) r->silent--; return rc; }
         }
-        if (r->captured) { if (before) r->silent--; return 0; }
+        if (r->loop->captured) { if (before) r->silent--; return 0; }
         if (before) r->silent--;
         ND_TRY(nd_rows_flush(r, e)); /* the layer's rows: one download of their figures */
         /* the layer is done: none of its mapped pages are needed any more (issue: bounded RSS) */
         nd_ckpt_release_all(r->ck);
         if (r->ref_ck) nd_ckpt_release_all(r->ref_ck);
-        if (r->progress) nd_progress_update(pg, L + 1, NULL);
+        if (r->loop->progress) nd_progress_update(pg, L + 1, NULL);
     }
     if (hi == nl - 1)
-        for (int i = 0; i < r->rc->n_epilogue && !r->captured; i++) ND_TRY(run_stage(r, &r->rc->epilogue[i], -1, r->modes, e));
+        for (int i = 0; i < r->rc->n_epilogue && !r->loop->captured; i++) ND_TRY(run_stage(r, &r->rc->epilogue[i], -1, r->loop->modes, e));
     return nd_rows_flush(r, e);
 }
 
@@ -243,8 +244,8 @@ static int run_all_layers(nd_run *r, nd_progress *pg, nd_err *e) {
 static int run_all(nd_run *r, nd_err *e) {
     nd_progress pg;
     int nl = (int)r->cfg->num_hidden_layers;
-    int hi = r->layer_hi < 0 || r->layer_hi >= nl ? nl - 1 : r->layer_hi;
-    if (r->progress) nd_progress_start(&pg, "trace", "layers", hi + 1 > 0 ? hi + 1 : 0);
+    int hi = r->loop->layer_hi < 0 || r->loop->layer_hi >= nl ? nl - 1 : r->loop->layer_hi;
+    if (r->loop->progress) nd_progress_start(&pg, "trace", "layers", hi + 1 > 0 ? hi + 1 : 0);
     int rc = run_all_layers(r, &pg, e);
     if (rc) {
         /* the rows before the failure still go into the (partial) trace, when the backend can
@@ -252,7 +253,7 @@ static int run_all(nd_run *r, nd_err *e) {
         nd_err e2 = {0};
         (void)nd_rows_flush(r, &e2);
     }
-    if (r->progress) nd_progress_end(&pg);
+    if (r->loop->progress) nd_progress_end(&pg);
     return rc;
 }
 
@@ -274,17 +275,17 @@ static int open_backend(const char *name, int device, nd_backend **be, nd_err *e
 
 static void run_close(nd_run *r) {
     if (r->be) nd_prefetch_close(r); /* first: its thread may still read the mapping */
-    nd_env_clear(r, &r->env_ref);
-    nd_env_clear(r, &r->env_chain);
+    nd_env_clear(r, &r->loop->env_ref);
+    nd_env_clear(r, &r->loop->env_chain);
     if (r->rc) nd_recipe_free(r->rc);
     if (r->ck) nd_ckpt_close(r->ck);
     if (r->ref_ck) nd_ckpt_close(r->ref_ck);
-    if (r->dump) nd_st_close(r->dump);
+    if (r->loop->dump) nd_st_close(r->loop->dump);
     if (r->be) r->be->destroy(r->be);
     nd_rows_free(r);
     free(r->pos);
-    free(r->rows);
-    free(r->own_tokens);
+    free(r->loop->rows);
+    free(r->loop->own_tokens);
 }
 
 /* SPEC §2: a fixed built-in list of 16 ids, each taken modulo the vocabulary size. */
@@ -300,10 +301,10 @@ static int run_open(nd_run *r, const char *ckpt_dir, const char *recipe, const c
     r->naming = pick_naming(r->rc, r->ck);
     ND_TRY(open_backend(backend, device, &r->be, e));
     if (!tokens || !ntok) {
-        r->own_tokens = malloc(sizeof default_tokens);
-        if (!r->own_tokens) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
-        for (int i = 0; i < 16; i++) r->own_tokens[i] = r->cfg->vocab_size > 0 ? default_tokens[i] % r->cfg->vocab_size : default_tokens[i];
-        tokens = r->own_tokens;
+        r->loop->own_tokens = malloc(sizeof default_tokens);
+        if (!r->loop->own_tokens) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+        for (int i = 0; i < 16; i++) r->loop->own_tokens[i] = r->cfg->vocab_size > 0 ? default_tokens[i] % r->cfg->vocab_size : default_tokens[i];
+        tokens = r->loop->own_tokens;
         ntok = 16;
     }
     r->t = ntok;
@@ -311,7 +312,7 @@ static int run_open(nd_run *r, const char *ckpt_dir, const char *recipe, const c
     r->pos = malloc(sizeof(int32_t) * (size_t)(ntok ? ntok : 1));
     if (!r->pos) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
     for (int64_t i = 0; i < ntok; i++) r->pos[i] = (int32_t)i;
-    r->layer_hi = -1;
+    r->loop->layer_hi = -1;
     return 0;
 }
 
@@ -319,14 +320,16 @@ int nd_pipeline_calibrate(const char *ckpt_dir, const char *recipe, const int64_
                           nd_amax_cb cb, void *user, nd_err *e) {
     nd_run r;
     memset(&r, 0, sizeof r);
+    nd_loop lp;
+    memset(&lp, 0, sizeof lp);
+    r.loop = &lp;
     int rc = run_open(&r, ckpt_dir, recipe, "cpu", 0, tokens, ntok, e);
     if (!rc) rc = nd_stack_load("exact", &r.stack, e);
-    r.calib_cb = cb;
-    r.calib_user = user;
-    nd_sink sink;
-    nd_loop_sink(&r, &sink);
-    r.modes = 0;
-    r.progress = nd_progress_active(); /* inside synth's progress: the layers calibrated */
+    lp.calib_cb = cb;
+    lp.calib_user = user;
+    nd_loop_sink(&r);
+    lp.modes = 0;
+    lp.progress = nd_progress_active(); /* inside synth's progress: the layers calibrated */
     if (!rc) rc = run_all(&r, e);
     run_close(&r);
     return rc;
@@ -371,6 +374,9 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     memset(res, 0, sizeof *res);
     nd_run r;
     memset(&r, 0, sizeof r);
+    nd_loop lp;
+    memset(&lp, 0, sizeof lp);
+    r.loop = &lp;
     int rc = run_open(&r, o->ckpt_dir, o->recipe, o->backend, o->device, o->tokens, o->ntok, e);
     if (!rc) rc = nd_stack_load(o->stack ? o->stack : "exact", &r.stack, e);
     for (int i = 0; !rc && i < o->n_overrides; i++) rc = nd_stack_add_override(&r.stack, o->overrides[i], e);
@@ -378,17 +384,17 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
         rc = nd_ckpt_open(o->ref_ckpt, &r.ref_ck, e);
         if (!rc) r.ref_naming = pick_naming(r.rc, r.ref_ck);
     }
-    r.opts = o;
+    lp.opts = o;
     r.no_probes = o->no_probes;
     r.ep = o->ep;
     r.ref_only = o->ref_only;
     r.n_ref_only = o->n_ref_only;
     r.ref_only_floor = o->ref_only_floor;
-    if (!rc && o->prod_dump) rc = nd_st_open(o->prod_dump, &r.dump, e);
-    r.modes = o->modes ? o->modes : ND_MODES_BOTH;
+    if (!rc && o->prod_dump) rc = nd_st_open(o->prod_dump, &lp.dump, e);
+    lp.modes = o->modes ? o->modes : ND_MODES_BOTH;
     if (!rc) rc = nd_run_ref_numerics(&r, o->ref_numerics, e);
-    r.layer_lo = o->layer_lo;
-    r.layer_hi = o->layer_hi;
+    lp.layer_lo = o->layer_lo;
+    lp.layer_hi = o->layer_hi;
     if (!rc && (o->layer_lo >= r.cfg->num_hidden_layers || o->layer_hi >= r.cfg->num_hidden_layers))
         rc = nd_fail(e, ND_EXIT_BADINPUT, "--layers %d-%d: %s has %lld layers (0-%lld)", o->layer_lo,
                      o->layer_hi < 0 ? o->layer_lo : o->layer_hi, o->ckpt_dir, (long long)r.cfg->num_hidden_layers,
@@ -408,8 +414,8 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
                          o->ckpt_dir, (long long)r.t, need == UINT64_MAX ? INFINITY : (double)need / 1073741824.0,
                          (double)r.act_limit / 1073741824.0);
     }
-    r.dump_tensors = o->dump_tensors;
-    r.progress = o->progress;
+    lp.dump_tensors = o->dump_tensors;
+    lp.progress = o->progress;
     if (!rc) {
         snprintf(res->recipe, sizeof res->recipe, "%s", r.rc->name);
         snprintf(res->stack, sizeof res->stack, "%s", r.stack.name);
@@ -419,7 +425,7 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     }
     if (!rc && o->out_path) {
         nd_trace_meta meta = {ND_VERSION, o->ckpt_dir, nd_ckpt_format_str(r.ck), r.rc->name, r.stack.name,
-                              r.be->name, r.be->device, modes_str(r.modes), NULL, nd_run_ref_numerics_name(&r), NULL, NULL};
+                              r.be->name, r.be->device, modes_str(lp.modes), NULL, nd_run_ref_numerics_name(&r), NULL, NULL};
         char ovr[2048] = "";
         size_t len = 0;
         for (int i = 0; i < o->n_overrides; i++)
@@ -427,10 +433,9 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
         meta.overrides = ovr;
         meta.prompt = o->prompt_text;
         meta.prompt_chat = o->prompt_chat;
-        rc = nd_trace_create(o->out_path, &meta, r.tokens, r.t, &r.tw, e);
+        rc = nd_trace_create(o->out_path, &meta, r.tokens, r.t, &lp.tw, e);
     }
-    nd_sink sink; /* what the ops hand over: rows, routing, the replayed stage's description */
-    nd_loop_sink(&r, &sink);
+    nd_loop_sink(&r); /* what the ops hand over: rows, routing, the replayed stage's description */
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (!rc) rc = run_all(&r, e);
@@ -444,7 +449,7 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     res->gemm_flops_bf16 = r.gemm_flops_bf16;
     res->floor_margin_db = r.rc ? r.rc->th.floor_margin_db : NAN;
     if (!rc) {
-        nd_first_divergence(r.rows, r.nrows, &res->summary);
+        nd_first_divergence(lp.rows, lp.nrows, &res->summary);
         /* with expert parallelism, say which rank holds a diverging expert */
         const char *ex = strstr(res->summary.first_divergence, ".experts.");
         if (o->ep > 1 && ex && ex[9] >= '0' && ex[9] <= '9' && r.cfg->n_routed_experts % o->ep == 0) {
@@ -460,20 +465,20 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
         snprintf(res->summary.status, sizeof res->summary.status, "error");
         snprintf(res->summary.message, sizeof res->summary.message, "%s", e->msg);
     }
-    if (r.tw && o->defer_finish && !rc) {
-        res->tw = r.tw; /* the caller diagnoses and writes /summary */
-        r.tw = NULL;
+    if (lp.tw && o->defer_finish && !rc) {
+        res->tw = lp.tw; /* the caller diagnoses and writes /summary */
+        lp.tw = NULL;
     }
-    if (r.tw) {
+    if (lp.tw) {
         nd_err e2 = {0};
         /* a failed run keeps its rows and says so; a failure to close is reported unless an
          * earlier error is already being returned */
-        int rc2 = nd_trace_finish(r.tw, &res->summary, rc ? &e2 : e);
+        int rc2 = nd_trace_finish(lp.tw, &res->summary, rc ? &e2 : e);
         if (!rc && rc2) rc = rc2;
     }
-    res->rows = r.rows;
-    res->nrows = r.nrows;
-    r.rows = NULL;
+    res->rows = lp.rows;
+    res->nrows = lp.nrows;
+    lp.rows = NULL;
     run_close(&r);
     return rc;
 }

@@ -43,6 +43,7 @@ typedef struct nd_stage {
 
 typedef struct nd_run nd_run;
 typedef struct nd_rowq nd_rowq;
+typedef struct nd_loop nd_loop;
 typedef struct nd_sink nd_sink;
 
 /* What an op receives. in_ref/in_chain are the stage inputs on the reference path and on the
@@ -65,7 +66,12 @@ typedef struct nd_opctx {
 
 typedef int (*nd_op_fn)(nd_opctx *c, nd_err *e);
 
+/* What an op may read and use: the backend, the checkpoints, the config, the recipe, the stack, the
+ * reference numerics, the tokens and positions, the weight helpers' accounting, and its sink. What
+ * the stage loop keeps (the trace writer, the rows, calibration, progress, capture, --prod-dump,
+ * the environments) is behind `loop` (loop.h), which the ops never open. */
 struct nd_run {
+    struct nd_loop *loop;      /* the stage loop's own state (loop.h); NULL when an op runs alone */
     nd_backend *be;
     nd_ckpt *ck;
     nd_ckpt *ref_ck;           /* --reference-checkpoint, or NULL */
@@ -74,23 +80,11 @@ struct nd_run {
     const nd_naming *naming;   /* alternate naming in use, or NULL */
     const nd_naming *ref_naming;
     nd_stack stack;
-    int modes;                 /* ND_MODE_* bits */
     int64_t t;                 /* tokens */
     int64_t *tokens;
-    int64_t *own_tokens;       /* the default list, when the user gave none */
     int32_t *pos;              /* positions 0..t-1 */
-    nd_env env_ref, env_chain;
-    nd_trace_w *tw;
-    int dump_tensors;
-    int32_t next_index;
-    nd_row *rows;              /* every row written, for diagnosis and the table */
-    int64_t nrows, cap_rows;
-    /* calibration mode: report input amax of linear modules instead of tracing */
-    void (*calib_cb)(void *user, const char *module, double amax);
-    void *calib_user;
-    int layer_lo, layer_hi;    /* replayed layers [lo, hi] */
-    int progress;              /* print progress on stderr */
-    int silent;                /* >0: nd_emit_row records nothing (internal recomputation) */
+    int silent;                /* >0: nothing is recorded (the loop's stages before --layers, an op's
+                                * internal recomputation): the sink hands nothing on */
     const nd_sink *sink;       /* where the ops hand rows, routing, amax (sink.h); set by the loop */
     /* the options the ops read (the loop copies them from nd_trace_opts) */
     int no_probes;             /* benchmark baseline: the floor is not measured */
@@ -98,9 +92,6 @@ struct nd_run {
     const char *const *ref_only; /* bisect: stages whose production path runs the reference math */
     int n_ref_only;
     int ref_only_floor;        /* those stages run NVFP4 the healthy way (the floor) instead */
-    const struct nd_trace_opts *opts;
-    int captured;              /* repro: the capture stage ran */
-    nd_st_file *dump;          /* --prod-dump file or NULL */
     int64_t weight_bytes;      /* checkpoint bytes uploaded to the backend (the touched weights) */
     int ref_tf;                /* --ref-numerics transformers: the stage functions take transformers'
                                 * BF16 steps (kernels/numerics/nd_bf16_steps.h; both paths of a pure
@@ -112,7 +103,6 @@ struct nd_run {
     nd_prefetch prefetch;      /* the next routed expert's bytes (prefetch.c) */
     uint64_t act_bytes, act_peak; /* activation bytes held now and at most (env.c) */
     uint64_t act_limit;        /* --max-memory (0: none, calibration) */
-    struct nd_rowq *rq;        /* rows pending until their probe figures come back (rowq.h) */
 };
 
 /* ---- environment ---- */
@@ -155,9 +145,9 @@ int nd_tensor_host_f32(const nd_tview *t, float *out, int64_t n, nd_err *e);
 int nd_emit_row(nd_run *r, const nd_stage *st, const char *name, const char *op, int mode,
                 const nd_buf *ref, const nd_buf *prod, const nd_row *extra, int quantized, nd_err *e);
 
-/* (record.c) Point r->sink at s, the loop's recording of what the ops hand over (sink.h); after
- * r->calib_cb and r->dump are set. */
-void nd_loop_sink(nd_run *r, nd_sink *s);
+/* (record.c) Point r->sink at the loop's recording of what the ops hand over (sink.h); after the
+ * loop's calib_cb and dump are set. */
+void nd_loop_sink(nd_run *r);
 
 /* KL and top-1 agreement of two logits buffers into f (head stages). */
 int nd_head_logits(nd_run *r, const nd_buf *ref, const nd_buf *prod, nd_row *f, nd_err *e);

@@ -121,8 +121,8 @@ int main(void) {
     if (rc) { fprintf(stderr, "setup: %s\n", e.msg); return 1; }
     r.cfg = nd_ckpt_config(r.ck);
     r.sink = &sink;
+    r.loop = NULL; /* no stage loop: the sink is all that records */
     r.ref_exact = 1;
-    r.modes = ND_MODE_ISOLATED | ND_MODE_CHAINED;
     int64_t tokens[T] = {1, 2, 3, 4, 5};
     int32_t pos[T] = {0, 1, 2, 3, 4};
     r.t = T;

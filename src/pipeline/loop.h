@@ -1,0 +1,35 @@
+/* loop.h — what the stage loop keeps of a run (issue 23: ops compute, the loop records): the
+ * command's options, the trace writer, the rows, calibration, progress, the capture of a repro,
+ * --prod-dump, the two paths' environments and the sink the ops hand their results to. nd_run
+ * points here through `loop`, a pointer the ops never open: only the loop's files (run.c,
+ * record.c, hooks.c, rowq.c) include this header (tests/pipeline/ops_record_only.sh). */
+#ifndef ND_LOOP_H
+#define ND_LOOP_H
+
+#include "run.h"
+#include "sink.h"
+#include "pipeline.h"
+#include "trace/trace.h"
+
+struct nd_loop {
+    const struct nd_trace_opts *opts; /* the command's options (NULL: calibration) */
+    int modes;                 /* ND_MODE_* bits */
+    int layer_lo, layer_hi;    /* replayed layers [lo, hi] */
+    int64_t *own_tokens;       /* the default token list, when the user gave none */
+    nd_env env_ref, env_chain; /* stage outputs by name on the reference and the chained path */
+    nd_trace_w *tw;            /* the trace file, or NULL */
+    int dump_tensors;
+    int32_t next_index;
+    nd_row *rows;              /* every row written, for diagnosis and the table */
+    int64_t nrows, cap_rows;
+    struct nd_rowq *rq;        /* rows pending until their probe figures come back (rowq.h) */
+    /* calibration mode: report input amax of linear modules instead of tracing */
+    void (*calib_cb)(void *user, const char *module, double amax);
+    void *calib_user;
+    int progress;              /* print progress on stderr */
+    int captured;              /* repro: the capture stage ran */
+    nd_st_file *dump;          /* --prod-dump file or NULL */
+    nd_sink sink;              /* what the ops hand over comes here (record.c) */
+};
+
+#endif
