@@ -219,22 +219,23 @@ def fp32_vs_bf16(bf16_dir, kind, ref):
     return out
 
 
-def quantize(kind, bf16_dir, out_dir, notes):
-    """llmcompressor.oneshot NVFP4 W4A4 (MoE experts as per-expert Linears), saved compressed;
-    returns transformers' forward of the checkpoint decompressed by compressed-tensors."""
+def oneshot_nvfp4(cls, bf16_dir, out_dir, ignore, moe, keep_mapping_of=None, fix_decompressed=None):
+    """llmcompressor.oneshot NVFP4 W4A4 of bf16_dir (MoE experts as per-expert Linears when moe), saved
+    compressed into out_dir, under mf.keep_conversion_mapping(keep_mapping_of) when given; the checkpoint
+    decompressed by compressed-tensors, passed through fix_decompressed(folder) when given, loaded by cls as
+    stock. Returns (transformers' forward record of it, the decompressed weights' names)."""
+    import contextlib
     import tempfile
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import make_fixtures as mf
     from llmcompressor import oneshot
     from llmcompressor.modifiers.quantization import QuantizationModifier
-    cls = model_class(kind)
-    ignore = ["lm_head", "re:.*mlp.gate$"] + IGNORE.get(kind, [])
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "src")
         shutil.copytree(bf16_dir, src)
         mf.tokenizer().save_pretrained(src)
-        with mf.keep_conversion_mapping(kind):
-            if kind in MOE:
+        with mf.keep_conversion_mapping(keep_mapping_of) if keep_mapping_of else contextlib.nullcontext():
+            if moe:
                 from llmcompressor.modeling.moe.linearize import load_quantizable_moe
                 with load_quantizable_moe(cls):
                     model = cls.from_pretrained(src, dtype=torch.bfloat16, attn_implementation="eager")
@@ -244,22 +245,38 @@ def quantize(kind, bf16_dir, out_dir, notes):
             oneshot(model=model, dataset=mf.calib_dataset(), processor=mf.tokenizer(), recipe=recipe,
                     num_calibration_samples=mf.CALIB_SAMPLES, max_seq_length=mf.CALIB_LEN)
             model.save_pretrained(out_dir, save_compressed=True)
-        notes["quantized_by"] = ("llmcompressor.oneshot QuantizationModifier(targets='Linear', scheme='NVFP4', "
-                                 f"ignore={ignore!r}), save_compressed=True; calibration "
-                                 f"{mf.CALIB_SAMPLES} x {mf.CALIB_LEN} random ids (seed {mf.SEED + 1})")
         deq = os.path.join(tmp, "deq")
         tensors, dec_w = mf.decompress_checkpoint(out_dir, deq)
-        notes["nvfp4_modules"] = sorted(dec_w)
-        if kind == "mixtral":
-            from safetensors.torch import load_file
-            t = load_file(os.path.join(deq, "model.safetensors"))
-            save_file(stock_expert_names(t), os.path.join(deq, "model.safetensors"), metadata={"format": "pt"})
-            notes["nvfp4_expert_names"] = "block_sparse_moe.experts.E.{gate,up,down}_proj (as llmcompressor 0.14 saves them)"
+        if fix_decompressed:
+            fix_decompressed(deq)
         stock, info = cls.from_pretrained(deq, dtype=torch.bfloat16, attn_implementation="eager",
                                           output_loading_info=True)
         if info["missing_keys"] or info["unexpected_keys"]:
-            raise RuntimeError(f"{kind}: decompressed checkpoint does not load: {info}")
-        return forward_record(stock.eval())
+            raise RuntimeError(f"{out_dir}: decompressed checkpoint does not load: {info}")
+        return forward_record(stock.eval()), dec_w
+
+
+def stock_expert_names_file(deq_dir):
+    """stock_expert_names over deq_dir's model.safetensors, in place."""
+    from safetensors.torch import load_file
+    path = os.path.join(deq_dir, "model.safetensors")
+    save_file(stock_expert_names(load_file(path)), path, metadata={"format": "pt"})
+
+
+def quantize(kind, bf16_dir, out_dir, notes):
+    """llmcompressor.oneshot NVFP4 W4A4 (MoE experts as per-expert Linears), saved compressed;
+    returns transformers' forward of the checkpoint decompressed by compressed-tensors."""
+    import make_fixtures as mf
+    ignore = ["lm_head", "re:.*mlp.gate$"] + IGNORE.get(kind, [])
+    ref, dec_w = oneshot_nvfp4(model_class(kind), bf16_dir, out_dir, ignore, kind in MOE, keep_mapping_of=kind,
+                               fix_decompressed=stock_expert_names_file if kind == "mixtral" else None)
+    notes["quantized_by"] = ("llmcompressor.oneshot QuantizationModifier(targets='Linear', scheme='NVFP4', "
+                             f"ignore={ignore!r}), save_compressed=True; calibration "
+                             f"{mf.CALIB_SAMPLES} x {mf.CALIB_LEN} random ids (seed {mf.SEED + 1})")
+    notes["nvfp4_modules"] = sorted(dec_w)
+    if kind == "mixtral":
+        notes["nvfp4_expert_names"] = "block_sparse_moe.experts.E.{gate,up,down}_proj (as llmcompressor 0.14 saves them)"
+    return ref
 
 
 def make(kind, root):

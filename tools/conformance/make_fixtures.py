@@ -482,15 +482,22 @@ def make(kind, out_root):
           f"{len(notes['quantized_modules'])} quantized modules")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default=os.path.join("golden", "conformance"))
-    ap.add_argument("--models", default="deepseek_v4,deepseek_v3,llama")
+def run_kinds(doc, make, kinds, root_opt="--out", kinds_opt="--kinds"):
+    """A fixture maker's command line (its description the first line of doc): root_opt the fixtures' folder
+    (golden/conformance), kinds_opt a comma list (default kinds); make(kind, root) for each, with torch's
+    deterministic algorithms. Returns 0."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument(root_opt, dest="root", default=os.path.join("golden", "conformance"))
+    ap.add_argument(kinds_opt, dest="kinds", default=kinds)
     a = ap.parse_args()
     torch.use_deterministic_algorithms(True)
-    for kind in a.models.split(","):
-        make(kind, a.out)
+    for kind in a.kinds.split(","):
+        make(kind, a.root)
     return 0
+
+
+def main():
+    return run_kinds(__doc__, make, "deepseek_v4,deepseek_v3,llama", kinds_opt="--models")
 
 
 if __name__ == "__main__":

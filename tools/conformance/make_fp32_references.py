@@ -16,7 +16,6 @@ output), hidden_states.N (after the final norm), logits.
 Only for making fixtures; nothing in the build or the tests runs it.
 Usage: python tools/conformance/make_fp32_references.py [--root golden/conformance] [--kinds llama,...]
 """
-import argparse
 import json
 import os
 import sys
@@ -48,9 +47,8 @@ def to_stock(kind, deq_dir):
     """A decompressed checkpoint's expert names as stock transformers reads them: Mixtral's
     llmcompressor names -> w1/w3/w2, gpt-oss's per-expert Linears -> GptOssExperts' fused tensors
     (as make_family_fixtures.quantize and make_gpt_oss_fixture.quantize do)."""
-    path = os.path.join(deq_dir, "model.safetensors")
     if kind == "mixtral":
-        save_file(mff.stock_expert_names(load_file(path)), path, metadata={"format": "pt"})
+        mff.stock_expert_names_file(deq_dir)
     elif kind == "gpt_oss":
         mgo.refuse(deq_dir)
 
@@ -176,14 +174,7 @@ def make(kind, root):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--root", default=os.path.join("golden", "conformance"))
-    ap.add_argument("--kinds", default=",".join(KINDS))
-    a = ap.parse_args()
-    torch.use_deterministic_algorithms(True)
-    for k in a.kinds.split(","):
-        make(k, a.root)
-    return 0
+    return mf.run_kinds(__doc__, make, ",".join(KINDS), root_opt="--root")
 
 
 if __name__ == "__main__":

@@ -25,16 +25,13 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("USE_HUB_KERNELS", "0")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import make_family_fixtures as mff  # noqa: E402  (first: it sets the offline environment transformers reads)
 
 import torch  # noqa: E402
 from safetensors.torch import load_file, save_file  # noqa: E402
 
-import make_family_fixtures as mff  # noqa: E402
 
 KIND = "gpt_oss"
 GATE_UP_SCALE = 5.0
@@ -137,32 +134,13 @@ def refuse(deq_dir):
 
 def quantize(bf16_dir, out_dir, notes):
     import make_fixtures as mf
-    from llmcompressor import oneshot
-    from llmcompressor.modeling.moe.linearize import load_quantizable_moe
-    from llmcompressor.modifiers.quantization import QuantizationModifier
     ignore = ["lm_head", "re:.*mlp.router$"]
-    with tempfile.TemporaryDirectory() as tmp:
-        src = os.path.join(tmp, "src")
-        shutil.copytree(bf16_dir, src)
-        mf.tokenizer().save_pretrained(src)
-        with load_quantizable_moe(cls()):
-            model = cls().from_pretrained(src, dtype=torch.bfloat16, attn_implementation="eager")
-        recipe = QuantizationModifier(targets="Linear", scheme="NVFP4", ignore=ignore)
-        oneshot(model=model, dataset=mf.calib_dataset(), processor=mf.tokenizer(), recipe=recipe,
-                num_calibration_samples=mf.CALIB_SAMPLES, max_seq_length=mf.CALIB_LEN)
-        model.save_pretrained(out_dir, save_compressed=True)
-        notes["quantized_by"] = ("llmcompressor.oneshot QuantizationModifier(targets='Linear', scheme='NVFP4', "
-                                 f"ignore={ignore!r}) under load_quantizable_moe (per-expert Linears), "
-                                 f"save_compressed=True; calibration {mf.CALIB_SAMPLES} x {mf.CALIB_LEN} random ids")
-        deq = os.path.join(tmp, "deq")
-        tensors, dec_w = mf.decompress_checkpoint(out_dir, deq)
-        notes["nvfp4_modules"] = len(dec_w)
-        refuse(deq)
-        stock, info = cls().from_pretrained(deq, dtype=torch.bfloat16, attn_implementation="eager",
-                                            output_loading_info=True)
-        if info["missing_keys"] or info["unexpected_keys"]:
-            raise RuntimeError(f"decompressed checkpoint does not load: {info}")
-        return mff.forward_record(stock.eval())
+    ref, dec_w = mff.oneshot_nvfp4(cls(), bf16_dir, out_dir, ignore, moe=True, fix_decompressed=refuse)
+    notes["quantized_by"] = ("llmcompressor.oneshot QuantizationModifier(targets='Linear', scheme='NVFP4', "
+                             f"ignore={ignore!r}) under load_quantizable_moe (per-expert Linears), "
+                             f"save_compressed=True; calibration {mf.CALIB_SAMPLES} x {mf.CALIB_LEN} random ids")
+    notes["nvfp4_modules"] = len(dec_w)
+    return ref
 
 
 def make(root, nvfp4=True):

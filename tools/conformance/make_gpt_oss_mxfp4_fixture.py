@@ -34,14 +34,12 @@ import shutil
 import sys
 import tempfile
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("USE_HUB_KERNELS", "0")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import make_family_fixtures as mff  # noqa: E402  (first: it sets the offline environment transformers reads)
 
 import torch  # noqa: E402
 from safetensors.torch import load_file, save_file  # noqa: E402
 
-import make_family_fixtures as mff  # noqa: E402
 import make_fp32_references as mfr  # noqa: E402
 import make_gpt_oss_fixture as mgo  # noqa: E402
 
