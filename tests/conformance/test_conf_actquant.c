@@ -10,6 +10,7 @@
 #include "../nd_test.h"
 #include "conf_backend.h"
 #include "conf_fixture.h"
+#include "conf_main.h"
 #include "numerics/nd_numerics.h"
 
 /* checkpoint (disk) name of an in-memory module name: V4's saved naming (reference-notes §a) */
@@ -106,26 +107,23 @@ done:
     free(sf);
 }
 
+static void reset_counts(nd_backend *b) {
+    (void)b;
+    total_blocks = ct_f32_scale_diffs = ct_f32_unexplained = 0;
+}
+
+/* golden/conformance/README.md: 4 + 4 + 2 recorded modules, 1144 blocks in all */
+static void check_counts(nd_backend *b) {
+    CHECK_EQ_INT(total_blocks, 1144);
+    /* the F32 division of ND_QSEM_CT: reference-notes (e) counted 29 blocks; every one must be
+     * the amax/6 rounding and nothing else */
+    CHECK(ct_f32_scale_diffs == 29 && ct_f32_unexplained == 0,
+          "%s: ND_QSEM_CT differs in %lld of %lld block scales (%lld not explained by bf16(amax/6))", b->name,
+          (long long)ct_f32_scale_diffs, (long long)total_blocks, (long long)ct_f32_unexplained);
+    printf("%s: ND_QSEM_CT (amax/6 in F32) differs from compressed-tensors in %lld of %lld block scales, "
+           "all from the BF16 division\n", b->name, (long long)ct_f32_scale_diffs, (long long)total_blocks);
+}
+
 int main(void) {
-    nd_backend *be[2];
-    const int nbe = conf_backends(be);
-    CHECK(nbe >= 1, "no CPU backend");
-    for (int bi = 0; bi < nbe; bi++) {
-        total_blocks = ct_f32_scale_diffs = ct_f32_unexplained = 0;
-        int missing;
-        const int modules = conf_each_module(be[bi], "actquant.safetensors", ".input", check_module, &missing);
-        CHECK_EQ_INT(missing, 0);
-        /* golden/conformance/README.md: 4 + 4 + 2 recorded modules, 1144 blocks in all */
-        CHECK_EQ_INT(modules, 10);
-        CHECK_EQ_INT(total_blocks, 1144);
-        /* the F32 division of ND_QSEM_CT: reference-notes (e) counted 29 blocks; every one must be
-         * the amax/6 rounding and nothing else */
-        CHECK(ct_f32_scale_diffs == 29 && ct_f32_unexplained == 0,
-              "%s: ND_QSEM_CT differs in %lld of %lld block scales (%lld not explained by bf16(amax/6))", be[bi]->name,
-              (long long)ct_f32_scale_diffs, (long long)total_blocks, (long long)ct_f32_unexplained);
-        printf("%s: ND_QSEM_CT (amax/6 in F32) differs from compressed-tensors in %lld of %lld block scales, "
-               "all from the BF16 division\n", be[bi]->name, (long long)ct_f32_scale_diffs, (long long)total_blocks);
-    }
-    conf_backends_free(be, nbe);
-    return nd_test_report("conf_actquant");
+    return conf_main("conf_actquant", "actquant.safetensors", ".input", check_module, 10, reset_counts, check_counts);
 }

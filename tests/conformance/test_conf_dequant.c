@@ -8,6 +8,7 @@
 #include "../nd_test.h"
 #include "conf_backend.h"
 #include "conf_fixture.h"
+#include "conf_main.h"
 #include "numerics/nd_numerics.h"
 
 static int same_bytes(const nd_tview *a, const nd_tview *b) {
@@ -52,15 +53,6 @@ static void check_module(nd_backend *b, const nd_st_file *f, const nd_ckpt *ck, 
 }
 
 int main(void) {
-    nd_backend *be[2];
-    const int nbe = conf_backends(be);
-    CHECK(nbe >= 1, "no CPU backend");
-    for (int bi = 0; bi < nbe; bi++) {
-        int missing;
-        const int modules = conf_each_module(be[bi], "dequant.safetensors", ".weight_packed", check_module, &missing);
-        CHECK_EQ_INT(missing, 0);
-        CHECK_EQ_INT(modules, 2 + 4 + 4);   /* golden/conformance/README.md: Llama 2, V3 4, V4 4 */
-    }
-    conf_backends_free(be, nbe);
-    return nd_test_report("conf_dequant");
+    /* golden/conformance/README.md: Llama 2, V3 4, V4 4 recorded modules */
+    return conf_main("conf_dequant", "dequant.safetensors", ".weight_packed", check_module, 2 + 4 + 4, NULL, NULL);
 }
