@@ -40,7 +40,7 @@ int nd_attr_num(nd_run *r, const nd_stage *st, const char *key, double dflt, dou
         char term[160];
         size_t n = strcspn(p, "+");
         if (n == 0 || n >= sizeof term)
-            return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: attribute %s of stage %s is not a number: '%s'", r->rc->path,
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: attribute %s of stage %s is not a number: '%s'", nd_stage_file(r->rc, st->def),
                            st->def->line, key, st->def->name, v);
         memcpy(term, p, n);
         term[n] = 0;
@@ -56,7 +56,7 @@ int nd_attr_num(nd_run *r, const nd_stage *st, const char *key, double dflt, dou
             char *end;
             x = strtod(term, &end);
             if (end == term || *end)
-                return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: attribute %s of stage %s is not a number: '%s'", r->rc->path,
+                return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: attribute %s of stage %s is not a number: '%s'", nd_stage_file(r->rc, st->def),
                                st->def->line, key, st->def->name, v);
         }
         sum += x;
@@ -69,7 +69,7 @@ int nd_attr_num(nd_run *r, const nd_stage *st, const char *key, double dflt, dou
 
 int nd_attr_req(nd_run *r, const nd_stage *st, const char *key, double *out, nd_err *e) {
     if (!nd_stage_attr(st->def, key))
-        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s needs attribute '%s'", r->rc->path, st->def->line,
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s needs attribute '%s'", nd_stage_file(r->rc, st->def), st->def->line,
                        st->def->name, key);
     return nd_attr_num(r, st, key, 0, out, e);
 }

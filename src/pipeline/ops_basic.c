@@ -35,7 +35,7 @@ int nd_stage_tensor(nd_opctx *c, const char *attr, int required, const nd_tview 
     const char *name = nd_attr_str(c->st, attr, buf, sizeof buf);
     *t = NULL;
     if (!name)
-        return required ? nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s needs attribute '%s'", c->r->rc->path,
+        return required ? nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s needs attribute '%s'", nd_stage_file(c->r->rc, c->st->def),
                                   c->st->def->line, c->st->def->name, attr) : 0;
     *t = nd_run_tensor(c->r, 0, name);
     if (!*t) return nd_fail(e, ND_EXIT_BADINPUT, "%s: missing tensor %s (stage %s)", nd_ckpt_dir(c->r->ck), name, c->st->name);
@@ -231,7 +231,7 @@ static int hc_params(nd_opctx *c, const char *prefix_attr, const char *fn_s, con
     nd_run *r = c->r;
     char pre[200], name[256];
     if (!nd_attr_str(c->st, prefix_attr, pre, sizeof pre))
-        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s needs attribute '%s'", r->rc->path, c->st->def->line, c->st->def->name, prefix_attr);
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s needs attribute '%s'", nd_stage_file(r->rc, c->st->def), c->st->def->line, c->st->def->name, prefix_attr);
     const nd_tview *tf, *tb, *ts;
     snprintf(name, sizeof name, "%s.%s", pre, fn_s);
     if (!(tf = nd_run_tensor(r, 0, name))) return nd_fail(e, ND_EXIT_BADINPUT, "%s: missing tensor %s", nd_ckpt_dir(r->ck), name);

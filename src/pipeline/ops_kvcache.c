@@ -130,10 +130,10 @@ int nd_op_kv_cache(nd_opctx *c, nd_err *e) {
     nd_run *r = c->r;
     if (c->n_in < 1 || c->n_in > 2 || c->n_out != c->n_in)
         return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s: kv_cache takes [K, V] (or MLA's [latent, k_pe]) and writes as many outputs",
-                       r->rc->path, c->st->def->line, c->st->def->name);
+                       nd_stage_file(r->rc, c->st->def), c->st->def->line, c->st->def->name);
     if (!c->st->module[0])
         return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s: kv_cache needs 'module' (the attention module holding k_scale/v_scale)",
-                       r->rc->path, c->st->def->line, c->st->def->name);
+                       nd_stage_file(r->rc, c->st->def), c->st->def->line, c->st->def->name);
     c->quantized = -1; /* rows, when any, are written here (one over K and V together) */
     for (int i = 0; i < c->n_in; i++) c->out_ref[i] = nd_buf_ref(c->in_ref[i]);
     kv_plan p;

@@ -58,7 +58,7 @@ static int split_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
                            strncmp(key, "linear_", 7) ? "" : " (derived: linear_num_value_heads must be a multiple of "
                            "linear_num_key_heads, both and the linear_*_head_dim keys positive integers)");
     }
-    if (n != c->n_out) return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s: 'sizes' must list one positive width (number or $config_key) per output", r->rc->path, c->st->def->line, c->st->def->name);
+    if (n != c->n_out) return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s: 'sizes' must list one positive width (number or $config_key) per output", nd_stage_file(r->rc, c->st->def), c->st->def->line, c->st->def->name);
     for (int i = 0; i < n; i++) W += sz[i];
     nd_buf *x = in[0];
     if (G < 1 || x->cols != G * W) return nd_fail(e, ND_EXIT_BADINPUT, "stage %s: input width %lld is not %lld groups of %lld", c->st->name, (long long)x->cols, (long long)G, (long long)W);

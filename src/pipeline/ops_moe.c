@@ -206,7 +206,7 @@ static int swiglu(nd_opctx *c, int ref_path, const nd_buf *g, const nd_buf *v, f
     const char *act = nd_stage_attr(c->st->def, "act");
     const int oai = act && !strcmp(act, "swiglu_oai");
     if (act && !oai && strcmp(act, "silu"))
-        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s: unknown act '%s' (silu, swiglu_oai)", r->rc->path, c->st->def->line,
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s: unknown act '%s' (silu, swiglu_oai)", nd_stage_file(r->rc, c->st->def), c->st->def->line,
                        c->st->def->name, act);
     double alpha = 0;
     if (oai) ND_TRY(nd_attr_req(r, c->st, "alpha", &alpha, e));
@@ -409,7 +409,7 @@ int nd_op_moe_experts(nd_opctx *c, nd_err *e) {
     ND_TRY(nd_attr_req(r, c->st, "experts", &E, e));
     nd_buf *x_ref = c->in_ref[0], *rt_ref = c->in_ref[1];
     nd_buf *x_ch = c->want_chain ? c->in_chain[0] : NULL, *rt_ch = c->want_chain ? c->in_chain[1] : NULL;
-    if (!rt_ref->idx) return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s: second input must be a router output", r->rc->path, c->st->def->line, c->st->def->name);
+    if (!rt_ref->idx) return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s: second input must be a router output", nd_stage_file(r->rc, c->st->def), c->st->def->line, c->st->def->name);
     int64_t t = x_ref->rows, d = x_ref->cols;
     /* The production combine applies the router's routed_scaling_factor (already in the routing
      * weights once) `times` times, as the stack does (knob routed_scaling, or the stage's

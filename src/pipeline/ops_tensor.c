@@ -11,7 +11,7 @@ static int tensor_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     nd_run *r = c->r;
     char buf[256];
     const char *name = nd_attr_str(c->st, "weight", buf, sizeof buf);
-    if (!name) return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s (op tensor) needs attribute 'weight'", r->rc->path, c->st->def->line, c->st->def->name);
+    if (!name) return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s (op tensor) needs attribute 'weight'", nd_stage_file(r->rc, c->st->def), c->st->def->line, c->st->def->name);
     const nd_tview *t = nd_run_tensor(r, 0, name);
     if (!t) return nd_fail(e, ND_EXIT_BADINPUT, "%s: missing tensor %s (stage %s)", nd_ckpt_dir(r->ck), name, c->st->name);
     if (t->ndim != 2) return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s must be 2-D [rows, cols] (stage %s)", t->file, t->name, c->st->name);

@@ -96,7 +96,7 @@ static int run_stage_body(nd_run *r, const nd_stage_def *def, int layer, int mod
     if (def->when_has[0]) { nd_expand(def->when_has, layer, 0, nm, sizeof nm); if (!nd_run_tensor(r, 0, nm)) return 0; }
     if (def->when_missing[0]) { nd_expand(def->when_missing, layer, 0, nm, sizeof nm); if (nd_run_tensor(r, 0, nm)) return 0; }
     nd_op_fn fn = nd_op_lookup(def->op);
-    if (!fn) return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: unknown op '%s'", r->rc->path, def->line, def->op);
+    if (!fn) return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: unknown op '%s'", nd_stage_file(r->rc, def), def->line, def->op);
     nd_opctx c;
     memset(&c, 0, sizeof c);
     c.r = r;
@@ -111,7 +111,7 @@ static int run_stage_body(nd_run *r, const nd_stage_def *def, int layer, int mod
         c.in_ref[i] = nd_env_get(&r->loop->env_ref, def->in[i]);
         c.in_chain[i] = nd_env_get(&r->loop->env_chain, def->in[i]);
         if (!c.in_ref[i] || (c.want_chain && !c.in_chain[i]))
-            return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s reads '%s', which no earlier stage wrote", r->rc->path, def->line, def->name, def->in[i]);
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s reads '%s', which no earlier stage wrote", nd_stage_file(r->rc, def), def->line, def->name, def->in[i]);
     }
     /* test-only: a device fault at a named stage (NVFP4DBG_TEST_FAULT_STAGE), to prove that a
      * failure mid-run ends with exit 3 and a readable partial trace */

@@ -124,6 +124,11 @@ set:
   attrs: {interleaved: 2}
 EOF
 bad "bad attribute set on an inherited stage" "$tmp/bad/setbad.yaml" "$tmp/bad/setbad.yaml:5: stage layers.{L}.self_attn.q_rope (op rope): attribute interleaved must be 0 or 1, not '2'"
+# a run-time message about an inherited stage names the parent's file and line too: without k_rope,
+# llama's kv_cache stage reads a buffer nothing wrote
+printf 'recipe: nokrope\nextends: llama\nremove: ["layers.{L}.self_attn.k_rope"]\n' > "$tmp/bad/nokrope.yaml"
+kv_line=$(grep -n 'stage: "layers.{L}.self_attn.kv_cache"' "$root/recipes/llama.yaml" | cut -d: -f1)
+bad "an inherited stage at run time" "$tmp/bad/nokrope.yaml" "$root/recipes/llama.yaml:$kv_line: stage layers.{L}.self_attn.kv_cache reads 'kp', which no earlier stage wrote"
 printf 'recipe: lone\nlayer: [{stage: a, op: identity, in: x, out: x}]\nremove: [a]\n' > "$tmp/bad/lone.yaml"
 bad "an edit without extends" "$tmp/bad/lone.yaml" "$tmp/bad/lone.yaml:3: remove: edits the stages of the recipe it extends"
 
