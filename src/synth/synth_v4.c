@@ -93,7 +93,8 @@ static json_t *v4_config(const v4_dims *d, int64_t layers) {
     sy_jb(c, "norm_topk_prob", 1);
     sy_jf(c, "routed_scaling_factor", d->routed_scale);
     sy_jf(c, "swiglu_limit", 10.0);
-    sy_ji(c, "num_hash_layers", d->hash_layers);
+    /* a model cut to fewer layers than its hash layers is all hash layers (config_check refuses more) */
+    sy_ji(c, "num_hash_layers", d->hash_layers < layers ? d->hash_layers : layers);
     sy_ji(c, "sliding_window", d->window);
     sy_jf(c, "rope_theta", 10000.0);
     sy_jf(c, "compress_rope_theta", 160000.0);
