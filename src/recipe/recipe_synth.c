@@ -80,7 +80,6 @@ static const char *const KINDS[] = {"norm", "linear", "mlp", "experts", "tensor"
 static const char *const QUANTS[] = {"nvfp4", "none", "fp8_block"};
 static const char *const INITS[] = {"normal", "const"};
 static const char *const DTYPES[] = {"BF16", "F32"};
-static const char *const WHENS[] = {"dense", "moe"};
 
 static int parse_entry(D *d, yaml_node_t *n, nd_syn_entry *x) {
     memset(x, 0, sizeof *x);
@@ -111,11 +110,9 @@ static int parse_entry(D *d, yaml_node_t *n, nd_syn_entry *x) {
         else if (!strcmp(k, "gain")) ND_TRY(nd_ydoc_number(d, k, vn, 0, 1e6, &x->gain));
         else if (!strcmp(k, "mean")) ND_TRY(nd_ydoc_number(d, k, vn, -1e6, 1e6, &x->mean));
         else if (!strcmp(k, "std")) ND_TRY(nd_ydoc_number(d, k, vn, 0, 1e6, &x->std));
-        else if (!strcmp(k, "when")) {
-            int w;
-            ND_TRY(nd_ydoc_enum(d, k, vn, WHENS, 2, &w));
-            snprintf(x->when, sizeof x->when, "%s", WHENS[w]);
-        } else if (!strcmp(k, "quant")) {
+        else if (!strcmp(k, "bias")) ND_TRY(nd_ydoc_number(d, k, vn, 0, 1e6, &x->bias));
+        else if (!strcmp(k, "when")) ND_TRY(text(d, k, vn, x->when, sizeof x->when)); /* checked in check_whens */
+        else if (!strcmp(k, "quant")) {
             int q;
             ND_TRY(nd_ydoc_enum(d, k, vn, QUANTS, 3, &q));
             x->quant = (nd_syn_quant)q;
@@ -128,16 +125,16 @@ static int parse_entry(D *d, yaml_node_t *n, nd_syn_entry *x) {
             ND_TRY(nd_ydoc_enum(d, k, vn, DTYPES, 2, &q));
             snprintf(x->dtype, sizeof x->dtype, "%s", DTYPES[q]);
         } else if (!strcmp(k, "shape")) {
-            if (vn->type != YAML_SEQUENCE_NODE) return nd_ydoc_fail(d, vn, "synth: 'shape' must be a list of 1 or 2 dimensions");
+            if (vn->type != YAML_SEQUENCE_NODE) return nd_ydoc_fail(d, vn, "synth: 'shape' must be a list of 1 to 3 dimensions");
             x->ndim = 0;
             KIDS(vn, it) {
-                if (x->ndim >= 2) return nd_ydoc_fail(d, vn, "synth: 'shape' must be a list of 1 or 2 dimensions");
+                if (x->ndim >= 3) return nd_ydoc_fail(d, vn, "synth: 'shape' must be a list of 1 to 3 dimensions");
                 ND_TRY(expr(d, k, nd_ydoc_node(d, *it), &x->shape[x->ndim++]));
             }
-            if (!x->ndim) return nd_ydoc_fail(d, vn, "synth: 'shape' must be a list of 1 or 2 dimensions");
+            if (!x->ndim) return nd_ydoc_fail(d, vn, "synth: 'shape' must be a list of 1 to 3 dimensions");
         } else
             return nd_ydoc_fail(d, kn, "synth: unknown entry key '%.60s' (known: norm, linear, mlp, experts, tensor, out, in, "
-                                "dim, inter, count, fuse, gain, quant, when, shape, dtype, init, mean, std, std_sqrt)", k);
+                                "dim, inter, count, fuse, gain, bias, quant, when, shape, dtype, init, mean, std, std_sqrt)", k);
     }
     if (!have_kind) return nd_ydoc_fail(d, n, "synth: an entry needs one of norm, linear, mlp, experts, tensor");
     const char *need = NULL;
@@ -149,6 +146,8 @@ static int parse_entry(D *d, yaml_node_t *n, nd_syn_entry *x) {
     case ND_SYE_TENSOR: if (!x->ndim) need = "shape"; break;
     }
     if (need) return nd_ydoc_fail(d, n, "synth: %s '%s' needs '%s'", KINDS[x->kind], x->name, need);
+    if (x->bias > 0 && (x->kind == ND_SYE_NORM || x->kind == ND_SYE_TENSOR))
+        return nd_ydoc_fail(d, n, "synth: %s '%s': 'bias' is for linear, mlp and experts", KINDS[x->kind], x->name);
     if (x->kind == ND_SYE_EXPERTS && !strstr(x->name, "{E}"))
         return nd_ydoc_fail(d, n, "synth: experts '%s' must hold {E} (the expert index)", x->name);
     return 0;
@@ -176,6 +175,34 @@ static int parse_names(D *d, const char *key, yaml_node_t *n, char (*dst)[64], i
 }
 
 static const char *const SIZES[] = {"tiny", "small", "full"};
+
+/* layer_types: {every: K, type: T, else: U} */
+static int parse_layer_types(D *d, yaml_node_t *v, nd_synth_spec *s) {
+    if (v->type != YAML_MAPPING_NODE) return nd_ydoc_fail(d, v, "synth: 'layer_types' must be a mapping of every, type, else");
+    PAIRS(v, p) {
+        yaml_node_t *kn = nd_ydoc_node(d, p->key), *vn = nd_ydoc_node(d, p->value);
+        const char *k = nd_ydoc_scalar(kn);
+        if (k && !strcmp(k, "every")) ND_TRY(expr(d, k, vn, &s->lt_every));
+        else if (k && !strcmp(k, "type")) ND_TRY(text(d, k, vn, s->lt_type, sizeof s->lt_type));
+        else if (k && !strcmp(k, "else")) ND_TRY(text(d, k, vn, s->lt_else, sizeof s->lt_else));
+        else return nd_ydoc_fail(d, kn, "synth: layer_types: unknown key '%.60s' (known: every, type, else)", k ? k : "");
+    }
+    if (!s->lt_every.text[0] || !s->lt_type[0] || !s->lt_else[0] || !strcmp(s->lt_type, s->lt_else))
+        return nd_ydoc_fail(d, v, "synth: layer_types needs every, type and else (two different types)");
+    return 0;
+}
+
+/* every `when:` names dense, moe or one of the layer types */
+static int check_whens(const nd_synth_spec *s, const nd_syn_entry *x, int n, nd_err *e) {
+    for (int i = 0; i < n; i++) {
+        const char *w = x[i].when;
+        if (!w[0] || !strcmp(w, "dense") || !strcmp(w, "moe") || (s->lt_type[0] && (!strcmp(w, s->lt_type) || !strcmp(w, s->lt_else))))
+            continue;
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: synth: when: '%s' is not dense, moe%s%s%s%s", s->path, x[i].line, w,
+                       s->lt_type[0] ? ", " : "", s->lt_type, s->lt_type[0] ? " or " : "", s->lt_else);
+    }
+    return 0;
+}
 
 static int parse_spec(D *d, yaml_node_t *v, nd_synth_spec *s) {
     if (v->type != YAML_MAPPING_NODE) return nd_ydoc_fail(d, v, "synth: must be a mapping");
@@ -211,14 +238,16 @@ static int parse_spec(D *d, yaml_node_t *v, nd_synth_spec *s) {
         else if (!strcmp(k, "exclude")) ND_TRY(parse_names(d, k, vn, s->exclude, 8, &s->n_exclude));
         else if (!strcmp(k, "layer")) ND_TRY(parse_entries(d, k, vn, &s->layer, &s->n_layer));
         else if (!strcmp(k, "tail")) ND_TRY(parse_entries(d, k, vn, &s->tail, &s->n_tail));
+        else if (!strcmp(k, "layer_types")) ND_TRY(parse_layer_types(d, vn, s));
         else return nd_ydoc_fail(d, kn, "synth: unknown key '%.60s' (known: architecture, model_type, config, sizes, "
-                                 "dense_layers, ignore, exclude, layer, tail)", k);
+                                 "dense_layers, layer_types, ignore, exclude, layer, tail)", k);
     }
     const char *need = !s->architecture[0] ? "architecture" : !s->model_type[0] ? "model_type"
                      : s->config.kind != ND_SYV_MAP ? "config" : !s->n_layer ? "layer"
                      : s->sizes[0].kind != ND_SYV_MAP ? "sizes.tiny" : s->sizes[1].kind != ND_SYV_MAP ? "sizes.small" : NULL;
     if (need) return nd_ydoc_fail(d, v, "synth: missing '%s'", need);
-    return 0;
+    ND_TRY(check_whens(s, s->layer, s->n_layer, d->e));
+    return check_whens(s, s->tail, s->n_tail, d->e);
 }
 
 int nd_recipe_synth_parse(struct nd_ydoc *d, struct yaml_node_s *v, nd_synth_spec **out) {

@@ -9,7 +9,10 @@
  *             least one MoE layer remains when --layers makes the model shorter).
  *   ignore / exclude: compressed-tensors `ignore` and ModelOpt `exclude_modules`.
  *   layer:    the module table of one layer (names relative to model.layers.{L}.), each entry one
- *             of norm, linear, mlp, experts, tensor, with `when: dense|moe` to keep it to one kind.
+ *             of norm, linear, mlp, experts, tensor, with `when: dense|moe` (or a layer type) to
+ *             keep it to one kind; `bias: STD` gives a linear (each of an mlp's) a BF16 bias.
+ *   layer_types: {every: K, type: T, else: U}: layer L is T when (L + 1) % K == 0, else U (K an
+ *             expression); config's layer_types ~ is that list and `when:` may name T or U.
  *   tail:     tensors after the last layer, before model.norm (full names).
  * Dimensions are small integer expressions (+ - * / parentheses, integers, config keys), kept as
  * text with their line and evaluated when a size is built (nd_synth_expr). */
@@ -49,14 +52,15 @@ typedef enum nd_syn_init { ND_SYI_NORMAL = 0, ND_SYI_CONST } nd_syn_init;
 typedef struct nd_syn_entry {
     nd_syn_ekind kind;
     char name[128];        /* relative to model.layers.{L}. in `layer:`, full in `tail:` */
-    char when[32];         /* "" (every layer), "dense" or "moe" */
+    char when[32];         /* "" (every layer), "dense", "moe" or a layer type */
     nd_syn_expr out, in;   /* linear: weight [out, in]; norm: out = its size */
     nd_syn_expr inter;     /* mlp / experts: intermediate size */
     nd_syn_expr count;     /* experts: how many ({E} = 0..count-1 in name) */
-    nd_syn_expr shape[2];  /* tensor: its shape (1 or 2 dimensions) */
+    nd_syn_expr shape[3];  /* tensor: its shape (1 to 3 dimensions) */
     int ndim;
     char fuse[32];         /* linear: fused group within the layer ("" none) */
     double gain;           /* linear: std = gain / sqrt(in) */
+    double bias;           /* linear, mlp, experts: std of a BF16 bias per linear (0: none) */
     nd_syn_quant quant;    /* linear */
     char dtype[8];         /* tensor: BF16, F32 */
     nd_syn_init init;      /* tensor */
@@ -72,6 +76,8 @@ typedef struct nd_synth_spec {
     nd_syn_val sizes[3];                /* tiny, small, full: mappings of scalars (kind NULL: absent) */
     char dense_layers[64];
     int dense_line;
+    nd_syn_expr lt_every;               /* layer_types (lt_every.text "" for none) */
+    char lt_type[32], lt_else[32];
     char ignore[8][64], exclude[8][64];
     int n_ignore, n_exclude;
     nd_syn_entry *layer, *tail;

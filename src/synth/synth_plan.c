@@ -34,6 +34,7 @@ sy_param *sy_add(sy_plan *pl, const char *name, nd_dtype dt, int ndim, int64_t d
     p->ndim = ndim;
     p->shape[0] = d0;
     p->shape[1] = ndim > 1 ? d1 : 1;
+    p->shape[2] = 1;
     p->init = init;
     p->a = a;
     p->b = b;
@@ -42,6 +43,13 @@ sy_param *sy_add(sy_plan *pl, const char *name, nd_dtype dt, int ndim, int64_t d
     p->expert = -1;
     p->in_amax = NAN;
     p->w_amax = -1.0f; /* not computed yet */
+    return p;
+}
+
+sy_param *sy_add3(sy_plan *pl, const char *name, nd_dtype dt, int64_t d0, int64_t d1, int64_t d2,
+                  sy_init init, double a, double b) {
+    sy_param *p = sy_add(pl, name, dt, 2, d0, d1, init, a, b);
+    if (p) { p->ndim = 3; p->shape[2] = d2; }
     return p;
 }
 
@@ -109,7 +117,9 @@ int sy_plan_ok(const sy_plan *pl, nd_err *e) {
     return 0;
 }
 
-size_t sy_param_numel(const sy_param *p) { return (size_t)p->shape[0] * (size_t)(p->ndim > 1 ? p->shape[1] : 1); }
+size_t sy_param_numel(const sy_param *p) {
+    return (size_t)p->shape[0] * (size_t)(p->ndim > 1 ? p->shape[1] : 1) * (size_t)(p->ndim > 2 ? p->shape[2] : 1);
+}
 size_t sy_param_bytes(const sy_param *p) { return sy_param_numel(p) * nd_dtype_size(p->dtype); }
 
 /* The value of element i of a float-valued parameter (draws from r in element order). */

@@ -29,7 +29,7 @@ typedef struct sy_param {
     char module[SY_NAME];   /* linear module path ("model.layers.0.self_attn.q_a_proj"); "" otherwise */
     nd_dtype dtype;
     int ndim;
-    int64_t shape[2];
+    int64_t shape[3];       /* unused dimensions 1; a third only for plain tensors (sy_add3) */
     sy_init init;
     double a, b;
     int aux;
@@ -60,6 +60,9 @@ void sy_plan_free(sy_plan *pl);
 /* Append a tensor; returns it (NULL on allocation failure, recorded in pl as an error). */
 sy_param *sy_add(sy_plan *pl, const char *name, nd_dtype dt, int ndim, int64_t d0, int64_t d1,
                  sy_init init, double a, double b);
+/* The same with a third dimension d2 (ndim 3: a convolution's [C, 1, K]). */
+sy_param *sy_add3(sy_plan *pl, const char *name, nd_dtype dt, int64_t d0, int64_t d1, int64_t d2,
+                  sy_init init, double a, double b);
 /* A linear module PATH ("model.layers.0.mlp.gate_proj") with weight [n,k], std = gain/sqrt(k). */
 sy_param *sy_add_linear(sy_plan *pl, const char *path, int64_t n, int64_t k, double gain, sy_qkind q,
                         int fuse, int layer, int expert);

@@ -18,6 +18,7 @@ typedef struct bctx {
     const nd_synth_spec *s;
     const nd_syn_val *size;     /* the size's mapping */
     long long layers, dense;    /* num_hidden_layers (after --layers), the dense_layers key's value */
+    long long every;            /* layer_types: layer L is lt_type when (L + 1) % every == 0 (0: none) */
     nd_err *e;
 } bctx;
 
@@ -59,6 +60,8 @@ static int key_int(bctx *b, const char *key, int64_t *out) {
 
 static json_t *fill(bctx *b, const nd_syn_val *v);
 
+static const char *lt_of(const bctx *b, long long l) { return (l + 1) % b->every ? b->s->lt_else : b->s->lt_type; }
+
 static json_t *to_json(bctx *b, const nd_syn_val *v) {
     switch (v->kind) {
     case ND_SYV_INT: return json_integer(v->i);
@@ -98,6 +101,11 @@ static json_t *fill(bctx *b, const nd_syn_val *v) {
     }
     if (!strcmp(v->key, "model_type")) return json_string(s->model_type);
     if (!strcmp(v->key, "num_hidden_layers")) return json_integer(b->layers);
+    if (!strcmp(v->key, "layer_types") && b->every > 0) {
+        json_t *a = json_array();
+        for (long long l = 0; a && l < b->layers; l++) json_array_append_new(a, json_string(lt_of(b, l)));
+        return a;
+    }
     if (s->dense_layers[0] && !strcmp(v->key, s->dense_layers)) return json_integer(b->dense);
     const nd_syn_val *z = kid(b->size, v->key);
     if (z) return to_json(b, z);
@@ -164,9 +172,23 @@ static int fuse_id(bctx *b, sy_plan *pl, fuse_map *f, const nd_syn_entry *x) {
     return f->id[f->n++];
 }
 
+/* PATH[.SUB].bias [n], BF16, 0 + std N(0,1) */
+static void add_bias(sy_plan *pl, const char *path, const char *sub, int64_t n, double std) {
+    char nm[SY_NAME + 32];
+    snprintf(nm, sizeof nm, "%s%s%s.bias", path, sub[0] ? "." : "", sub);
+    sy_add(pl, nm, ND_DT_BF16, 1, n, 1, SY_INIT_NORMAL, 0.0, std);
+}
+
+static void mlp_biases(sy_plan *pl, const char *path, int64_t I, int64_t D, double std) {
+    add_bias(pl, path, "gate_proj", I, std);
+    add_bias(pl, path, "up_proj", I, std);
+    add_bias(pl, path, "down_proj", D, std);
+}
+
 static int add_entry(bctx *b, sy_plan *pl, const nd_syn_entry *x, const char *prefix, int layer, int64_t D, fuse_map *f) {
     char nm[SY_NAME + 16], path[SY_NAME];
     int64_t n, k, I, cnt;
+    const double bs = x->bias;
     switch (x->kind) {
     case ND_SYE_NORM:
         ND_TRY(ev(b, &x->out, "dim", &n));
@@ -182,12 +204,14 @@ static int add_entry(bctx *b, sy_plan *pl, const nd_syn_entry *x, const char *pr
         if (fuse < -1) return ND_EXIT_BADINPUT;
         const sy_qkind q = x->quant == ND_SYQ_NVFP4 ? SY_Q_NVFP4 : x->quant == ND_SYQ_FP8_BLOCK ? SY_Q_FP8_BLOCK : SY_Q_NONE;
         sy_add_linear(pl, path, n, k, x->gain, q, fuse, layer, -1);
+        if (bs > 0) add_bias(pl, path, "", n, bs);
         return 0;
     }
     case ND_SYE_MLP:
         ND_TRY(ev(b, &x->inter, "inter", &I));
         ND_TRY(name_of(b, x, prefix, -1, path, sizeof path));
         sy_add_mlp(pl, path, I, D, layer, -1);
+        if (bs > 0) mlp_biases(pl, path, I, D, bs);
         return 0;
     case ND_SYE_EXPERTS:
         ND_TRY(ev(b, &x->inter, "inter", &I));
@@ -195,17 +219,20 @@ static int add_entry(bctx *b, sy_plan *pl, const nd_syn_entry *x, const char *pr
         for (int64_t ex = 0; ex < cnt; ex++) {
             ND_TRY(name_of(b, x, prefix, (int)ex, path, sizeof path));
             sy_add_mlp(pl, path, I, D, layer, (int)ex);
+            if (bs > 0) mlp_biases(pl, path, I, D, bs);
         }
         return 0;
     case ND_SYE_TENSOR: {
-        int64_t d[2] = {1, 1}, sq = 0;
+        int64_t d[3] = {1, 1, 1}, sq = 0;
         for (int i = 0; i < x->ndim; i++) ND_TRY(ev(b, &x->shape[i], "shape", &d[i]));
         if (x->std_sqrt.text[0]) ND_TRY(ev(b, &x->std_sqrt, "std_sqrt", &sq));
         ND_TRY(name_of(b, x, prefix, -1, nm, sizeof nm));
         const double std = x->std_sqrt.text[0] ? x->std / sqrt((double)sq) : x->std;
         const nd_dtype dt = !strcmp(x->dtype, "F32") ? ND_DT_F32 : ND_DT_BF16;
-        if (x->init == ND_SYI_CONST) sy_add(pl, nm, dt, x->ndim, d[0], d[1], SY_INIT_CONST, x->mean, 0.0);
-        else sy_add(pl, nm, dt, x->ndim, d[0], d[1], SY_INIT_NORMAL, x->mean, std);
+        const sy_init init = x->init == ND_SYI_CONST ? SY_INIT_CONST : SY_INIT_NORMAL;
+        const double sd = x->init == ND_SYI_CONST ? 0.0 : std;
+        if (x->ndim == 3) sy_add3(pl, nm, dt, d[0], d[1], d[2], init, x->mean, sd);
+        else sy_add(pl, nm, dt, x->ndim, d[0], d[1], init, x->mean, sd);
         return 0;
     }
     }
@@ -223,7 +250,7 @@ int sy_build_recipe(sy_plan *pl, const nd_recipe *r, nd_synth_size size, int lay
     if (s->sizes[size].kind != ND_SYV_MAP)
         return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: synth: recipe '%s' has no size '%s' (sizes:)", s->path, s->line, r->name,
                        SIZE_NAMES[size]);
-    bctx b = {s, &s->sizes[size], -1, -1, e};
+    bctx b = {s, &s->sizes[size], -1, -1, 0, e};
     ND_TRY(check_size_keys(&b));
     int64_t L = 0, vocab = 0, D = 0;
     ND_TRY(key_int(&b, "num_hidden_layers", &L));
@@ -234,6 +261,13 @@ int sy_build_recipe(sy_plan *pl, const nd_recipe *r, nd_synth_size size, int lay
         ND_TRY(key_int(&b, s->dense_layers, &k));
         /* keep at least one MoE layer when --layers cuts the model short */
         b.dense = k < L ? k : (L > 1 ? L - 1 : 0);
+    }
+    if (s->lt_every.text[0]) {
+        int64_t k;
+        ND_TRY(ev(&b, &s->lt_every, "layer_types every", &k));
+        if (k < 1) return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: synth: layer_types every '%s' must be at least 1", s->path,
+                                  s->lt_every.line, s->lt_every.text);
+        b.every = k;
     }
     ND_TRY(key_int(&b, "vocab_size", &vocab));
     ND_TRY(key_int(&b, "hidden_size", &D));
@@ -246,10 +280,11 @@ int sy_build_recipe(sy_plan *pl, const nd_recipe *r, nd_synth_size size, int lay
     for (int l = 0; l < (int)L; l++) {
         snprintf(prefix, sizeof prefix, "model.layers.%d.", l);
         const char *kind = !s->dense_layers[0] ? "" : l < b.dense ? "dense" : "moe";
+        const char *type = b.every ? lt_of(&b, l) : "";
         fuse_map f = {0};
         for (int i = 0; i < s->n_layer; i++) {
             const nd_syn_entry *x = &s->layer[i];
-            if (x->when[0] && strcmp(x->when, kind)) continue;
+            if (x->when[0] && strcmp(x->when, kind) && strcmp(x->when, type)) continue;
             ND_TRY(add_entry(&b, pl, x, prefix, l, D, &f));
         }
     }

@@ -18,7 +18,7 @@ typedef struct otensor {
     char name[SY_NAME + 32];
     nd_dtype dt;
     int ndim;
-    int64_t shape[2];
+    int64_t shape[3];
     size_t nbytes;
     trole role;
 } otensor;
@@ -62,6 +62,7 @@ static int expand(const sy_wctx *w, long idx, otensor out[4]) {
         out[0].ndim = p->ndim;
         out[0].shape[0] = p->shape[0];
         out[0].shape[1] = p->shape[1];
+        out[0].shape[2] = p->shape[2];
         out[0].nbytes = sy_param_bytes(p);
         out[0].role = T_COPY;
         return 1;

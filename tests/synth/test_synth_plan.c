@@ -1,5 +1,6 @@
 /* test_synth_plan.c — the full-size plans carry the real dimensions and names (no weights are
- * generated): DeepSeek-V4-Pro shapes from the project's V4 layout, Llama-3.1-8B, DeepSeek-V3. */
+ * generated): DeepSeek-V4-Pro shapes from the project's V4 layout, Llama-3.1-8B, DeepSeek-V3, gpt-oss-120b,
+ * Qwen3-Next-80B-A3B, Qwen3.5-35B-A3B. */
 #include <string.h>
 #include <jansson.h>
 #include "nd_test.h"
@@ -62,6 +63,59 @@ int main(void) {
     shape(&pl, "model.layers.1.mlp.experts.255.up_proj.weight", 2048, 7168, SY_Q_NVFP4);
     shape(&pl, "model.layers.1.mlp.gate.e_score_correction_bias", 256, 1, SY_Q_NONE);
     CHECK(json_integer_value(json_object_get(pl.config, "first_k_dense_replace")) == 1, "one dense layer kept of two");
+    sy_plan_free(&pl);
+
+    /* gpt-oss-120b: biases on q/k/v/o and every expert linear, sinks, the router BF16 with bias */
+    CHECK(sy_build(&pl, "gpt_oss", ND_SYNTH_FULL, 2, &e) == 0, "%s", e.msg);
+    shape(&pl, "model.embed_tokens.weight", 201088, 2880, SY_Q_NONE);
+    shape(&pl, "model.layers.1.self_attn.q_proj.weight", 4096, 2880, SY_Q_NVFP4);
+    shape(&pl, "model.layers.1.self_attn.q_proj.bias", 4096, 1, SY_Q_NONE);
+    shape(&pl, "model.layers.1.self_attn.k_proj.weight", 512, 2880, SY_Q_NVFP4);
+    shape(&pl, "model.layers.1.self_attn.o_proj.bias", 2880, 1, SY_Q_NONE);
+    shape(&pl, "model.layers.1.self_attn.sinks", 64, 1, SY_Q_NONE);
+    shape(&pl, "model.layers.1.mlp.router.weight", 128, 2880, SY_Q_NONE);
+    shape(&pl, "model.layers.1.mlp.router.bias", 128, 1, SY_Q_NONE);
+    shape(&pl, "model.layers.1.mlp.experts.127.gate_proj.weight", 2880, 2880, SY_Q_NVFP4);
+    shape(&pl, "model.layers.1.mlp.experts.127.down_proj.bias", 2880, 1, SY_Q_NONE);
+    CHECK(find(&pl, "model.layers.1.mlp.experts.128.up_proj.weight") == NULL, "128 experts, not more");
+    json_t *lt = json_object_get(pl.config, "layer_types");
+    CHECK(json_array_size(lt) == 2 && !strcmp(json_string_value(json_array_get(lt, 0)), "sliding_attention") &&
+          !strcmp(json_string_value(json_array_get(lt, 1)), "full_attention"), "gpt-oss layer_types sliding, full");
+    CHECK(json_integer_value(json_object_get(pl.config, "sliding_window")) == 128, "gpt-oss sliding_window 128");
+    sy_plan_free(&pl);
+
+    /* Qwen3-Next-80B-A3B, 4 layers: DeltaNet on 0..2 (BF16 projections, conv [C, 1, K]), gated attention on 3 */
+    CHECK(sy_build(&pl, "qwen3_next", ND_SYNTH_FULL, 4, &e) == 0, "%s", e.msg);
+    shape(&pl, "model.layers.0.linear_attn.in_proj_qkvz.weight", 12288, 2048, SY_Q_NONE);
+    shape(&pl, "model.layers.2.linear_attn.in_proj_ba.weight", 64, 2048, SY_Q_NONE);
+    shape(&pl, "model.layers.0.linear_attn.out_proj.weight", 2048, 4096, SY_Q_NONE);
+    shape(&pl, "model.layers.0.linear_attn.A_log", 32, 1, SY_Q_NONE);
+    shape(&pl, "model.layers.0.linear_attn.norm.weight", 128, 1, SY_Q_NONE);
+    const sy_param *conv = find(&pl, "model.layers.0.linear_attn.conv1d.weight");
+    CHECK(conv && conv->ndim == 3 && conv->shape[0] == 8192 && conv->shape[1] == 1 && conv->shape[2] == 4 &&
+          sy_param_numel(conv) == 8192 * 4, "conv1d [8192, 1, 4]");
+    CHECK(find(&pl, "model.layers.3.linear_attn.A_log") == NULL && find(&pl, "model.layers.2.self_attn.q_proj.weight") == NULL,
+          "one kind of attention per layer");
+    shape(&pl, "model.layers.3.self_attn.q_proj.weight", 8192, 2048, SY_Q_NVFP4);
+    shape(&pl, "model.layers.3.self_attn.k_proj.weight", 512, 2048, SY_Q_NVFP4);
+    shape(&pl, "model.layers.3.self_attn.o_proj.weight", 2048, 4096, SY_Q_NVFP4);
+    shape(&pl, "model.layers.3.self_attn.q_norm.weight", 256, 1, SY_Q_NONE);
+    shape(&pl, "model.layers.1.mlp.experts.511.down_proj.weight", 2048, 512, SY_Q_NVFP4);
+    shape(&pl, "model.layers.1.mlp.shared_expert.up_proj.weight", 512, 2048, SY_Q_NVFP4);
+    shape(&pl, "model.layers.1.mlp.shared_expert_gate.weight", 1, 2048, SY_Q_NONE);
+    lt = json_object_get(pl.config, "layer_types");
+    CHECK(json_array_size(lt) == 4 && !strcmp(json_string_value(json_array_get(lt, 2)), "linear_attention") &&
+          !strcmp(json_string_value(json_array_get(lt, 3)), "full_attention"), "Qwen3-Next layer_types 3:1");
+    sy_plan_free(&pl);
+
+    /* Qwen3.5-35B-A3B text: the DeltaNet projections apart */
+    CHECK(sy_build(&pl, "qwen3_5_moe", ND_SYNTH_FULL, 0, &e) == 0, "%s", e.msg);
+    shape(&pl, "model.embed_tokens.weight", 248320, 2048, SY_Q_NONE);
+    shape(&pl, "model.layers.0.linear_attn.in_proj_qkv.weight", 8192, 2048, SY_Q_NONE);
+    shape(&pl, "model.layers.0.linear_attn.in_proj_z.weight", 4096, 2048, SY_Q_NONE);
+    shape(&pl, "model.layers.0.linear_attn.in_proj_a.weight", 32, 2048, SY_Q_NONE);
+    shape(&pl, "model.layers.0.mlp.experts.255.gate_proj.weight", 512, 2048, SY_Q_NVFP4);
+    CHECK(find(&pl, "model.layers.0.mlp.experts.256.gate_proj.weight") == NULL, "256 experts, not more");
     sy_plan_free(&pl);
     return nd_test_report("test_synth_plan");
 }
