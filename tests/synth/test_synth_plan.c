@@ -1,6 +1,6 @@
 /* test_synth_plan.c — the full-size plans carry the real dimensions and names (no weights are
  * generated): DeepSeek-V4-Pro shapes from the project's V4 layout, Llama-3.1-8B, DeepSeek-V3, gpt-oss-120b,
- * Qwen3-Next-80B-A3B, Qwen3.5-35B-A3B. */
+ * Qwen3-Next-80B-A3B, Qwen3.5-35B-A3B, Qwen3-8B, Qwen3-30B-A3B, Mixtral-8x7B, GLM-4.5-Air. */
 #include <string.h>
 #include <jansson.h>
 #include "nd_test.h"
@@ -116,6 +116,34 @@ int main(void) {
     shape(&pl, "model.layers.0.linear_attn.in_proj_a.weight", 32, 2048, SY_Q_NONE);
     shape(&pl, "model.layers.0.mlp.experts.255.gate_proj.weight", 512, 2048, SY_Q_NVFP4);
     CHECK(find(&pl, "model.layers.0.mlp.experts.256.gate_proj.weight") == NULL, "256 experts, not more");
+    sy_plan_free(&pl);
+
+    /* the releases' config.json sizes: Qwen3-8B, Qwen3-30B-A3B, Mixtral-8x7B, GLM-4.5-Air */
+    CHECK(sy_build(&pl, "qwen3", ND_SYNTH_FULL, 0, &e) == 0, "%s", e.msg);
+    shape(&pl, "model.embed_tokens.weight", 151936, 4096, SY_Q_NONE);
+    shape(&pl, "model.layers.0.self_attn.k_proj.weight", 1024, 4096, SY_Q_NVFP4);
+    shape(&pl, "model.layers.0.self_attn.q_norm.weight", 128, 1, SY_Q_NONE);
+    shape(&pl, "model.layers.0.mlp.down_proj.weight", 4096, 12288, SY_Q_NVFP4);
+    sy_plan_free(&pl);
+    CHECK(sy_build(&pl, "qwen3_moe", ND_SYNTH_FULL, 0, &e) == 0, "%s", e.msg);
+    shape(&pl, "model.layers.0.self_attn.q_proj.weight", 4096, 2048, SY_Q_NVFP4);
+    shape(&pl, "model.layers.0.self_attn.v_proj.weight", 512, 2048, SY_Q_NVFP4);
+    shape(&pl, "model.layers.0.mlp.gate.weight", 128, 2048, SY_Q_NONE);
+    shape(&pl, "model.layers.0.mlp.experts.127.up_proj.weight", 768, 2048, SY_Q_NVFP4);
+    sy_plan_free(&pl);
+    CHECK(sy_build(&pl, "mixtral", ND_SYNTH_FULL, 0, &e) == 0, "%s", e.msg);
+    shape(&pl, "model.embed_tokens.weight", 32000, 4096, SY_Q_NONE);
+    shape(&pl, "model.layers.0.self_attn.k_proj.weight", 1024, 4096, SY_Q_NVFP4);
+    shape(&pl, "model.layers.0.block_sparse_moe.experts.7.down_proj.weight", 4096, 14336, SY_Q_NVFP4);
+    CHECK(find(&pl, "model.layers.0.block_sparse_moe.experts.8.down_proj.weight") == NULL, "8 experts, not more");
+    sy_plan_free(&pl);
+    CHECK(sy_build(&pl, "glm4_moe", ND_SYNTH_FULL, 2, &e) == 0, "%s", e.msg);
+    shape(&pl, "model.embed_tokens.weight", 151552, 4096, SY_Q_NONE);
+    shape(&pl, "model.layers.0.mlp.gate_proj.weight", 10944, 4096, SY_Q_NVFP4);
+    shape(&pl, "model.layers.1.self_attn.q_proj.weight", 12288, 4096, SY_Q_NVFP4);
+    shape(&pl, "model.layers.1.self_attn.k_proj.bias", 1024, 1, SY_Q_NONE);
+    shape(&pl, "model.layers.1.mlp.experts.127.gate_proj.weight", 1408, 4096, SY_Q_NVFP4);
+    shape(&pl, "model.layers.1.mlp.shared_experts.down_proj.weight", 4096, 1408, SY_Q_NVFP4);
     sy_plan_free(&pl);
     return nd_test_report("test_synth_plan");
 }
