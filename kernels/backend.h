@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include "../src/util/err.h"
 #include "numerics/nd_dtype.h"
+#include "numerics/nd_logits.h"
 #include "backend_dtype.h"
 
 /* Result of the fused comparison probe: one pass over (ref, prod). Sums skip non-finite
@@ -195,6 +196,10 @@ typedef struct nd_backend nd_backend;
      * consecutive elements. Result on the host. */ \
     X(compare, ND_ODT_F32, (nd_backend *b, const float *ref, const float *prod, int64_t n, int64_t block, nd_cmp *out_host, \
         nd_err *e)) \
+    /* The head probe: per position r < rows of two [rows, cols] logits tensors, KL(softmax ref || \
+     * softmax prod) and each side's top-1 (numerics/nd_logits.h) into out_host[r]; complete on return. */ \
+    X(logits_kl, ND_ODT_F32, (nd_backend *b, const float *ref, const float *prod, int64_t rows, int64_t cols, \
+        nd_logits_row *out_host, nd_err *e)) \
  \
     /* ---- gating (Qwen3-Next's gated attention and RMSNormGated, numerics/nd_gdn.h) ---- */ \
     /* out[r, j] = x[r, j] · act(g[r, j / (cols/gcols)]) for x [rows, cols], g [rows, gcols] \

@@ -37,27 +37,13 @@ void nd_probe_fill(nd_row *row, const nd_cmp *c) {
                                                   : (c->worst_block_ee > 0 ? INFINITY : 0.0);
 }
 
-void nd_probe_logits(const float *ref, const float *prod, int64_t t, int64_t v, double *kl, double *top1) {
+void nd_probe_logits(const nd_logits_row *rows, int64_t t, double *kl, double *top1) {
     double kl_sum = 0;
     int64_t agree = 0, counted = 0;
     for (int64_t i = 0; i < t; i++) {
-        const float *a = ref + i * v, *b = prod + i * v;
-        double ma = -INFINITY, mb = -INFINITY;
-        int64_t ia = 0, ib = 0;
-        for (int64_t j = 0; j < v; j++) {
-            if (a[j] > ma) { ma = a[j]; ia = j; }
-            if (b[j] > mb) { mb = b[j]; ib = j; }
-        }
-        if (!isfinite(ma) || !isfinite(mb)) continue;
-        double za = 0, zb = 0;
-        for (int64_t j = 0; j < v; j++) { za += exp(a[j] - ma); zb += exp(b[j] - mb); }
-        double lza = log(za), lzb = log(zb), k = 0;
-        for (int64_t j = 0; j < v; j++) {
-            double la = a[j] - ma - lza, lb = b[j] - mb - lzb;
-            k += exp(la) * (la - lb);
-        }
-        kl_sum += k;
-        agree += ia == ib;
+        if (rows[i].top_ref < 0) continue;
+        kl_sum += rows[i].kl;
+        agree += rows[i].top_ref == rows[i].top_prod;
         counted++;
     }
     *kl = counted ? kl_sum / (double)counted : NAN;

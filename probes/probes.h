@@ -10,8 +10,9 @@ void nd_probe_fill(nd_row *row, const nd_cmp *c);
 double nd_probe_cosine(const nd_cmp *c);
 double nd_probe_rel_l2(const nd_cmp *c);
 double nd_probe_sqnr_db(const nd_cmp *c);
-/* Mean KL(ref || prod) and top-1 agreement of next-token distributions (host logits [t, v]). */
-void nd_probe_logits(const float *ref, const float *prod, int64_t t, int64_t v, double *kl, double *top1);
+/* Mean KL(ref || prod) and top-1 agreement of next-token distributions over the t positions the
+ * backend's logits_kl op counted (numerics/nd_logits.h); NaN when it counted none. */
+void nd_probe_logits(const nd_logits_row *rows, int64_t t, double *kl, double *top1);
 
 #define ND_SQNR_CAP_DB 200.0
 #endif

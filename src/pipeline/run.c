@@ -67,14 +67,16 @@ int nd_emit_row(nd_run *r, const nd_stage *st, const char *name, const char *op,
     return 0;
 }
 
+/* KL and top-1 per position on the backend (logits_kl): rows x 16 bytes come back, not the logits */
 int nd_head_logits(nd_run *r, const nd_buf *ref, const nd_buf *prod, nd_row *f, nd_err *e) {
-    float *a = malloc(sizeof(float) * (size_t)ref->n), *b = malloc(sizeof(float) * (size_t)ref->n);
-    int rc = (!a || !b) ? nd_fail(e, ND_EXIT_INTERNAL, "out of memory") : 0;
-    if (!rc) rc = r->be->download(r->be, a, ref->p, sizeof(float) * (size_t)ref->n, e);
-    if (!rc) rc = r->be->download(r->be, b, prod->p, sizeof(float) * (size_t)prod->n, e);
-    if (!rc) nd_probe_logits(a, b, ref->rows, ref->cols, &f->kl_div, &f->top1_agree);
-    free(a);
-    free(b);
+    if (ref->n != prod->n)
+        return nd_fail(e, ND_EXIT_INTERNAL, "head logits: reference and production differ in size (%lld vs %lld)",
+                       (long long)ref->n, (long long)prod->n);
+    nd_logits_row *rows = malloc(sizeof *rows * (size_t)(ref->rows > 0 ? ref->rows : 1));
+    int rc = !rows ? nd_fail(e, ND_EXIT_INTERNAL, "out of memory") : 0;
+    if (!rc) rc = r->be->logits_kl(r->be, ref->p, prod->p, ref->rows, ref->cols, rows, e);
+    if (!rc) nd_probe_logits(rows, ref->rows, &f->kl_div, &f->top1_agree);
+    free(rows);
     return rc;
 }
 

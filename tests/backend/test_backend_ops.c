@@ -18,6 +18,8 @@
  *  - TOL_MIX rel-L2 1e-5: attention and hyper-connections, an FP32 dot/GEMM in another order
  *    followed by expf (Sinkhorn is contractive; it does not amplify these).
  *  - TOL_CMP_SUM rel 1e-12: double sums of up to 1e5 terms in another order.
+ *  - TOL_KL 1e-12 x Σ p·(|la| + |la - lb|): logits_kl's double sums in another order and the
+ *    double exp/log of CUDA (<= 2 ulp) against glibc's, each relative to those magnitudes.
  *  - compress_pool: per-element bounds from Σ|value|·p, see case_compress_pool (exp is the only
  *    step that differs). indexer_topk: scores bit-exact, picks the same set exactly.
  *    attention_compressed: TOL_MIX, as attention.
@@ -42,6 +44,7 @@
 #define TOL_ROPE 4e-6
 #define TOL_MIX 1e-5
 #define TOL_CMP_SUM 1e-12
+#define TOL_KL 1e-12
 #define TOL_ROUTER_TIE 1e-5
 /* ops with transformers' BF16 steps (numerics/nd_bf16_steps.h): a last-bit FP32 difference before an
  * intermediate BF16 rounding can move that rounding by one BF16 ulp, and the next multiply-and-round
@@ -903,6 +906,66 @@ static void case_compare(void) {
         }
 }
 
+/* logits_kl (the head probe): top-1 indices and which positions count exactly; KL within TOL_KL of
+ * the position's Σ p·(|la| + |la - lb|) (the magnitudes its double sums and exp/log ulps scale with).
+ * Special rows: a NaN logit (counted, KL NaN), an all -inf side and a +inf maximum (not counted), a
+ * tied maximum (the first index), identical sides (KL 0). */
+static void case_logits_kl(void) {
+    static const int64_t cases[][2] = {{1, 1}, {3, 5}, {17, 1000}, {9, 32003}, {5, 129280}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const int64_t R = cases[c][0], V = cases[c][1];
+        float *a = rnd_floats(R * V, 3.0f), *p = malloc((size_t)(R * V) * 4);
+        for (int64_t i = 0; i < R * V; i++) p[i] = a[i] + rnd_normal() * 0.2f;
+        if (R >= 9) {
+            a[1 * V + V / 2] = NAN;                                    /* row 1: a NaN logit */
+            for (int64_t j = 0; j < V; j++) p[2 * V + j] = -INFINITY;  /* row 2: prod all -inf */
+            a[3 * V + V / 3] = INFINITY;                               /* row 3: +inf maximum */
+            const float m = max_abs(a + 4 * V, V) + 1.0f;              /* row 4: a tie for the maximum */
+            a[4 * V + V / 4] = a[4 * V + V - 1] = m;
+            memcpy(p + 5 * V, a + 5 * V, (size_t)V * 4);               /* row 5: identical sides */
+        }
+        nd_logits_row *o[2];
+        BOTH(be) {
+            nd_err e = {0};
+            o[be] = malloc(sizeof(nd_logits_row) * (size_t)R);
+            memset(o[be], g_poison[be], sizeof(nd_logits_row) * (size_t)R);
+            void *da = dev_put(be, a, R * V * 4), *dp = dev_put(be, p, R * V * 4);
+            op_rc(be, "logits_kl", g_be[be]->logits_kl(g_be[be], da, dp, R, V, o[be], &e), &e);
+            dev_free(be, da); dev_free(be, dp);
+        }
+        for (int64_t r = 0; r < R; r++) {
+            const nd_logits_row *x = &o[0][r], *y = &o[1][r];
+            CHECK(x->top_ref == y->top_ref && x->top_prod == y->top_prod,
+                  "logits_kl %lldx%lld row %lld: top-1 cpu %d/%d cuda %d/%d", (long long)R, (long long)V, (long long)r,
+                  x->top_ref, x->top_prod, y->top_ref, y->top_prod);
+            if (x->top_ref < 0 || isnan(x->kl)) {
+                CHECK(isnan(y->kl), "logits_kl %lldx%lld row %lld: cpu KL NaN, cuda %.17g", (long long)R, (long long)V,
+                      (long long)r, y->kl);
+                continue;
+            }
+            const float *ar = a + r * V, *pr = p + r * V;
+            double ma = -INFINITY, mb = -INFINITY, za = 0, zb = 0, mag = 0;
+            for (int64_t j = 0; j < V; j++) { ma = fmax(ma, ar[j]); mb = fmax(mb, pr[j]); }
+            for (int64_t j = 0; j < V; j++) { za += exp(ar[j] - ma); zb += exp(pr[j] - mb); }
+            for (int64_t j = 0; j < V; j++) {
+                const double la = ar[j] - ma - log(za), lb = pr[j] - mb - log(zb);
+                mag += exp(la) * (fabs(la) + fabs(la - lb));
+            }
+            CHECK(fabs(x->kl - y->kl) <= TOL_KL * mag, "logits_kl %lldx%lld row %lld: KL cpu %.17g cuda %.17g (tol %.3g)",
+                  (long long)R, (long long)V, (long long)r, x->kl, y->kl, TOL_KL * mag);
+        }
+        if (R >= 9) {
+            CHECK(o[0][4].top_ref == (int32_t)(V / 4), "logits_kl: a tied maximum picks index %d, not the first (%lld)",
+                  o[0][4].top_ref, (long long)(V / 4));
+            CHECK(o[0][5].kl == 0.0 && o[0][2].top_ref == -1 && o[0][3].top_ref == -1 && isnan(o[0][1].kl),
+                  "logits_kl cpu special rows: identical KL %.3g, -inf row top %d, +inf row top %d, NaN row KL %.3g",
+                  o[0][5].kl, o[0][2].top_ref, o[0][3].top_ref, o[0][1].kl);
+        }
+        BOTH(be) free(o[be]);
+        free(a); free(p);
+    }
+}
+
 /* Probe results kept on the device (backend.h defer_results / flush_results): 1100 compares and
  * quant_nvfp4 statistics queued with defer_results set (more than the CUDA result buffer's 1024
  * slots, so it also flushes on its own in between), then one flush_results; every result equals
@@ -1340,7 +1403,7 @@ static const test_case g_cases[] = {
     {"swiglu_oai", case_swiglu_oai, "f32"}, {"rope", case_rope, "f32"}, {"attention", case_attention, "f32"},
     {"hc_pre+hc_post+hc_head", case_hc, "f32+f32+f32"}, {"router_topk", case_router, "f32,i32"},
     {"gather_rows+scatter_add_rows", case_moe_rows, "f32+f32"},
-    {"compare", case_compare, "f32"}, {"deferred_results", case_deferred_results, NULL},
+    {"compare", case_compare, "f32"}, {"logits_kl", case_logits_kl, "f32"}, {"deferred_results", case_deferred_results, NULL},
     {"compress_pool", case_compress_pool, "f32"}, {"indexer_topk", case_indexer, "f32,i32"},
     {"attention_compressed", case_attention_compressed, "f32,i32"},
     {"gate_mul+causal_conv1d+gated_delta_rule", case_gdn, "f32+f32+f32"},
