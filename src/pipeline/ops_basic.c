@@ -56,30 +56,37 @@ int nd_stage_host_f32(nd_opctx *c, const char *attr, int64_t n, float **out, nd_
 /* the stage output's BF16 rounding (none on the reference path under fp32-exact) */
 static int round_out(nd_opctx *c, nd_buf *b, nd_err *e) { return nd_round_out(c->r, c->on_ref, b, e); }
 
-/* ---- embedding: rows of a BF16/F32 table gathered on the host (I/O, not compute) ---- */
+/* ---- embedding: the token rows' raw bytes gathered on the host (I/O, not compute), one upload,
+ * widened to FP32 by the backend's to_f32 (half the bytes of an FP32 upload for a BF16 table) ---- */
 static int embed_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     (void)in;
     nd_run *r = c->r;
     const nd_tview *t;
     ND_TRY(nd_stage_tensor(c, "weight", 1, &t, e));
     if (t->ndim != 2) return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s must be 2-D", t->file, t->name);
-    int64_t v = t->shape[0], d = t->shape[1];
-    float *host = malloc((size_t)(r->t * d) * sizeof(float));
-    if (!host) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
-    int rc = 0;
-    for (int64_t i = 0; i < r->t && !rc; i++) {
-        int64_t id = r->tokens[i];
-        if (id < 0 || id >= v) { rc = nd_fail(e, ND_EXIT_BADINPUT, "token id %lld is outside the vocabulary (%lld)", (long long)id, (long long)v); break; }
-        nd_tview row = *t;
-        row.numel = d;
-        row.data = (const char *)t->data + (size_t)(id * d) * nd_dtype_size(t->dtype);
-        rc = nd_tensor_host_f32(&row, host + i * d, d, e);
+    const int64_t v = t->shape[0], d = t->shape[1];
+    if (!nd_backend_supports(r->be, ND_OP_to_f32, nd_op_dtype_of(t->dtype))) {
+        char can[64];
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: tensor %s has dtype %s; the %s backend reads %s", t->file, t->name,
+                       nd_dtype_str(t->dtype), r->be->name,
+                       nd_op_dtypes_str(nd_backend_op_dtypes(r->be, ND_OP_to_f32), ", ", can, sizeof can));
     }
+    const size_t row_bytes = (size_t)d * nd_dtype_size(t->dtype), bytes = (size_t)r->t * row_bytes;
+    for (int64_t i = 0; i < r->t; i++)
+        if (r->tokens[i] < 0 || r->tokens[i] >= v)
+            return nd_fail(e, ND_EXIT_BADINPUT, "token id %lld is outside the vocabulary (%lld)", (long long)r->tokens[i],
+                           (long long)v);
+    char *host = malloc(bytes ? bytes : 1);
+    void *raw = host ? r->be->alloc(r->be, bytes ? bytes : 1, e) : NULL;
+    int rc = !host ? nd_fail(e, ND_EXIT_INTERNAL, "out of memory") : !raw ? e->code : 0;
+    for (int64_t i = 0; i < r->t && !rc; i++)
+        memcpy(host + (size_t)i * row_bytes, (const char *)t->data + (size_t)r->tokens[i] * row_bytes, row_bytes);
+    if (!rc) rc = r->be->upload(r->be, raw, host, bytes, e);
     if (!rc) {
         out[0] = nd_buf_new(r, r->t, d, e);
-        if (!out[0]) rc = e->code;
-        else rc = r->be->upload(r->be, out[0]->p, host, (size_t)out[0]->n * sizeof(float), e);
+        rc = !out[0] ? e->code : r->be->to_f32(r->be, raw, t->dtype, r->t * d, out[0]->p, e);
     }
+    if (raw) r->be->release(r->be, raw);
     free(host);
     return rc;
 }
