@@ -16,7 +16,6 @@ static json_t *value(const char *p, nd_jkind kind) {
     case ND_J_STR: return json_string(p);
     case ND_J_I32: return json_integer(*(const int32_t *)p);
     case ND_J_I64: return json_integer(*(const int64_t *)p);
-    case ND_J_BOOL: return json_boolean(*(const int *)p);
     case ND_J_BOOL8: return json_boolean(*(const uint8_t *)p);
     case ND_J_REAL: return json_real(*(const double *)p);
     case ND_J_FINITE: return nd_json_finite(*(const double *)p);

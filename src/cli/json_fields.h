@@ -9,8 +9,7 @@ typedef enum {
     ND_J_STR,    /* char array in the struct */
     ND_J_I32,    /* int32_t / int */
     ND_J_I64,    /* int64_t */
-    ND_J_BOOL,   /* int */
-    ND_J_BOOL8,  /* uint8_t */
+    ND_J_BOOL8,  /* uint8_t, as true or false */
     ND_J_REAL,   /* double, written as is */
     ND_J_FINITE, /* double; JSON has no NaN: a non-finite value is null */
     ND_J_SPELLED,/* double; a non-finite value as the string "nan", "inf" or "-inf" */
