@@ -78,8 +78,20 @@ static int expr(D *d, const char *key, yaml_node_t *v, nd_syn_expr *x) {
 
 static const char *const KINDS[] = {"norm", "linear", "mlp", "experts", "tensor"};
 static const char *const QUANTS[] = {"nvfp4", "none", "fp8_block"};
-static const char *const INITS[] = {"normal", "const"};
-static const char *const DTYPES[] = {"BF16", "F32"};
+static const char *const INITS[] = {"normal", "const", "tid2eid", "hc_base"};
+static const char *const DTYPES[] = {"BF16", "F32", "I32"};
+
+/* a tensor's init, dtype, shape and aux agree: tid2eid is I32 [V, k], hc_base F32 [m], I32 only tid2eid */
+static int check_init(D *d, yaml_node_t *n, const nd_syn_entry *x) {
+    const int tid = x->init == ND_SYI_TID2EID, hcb = x->init == ND_SYI_HC_BASE, i32 = !strcmp(x->dtype, "I32");
+    const char *bad = tid && !i32 ? "init: tid2eid needs dtype: I32"
+                    : !tid && i32 ? "dtype: I32 is for init: tid2eid only"
+                    : tid && x->ndim != 2 ? "init: tid2eid needs a shape of 2 dimensions [vocab, top-k]"
+                    : hcb && (x->ndim != 1 || strcmp(x->dtype, "F32")) ? "init: hc_base needs dtype: F32 and a shape of 1 dimension"
+                    : (tid || hcb) && !x->aux.text[0] ? "init: tid2eid and hc_base need 'aux' (experts / streams)"
+                    : !(tid || hcb) && x->aux.text[0] ? "'aux' is for init: tid2eid and hc_base only" : NULL;
+    return bad ? nd_ydoc_fail(d, n, "synth: tensor '%s': %s", x->name, bad) : 0;
+}
 
 static int parse_entry(D *d, yaml_node_t *n, nd_syn_entry *x) {
     memset(x, 0, sizeof *x);
@@ -106,6 +118,7 @@ static int parse_entry(D *d, yaml_node_t *n, nd_syn_entry *x) {
         else if (!strcmp(k, "inter")) ND_TRY(expr(d, k, vn, &x->inter));
         else if (!strcmp(k, "count")) ND_TRY(expr(d, k, vn, &x->count));
         else if (!strcmp(k, "std_sqrt")) ND_TRY(expr(d, k, vn, &x->std_sqrt));
+        else if (!strcmp(k, "aux")) ND_TRY(expr(d, k, vn, &x->aux));
         else if (!strcmp(k, "fuse")) ND_TRY(text(d, k, vn, x->fuse, sizeof x->fuse));
         else if (!strcmp(k, "gain")) ND_TRY(nd_ydoc_number(d, k, vn, 0, 1e6, &x->gain));
         else if (!strcmp(k, "mean")) ND_TRY(nd_ydoc_number(d, k, vn, -1e6, 1e6, &x->mean));
@@ -118,11 +131,11 @@ static int parse_entry(D *d, yaml_node_t *n, nd_syn_entry *x) {
             x->quant = (nd_syn_quant)q;
         } else if (!strcmp(k, "init")) {
             int q;
-            ND_TRY(nd_ydoc_enum(d, k, vn, INITS, 2, &q));
+            ND_TRY(nd_ydoc_enum(d, k, vn, INITS, 4, &q));
             x->init = (nd_syn_init)q;
         } else if (!strcmp(k, "dtype")) {
             int q;
-            ND_TRY(nd_ydoc_enum(d, k, vn, DTYPES, 2, &q));
+            ND_TRY(nd_ydoc_enum(d, k, vn, DTYPES, 3, &q));
             snprintf(x->dtype, sizeof x->dtype, "%s", DTYPES[q]);
         } else if (!strcmp(k, "shape")) {
             if (vn->type != YAML_SEQUENCE_NODE) return nd_ydoc_fail(d, vn, "synth: 'shape' must be a list of 1 to 3 dimensions");
@@ -134,7 +147,7 @@ static int parse_entry(D *d, yaml_node_t *n, nd_syn_entry *x) {
             if (!x->ndim) return nd_ydoc_fail(d, vn, "synth: 'shape' must be a list of 1 to 3 dimensions");
         } else
             return nd_ydoc_fail(d, kn, "synth: unknown entry key '%.60s' (known: norm, linear, mlp, experts, tensor, out, in, "
-                                "dim, inter, count, fuse, gain, bias, quant, when, shape, dtype, init, mean, std, std_sqrt)", k);
+                                "dim, inter, count, fuse, gain, bias, quant, when, shape, dtype, init, mean, std, std_sqrt, aux)", k);
     }
     if (!have_kind) return nd_ydoc_fail(d, n, "synth: an entry needs one of norm, linear, mlp, experts, tensor");
     const char *need = NULL;
@@ -148,6 +161,7 @@ static int parse_entry(D *d, yaml_node_t *n, nd_syn_entry *x) {
     if (need) return nd_ydoc_fail(d, n, "synth: %s '%s' needs '%s'", KINDS[x->kind], x->name, need);
     if (x->bias > 0 && (x->kind == ND_SYE_NORM || x->kind == ND_SYE_TENSOR))
         return nd_ydoc_fail(d, n, "synth: %s '%s': 'bias' is for linear, mlp and experts", KINDS[x->kind], x->name);
+    if (x->kind == ND_SYE_TENSOR) ND_TRY(check_init(d, n, x));
     if (x->kind == ND_SYE_EXPERTS && !strstr(x->name, "{E}"))
         return nd_ydoc_fail(d, n, "synth: experts '%s' must hold {E} (the expert index)", x->name);
     return 0;
@@ -176,30 +190,126 @@ static int parse_names(D *d, const char *key, yaml_node_t *n, char (*dst)[64], i
 
 static const char *const SIZES[] = {"tiny", "small", "full"};
 
-/* layer_types: {every: K, type: T, else: U} */
+/* the layer types named by layer_types (0: none) */
+static int lt_names(const nd_synth_spec *s, const char *out[ND_SYN_TYPES + 1]) {
+    int n = 0;
+    if (s->lt_type[0]) { out[n++] = s->lt_type; out[n++] = s->lt_else; }
+    if (s->lt_first[0]) out[n++] = s->lt_first;
+    for (int i = 0; i < s->n_cycle; i++) out[n++] = s->lt_cycle[i];
+    return n;
+}
+static int is_lt(const nd_synth_spec *s, const char *t) {
+    const char *names[ND_SYN_TYPES + 1];
+    const int n = lt_names(s, names);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(names[i], t)) return 1;
+    return 0;
+}
+
+/* layer_types: {every: K, type: T, else: U} or {first: T0, cycle: [T1, ...]} */
 static int parse_layer_types(D *d, yaml_node_t *v, nd_synth_spec *s) {
-    if (v->type != YAML_MAPPING_NODE) return nd_ydoc_fail(d, v, "synth: 'layer_types' must be a mapping of every, type, else");
+    if (v->type != YAML_MAPPING_NODE)
+        return nd_ydoc_fail(d, v, "synth: 'layer_types' must be a mapping of every, type, else or of first, cycle");
     PAIRS(v, p) {
         yaml_node_t *kn = nd_ydoc_node(d, p->key), *vn = nd_ydoc_node(d, p->value);
         const char *k = nd_ydoc_scalar(kn);
         if (k && !strcmp(k, "every")) ND_TRY(expr(d, k, vn, &s->lt_every));
         else if (k && !strcmp(k, "type")) ND_TRY(text(d, k, vn, s->lt_type, sizeof s->lt_type));
         else if (k && !strcmp(k, "else")) ND_TRY(text(d, k, vn, s->lt_else, sizeof s->lt_else));
-        else return nd_ydoc_fail(d, kn, "synth: layer_types: unknown key '%.60s' (known: every, type, else)", k ? k : "");
+        else if (k && !strcmp(k, "first")) ND_TRY(text(d, k, vn, s->lt_first, sizeof s->lt_first));
+        else if (k && !strcmp(k, "cycle")) {
+            if (vn->type != YAML_SEQUENCE_NODE) return nd_ydoc_fail(d, vn, "synth: layer_types: 'cycle' must be a list of layer types");
+            KIDS(vn, it) {
+                if (s->n_cycle >= ND_SYN_TYPES - 1)
+                    return nd_ydoc_fail(d, vn, "synth: layer_types: 'cycle' has more than %d types", ND_SYN_TYPES - 1);
+                ND_TRY(text(d, k, nd_ydoc_node(d, *it), s->lt_cycle[s->n_cycle], sizeof s->lt_cycle[0]));
+                s->n_cycle++;
+            }
+        } else return nd_ydoc_fail(d, kn, "synth: layer_types: unknown key '%.60s' (known: every, type, else, first, cycle)", k ? k : "");
     }
-    if (!s->lt_every.text[0] || !s->lt_type[0] || !s->lt_else[0] || !strcmp(s->lt_type, s->lt_else))
+    const int old = s->lt_every.text[0] || s->lt_type[0] || s->lt_else[0], cyc = s->lt_first[0] || s->n_cycle;
+    if (old && cyc) return nd_ydoc_fail(d, v, "synth: layer_types is either every, type, else or first, cycle, not both");
+    if (cyc && !s->n_cycle) return nd_ydoc_fail(d, v, "synth: layer_types needs 'cycle' (a list of at least one type)");
+    if (!cyc && (!s->lt_every.text[0] || !s->lt_type[0] || !s->lt_else[0] || !strcmp(s->lt_type, s->lt_else)))
         return nd_ydoc_fail(d, v, "synth: layer_types needs every, type and else (two different types)");
+    for (int i = 0; i < s->n_cycle; i++)
+        for (int j = 0; j < i; j++)
+            if (!strcmp(s->lt_cycle[i], s->lt_cycle[j])) return nd_ydoc_fail(d, v, "synth: layer_types: '%s' twice in 'cycle'", s->lt_cycle[i]);
     return 0;
 }
 
-/* every `when:` names dense, moe or one of the layer types */
+/* layer_values: {KEY: {TYPE: EXPR, ...}, ...} */
+static int parse_layer_values(D *d, yaml_node_t *v, nd_synth_spec *s) {
+    if (v->type != YAML_MAPPING_NODE) return nd_ydoc_fail(d, v, "synth: 'layer_values' must be a mapping of config keys");
+    PAIRS(v, p) {
+        yaml_node_t *kn = nd_ydoc_node(d, p->key), *vn = nd_ydoc_node(d, p->value);
+        if (s->n_ltv >= 4) return nd_ydoc_fail(d, kn, "synth: layer_values has more than 4 keys");
+        nd_syn_ltval *t = &s->ltv[s->n_ltv++];
+        t->line = nd_ydoc_line(kn);
+        ND_TRY(text(d, "layer_values", kn, t->key, sizeof t->key));
+        if (vn->type != YAML_MAPPING_NODE)
+            return nd_ydoc_fail(d, vn, "synth: layer_values.%s must be a mapping of layer type to value", t->key);
+        PAIRS(vn, q) {
+            yaml_node_t *tn = nd_ydoc_node(d, q->key);
+            if (t->n >= ND_SYN_TYPES) return nd_ydoc_fail(d, tn, "synth: layer_values.%s has more than %d types", t->key, ND_SYN_TYPES);
+            ND_TRY(text(d, t->key, tn, t->type[t->n], sizeof t->type[0]));
+            ND_TRY(expr(d, t->key, nd_ydoc_node(d, q->value), &t->x[t->n]));
+            t->n++;
+        }
+    }
+    return 0;
+}
+
+/* every layer_values type is a layer type, and every layer type has a value */
+static int check_layer_values(const nd_synth_spec *s, nd_err *e) {
+    const char *names[ND_SYN_TYPES + 1];
+    const int n = lt_names(s, names);
+    for (int i = 0; i < s->n_ltv; i++) {
+        const nd_syn_ltval *t = &s->ltv[i];
+        if (!n) return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: synth: layer_values.%s needs layer_types", s->path, t->line, t->key);
+        for (int j = 0; j < t->n; j++)
+            if (!is_lt(s, t->type[j]))
+                return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: synth: layer_values.%s: '%s' is not a layer type", s->path,
+                               t->x[j].line, t->key, t->type[j]);
+        for (int k = 0; k < n; k++) {
+            int found = 0;
+            for (int j = 0; j < t->n; j++) found |= !strcmp(t->type[j], names[k]);
+            if (!found)
+                return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: synth: layer_values.%s has no value for layer type '%s'", s->path,
+                               t->line, t->key, names[k]);
+        }
+    }
+    return 0;
+}
+
+/* experts: {count: KEY, top_k: KEY} */
+static int parse_experts(D *d, yaml_node_t *v, nd_synth_spec *s) {
+    if (v->type != YAML_MAPPING_NODE) return nd_ydoc_fail(d, v, "synth: 'experts' must be a mapping of count, top_k");
+    PAIRS(v, p) {
+        yaml_node_t *kn = nd_ydoc_node(d, p->key), *vn = nd_ydoc_node(d, p->value);
+        const char *k = nd_ydoc_scalar(kn);
+        if (k && !strcmp(k, "count")) ND_TRY(text(d, k, vn, s->experts_key, sizeof s->experts_key));
+        else if (k && !strcmp(k, "top_k")) ND_TRY(text(d, k, vn, s->top_k_key, sizeof s->top_k_key));
+        else return nd_ydoc_fail(d, kn, "synth: experts: unknown key '%.60s' (known: count, top_k)", k ? k : "");
+    }
+    if (!s->experts_key[0] || !s->top_k_key[0]) return nd_ydoc_fail(d, v, "synth: experts needs count and top_k (config keys)");
+    return 0;
+}
+
+/* every `when:` names dense, moe, hash, scored (with hash_layers) or one of the layer types */
 static int check_whens(const nd_synth_spec *s, const nd_syn_entry *x, int n, nd_err *e) {
     for (int i = 0; i < n; i++) {
         const char *w = x[i].when;
-        if (!w[0] || !strcmp(w, "dense") || !strcmp(w, "moe") || (s->lt_type[0] && (!strcmp(w, s->lt_type) || !strcmp(w, s->lt_else))))
+        if (!w[0] || !strcmp(w, "dense") || !strcmp(w, "moe") || is_lt(s, w) ||
+            (s->hash_layers[0] && (!strcmp(w, "hash") || !strcmp(w, "scored"))))
             continue;
-        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: synth: when: '%s' is not dense, moe%s%s%s%s", s->path, x[i].line, w,
-                       s->lt_type[0] ? ", " : "", s->lt_type, s->lt_type[0] ? " or " : "", s->lt_else);
+        char known[ND_SYN_TYPES * 34 + 64];
+        const char *names[ND_SYN_TYPES + 1];
+        const int k = lt_names(s, names);
+        size_t o = (size_t)snprintf(known, sizeof known, "dense, moe%s", s->hash_layers[0] ? ", hash, scored" : "");
+        for (int j = 0; j < k && o < sizeof known; j++)
+            o += (size_t)snprintf(known + o, sizeof known - o, "%s%s", j == k - 1 ? " or " : ", ", names[j]);
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: synth: when: '%s' is not %s", s->path, x[i].line, w, known);
     }
     return 0;
 }
@@ -239,13 +349,17 @@ static int parse_spec(D *d, yaml_node_t *v, nd_synth_spec *s) {
         else if (!strcmp(k, "layer")) ND_TRY(parse_entries(d, k, vn, &s->layer, &s->n_layer));
         else if (!strcmp(k, "tail")) ND_TRY(parse_entries(d, k, vn, &s->tail, &s->n_tail));
         else if (!strcmp(k, "layer_types")) ND_TRY(parse_layer_types(d, vn, s));
+        else if (!strcmp(k, "layer_values")) ND_TRY(parse_layer_values(d, vn, s));
+        else if (!strcmp(k, "hash_layers")) ND_TRY(text(d, k, vn, s->hash_layers, sizeof s->hash_layers));
+        else if (!strcmp(k, "experts")) ND_TRY(parse_experts(d, vn, s));
         else return nd_ydoc_fail(d, kn, "synth: unknown key '%.60s' (known: architecture, model_type, config, sizes, "
-                                 "dense_layers, layer_types, ignore, exclude, layer, tail)", k);
+                                 "dense_layers, layer_types, layer_values, hash_layers, experts, ignore, exclude, layer, tail)", k);
     }
     const char *need = !s->architecture[0] ? "architecture" : !s->model_type[0] ? "model_type"
                      : s->config.kind != ND_SYV_MAP ? "config" : !s->n_layer ? "layer"
                      : s->sizes[0].kind != ND_SYV_MAP ? "sizes.tiny" : s->sizes[1].kind != ND_SYV_MAP ? "sizes.small" : NULL;
     if (need) return nd_ydoc_fail(d, v, "synth: missing '%s'", need);
+    ND_TRY(check_layer_values(s, d->e));
     ND_TRY(check_whens(s, s->layer, s->n_layer, d->e));
     return check_whens(s, s->tail, s->n_tail, d->e);
 }

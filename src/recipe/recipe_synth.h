@@ -12,7 +12,15 @@
  *             of norm, linear, mlp, experts, tensor, with `when: dense|moe` (or a layer type) to
  *             keep it to one kind; `bias: STD` gives a linear (each of an mlp's) a BF16 bias.
  *   layer_types: {every: K, type: T, else: U}: layer L is T when (L + 1) % K == 0, else U (K an
- *             expression); config's layer_types ~ is that list and `when:` may name T or U.
+ *             expression); or {first: T0, cycle: [T1, T2, ...]}: layer 0 is T0 (optional), the
+ *             others take the cycle in turn. config's layer_types ~ is that list and `when:` may
+ *             name any of the types.
+ *   layer_values: {KEY: {TYPE: EXPR, ...}}: config's KEY ~ is the list of each layer's value by
+ *             its type (every type named).
+ *   hash_layers: a config key K: layers below min(K, layers) are `hash`, the rest `scored`; the
+ *             key's ~ is written as min(K, layers).
+ *   experts:  {count: KEY, top_k: KEY}: the config key --experts overrides, and the one it may not
+ *             go below.
  *   tail:     tensors after the last layer, before model.norm (full names).
  * Dimensions are small integer expressions (+ - * / parentheses, integers, config keys), kept as
  * text with their line and evaluated when a size is built (nd_synth_expr). */
@@ -46,7 +54,8 @@ typedef struct nd_syn_expr {
 
 typedef enum nd_syn_ekind { ND_SYE_NORM = 0, ND_SYE_LINEAR, ND_SYE_MLP, ND_SYE_EXPERTS, ND_SYE_TENSOR } nd_syn_ekind;
 typedef enum nd_syn_quant { ND_SYQ_NVFP4 = 0, ND_SYQ_NONE, ND_SYQ_FP8_BLOCK } nd_syn_quant;
-typedef enum nd_syn_init { ND_SYI_NORMAL = 0, ND_SYI_CONST } nd_syn_init;
+/* tid2eid: I32 [V, k], k distinct experts of aux per row; hc_base: mHC base [(2+n)n] (n = aux) */
+typedef enum nd_syn_init { ND_SYI_NORMAL = 0, ND_SYI_CONST, ND_SYI_TID2EID, ND_SYI_HC_BASE } nd_syn_init;
 
 /* One module-table entry. */
 typedef struct nd_syn_entry {
@@ -66,8 +75,18 @@ typedef struct nd_syn_entry {
     nd_syn_init init;      /* tensor */
     double mean, std;      /* tensor: mean + std / sqrt(std_sqrt) * N(0,1); const: mean */
     nd_syn_expr std_sqrt;  /* "" for none */
+    nd_syn_expr aux;       /* tensor, init tid2eid / hc_base: experts / streams */
     int line;
 } nd_syn_entry;
+
+#define ND_SYN_TYPES 8
+/* layer_values: one config key's value per layer type */
+typedef struct nd_syn_ltval {
+    char key[64];
+    char type[ND_SYN_TYPES][32];
+    nd_syn_expr x[ND_SYN_TYPES];
+    int n, line;
+} nd_syn_ltval;
 
 typedef struct nd_synth_spec {
     char path[512];        /* the recipe file, for messages */
@@ -78,6 +97,13 @@ typedef struct nd_synth_spec {
     int dense_line;
     nd_syn_expr lt_every;               /* layer_types (lt_every.text "" for none) */
     char lt_type[32], lt_else[32];
+    char lt_first[32];                  /* layer_types {first, cycle} ("" / 0 for none) */
+    char lt_cycle[ND_SYN_TYPES][32];
+    int n_cycle;
+    nd_syn_ltval ltv[4];                /* layer_values */
+    int n_ltv;
+    char hash_layers[64];               /* "" for none */
+    char experts_key[64], top_k_key[64];
     char ignore[8][64], exclude[8][64];
     int n_ignore, n_exclude;
     nd_syn_entry *layer, *tail;

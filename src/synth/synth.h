@@ -48,8 +48,8 @@ typedef struct nd_synth_opts {
 } nd_synth_opts;
 
 struct nd_recipe;
-/* Load the recipe NAME (or file) that synth builds: one with a `synth:` section (deepseek_v4 also
- * without: synth_v4.c). 0, or 2 naming the recipes synth knows. */
+/* Load the recipe NAME (or file) that synth builds: one with a `synth:` section. 0, or 2 naming the
+ * recipes synth knows. */
 int nd_synth_recipe_load(const char *name, struct nd_recipe **out, nd_err *e);
 /* The names of the recipes synth knows, ", "-separated and sorted, into buf. */
 void nd_synth_recipe_names(char *buf, size_t cap);

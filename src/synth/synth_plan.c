@@ -228,10 +228,7 @@ int sy_build_ex(sy_plan *pl, const char *recipe, nd_synth_size size, int layers,
     memset(pl, 0, sizeof *pl);
     nd_recipe *r = NULL;
     ND_TRY(nd_synth_recipe_load(recipe, &r, e));
-    int rc;
-    if (!r->synth && !strcmp(r->name, "deepseek_v4")) rc = sy_build_v4(pl, size, layers, experts, e);
-    else if (experts > 0) rc = nd_fail(e, ND_EXIT_BADINPUT, "synth: --experts is supported for deepseek_v4 only");
-    else rc = sy_build_recipe(pl, r, size, layers, e);
+    int rc = sy_build_recipe(pl, r, size, layers, experts, e);
     if (!rc && (strchr(recipe, '/') || strstr(recipe, ".yaml"))) /* calibration reads the same file */
         snprintf(pl->recipe_name, sizeof pl->recipe_name, "%s", r->path);
     nd_recipe_free(r);

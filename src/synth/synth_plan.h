@@ -1,6 +1,6 @@
 /* synth_plan.h — the list of tensors of a synthetic model (internal to src/synth).
  *
- * A family builder (synth_recipe.c from a recipe's `synth:` section; synth_v4.c) turns a size into a plan: every tensor
+ * The family builder (synth_recipe.c, from a recipe's `synth:` section) turns a size into a plan: every tensor
  * of the unquantized original in file order, how its values are drawn, and how the quantized
  * checkpoint stores it. Values are regenerated from (seed, name) whenever they are needed, so
  * the plan holds no weights. */
@@ -88,12 +88,12 @@ void sy_generate(const sy_param *p, uint64_t seed, void *out);
 
 /* Family builders: fill the plan and its config for a size (layers 0: the size's default). */
 struct nd_recipe;
-int sy_build_recipe(sy_plan *pl, const struct nd_recipe *r, nd_synth_size size, int layers, nd_err *e);
-int sy_build_v4(sy_plan *pl, nd_synth_size size, int layers, int experts, nd_err *e);
-/* recipe: a recipe name or file with a `synth:` section (deepseek_v4: synth_v4.c while its recipe
- * has none). 2 with the list of such recipes when it has none. */
+/* experts > 0: the routed-expert count (the section's experts: count key) overridden. */
+int sy_build_recipe(sy_plan *pl, const struct nd_recipe *r, nd_synth_size size, int layers, int experts, nd_err *e);
+/* recipe: a recipe name or file with a `synth:` section. 2 with the list of such recipes when it
+ * has none. */
 int sy_build(sy_plan *pl, const char *recipe, nd_synth_size size, int layers, nd_err *e);
-/* The same with the routed-expert count overridden (experts > 0; deepseek_v4). */
+/* The same with the routed-expert count overridden (experts > 0; recipes with synth: experts:). */
 int sy_build_ex(sy_plan *pl, const char *recipe, nd_synth_size size, int layers, int experts, nd_err *e);
 
 /* Module path without "model." ("layers.0.self_attn.q_a_proj", "lm_head"). */

@@ -19,6 +19,8 @@ typedef struct bctx {
     const nd_syn_val *size;     /* the size's mapping */
     long long layers, dense;    /* num_hidden_layers (after --layers), the dense_layers key's value */
     long long every;            /* layer_types: layer L is lt_type when (L + 1) % every == 0 (0: none) */
+    long long hash;             /* hash_layers: min(its key's value, layers) (-1: none) */
+    long long experts;          /* --experts (0: the size's) */
     nd_err *e;
 } bctx;
 
@@ -33,6 +35,8 @@ static int lookup(void *user, const char *key, long long *out) {
     const bctx *b = user;
     if (!strcmp(key, "num_hidden_layers") && b->layers >= 0) { *out = b->layers; return 0; }
     if (b->s->dense_layers[0] && !strcmp(key, b->s->dense_layers) && b->dense >= 0) { *out = b->dense; return 0; }
+    if (b->s->hash_layers[0] && !strcmp(key, b->s->hash_layers) && b->hash >= 0) { *out = b->hash; return 0; }
+    if (b->experts > 0 && !strcmp(key, b->s->experts_key)) { *out = b->experts; return 0; }
     const nd_syn_val *v = kid(b->size, key);
     if (!v) v = kid(&b->s->config, key);
     if (!v || v->kind != ND_SYV_INT) return 1;
@@ -60,7 +64,27 @@ static int key_int(bctx *b, const char *key, int64_t *out) {
 
 static json_t *fill(bctx *b, const nd_syn_val *v);
 
-static const char *lt_of(const bctx *b, long long l) { return (l + 1) % b->every ? b->s->lt_else : b->s->lt_type; }
+/* layer l's type ("" without layer_types) */
+static const char *lt_of(const bctx *b, long long l) {
+    const nd_synth_spec *s = b->s;
+    if (b->every) return (l + 1) % b->every ? s->lt_else : s->lt_type;
+    if (!s->n_cycle) return "";
+    if (s->lt_first[0] && l == 0) return s->lt_first;
+    return s->lt_cycle[(l - (s->lt_first[0] ? 1 : 0)) % s->n_cycle];
+}
+
+/* layer_values KEY: each layer's value by its type */
+static json_t *layer_values(bctx *b, const nd_syn_ltval *t) {
+    json_t *a = json_array();
+    for (long long l = 0; a && l < b->layers; l++) {
+        const char *ty = lt_of(b, l);
+        int64_t v = 0;
+        for (int j = 0; j < t->n; j++)
+            if (!strcmp(t->type[j], ty) && ev(b, &t->x[j], t->key, &v)) { json_decref(a); return NULL; }
+        json_array_append_new(a, json_integer(v));
+    }
+    return a;
+}
 
 static json_t *to_json(bctx *b, const nd_syn_val *v) {
     switch (v->kind) {
@@ -101,7 +125,11 @@ static json_t *fill(bctx *b, const nd_syn_val *v) {
     }
     if (!strcmp(v->key, "model_type")) return json_string(s->model_type);
     if (!strcmp(v->key, "num_hidden_layers")) return json_integer(b->layers);
-    if (!strcmp(v->key, "layer_types") && b->every > 0) {
+    if (b->experts > 0 && !strcmp(v->key, s->experts_key)) return json_integer(b->experts);
+    if (s->hash_layers[0] && !strcmp(v->key, s->hash_layers)) return json_integer(b->hash);
+    for (int i = 0; i < s->n_ltv; i++)
+        if (!strcmp(v->key, s->ltv[i].key)) return layer_values(b, &s->ltv[i]);
+    if (!strcmp(v->key, "layer_types") && (b->every > 0 || s->n_cycle)) {
         json_t *a = json_array();
         for (long long l = 0; a && l < b->layers; l++) json_array_append_new(a, json_string(lt_of(b, l)));
         return a;
@@ -228,11 +256,21 @@ static int add_entry(bctx *b, sy_plan *pl, const nd_syn_entry *x, const char *pr
         if (x->std_sqrt.text[0]) ND_TRY(ev(b, &x->std_sqrt, "std_sqrt", &sq));
         ND_TRY(name_of(b, x, prefix, -1, nm, sizeof nm));
         const double std = x->std_sqrt.text[0] ? x->std / sqrt((double)sq) : x->std;
-        const nd_dtype dt = !strcmp(x->dtype, "F32") ? ND_DT_F32 : ND_DT_BF16;
-        const sy_init init = x->init == ND_SYI_CONST ? SY_INIT_CONST : SY_INIT_NORMAL;
-        const double sd = x->init == ND_SYI_CONST ? 0.0 : std;
-        if (x->ndim == 3) sy_add3(pl, nm, dt, d[0], d[1], d[2], init, x->mean, sd);
-        else sy_add(pl, nm, dt, x->ndim, d[0], d[1], init, x->mean, sd);
+        const nd_dtype dt = !strcmp(x->dtype, "F32") ? ND_DT_F32 : !strcmp(x->dtype, "I32") ? ND_DT_I32 : ND_DT_BF16;
+        const sy_init init = x->init == ND_SYI_CONST ? SY_INIT_CONST : x->init == ND_SYI_TID2EID ? SY_INIT_TID2EID
+                           : x->init == ND_SYI_HC_BASE ? SY_INIT_HC_BASE : SY_INIT_NORMAL;
+        const double sd = x->init == ND_SYI_CONST || x->init == ND_SYI_TID2EID ? 0.0 : std;
+        int64_t aux = 0;
+        if (x->aux.text[0]) ND_TRY(ev(b, &x->aux, "aux", &aux));
+        if (x->init == ND_SYI_TID2EID && aux < d[1])
+            return nd_fail(b->e, ND_EXIT_BADINPUT, "%s:%d: synth: tensor '%s': aux '%s' (%lld experts) is fewer than its %lld "
+                           "columns", b->s->path, x->line, x->name, x->aux.text, (long long)aux, (long long)d[1]);
+        if (x->init == ND_SYI_HC_BASE && aux < 2)
+            return nd_fail(b->e, ND_EXIT_BADINPUT, "%s:%d: synth: tensor '%s': aux '%s' must be at least 2 streams", b->s->path,
+                           x->line, x->name, x->aux.text);
+        sy_param *p = x->ndim == 3 ? sy_add3(pl, nm, dt, d[0], d[1], d[2], init, x->mean, sd)
+                                   : sy_add(pl, nm, dt, x->ndim, d[0], d[1], init, x->mean, sd);
+        if (p && x->aux.text[0]) p->aux = (int)aux;
         return 0;
     }
     }
@@ -244,14 +282,23 @@ static void set_list(char (*text)[64], const char **ptrs, char (*src)[64], int n
     ptrs[n] = NULL;
 }
 
-int sy_build_recipe(sy_plan *pl, const nd_recipe *r, nd_synth_size size, int layers, nd_err *e) {
+int sy_build_recipe(sy_plan *pl, const nd_recipe *r, nd_synth_size size, int layers, int experts, nd_err *e) {
     const nd_synth_spec *s = r->synth;
     if (!s) return nd_fail(e, ND_EXIT_BADINPUT, "%s: recipe '%s' has no synth: section", r->path, r->name);
     if (s->sizes[size].kind != ND_SYV_MAP)
         return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: synth: recipe '%s' has no size '%s' (sizes:)", s->path, s->line, r->name,
                        SIZE_NAMES[size]);
-    bctx b = {s, &s->sizes[size], -1, -1, 0, e};
+    bctx b = {s, &s->sizes[size], -1, -1, 0, -1, 0, e};
     ND_TRY(check_size_keys(&b));
+    if (experts > 0) {
+        int64_t k = 0;
+        if (!s->experts_key[0])
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: synth: --experts needs the recipe's synth: experts: {count, top_k} "
+                           "(recipe '%s' has none)", s->path, r->name);
+        ND_TRY(key_int(&b, s->top_k_key, &k));
+        if (experts < k) return nd_fail(e, ND_EXIT_BADINPUT, "synth: --experts %d is fewer than top-k %d", experts, (int)k);
+        b.experts = experts;
+    }
     int64_t L = 0, vocab = 0, D = 0;
     ND_TRY(key_int(&b, "num_hidden_layers", &L));
     if (layers > 0) L = layers;
@@ -261,6 +308,11 @@ int sy_build_recipe(sy_plan *pl, const nd_recipe *r, nd_synth_size size, int lay
         ND_TRY(key_int(&b, s->dense_layers, &k));
         /* keep at least one MoE layer when --layers cuts the model short */
         b.dense = k < L ? k : (L > 1 ? L - 1 : 0);
+    }
+    if (s->hash_layers[0]) {
+        int64_t k = 0;
+        ND_TRY(key_int(&b, s->hash_layers, &k));
+        b.hash = k < L ? k : L; /* a model cut to fewer layers than its hash layers is all hash layers */
     }
     if (s->lt_every.text[0]) {
         int64_t k;
@@ -280,11 +332,11 @@ int sy_build_recipe(sy_plan *pl, const nd_recipe *r, nd_synth_size size, int lay
     for (int l = 0; l < (int)L; l++) {
         snprintf(prefix, sizeof prefix, "model.layers.%d.", l);
         const char *kind = !s->dense_layers[0] ? "" : l < b.dense ? "dense" : "moe";
-        const char *type = b.every ? lt_of(&b, l) : "";
+        const char *type = lt_of(&b, l), *route = !s->hash_layers[0] ? "" : l < b.hash ? "hash" : "scored";
         fuse_map f = {0};
         for (int i = 0; i < s->n_layer; i++) {
             const nd_syn_entry *x = &s->layer[i];
-            if (x->when[0] && strcmp(x->when, kind) && strcmp(x->when, type)) continue;
+            if (x->when[0] && strcmp(x->when, kind) && strcmp(x->when, type) && strcmp(x->when, route)) continue;
             ND_TRY(add_entry(&b, pl, x, prefix, l, D, &f));
         }
     }
@@ -317,7 +369,7 @@ void nd_synth_recipe_names(char *buf, size_t cap) {
         nd_recipe *r = NULL;
         nd_err ignore = {0};
         if (nd_recipe_load(path, &r, &ignore)) continue;
-        if (r->synth || !strcmp(r->name, "deepseek_v4")) snprintf(names[n++], 64, "%s", r->name);
+        if (r->synth) snprintf(names[n++], 64, "%s", r->name);
         nd_recipe_free(r);
     }
     if (d) closedir(d);
@@ -345,7 +397,7 @@ int nd_synth_recipe_load(const char *name, nd_recipe **out, nd_err *e) {
         nd_synth_recipe_names(known, sizeof known);
         return nd_wrap(e, "synth: unknown recipe '%s' (known: %s)", name, known);
     }
-    if (!r->synth && strcmp(r->name, "deepseek_v4")) {
+    if (!r->synth) {
         nd_synth_recipe_names(known, sizeof known);
         rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: recipe '%s' has no synth: section, so synth cannot build it (known: %s; "
                      "docs/synth.md says how to add one)", r->path, r->name, known);
