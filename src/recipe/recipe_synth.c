@@ -206,27 +206,48 @@ static int is_lt(const nd_synth_spec *s, const char *t) {
     return 0;
 }
 
-/* layer_types: {every: K, type: T, else: U} or {first: T0, cycle: [T1, ...]} */
-static int parse_layer_types(D *d, yaml_node_t *v, nd_synth_spec *s) {
-    if (v->type != YAML_MAPPING_NODE)
-        return nd_ydoc_fail(d, v, "synth: 'layer_types' must be a mapping of every, type, else or of first, cycle");
+/* One key of a small mapping (layer_types, experts): read as text into dst, as an expression into x,
+ * or as a list of names into list. */
+typedef struct mkey {
+    const char *name;
+    char *dst;
+    size_t cap;
+    nd_syn_expr *x;
+    char (*list)[32];
+    int *n_list, list_cap;
+} mkey;
+
+static int parse_keys(D *d, yaml_node_t *v, const char *what, const mkey *keys, int n, const char *known) {
+    if (v->type != YAML_MAPPING_NODE) return nd_ydoc_fail(d, v, "synth: '%s' must be a mapping of %s", what, known);
     PAIRS(v, p) {
         yaml_node_t *kn = nd_ydoc_node(d, p->key), *vn = nd_ydoc_node(d, p->value);
         const char *k = nd_ydoc_scalar(kn);
-        if (k && !strcmp(k, "every")) ND_TRY(expr(d, k, vn, &s->lt_every));
-        else if (k && !strcmp(k, "type")) ND_TRY(text(d, k, vn, s->lt_type, sizeof s->lt_type));
-        else if (k && !strcmp(k, "else")) ND_TRY(text(d, k, vn, s->lt_else, sizeof s->lt_else));
-        else if (k && !strcmp(k, "first")) ND_TRY(text(d, k, vn, s->lt_first, sizeof s->lt_first));
-        else if (k && !strcmp(k, "cycle")) {
-            if (vn->type != YAML_SEQUENCE_NODE) return nd_ydoc_fail(d, vn, "synth: layer_types: 'cycle' must be a list of layer types");
+        const mkey *m = NULL;
+        for (int i = 0; k && i < n; i++)
+            if (!strcmp(k, keys[i].name)) m = &keys[i];
+        if (!m) return nd_ydoc_fail(d, kn, "synth: %s: unknown key '%.60s' (known: %s)", what, k ? k : "", known);
+        if (m->x) ND_TRY(expr(d, k, vn, m->x));
+        else if (m->dst) ND_TRY(text(d, k, vn, m->dst, m->cap));
+        else {
+            if (vn->type != YAML_SEQUENCE_NODE) return nd_ydoc_fail(d, vn, "synth: %s: '%s' must be a list", what, k);
             KIDS(vn, it) {
-                if (s->n_cycle >= ND_SYN_TYPES - 1)
-                    return nd_ydoc_fail(d, vn, "synth: layer_types: 'cycle' has more than %d types", ND_SYN_TYPES - 1);
-                ND_TRY(text(d, k, nd_ydoc_node(d, *it), s->lt_cycle[s->n_cycle], sizeof s->lt_cycle[0]));
-                s->n_cycle++;
+                if (*m->n_list >= m->list_cap) return nd_ydoc_fail(d, vn, "synth: %s: '%s' has more than %d entries", what, k, m->list_cap);
+                ND_TRY(text(d, k, nd_ydoc_node(d, *it), m->list[*m->n_list], sizeof m->list[0]));
+                (*m->n_list)++;
             }
-        } else return nd_ydoc_fail(d, kn, "synth: layer_types: unknown key '%.60s' (known: every, type, else, first, cycle)", k ? k : "");
+        }
     }
+    return 0;
+}
+
+/* layer_types: {every: K, type: T, else: U} or {first: T0, cycle: [T1, ...]} */
+static int parse_layer_types(D *d, yaml_node_t *v, nd_synth_spec *s) {
+    const mkey keys[] = {{"every", NULL, 0, &s->lt_every, NULL, NULL, 0},
+                         {"type", s->lt_type, sizeof s->lt_type, NULL, NULL, NULL, 0},
+                         {"else", s->lt_else, sizeof s->lt_else, NULL, NULL, NULL, 0},
+                         {"first", s->lt_first, sizeof s->lt_first, NULL, NULL, NULL, 0},
+                         {"cycle", NULL, 0, NULL, s->lt_cycle, &s->n_cycle, ND_SYN_TYPES - 1}};
+    ND_TRY(parse_keys(d, v, "layer_types", keys, 5, "every, type, else, first, cycle"));
     const int old = s->lt_every.text[0] || s->lt_type[0] || s->lt_else[0], cyc = s->lt_first[0] || s->n_cycle;
     if (old && cyc) return nd_ydoc_fail(d, v, "synth: layer_types is either every, type, else or first, cycle, not both");
     if (cyc && !s->n_cycle) return nd_ydoc_fail(d, v, "synth: layer_types needs 'cycle' (a list of at least one type)");
@@ -284,14 +305,9 @@ static int check_layer_values(const nd_synth_spec *s, nd_err *e) {
 
 /* experts: {count: KEY, top_k: KEY} */
 static int parse_experts(D *d, yaml_node_t *v, nd_synth_spec *s) {
-    if (v->type != YAML_MAPPING_NODE) return nd_ydoc_fail(d, v, "synth: 'experts' must be a mapping of count, top_k");
-    PAIRS(v, p) {
-        yaml_node_t *kn = nd_ydoc_node(d, p->key), *vn = nd_ydoc_node(d, p->value);
-        const char *k = nd_ydoc_scalar(kn);
-        if (k && !strcmp(k, "count")) ND_TRY(text(d, k, vn, s->experts_key, sizeof s->experts_key));
-        else if (k && !strcmp(k, "top_k")) ND_TRY(text(d, k, vn, s->top_k_key, sizeof s->top_k_key));
-        else return nd_ydoc_fail(d, kn, "synth: experts: unknown key '%.60s' (known: count, top_k)", k ? k : "");
-    }
+    const mkey keys[] = {{"count", s->experts_key, sizeof s->experts_key, NULL, NULL, NULL, 0},
+                         {"top_k", s->top_k_key, sizeof s->top_k_key, NULL, NULL, NULL, 0}};
+    ND_TRY(parse_keys(d, v, "experts", keys, 2, "count, top_k"));
     if (!s->experts_key[0] || !s->top_k_key[0]) return nd_ydoc_fail(d, v, "synth: experts needs count and top_k (config keys)");
     return 0;
 }
@@ -432,32 +448,23 @@ static int atom(ectx *c, long long *v) {
     return efail(c, *c->p ? "unexpected text at '" : "an operand is missing", *c->p ? c->p : NULL);
 }
 
-static int prod(ectx *c, long long *v) {
-    ND_TRY(atom(c, v));
+/* one precedence level: 0 sum of products (+ -), 1 product of atoms (* /) */
+static int level(ectx *c, long long *v, int lv) {
+    static const char OPS[2][3] = {"+-", "*/"};
+    ND_TRY(lv ? atom(c, v) : level(c, v, 1));
     for (;;) {
         ws(c);
-        char op = *c->p;
-        if (op != '*' && op != '/') return 0;
+        const char op = *c->p;
+        if (!op || !strchr(OPS[lv], op)) return 0;
         c->p++;
         long long r;
-        ND_TRY(atom(c, &r));
+        ND_TRY(lv ? atom(c, &r) : level(c, &r, 1));
         if (op == '/' && r == 0) return efail(c, "division by zero", NULL);
-        *v = op == '*' ? *v * r : *v / r;
+        *v = op == '+' ? *v + r : op == '-' ? *v - r : op == '*' ? *v * r : *v / r;
     }
 }
 
-static int sum(ectx *c, long long *v) {
-    ND_TRY(prod(c, v));
-    for (;;) {
-        ws(c);
-        char op = *c->p;
-        if (op != '+' && op != '-') return 0;
-        c->p++;
-        long long r;
-        ND_TRY(prod(c, &r));
-        *v = op == '+' ? *v + r : *v - r;
-    }
-}
+static int sum(ectx *c, long long *v) { return level(c, v, 0); }
 
 int nd_synth_expr(const nd_synth_spec *s, const nd_syn_expr *x, const char *what, nd_syn_lookup look, void *user,
                   long long *out, nd_err *e) {
