@@ -99,7 +99,7 @@ int nd_cmd_replay(int argc, char **argv) {
     o.ntok = b->ntok;
     o.layer_lo = o.layer_hi = b->layer >= 0 ? b->layer : 0;
     o.modes = ND_MODES_ISOLATED;
-    o.only_row = b->stage;       /* the same single-stage replay the diagnosis uses (nd_pipeline_stage) */
+    o.only_row = b->stage;       /* the same single-stage replay the diagnosis uses (nd_stage_replay) */
     o.overrides = ovr;
     o.n_overrides = n_ovr;
     nd_trace_result res;

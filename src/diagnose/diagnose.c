@@ -68,7 +68,11 @@ int nd_diagnose_row(const nd_trace_opts *o, const nd_row *row, nd_diagnosis *d, 
         nd_row_evidence(row, d->evidence, sizeof d->evidence);
         return 0;
     }
-    ND_TRY(nd_pipeline_stage(o, row->name, NULL, 0, &d->base, &d->info, e));
+    /* the first replay records the stage's inputs; the candidates run that stage alone from them
+     * (pipeline.h nd_stage_replay; in full when a repair names what an earlier stage read) */
+    nd_stage_rec *rec = NULL;
+    int rc0 = nd_stage_replay(o, row->name, NULL, 0, &rec, &d->base, &d->info, e);
+    if (rc0) { nd_stage_rec_free(rec); return rc0; }
     nd_repair reps[ND_REPAIR_MAX];
     /* repairs read from the checkpoint (a scale the loader does not read) come first: they assume
      * least (the value is in the file) */
@@ -81,13 +85,14 @@ int nd_diagnose_row(const nd_trace_opts *o, const nd_row *row, nd_diagnosis *d, 
         for (int j = 0; j < reps[i].n_ovr; j++) ovr[j] = reps[i].ovr[j];
         nd_err e2 = {0};
         nd_stage_info scratch;
-        if (nd_pipeline_stage(o, row->name, ovr, reps[i].n_ovr, &t->row, &scratch, &e2)) {
+        if (nd_stage_replay(o, row->name, ovr, reps[i].n_ovr, &rec, &t->row, &scratch, &e2)) {
             t->failed = 1;
             snprintf(t->row.verdict, sizeof t->row.verdict, "replay failed");
             continue;
         }
         t->restored = restored(&d->base, &t->row, d->info.floor_margin_db);
     }
+    nd_stage_rec_free(rec); /* the host copies of the inputs: this row is done */
     /* Several repairs can restore a stage (a reciprocal and a power of two both bring an inverted
      * multiplier back within 2x of 2688/amax). Each restores it to its floor, so SQNR cannot
      * rank them; the candidates are listed from the fewest assumptions (repair.c: one exact

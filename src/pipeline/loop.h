@@ -32,4 +32,15 @@ struct nd_loop {
     nd_sink sink;              /* what the ops hand over comes here (record.c) */
 };
 
+/* run.c: one stage instance (the definition at `layer`) in `modes`, recorded through the sink */
+int nd_loop_stage_body(nd_run *r, const nd_stage_def *def, int layer, int modes, nd_err *e);
+/* stage_rec.c: the single-stage replay's record (pipeline.h nd_stage_replay). _watch: collect the
+ * override names the stack is asked for; _inputs: copy what stage def is about to read (the
+ * collection stops); _made: whether it made the row (not: no replay skips it); _run: the recorded
+ * stage alone from its inputs, in the loop's modes. */
+void nd_stage_rec_watch(struct nd_stage_rec *rec, nd_stack *s);
+int nd_stage_rec_inputs(nd_run *r, struct nd_stage_rec *rec, const nd_stage_def *def, nd_err *e);
+void nd_stage_rec_made(nd_run *r, struct nd_stage_rec *rec, const nd_stage_def *def, int layer, int made);
+int nd_stage_rec_run(nd_run *r, struct nd_stage_rec *rec, nd_err *e);
+
 #endif

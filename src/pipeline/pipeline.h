@@ -145,6 +145,9 @@ typedef struct nd_trace_opts {
      * memory). Refused up front when the estimate (nd_pipeline_memory_estimate) is past it, and
      * at the allocation that would pass it: exit 2 naming the token count and the limit. */
     uint64_t max_memory;
+    /* single-stage replay (nd_stage_replay): an empty record is filled with the stage's inputs as
+     * the run reaches it; a filled one runs that stage alone from them */
+    struct nd_stage_rec *stage_rec;
 } nd_trace_opts;
 
 typedef struct nd_trace_result {
@@ -164,10 +167,21 @@ typedef struct nd_trace_result {
     char note[160];             /* added to the summary message (--ep: the diverging expert's rank) */
 } nd_trace_result;
 
-/* Replay one row's stage alone (opts.only_row = row, isolated mode, no trace file, no progress),
- * with extra overrides added to the run's, and return that row. Exit 2 when no stage produces it. */
-int nd_pipeline_stage(const nd_trace_opts *base, const char *row, const char *const *extra_ovr, int n_extra,
-                      nd_row *out, nd_stage_info *info, nd_err *e);
+/* The one entry point of a single-stage replay (issue 23; stage_rec.c): replay the stage that makes
+ * `row` (opts.only_row = row, isolated mode, no trace file, no progress) with extra overrides added
+ * to the run's, and return that row. Exit 2 when no stage produces it.
+ * rec == NULL: every stage before it runs again on the reference path, unreported. *rec == NULL: the
+ * same, and *rec is made: a host copy of the inputs the stage read (reference-path buffers, with
+ * the routing decisions they carry) and the override names the stages before it looked up. A later
+ * call with that *rec runs the stage alone from those inputs, unless one of its extra overrides
+ * is a name an earlier stage looked up (it could change the inputs): then in full, as above.
+ * nd_stage_rec_free releases it (NULL allowed). */
+typedef struct nd_stage_rec nd_stage_rec;
+int nd_stage_replay(const nd_trace_opts *base, const char *row, const char *const *extra_ovr, int n_extra,
+                    nd_stage_rec **rec, nd_row *out, nd_stage_info *info, nd_err *e);
+void nd_stage_rec_free(nd_stage_rec *rec);
+/* 1 when the last nd_stage_replay with this record ran the stage alone (tests, timing) */
+int nd_stage_rec_fast(const nd_stage_rec *rec);
 
 /* Replay the recipe over the checkpoint, judging every row (probes/verdict). Returns 0 when the run
  * completed, else an exit code. res->summary holds the first diverged row by the figure rules

@@ -80,7 +80,7 @@ int nd_head_logits(nd_run *r, const nd_buf *ref, const nd_buf *prod, nd_row *f, 
     return rc;
 }
 
-static int run_stage_body(nd_run *r, const nd_stage_def *def, int layer, int modes, nd_err *e) {
+int nd_loop_stage_body(nd_run *r, const nd_stage_def *def, int layer, int modes, nd_err *e) {
     nd_stage st = {.def = def, .layer = layer};
     nd_expand(def->name, layer, 0, st.name, sizeof st.name);
     /* the module template keeps {E} for experts; only {L} is resolved here */
@@ -196,20 +196,23 @@ static int stage_makes_row(const char *stage, const char *row) {
  * "layers.1.mlp.experts" and the MoE layer's own "layers.1.mlp") does not stop the run. */
 static int run_stage(nd_run *r, const nd_stage_def *def, int layer, int modes, nd_err *e) {
     const char *only = r->loop->opts ? r->loop->opts->only_row : NULL;
-    if (!only || r->silent) return run_stage_body(r, def, layer, modes, e);
+    if (!only || r->silent) return nd_loop_stage_body(r, def, layer, modes, e);
     char name[ND_NAME_LEN];
     nd_expand(def->name, layer, 0, name, sizeof name);
     if (!stage_makes_row(name, only)) {
         r->silent++;
-        int rc = run_stage_body(r, def, layer, 0, e);
+        int rc = nd_loop_stage_body(r, def, layer, 0, e);
         r->silent--;
         return rc;
     }
     const int64_t before = r->loop->nrows;
-    int rc = run_stage_body(r, def, layer, modes, e);
+    struct nd_stage_rec *rec = r->loop->opts->stage_rec;
+    int rc = rec ? nd_stage_rec_inputs(r, rec, def, e) : 0; /* what it reads, for a replay of it alone */
+    if (!rc) rc = nd_loop_stage_body(r, def, layer, modes, e);
     if (!rc) rc = nd_rows_flush(r, e); /* the rows are read below */
     int made = 0;
     for (int64_t i = before; i < r->loop->nrows && !made; i++) made = !strcmp(r->loop->rows[i].name, only);
+    if (rec && !rc) nd_stage_rec_made(r, rec, def, layer, made);
     if (made || rc) r->loop->captured = 1; /* done: nothing after it is needed */
     return rc;
 }
@@ -217,6 +220,9 @@ static int run_stage(nd_run *r, const nd_stage_def *def, int layer, int modes, n
 static int run_all_layers(nd_run *r, nd_progress *pg, nd_err *e) {
     int nl = (int)r->cfg->num_hidden_layers;
     int hi = r->loop->layer_hi < 0 || r->loop->layer_hi >= nl ? nl - 1 : r->loop->layer_hi;
+    /* a single-stage replay from the stage's recorded inputs: that stage alone */
+    if (r->loop->opts && r->loop->opts->stage_rec && nd_stage_rec_fast(r->loop->opts->stage_rec))
+        return nd_stage_rec_run(r, r->loop->opts->stage_rec, e);
     for (int i = 0; i < r->rc->n_prologue && !r->loop->captured; i++) ND_TRY(run_stage(r, &r->rc->prologue[i], -1, r->loop->modes, e));
     if (r->loop->captured) return 0;
     for (int L = 0; L <= hi; L++) {
@@ -382,6 +388,8 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     int rc = run_open(&r, o->ckpt_dir, o->recipe, o->backend, o->device, o->tokens, o->ntok, e);
     if (!rc) rc = nd_stack_load(o->stack ? o->stack : "exact", &r.stack, e);
     for (int i = 0; !rc && i < o->n_overrides; i++) rc = nd_stack_add_override(&r.stack, o->overrides[i], e);
+    /* recording a single-stage replay: the override names the stages before it look up */
+    if (!rc && o->stage_rec && !nd_stage_rec_fast(o->stage_rec)) nd_stage_rec_watch(o->stage_rec, &r.stack);
     if (!rc && o->ref_ckpt) {
         rc = nd_ckpt_open(o->ref_ckpt, &r.ref_ck, e);
         if (!rc) r.ref_naming = pick_naming(r.rc, r.ref_ck);
@@ -489,40 +497,4 @@ void nd_trace_result_free(nd_trace_result *res) {
     free(res->rows);
     res->rows = NULL;
     if (res->tw) { nd_err e = {0}; (void)nd_trace_finish(res->tw, NULL, &e); res->tw = NULL; }
-}
-
-int nd_pipeline_stage(const nd_trace_opts *base, const char *row, const char *const *extra_ovr, int n_extra,
-                      nd_row *out, nd_stage_info *info, nd_err *e) {
-    nd_trace_opts o = *base;
-    const char **ovr = calloc((size_t)(base->n_overrides + n_extra + 1), sizeof *ovr);
-    if (!ovr) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
-    for (int i = 0; i < base->n_overrides; i++) ovr[i] = base->overrides[i];
-    for (int i = 0; i < n_extra; i++) ovr[base->n_overrides + i] = extra_ovr[i];
-    o.overrides = ovr;
-    o.n_overrides = base->n_overrides + n_extra;
-    o.only_row = row;
-    o.stage_info = info;
-    o.modes = ND_MODES_ISOLATED;
-    o.out_path = NULL;
-    o.progress = 0;
-    o.dump_tensors = 0;
-    o.prod_dump = NULL;
-    o.capture_stage = NULL;
-    o.defer_finish = 0;
-    o.layer_lo = 0;
-    o.layer_hi = -1;
-    /* the row's layer: earlier layers run on the reference path only (the same inputs as before) */
-    if (!strncmp(row, "layers.", 7)) o.layer_lo = o.layer_hi = atoi(row + 7);
-    if (info) memset(info, 0, sizeof *info);
-    nd_trace_result res;
-    int rc = nd_pipeline_trace(&o, &res, e);
-    free(ovr);
-    const nd_row *hit = NULL;
-    for (int64_t i = 0; !rc && i < res.nrows; i++)
-        if (!strcmp(res.rows[i].name, row) && !strcmp(res.rows[i].mode, "isolated")) hit = &res.rows[i];
-    if (!rc && !hit) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: no stage of the recipe produces a row named %s", base->ckpt_dir, row);
-    if (!rc) *out = *hit;
-    if (!rc && info) info->floor_margin_db = res.floor_margin_db;
-    nd_trace_result_free(&res);
-    return rc;
 }

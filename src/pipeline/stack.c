@@ -165,6 +165,7 @@ int nd_stack_add_override(nd_stack *s, const char *arg, nd_err *e) {
 /* The override named `name` (the last one given wins; each match counts as used), NULL when none. */
 static nd_override *find_named(nd_stack *s, const char *name) {
     nd_override *hit = NULL;
+    if (s->on_lookup) s->on_lookup(s->lookup_user, name);
     for (int i = 0; i < s->n_ov; i++)
         if (!strcmp(s->ov[i].name, name)) { s->ov[i].used = 1; hit = &s->ov[i]; }
     return hit;

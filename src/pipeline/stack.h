@@ -71,6 +71,10 @@ typedef struct nd_stack {
                                      * (global_scale: baked), as vLLM's SM12x b12x MoE path did */
     nd_override ov[ND_MAX_OVERRIDES];
     int n_ov;
+    /* every override lookup by name (found or not) is reported here when set: a single-stage
+     * replay learns which names the stages before it consulted (stage_rec.c) */
+    void (*on_lookup)(void *user, const char *name);
+    void *lookup_user;
 } nd_stack;
 
 typedef struct nd_prod_params {

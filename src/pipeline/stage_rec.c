@@ -1,0 +1,244 @@
+/* stage_rec.c — a single stage replayed from its recorded inputs (issue 23; pipeline.h:
+ * nd_stage_replay).
+ *
+ * The first replay of a row runs the stages before it on the reference path, as a full run does,
+ * and keeps a host copy of what the row's stage reads: its input buffers on the reference path
+ * (with the routing decision a buffer carries: expert ids, weights, router logits). Tokens and
+ * positions come from the options, as in every run. A later replay with other overrides runs only
+ * that stage from the copy.
+ *
+ * Why the inputs cannot change: an override reaches the computation only through a lookup by its
+ * exact name (stack.c find_named). The record keeps every name the earlier stages looked up; a
+ * replay whose extra overrides name none of them sees, stage by stage, the same lookups answered
+ * the same way, so the earlier stages compute what they computed before and the inputs are those
+ * recorded. A replay with an override of such a name runs in full. The stages' other state is
+ * the environment of named buffers (run.h), which the record restores. */
+#include <stdlib.h>
+#include <string.h>
+#include "run.h"
+#include "loop.h"
+#include "rowq.h"
+#include "pipeline.h"
+
+typedef struct rec_in {
+    char name[32];
+    float *p;                  /* n floats */
+    int64_t n, rows, cols;
+    int32_t *idx;              /* [rows, k] or NULL */
+    float *w;                  /* [rows, k] or NULL */
+    int k;
+    float *logits;             /* n floats or NULL */
+    float route_scaling;
+} rec_in;
+
+struct nd_stage_rec {
+    int filled;                /* the stage made the row; its inputs are below */
+    int tainted;               /* a stage that could make the row ran and did not: no fast replay */
+    int watching;              /* the lookups are being collected */
+    int fast;                  /* the last replay ran the stage alone */
+    int section, index, layer; /* the stage: prologue (0), layer (1) or epilogue (2), its index */
+    int n_in;
+    rec_in in[ND_RECIPE_MAX_IO];
+    uint64_t *seen;            /* open-addressed set of FNV-1a hashes of the names looked up (0: empty) */
+    size_t cap_seen, n_seen;
+    int oom;                   /* the set could not grow: no fast replay */
+};
+
+static uint64_t name_hash(const char *s, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) { h ^= (unsigned char)s[i]; h *= 1099511628211ull; }
+    return h ? h : 1;
+}
+
+static int seen_has(const nd_stage_rec *rec, uint64_t h) {
+    if (!rec->cap_seen) return 0;
+    for (size_t i = h & (rec->cap_seen - 1);; i = (i + 1) & (rec->cap_seen - 1)) {
+        if (rec->seen[i] == h) return 1;
+        if (!rec->seen[i]) return 0;
+    }
+}
+
+static void seen_put(nd_stage_rec *rec, uint64_t h) {
+    if (rec->oom || seen_has(rec, h)) return;
+    if (2 * (rec->n_seen + 1) > rec->cap_seen) {
+        size_t cap = rec->cap_seen ? 2 * rec->cap_seen : 1024;
+        uint64_t *s = calloc(cap, sizeof *s);
+        if (!s) { rec->oom = 1; return; }
+        for (size_t i = 0; i < rec->cap_seen; i++) {
+            if (!rec->seen[i]) continue;
+            size_t j = rec->seen[i] & (cap - 1);
+            while (s[j]) j = (j + 1) & (cap - 1);
+            s[j] = rec->seen[i];
+        }
+        free(rec->seen);
+        rec->seen = s;
+        rec->cap_seen = cap;
+    }
+    size_t j = h & (rec->cap_seen - 1);
+    while (rec->seen[j]) j = (j + 1) & (rec->cap_seen - 1);
+    rec->seen[j] = h;
+    rec->n_seen++;
+}
+
+static void on_lookup(void *user, const char *name) {
+    nd_stage_rec *rec = user;
+    if (rec->watching) seen_put(rec, name_hash(name, strlen(name)));
+}
+
+void nd_stage_rec_watch(nd_stage_rec *rec, nd_stack *s) {
+    s->on_lookup = on_lookup;
+    s->lookup_user = rec;
+    rec->watching = 1;
+}
+
+static void free_inputs(nd_stage_rec *rec) {
+    for (int i = 0; i < rec->n_in; i++) {
+        free(rec->in[i].p);
+        free(rec->in[i].idx);
+        free(rec->in[i].w);
+        free(rec->in[i].logits);
+    }
+    memset(rec->in, 0, sizeof rec->in);
+    rec->n_in = 0;
+}
+
+void nd_stage_rec_free(nd_stage_rec *rec) {
+    if (!rec) return;
+    free_inputs(rec);
+    free(rec->seen);
+    free(rec);
+}
+
+int nd_stage_rec_fast(const nd_stage_rec *rec) { return rec && rec->fast; }
+
+static void *dup_host(const void *src, size_t bytes) {
+    void *p = malloc(bytes ? bytes : 1);
+    if (p && bytes) memcpy(p, src, bytes);
+    return p;
+}
+
+int nd_stage_rec_inputs(nd_run *r, nd_stage_rec *rec, const nd_stage_def *def, nd_err *e) {
+    rec->watching = 0; /* the stage's own lookups concern its own module and parameters */
+    free_inputs(rec);
+    for (int i = 0; i < def->n_in; i++) {
+        const nd_buf *b = nd_env_get(&r->loop->env_ref, def->in[i]);
+        if (!b) continue; /* the stage itself says which input is missing */
+        rec_in *x = &rec->in[rec->n_in++];
+        snprintf(x->name, sizeof x->name, "%s", def->in[i]);
+        x->n = b->n;
+        x->rows = b->rows;
+        x->cols = b->cols;
+        x->k = b->k;
+        x->route_scaling = b->route_scaling;
+        const size_t nb = sizeof(float) * (size_t)(b->n > 0 ? b->n : 0), kb = (size_t)(b->rows * b->k);
+        x->p = malloc(nb ? nb : 1);
+        if (!x->p) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+        if (nb) ND_TRY(r->be->download(r->be, x->p, b->p, nb, e));
+        if ((b->idx && !(x->idx = dup_host(b->idx, sizeof(int32_t) * kb))) || (b->w && !(x->w = dup_host(b->w, sizeof(float) * kb))) ||
+            (b->logits_host && !(x->logits = dup_host(b->logits_host, nb))))
+            return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    }
+    return 0;
+}
+
+void nd_stage_rec_made(nd_run *r, nd_stage_rec *rec, const nd_stage_def *def, int layer, int made) {
+    if (!made) {
+        /* a stage that could make the row ran without making it: its lookups were not all
+         * collected, so no replay of this record may skip it */
+        rec->tainted = 1;
+        rec->watching = 1;
+        free_inputs(rec);
+        return;
+    }
+    const nd_recipe *rc = r->rc;
+    if (def >= rc->prologue && def < rc->prologue + rc->n_prologue) { rec->section = 0; rec->index = (int)(def - rc->prologue); }
+    else if (def >= rc->layer && def < rc->layer + rc->n_layer) { rec->section = 1; rec->index = (int)(def - rc->layer); }
+    else { rec->section = 2; rec->index = (int)(def - rc->epilogue); }
+    rec->layer = layer;
+    rec->filled = !rec->tainted && !rec->oom;
+    if (!rec->filled) free_inputs(rec);
+}
+
+int nd_stage_rec_run(nd_run *r, nd_stage_rec *rec, nd_err *e) {
+    const nd_recipe *rc = r->rc;
+    const int n = rec->section == 0 ? rc->n_prologue : rec->section == 1 ? rc->n_layer : rc->n_epilogue;
+    if (rec->index < 0 || rec->index >= n)
+        return nd_fail(e, ND_EXIT_INTERNAL, "single-stage replay: the recorded stage %d is not in the recipe", rec->index);
+    const nd_stage_def *def = (rec->section == 0 ? rc->prologue : rec->section == 1 ? rc->layer : rc->epilogue) + rec->index;
+    for (int i = 0; i < rec->n_in; i++) {
+        const rec_in *x = &rec->in[i];
+        nd_buf *b = nd_buf_new(r, x->rows, x->cols, e);
+        if (!b) return e->code;
+        int rc2 = x->n > 0 ? r->be->upload(r->be, b->p, x->p, sizeof(float) * (size_t)x->n, e) : 0;
+        const size_t kb = (size_t)(x->rows * x->k);
+        b->k = x->k;
+        b->route_scaling = x->route_scaling;
+        if (!rc2 && ((x->idx && !(b->idx = dup_host(x->idx, sizeof(int32_t) * kb))) || (x->w && !(b->w = dup_host(x->w, sizeof(float) * kb))) ||
+                     (x->logits && !(b->logits_host = dup_host(x->logits, sizeof(float) * (size_t)x->n)))))
+            rc2 = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+        /* the stages before it ran on the reference path only: the chained path reads the same buffers */
+        if (!rc2) {
+            nd_env_set(r, &r->loop->env_ref, x->name, b);
+            nd_env_set(r, &r->loop->env_chain, x->name, b);
+        }
+        nd_buf_put(r, b);
+        ND_TRY(rc2);
+    }
+    int rc3 = nd_loop_stage_body(r, def, rec->layer, r->loop->modes, e);
+    if (!rc3) rc3 = nd_rows_flush(r, e);
+    r->loop->captured = 1;
+    return rc3;
+}
+
+/* none of the extra overrides is a name an earlier stage looked up */
+static int rec_usable(const nd_stage_rec *rec, const char *const *extra, int n) {
+    if (!rec->filled) return 0;
+    for (int i = 0; i < n; i++) {
+        const char *eq = strrchr(extra[i], '=');
+        if (!eq || seen_has(rec, name_hash(extra[i], (size_t)(eq - extra[i])))) return 0;
+    }
+    return 1;
+}
+
+int nd_stage_replay(const nd_trace_opts *base, const char *row, const char *const *extra_ovr, int n_extra,
+                    nd_stage_rec **rec, nd_row *out, nd_stage_info *info, nd_err *e) {
+    nd_trace_opts o = *base;
+    const char **ovr = calloc((size_t)(base->n_overrides + n_extra + 1), sizeof *ovr);
+    if (!ovr) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    for (int i = 0; i < base->n_overrides; i++) ovr[i] = base->overrides[i];
+    for (int i = 0; i < n_extra; i++) ovr[base->n_overrides + i] = extra_ovr[i];
+    o.overrides = ovr;
+    o.n_overrides = base->n_overrides + n_extra;
+    o.only_row = row;
+    o.stage_info = info;
+    o.modes = ND_MODES_ISOLATED;
+    o.out_path = NULL;
+    o.progress = 0;
+    o.dump_tensors = 0;
+    o.prod_dump = NULL;
+    o.capture_stage = NULL;
+    o.defer_finish = 0;
+    o.layer_lo = 0;
+    o.layer_hi = -1;
+    o.stage_rec = NULL;
+    /* the row's layer: earlier layers run on the reference path only (the same inputs as before) */
+    if (!strncmp(row, "layers.", 7)) o.layer_lo = o.layer_hi = atoi(row + 7);
+    if (rec && !*rec && !(*rec = calloc(1, sizeof **rec))) { free(ovr); return nd_fail(e, ND_EXIT_INTERNAL, "out of memory"); }
+    if (rec) {
+        (*rec)->fast = (*rec)->filled ? rec_usable(*rec, extra_ovr, n_extra) : 0;
+        /* filled and usable: run from it; not yet filled (nor spoilt): fill it */
+        if ((*rec)->fast || (!(*rec)->filled && !(*rec)->tainted && !(*rec)->oom && !(*rec)->cap_seen)) o.stage_rec = *rec;
+    }
+    if (info) memset(info, 0, sizeof *info);
+    nd_trace_result res;
+    int rc = nd_pipeline_trace(&o, &res, e);
+    free(ovr);
+    const nd_row *hit = NULL;
+    for (int64_t i = 0; !rc && i < res.nrows; i++)
+        if (!strcmp(res.rows[i].name, row) && !strcmp(res.rows[i].mode, "isolated")) hit = &res.rows[i];
+    if (!rc && !hit) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: no stage of the recipe produces a row named %s", base->ckpt_dir, row);
+    if (!rc) *out = *hit;
+    if (!rc && info) info->floor_margin_db = res.floor_margin_db;
+    nd_trace_result_free(&res);
+    return rc;
+}
