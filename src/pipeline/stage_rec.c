@@ -20,6 +20,12 @@
 #include "rowq.h"
 #include "pipeline.h"
 
+typedef struct name_set {
+    uint64_t *h;               /* open-addressed FNV-1a hashes of names (0: empty slot) */
+    size_t cap, n;
+    int oom;                   /* could not grow: no fast replay */
+} name_set;
+
 typedef struct rec_in {
     char name[32];
     float *p;                  /* n floats */
@@ -33,15 +39,14 @@ typedef struct rec_in {
 
 struct nd_stage_rec {
     int filled;                /* the stage made the row; its inputs are below */
-    int tainted;               /* a stage that could make the row ran and did not: no fast replay */
-    int watching;              /* the lookups are being collected */
+    int in_stage;              /* a stage that could make the row is running: its lookups go to pending */
     int fast;                  /* the last replay ran the stage alone */
     int section, index, layer; /* the stage: prologue (0), layer (1) or epilogue (2), its index */
     int n_in;
     rec_in in[ND_RECIPE_MAX_IO];
-    uint64_t *seen;            /* open-addressed set of FNV-1a hashes of the names looked up (0: empty) */
-    size_t cap_seen, n_seen;
-    int oom;                   /* the set could not grow: no fast replay */
+    int watched;               /* the lookups were collected (a first replay ran with it) */
+    name_set seen;             /* the names the stages before it looked up */
+    name_set pending;          /* those of a stage that could make the row, until it is known whether it did */
 };
 
 static uint64_t name_hash(const char *s, size_t n) {
@@ -50,45 +55,50 @@ static uint64_t name_hash(const char *s, size_t n) {
     return h ? h : 1;
 }
 
-static int seen_has(const nd_stage_rec *rec, uint64_t h) {
-    if (!rec->cap_seen) return 0;
-    for (size_t i = h & (rec->cap_seen - 1);; i = (i + 1) & (rec->cap_seen - 1)) {
-        if (rec->seen[i] == h) return 1;
-        if (!rec->seen[i]) return 0;
+static int set_has(const name_set *st, uint64_t h) {
+    if (!st->cap) return 0;
+    for (size_t i = h & (st->cap - 1);; i = (i + 1) & (st->cap - 1)) {
+        if (st->h[i] == h) return 1;
+        if (!st->h[i]) return 0;
     }
 }
 
-static void seen_put(nd_stage_rec *rec, uint64_t h) {
-    if (rec->oom || seen_has(rec, h)) return;
-    if (2 * (rec->n_seen + 1) > rec->cap_seen) {
-        size_t cap = rec->cap_seen ? 2 * rec->cap_seen : 1024;
-        uint64_t *s = calloc(cap, sizeof *s);
-        if (!s) { rec->oom = 1; return; }
-        for (size_t i = 0; i < rec->cap_seen; i++) {
-            if (!rec->seen[i]) continue;
-            size_t j = rec->seen[i] & (cap - 1);
-            while (s[j]) j = (j + 1) & (cap - 1);
-            s[j] = rec->seen[i];
+static void set_put(name_set *st, uint64_t h) {
+    if (st->oom || set_has(st, h)) return;
+    if (2 * (st->n + 1) > st->cap) {
+        size_t cap = st->cap ? 2 * st->cap : 1024;
+        uint64_t *t = calloc(cap, sizeof *t);
+        if (!t) { st->oom = 1; return; }
+        for (size_t i = 0; i < st->cap; i++) {
+            if (!st->h[i]) continue;
+            size_t j = st->h[i] & (cap - 1);
+            while (t[j]) j = (j + 1) & (cap - 1);
+            t[j] = st->h[i];
         }
-        free(rec->seen);
-        rec->seen = s;
-        rec->cap_seen = cap;
+        free(st->h);
+        st->h = t;
+        st->cap = cap;
     }
-    size_t j = h & (rec->cap_seen - 1);
-    while (rec->seen[j]) j = (j + 1) & (rec->cap_seen - 1);
-    rec->seen[j] = h;
-    rec->n_seen++;
+    size_t j = h & (st->cap - 1);
+    while (st->h[j]) j = (j + 1) & (st->cap - 1);
+    st->h[j] = h;
+    st->n++;
+}
+
+static void set_free(name_set *st) {
+    free(st->h);
+    memset(st, 0, sizeof *st);
 }
 
 static void on_lookup(void *user, const char *name) {
     nd_stage_rec *rec = user;
-    if (rec->watching) seen_put(rec, name_hash(name, strlen(name)));
+    set_put(rec->in_stage ? &rec->pending : &rec->seen, name_hash(name, strlen(name)));
 }
 
 void nd_stage_rec_watch(nd_stage_rec *rec, nd_stack *s) {
     s->on_lookup = on_lookup;
     s->lookup_user = rec;
-    rec->watching = 1;
+    rec->watched = 1;
 }
 
 static void free_inputs(nd_stage_rec *rec) {
@@ -105,7 +115,8 @@ static void free_inputs(nd_stage_rec *rec) {
 void nd_stage_rec_free(nd_stage_rec *rec) {
     if (!rec) return;
     free_inputs(rec);
-    free(rec->seen);
+    set_free(&rec->seen);
+    set_free(&rec->pending);
     free(rec);
 }
 
@@ -118,7 +129,8 @@ static void *dup_host(const void *src, size_t bytes) {
 }
 
 int nd_stage_rec_inputs(nd_run *r, nd_stage_rec *rec, const nd_stage_def *def, nd_err *e) {
-    rec->watching = 0; /* the stage's own lookups concern its own module and parameters */
+    rec->in_stage = 1; /* its own lookups concern its own module and parameters */
+    set_free(&rec->pending);
     free_inputs(rec);
     for (int i = 0; i < def->n_in; i++) {
         const nd_buf *b = nd_env_get(&r->loop->env_ref, def->in[i]);
@@ -142,20 +154,24 @@ int nd_stage_rec_inputs(nd_run *r, nd_stage_rec *rec, const nd_stage_def *def, n
 }
 
 void nd_stage_rec_made(nd_run *r, nd_stage_rec *rec, const nd_stage_def *def, int layer, int made) {
+    rec->in_stage = 0;
     if (!made) {
-        /* a stage that could make the row ran without making it: its lookups were not all
-         * collected, so no replay of this record may skip it */
-        rec->tainted = 1;
-        rec->watching = 1;
+        /* a stage that could make the row and did not (DeepSeek-V3's dense "layers.1.mlp" on a MoE
+         * layer) is one of the stages before it: its lookups count */
+        for (size_t i = 0; i < rec->pending.cap; i++)
+            if (rec->pending.h[i]) set_put(&rec->seen, rec->pending.h[i]);
+        if (rec->pending.oom) rec->seen.oom = 1;
+        set_free(&rec->pending);
         free_inputs(rec);
         return;
     }
+    set_free(&rec->pending);
     const nd_recipe *rc = r->rc;
     if (def >= rc->prologue && def < rc->prologue + rc->n_prologue) { rec->section = 0; rec->index = (int)(def - rc->prologue); }
     else if (def >= rc->layer && def < rc->layer + rc->n_layer) { rec->section = 1; rec->index = (int)(def - rc->layer); }
     else { rec->section = 2; rec->index = (int)(def - rc->epilogue); }
     rec->layer = layer;
-    rec->filled = !rec->tainted && !rec->oom;
+    rec->filled = !rec->seen.oom;
     if (!rec->filled) free_inputs(rec);
 }
 
@@ -195,7 +211,7 @@ static int rec_usable(const nd_stage_rec *rec, const char *const *extra, int n) 
     if (!rec->filled) return 0;
     for (int i = 0; i < n; i++) {
         const char *eq = strrchr(extra[i], '=');
-        if (!eq || seen_has(rec, name_hash(extra[i], (size_t)(eq - extra[i])))) return 0;
+        if (!eq || set_has(&rec->seen, name_hash(extra[i], (size_t)(eq - extra[i])))) return 0;
     }
     return 1;
 }
@@ -226,8 +242,9 @@ int nd_stage_replay(const nd_trace_opts *base, const char *row, const char *cons
     if (rec && !*rec && !(*rec = calloc(1, sizeof **rec))) { free(ovr); return nd_fail(e, ND_EXIT_INTERNAL, "out of memory"); }
     if (rec) {
         (*rec)->fast = (*rec)->filled ? rec_usable(*rec, extra_ovr, n_extra) : 0;
-        /* filled and usable: run from it; not yet filled (nor spoilt): fill it */
-        if ((*rec)->fast || (!(*rec)->filled && !(*rec)->tainted && !(*rec)->oom && !(*rec)->cap_seen)) o.stage_rec = *rec;
+        /* filled and usable: run from it; never filled yet: fill it (a first replay that failed
+         * is not retried: the candidates then run in full) */
+        if ((*rec)->fast || !(*rec)->watched) o.stage_rec = *rec;
     }
     if (info) memset(info, 0, sizeof *info);
     nd_trace_result res;

@@ -6,6 +6,9 @@
  *     own input scale: the same
  *   an override of a module an earlier stage reads (layer 0's q_a_proj input scale, looked up
  *     before the routed experts run) falls back to the full replay, and still equals it
+ *   DeepSeek-V3's routed expert on layer 1 (golden/conformance/deepseek_v3/nvfp4), whose dense
+ *     "layers.1.mlp" stage could make the row and is skipped on a MoE layer: the record still
+ *     serves, and equals the full replay
  *   a bad override is exit 2 either way. */
 #include <math.h>
 #include <stdlib.h>
@@ -63,5 +66,8 @@ int main(void) {
     one(&o, "layers.0.self_attn.q_a_proj", "model.layers.0.self_attn.q_a_proj.input_global_scale=719.799134", NULL);
     one(&o, "layers.0.mlp.experts.1.down_proj", "model.layers.0.mlp.experts.1.down_proj.input_global_scale=100",
         "model.layers.0.self_attn.q_a_proj.input_global_scale=719.799134");
+    snprintf(ck, sizeof ck, "%s/golden/conformance/deepseek_v3/nvfp4", root ? root : ".");
+    one(&o, "layers.1.mlp.experts.0.down_proj", "model.layers.1.mlp.experts.0.down_proj.input_global_scale=100",
+        "model.layers.0.self_attn.q_b_proj.input_global_scale=100");
     return nd_test_report("stage_replay");
 }
