@@ -1,4 +1,5 @@
 #include "probes.h"
+#include "numerics/nd_cmp_rule.h"
 #include <math.h>
 
 double nd_probe_cosine(const nd_cmp *c) {
@@ -7,10 +8,7 @@ double nd_probe_cosine(const nd_cmp *c) {
     return c->sum_rp / sqrt(c->sum_rr * c->sum_pp);
 }
 
-double nd_probe_rel_l2(const nd_cmp *c) {
-    if (c->sum_rr == 0) return c->sum_ee == 0 ? 0.0 : INFINITY;
-    return sqrt(c->sum_ee / c->sum_rr);
-}
+double nd_probe_rel_l2(const nd_cmp *c) { return sqrt(nd_cmp_energy_ratio(c->sum_ee, c->sum_rr)); }
 
 /* capped so that identical outputs stay a finite, comparable number in traces */
 double nd_probe_sqnr_db(const nd_cmp *c) {
@@ -33,8 +31,7 @@ void nd_probe_fill(nd_row *row, const nd_cmp *c) {
     row->sqnr_db = nd_probe_sqnr_db(c);
     row->max_abs_err = c->max_abs_err;
     row->worst_block = c->worst_block;
-    row->worst_block_rel = c->worst_block_rr > 0 ? c->worst_block_ee / c->worst_block_rr
-                                                  : (c->worst_block_ee > 0 ? INFINITY : 0.0);
+    row->worst_block_rel = nd_cmp_energy_ratio(c->worst_block_ee, c->worst_block_rr);
 }
 
 void nd_probe_logits(const nd_logits_row *rows, int64_t t, double *kl, double *top1) {

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 #include "cpu_internal.h"
+#include "numerics/nd_cmp_rule.h"
 
 int nd_cpu_compare(nd_backend *b, const float *ref, const float *prod, int64_t n, int64_t block,
                    nd_cmp *out_host, nd_err *e) {
@@ -39,7 +40,7 @@ int nd_cpu_compare(nd_backend *b, const float *ref, const float *prod, int64_t n
             blk_ee += d * d; blk_rr += r * r;
         }
         if ((i + 1) % block == 0 || i + 1 == n) {   /* a block closes (the last may be short) */
-            if (c.worst_block < 0 || blk_ee > c.worst_block_ee) {
+            if (nd_cmp_block_worse(i / block, blk_ee, c.worst_block, c.worst_block_ee)) {
                 c.worst_block = i / block;
                 c.worst_block_ee = blk_ee;
                 c.worst_block_rr = blk_rr;

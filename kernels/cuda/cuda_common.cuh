@@ -123,13 +123,14 @@ __device__ __forceinline__ float nd_cuda_block_max(float v, float *red) {
     return r;
 }
 
-__device__ __forceinline__ float nd_cuda_block_sum(float v, float *red) {
+/* the sum for float and double alike (red: blockDim.x / 32 elements of T) */
+template <typename T> __device__ __forceinline__ T nd_cuda_block_sum(T v, T *red) {
 #pragma unroll
     for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     __syncthreads();
     if ((threadIdx.x & 31) == 0) red[threadIdx.x / 32] = v;
     __syncthreads();
-    float r = 0.0f;
+    T r = T(0);
     for (int w = 0; w < (int)(blockDim.x / 32); w++) r += red[w];
     return r;
 }

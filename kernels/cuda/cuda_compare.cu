@@ -19,6 +19,7 @@
  * a warp each. Each CUDA block writes its partial to scratch; the last block to finish (a ticket
  * counter) merges them in block order, so the result does not depend on scheduling. */
 #include "cuda_results.cuh"
+#include "numerics/nd_cmp_rule.h"
 
 /* a thread's running figures: 32-bit counts and amax bits, double sums */
 struct cmp_thr {
@@ -33,15 +34,9 @@ __device__ __forceinline__ void thr_init(cmp_thr &a) {
     a.rnan = a.pnan = a.rinf = a.pinf = a.ramax = a.pamax = 0u;
 }
 
-__device__ __forceinline__ void best_take(cmp_part &a, long long idx, double ee, double rr) {
-    if (idx >= 0 && (a.bidx < 0 || ee > a.bee || (ee == a.bee && idx < a.bidx))) {
-        a.bidx = idx;
-        a.bee = ee;
-        a.brr = rr;
-    }
-}
-__device__ __forceinline__ void best_take(cmp_thr &a, long long idx, double ee, double rr) {
-    if (idx >= 0 && (a.bidx < 0 || ee > a.bee || (ee == a.bee && idx < a.bidx))) {
+/* block idx (energies ee, rr) becomes a's worst block by nd_cmp_block_worse; P: cmp_part or cmp_thr */
+template <typename P> __device__ __forceinline__ void best_take(P &a, long long idx, double ee, double rr) {
+    if (nd_cmp_block_worse(idx, ee, a.bidx, a.bee)) {
         a.bidx = idx;
         a.bee = ee;
         a.brr = rr;

@@ -1,7 +1,7 @@
 /* cuda_logits.cu — the head probe's per-position KL and top-1 (numerics/nd_logits.h) on the device:
  * one CUDA block per position, three passes over its V logits (the maxima and their first indices,
- * the two softmax normalisers, the KL sum), double sums reduced in a fixed tree; only rows x 16
- * bytes come back, instead of both [rows, V] tensors. */
+ * the two softmax normalisers, the KL sum), double sums reduced in a fixed tree
+ * (nd_cuda_block_sum); only rows x 16 bytes come back, instead of both [rows, V] tensors. */
 #include "cuda_common.cuh"
 #include "numerics/nd_logits.h"
 
@@ -27,18 +27,6 @@ __device__ void block_argmax(float &m, long long &im, float *shm, long long *shi
     for (int w = 1; w < LOGITS_THREADS / 32; w++) arg_take(m, im, shm[w], shi[w]);
 }
 
-/* block-wide double sum in warp order; every thread returns it */
-__device__ double block_dsum(double v, double *sh) {
-#pragma unroll
-    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    __syncthreads();
-    if ((threadIdx.x & 31) == 0) sh[threadIdx.x / 32] = v;
-    __syncthreads();
-    double r = 0.0;
-    for (int w = 0; w < LOGITS_THREADS / 32; w++) r += sh[w];
-    return r;
-}
-
 __global__ void __launch_bounds__(LOGITS_THREADS) logits_kl_kernel(const float *__restrict__ ref, const float *__restrict__ prod,
                                                                    int64_t cols, nd_logits_row *out) {
     __shared__ float shm[LOGITS_THREADS / 32];
@@ -59,12 +47,12 @@ __global__ void __launch_bounds__(LOGITS_THREADS) logits_kl_kernel(const float *
     }
     double za = 0, zb = 0;
     for (int64_t j = threadIdx.x; j < cols; j += LOGITS_THREADS) { za += exp(a[j] - (double)ma); zb += exp(p[j] - (double)mb); }
-    za = block_dsum(za, shd);
-    zb = block_dsum(zb, shd);
+    za = nd_cuda_block_sum(za, shd);
+    zb = nd_cuda_block_sum(zb, shd);
     const double lza = log(za), lzb = log(zb);
     double k = 0;
     for (int64_t j = threadIdx.x; j < cols; j += LOGITS_THREADS) k += nd_logits_kl_term(a[j], p[j], ma, lza, mb, lzb);
-    k = block_dsum(k, shd);
+    k = nd_cuda_block_sum(k, shd);
     if (threadIdx.x == 0) out[blockIdx.x] = nd_logits_row{k, (int32_t)ia, (int32_t)ib};
 }
 

@@ -8,6 +8,8 @@
 #include "../nd_test.h"
 #include "backend.h"
 #include "numerics/nd_numerics.h"
+#include "numerics/nd_cmp_rule.h"
+#include "probes.h"
 #include "ops_rand.h"
 
 static double sigm(double x) { return 1.0 / (1.0 + exp(-x)); }
@@ -624,6 +626,39 @@ static void test_compare(void) {
     free(r); free(p);
 }
 
+/* nd_cmp_rule.h: the worst-block rule (larger error energy, equal energies to the lower block) that
+ * the CPU and CUDA compare share, and the energy ratio behind rel_l2 and worst_block_rel */
+static void test_cmp_rule(void) {
+    CHECK(nd_cmp_block_worse(7, 0.0, -1, 0.0), "the first block is the worst so far");
+    CHECK(!nd_cmp_block_worse(-1, 5.0, 2, 1.0), "no block (-1) never wins");
+    CHECK(nd_cmp_block_worse(4, 2.0, 1, 1.5) && !nd_cmp_block_worse(0, 1.0, 3, 1.5), "larger energy wins");
+    CHECK(nd_cmp_block_worse(2, 1.5, 5, 1.5) && !nd_cmp_block_worse(5, 1.5, 2, 1.5), "tie: lower index");
+    CHECK(nd_cmp_energy_ratio(0.0, 0.0) == 0.0 && nd_cmp_energy_ratio(3.0, 12.0) == 0.25, "ratios");
+    CHECK(isinf(nd_cmp_energy_ratio(1e-30, 0.0)) && nd_cmp_energy_ratio(1e-30, 0.0) > 0, "e / 0 is +inf");
+    /* two blocks with the same error energy (blocks 2 and 5, same deltas on zero ref: 5 x 0.25² + 5 x 0.5²): block 2 */
+    const int64_t n = 128, blk = 16;
+    float *r = calloc(n, sizeof(float)), *p = calloc(n, sizeof(float));
+    for (int64_t i = 0; i < blk; i++) p[2 * blk + i] = p[5 * blk + i] = 0.25f * (float)(i % 3);
+    nd_cmp c;
+    CHECK_EQ_INT(be->compare(be, r, p, n, blk, &c, &e), 0);
+    CHECK_EQ_INT(c.worst_block, 2);
+    CHECK(c.worst_block_ee == 1.5625 && c.worst_block_rr == 0, "block 2 energies %g %g", c.worst_block_ee, c.worst_block_rr);
+    nd_row row;
+    memset(&row, 0, sizeof row);
+    nd_probe_fill(&row, &c);   /* zero reference: rel_l2 and the block's relative error are +inf */
+    CHECK(isinf(row.rel_l2) && isinf(row.worst_block_rel) && row.worst_block == 2, "zero ref: %g %g", row.rel_l2, row.worst_block_rel);
+    for (int64_t i = 0; i < n; i++) r[i] = 1.0f;
+    CHECK_EQ_INT(be->compare(be, r, r, n, blk, &c, &e), 0);
+    nd_probe_fill(&row, &c);
+    CHECK(row.rel_l2 == 0 && row.worst_block_rel == 0 && row.worst_block == 0, "identical: %g %g", row.rel_l2, row.worst_block_rel);
+    p[0] = 3.0f;               /* r = 1 everywhere, one element off by 2: ee 4, rr 128, block rr 16 */
+    for (int64_t i = 1; i < n; i++) p[i] = 1.0f;
+    CHECK_EQ_INT(be->compare(be, r, p, n, blk, &c, &e), 0);
+    nd_probe_fill(&row, &c);
+    CHECK(row.rel_l2 == sqrt(4.0 / 128.0) && row.worst_block_rel == 0.25, "rel %.17g block %.17g", row.rel_l2, row.worst_block_rel);
+    free(r); free(p);
+}
+
 int main(void) {
     rnd_seed();
     if (nd_backend_cpu_create(&be, &e)) { fprintf(stderr, "%s\n", e.msg); return 1; }
@@ -639,6 +674,7 @@ int main(void) {
     test_fake_quant_fp8();
     test_gather_scatter();
     test_compare();
+    test_cmp_rule();
     be->destroy(be);
     return nd_test_report("test_ops_cpu");
 }
