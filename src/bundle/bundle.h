@@ -25,9 +25,13 @@ struct nd_capture_info;
 int nd_bundle_capture_cb(void *user, const struct nd_capture_info *ci, nd_err *e);
 
 /* replay: a temporary checkpoint folder (config.json, hf_quant_config.json, model.safetensors
- * with the bundled tensors and the inputs as F32 `nvfp4dbg.input.<name>`), a one-stage recipe
- * (recipe.yaml) and the stack profile (stack.yaml). dir receives the folder's path. */
+ * with the bundled tensors), a one-stage recipe (recipe.yaml) and the stack profile (stack.yaml).
+ * dir receives the folder's path. */
 int nd_bundle_materialise(const nd_bundle *b, char *dir, size_t cap, nd_err *e);
+/* replay: the single-stage record of the bundle's stage (pipeline.h nd_stage_rec_from_inputs):
+ * its inputs with the routing decisions they carry. */
+struct nd_stage_rec;
+int nd_bundle_stage_rec(const nd_bundle *b, struct nd_stage_rec **rec, nd_err *e);
 /* Remove what nd_bundle_materialise wrote. */
 void nd_bundle_cleanup(const char *dir);
 

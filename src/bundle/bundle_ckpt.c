@@ -2,21 +2,22 @@
  * made from a bundle.
  *
  *   config.json, hf_quant_config.json  the original texts (the stage's $config keys, the format)
- *   model.safetensors                  the bundled tensors under their canonical names, the inputs
- *                                      as F32 `nvfp4dbg.input.<name>` [rows, cols], and for a layer
- *                                      stage a marker `nvfp4dbg.layer<L>`
- *   recipe.yaml                        the original thresholds; `op: tensor` stages loading the
- *                                      inputs, then the captured stage
+ *   model.safetensors                  the bundled tensors under their canonical names, and for a
+ *                                      layer stage a marker `nvfp4dbg.layer<L>`
+ *   recipe.yaml                        the original thresholds and the captured stage
  *   stack.yaml                         the serving-stack profile of the original run
  *
- * A layer stage stays a layer stage (ops may depend on the layer index: layer types, compress
- * ratios), so the recipe's `layer` section holds it, gated with `when_has: nvfp4dbg.layer{L}`
- * so that only layer L runs it; replay asks for --layers L-L. */
+ * The inputs are not in the folder: replay hands them to the single-stage replay
+ * (pipeline.h nd_stage_rec_from_inputs), which runs the stage alone from them. A layer stage stays
+ * a layer stage (ops may depend on the layer index: layer types, compress ratios), so the
+ * recipe's `layer` section holds it, gated with `when_has: nvfp4dbg.layer{L}` so that only layer L
+ * runs it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "bundle.h"
+#include "pipeline/pipeline.h"
 
 static int write_text(const char *dir, const char *name, const char *text, nd_err *e) {
     char path[1200];
@@ -39,12 +40,6 @@ static int write_weights(const nd_bundle *b, const char *dir, nd_err *e) {
     for (int i = 0; i < b->n_tensors && !rc; i++) {
         const nd_bundle_tensor *t = &b->tensors[i];
         rc = nd_st_writer_add(w, t->name, nd_dtype_from_str(t->dtype), t->ndim, t->shape, t->data, e);
-    }
-    char nm[ND_BUNDLE_MAX_IN][64];
-    for (int i = 0; i < b->n_in && !rc; i++) {
-        int64_t shape[2] = {b->in[i].rows, b->in[i].cols};
-        snprintf(nm[i], sizeof nm[i], "nvfp4dbg.input.%s", b->in[i].name);
-        rc = nd_st_writer_add(w, nm[i], ND_DT_F32, 2, shape, b->in[i].data, e);
     }
     char marker[48];
     snprintf(marker, sizeof marker, "nvfp4dbg.layer%d", b->layer);
@@ -70,9 +65,6 @@ static int write_recipe(const nd_bundle *b, const char *dir, nd_err *e) {
                           b->th_min_sqnr_db, b->th_chained_min_cosine);
     const char *gate = b->layer >= 0 ? "when_has: \"nvfp4dbg.layer{L}\", " : "";
     o += (size_t)snprintf(r + o, cap - o, "%s:\n", b->layer >= 0 ? "layer" : "prologue");
-    for (int i = 0; i < b->n_in; i++)
-        o += (size_t)snprintf(r + o, cap - o, "  - {stage: \"nvfp4dbg.input.%s\", op: tensor, %sweight: \"nvfp4dbg.input.%s\", out: \"%s\"}\n",
-                              b->in[i].name, gate, b->in[i].name, b->in[i].name);
     o += (size_t)snprintf(r + o, cap - o, "  - {%s%s\n", gate, y + 1);
     /* a recipe needs a layer section; for a prologue stage it never runs */
     if (b->layer < 0) o += (size_t)snprintf(r + o, cap - o, "layer:\n  - {stage: nvfp4dbg.none, op: identity, when_has: nvfp4dbg.never, in: x, out: x}\n");
@@ -104,4 +96,22 @@ void nd_bundle_cleanup(const char *dir) {
         unlink(path);
     }
     rmdir(dir);
+}
+
+int nd_bundle_stage_rec(const nd_bundle *b, struct nd_stage_rec **rec, nd_err *e) {
+    nd_stage_input in[ND_BUNDLE_MAX_IN];
+    memset(in, 0, sizeof in);
+    for (int i = 0; i < b->n_in; i++) {
+        const nd_bundle_input *x = &b->in[i];
+        snprintf(in[i].name, sizeof in[i].name, "%s", x->name);
+        in[i].rows = x->rows;
+        in[i].cols = x->cols;
+        in[i].data = x->data;
+        in[i].k = x->k;
+        in[i].idx = x->idx;
+        in[i].w = x->w;
+        in[i].logits = x->logits;
+        in[i].route_scaling = x->route_scaling;
+    }
+    return nd_stage_rec_from_inputs(b->stage, b->layer, in, b->n_in, rec, e);
 }

@@ -24,22 +24,48 @@ int nd_bundle_slurp(const char *path, char **out, nd_err *e) {
     return rc;
 }
 
+/* a malloc'd copy of n bytes */
+static void *dup_bytes(const void *src, size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (p && n) memcpy(p, src, n);
+    return p;
+}
+
 /* The capture callback of `repro` (nd_trace_opts.capture): copies what the stage reads. */
 int nd_bundle_capture_cb(void *user, const nd_capture_info *ci, nd_err *e) {
     nd_bundle *b = user;
-    snprintf(b->stage, sizeof b->stage, "%s", ci->stage_name);
+    /* a stage whose name is a prefix of the row ran before the one that makes it: the last
+     * capture is the stage's (the run stops after the stage that makes the row) */
+    free(b->stage_yaml);
+    b->stage_yaml = NULL;
+    for (int i = 0; i < b->n_in; i++) {
+        free(b->in[i].data);
+        free(b->in[i].idx);
+        free(b->in[i].w);
+        free(b->in[i].logits);
+    }
+    memset(b->in, 0, sizeof b->in);
+    b->n_in = 0;
+    for (int i = 0; i < b->n_tensors; i++) free(b->tensors[i].data);
+    b->n_tensors = 0;
+    if (!b->stage[0]) snprintf(b->stage, sizeof b->stage, "%s", ci->stage_name); /* else the row repro asked for */
     snprintf(b->op, sizeof b->op, "%s", ci->op);
     b->layer = ci->layer;
     if (!(b->stage_yaml = strdup(ci->stage_yaml))) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
     for (int i = 0; i < ci->n_in && i < ND_BUNDLE_MAX_IN; i++) {
-        nd_bundle_input *in = &b->in[b->n_in];
-        size_t n = (size_t)(ci->in_rows[i] * ci->in_cols[i]);
-        if (!(in->data = malloc(sizeof(float) * (n ? n : 1)))) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
-        memcpy(in->data, ci->in_host[i], sizeof(float) * n);
-        snprintf(in->name, sizeof in->name, "%s", ci->in_names[i]);
-        in->rows = ci->in_rows[i];
-        in->cols = ci->in_cols[i];
-        b->n_in++;
+        const nd_stage_input *s = &ci->in[i];
+        nd_bundle_input *in = &b->in[b->n_in++];
+        const size_t n = (size_t)(s->rows * s->cols), kb = (size_t)(s->rows * s->k);
+        snprintf(in->name, sizeof in->name, "%s", s->name);
+        in->rows = s->rows;
+        in->cols = s->cols;
+        /* the routing decision the input carries (routed experts, sparse attention's key picks) */
+        in->k = s->idx ? s->k : 0;
+        in->route_scaling = s->route_scaling;
+        if (!(in->data = dup_bytes(s->data, sizeof(float) * n)) || (s->idx && !(in->idx = dup_bytes(s->idx, sizeof(int32_t) * kb))) ||
+            (s->idx && s->w && !(in->w = dup_bytes(s->w, sizeof(float) * kb))) ||
+            (s->logits && !(in->logits = dup_bytes(s->logits, sizeof(float) * n))))
+            return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
     }
     for (int i = 0; i < ci->n_tensors && i < ND_BUNDLE_MAX_TENSORS; i++) {
         const nd_tview *t = ci->tensors[i];

@@ -97,30 +97,25 @@ int nd_cmd_replay(int argc, char **argv) {
     o.device = device;
     o.tokens = b->tokens;
     o.ntok = b->ntok;
-    o.layer_lo = o.layer_hi = b->layer >= 0 ? b->layer : 0;
-    o.modes = ND_MODES_ISOLATED;
-    o.only_row = b->stage;       /* the same single-stage replay the diagnosis uses (nd_stage_replay) */
     o.overrides = ovr;
     o.n_overrides = n_ovr;
-    nd_trace_result res;
-    rc = nd_pipeline_trace(&o, &res, &e);
-    if (rc) {
-        nd_cli_error(&e);
-        if (rc == ND_EXIT_BADINPUT)
-            fprintf(stderr, "nvfp4dbg: replay: a stage that reads a router or indexer decision (moe_experts, compressed "
-                            "attention) cannot be replayed from a bundle yet (docs/repro.md)\n");
-        nd_trace_result_free(&res);
-        goto out;
-    }
-    const nd_row *row = NULL;
-    for (int64_t i = 0; i < res.nrows; i++)
-        if (!strcmp(res.rows[i].name, b->stage)) row = &res.rows[i];
-    if (!row) {
-        rc = nd_fail(&e, ND_EXIT_INTERNAL, "%s: the replay produced no row for stage %s", path, b->stage);
-        nd_cli_error(&e);
-        nd_trace_result_free(&res);
-        goto out;
-    }
+    /* the one single-stage replay (pipeline.h nd_stage_replay), from the bundle's recorded inputs
+     * and the routing decisions they carry: the stage alone, no stage before it runs */
+    nd_stage_rec *rec = NULL;
+    nd_row replayed;
+    nd_stage_info info;
+    if (!(rc = nd_bundle_stage_rec(b, &rec, &e))) rc = nd_stage_replay(&o, b->stage, NULL, 0, &rec, &replayed, &info, &e);
+    if (!rc && !nd_stage_rec_fast(rec))
+        rc = nd_fail(&e, ND_EXIT_INTERNAL, "%s: stage %s was not replayed from the bundle's inputs", path, b->stage);
+    nd_stage_rec_free(rec);
+    if (rc) { nd_cli_error(&e); goto out; }
+    const nd_row *row = &replayed;
+    nd_trace_result res; /* the run's identity (backend, stack) for the report */
+    memset(&res, 0, sizeof res);
+    snprintf(res.backend, sizeof res.backend, "%s", info.backend);
+    snprintf(res.device, sizeof res.device, "%s", info.device);
+    snprintf(res.stack, sizeof res.stack, "%s", info.stack);
+    snprintf(res.warning, sizeof res.warning, "%s", info.warning);
     const nd_row *orig = NULL;
     for (int i = 0; i < b->n_rows; i++)
         if (!strcmp(b->rows[i].mode, "isolated")) orig = &b->rows[i];
@@ -154,7 +149,6 @@ int nd_cmd_replay(int argc, char **argv) {
     }
     if (res.warning[0]) fprintf(stderr, "nvfp4dbg: warning: %s\n", res.warning);
     rc = strcmp(row->verdict, "ok") ? ND_EXIT_FINDING : ND_EXIT_OK;
-    nd_trace_result_free(&res);
 out:
     if (dir[0]) nd_bundle_cleanup(dir);
     nd_bundle_free(b);

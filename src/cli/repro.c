@@ -118,8 +118,9 @@ int nd_cmd_repro(int argc, char **argv) {
     if (!(b->tokens = malloc(sizeof(int64_t) * (size_t)(t->ntokens ? t->ntokens : 1)))) { rc = ND_EXIT_INTERNAL; goto out; }
     if (t->ntokens) memcpy(b->tokens, t->tokens, sizeof(int64_t) * (size_t)t->ntokens);
 
-    /* rerun up to the stage on the CPU (reference inputs do not depend on the backend's
-     * production kernels) and capture it */
+    /* the single-stage replay of the row on the CPU (reference inputs do not depend on the
+     * backend's production kernels; everything before it runs on the reference path), capturing
+     * what its stage reads; the row it makes must be the trace's */
     nd_trace_opts opt;
     memset(&opt, 0, sizeof opt);
     opt.ckpt_dir = ckpt;
@@ -129,16 +130,18 @@ int nd_cmd_repro(int argc, char **argv) {
     opt.tokens = t->tokens;
     opt.ntok = t->ntokens;
     opt.layer_hi = -1;
-    opt.modes = ND_MODES_ISOLATED;
     opt.overrides = ovr;
     opt.n_overrides = n_ovr;
-    opt.only_row = stage;        /* the single-stage replay: everything before it on the reference path */
-    opt.capture_stage = stage;
+    opt.capture_stage = stage;   /* a row of the stage's own (an expert's projection) captures the stage */
     opt.capture = nd_bundle_capture_cb;
     opt.capture_user = b;
-    nd_trace_result res;
-    rc = nd_pipeline_trace(&opt, &res, &e);
-    nd_trace_result_free(&res);
+    snprintf(b->stage, sizeof b->stage, "%s", stage);
+    nd_row again;
+    rc = nd_stage_replay(&opt, stage, NULL, 0, NULL, &again, NULL, &e);
+    if (rc == ND_EXIT_BADINPUT && !b->stage_yaml) {
+        rc = nd_cli_usage_error("repro", "%s: stage '%s' did not run when the checkpoint was replayed", ckpt, stage);
+        goto out;
+    }
     if (rc) { nd_cli_error(&e); goto out; }
     if (!b->stage_yaml) {
         rc = nd_cli_usage_error("repro", "%s: stage '%s' did not run when the checkpoint was replayed", ckpt, stage);

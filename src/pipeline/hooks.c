@@ -48,6 +48,9 @@ static const char *const suffixes[] = {"", ".weight", ".weight_packed", ".weight
                                        ".input_global_scale", ".weight_scale_2", ".input_scale", ".weight_scale_inv",
                                        ".scale", ".bias", ".fn", ".base", ".hc_fn", ".hc_base", ".hc_scale"};
 
+/* the projections of an MLP module (gpt-oss fuses gate and up into gate_up_proj) */
+static const char *const mlp_proj[] = {"gate_proj", "up_proj", "down_proj", "gate_up_proj"};
+
 static void add_tensors(nd_run *r, nd_capture_info *ci, char (*names)[200], const char *prefix) {
     for (size_t s = 0; s < sizeof suffixes / sizeof suffixes[0] && ci->n_tensors < ND_CAPTURE_MAX_TENSORS; s++) {
         char nm[200];
@@ -99,16 +102,7 @@ int nd_run_capture(nd_run *r, const nd_stage *st, nd_buf **in_ref, nd_err *e) {
     if (o + 2 < sizeof ci->stage_yaml) { ci->stage_yaml[o++] = '}'; ci->stage_yaml[o] = 0; }
     /* inputs */
     ci->n_in = d->n_in < 8 ? d->n_in : 8;
-    for (int i = 0; i < ci->n_in && !rc; i++) {
-        nd_buf *b = in_ref[i];
-        host[i] = malloc(sizeof(float) * (size_t)(b->n ? b->n : 1));
-        if (!host[i]) { rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory"); break; }
-        rc = r->be->download(r->be, host[i], b->p, sizeof(float) * (size_t)b->n, e);
-        ci->in_names[i] = d->in[i];
-        ci->in_host[i] = host[i];
-        ci->in_rows[i] = b->rows;
-        ci->in_cols[i] = b->cols;
-    }
+    for (int i = 0; i < ci->n_in && !rc; i++) rc = nd_stage_input_of(r, in_ref[i], d->in[i], &ci->in[i], &host[i], e);
     /* tensors: the module (and its projections), every attribute naming a tensor or a prefix */
     if (!rc && st->module[0]) {
         if (strstr(st->module, "{E}")) {
@@ -117,14 +111,18 @@ int nd_run_capture(nd_run *r, const nd_stage *st, nd_buf **in_ref, nd_err *e) {
             for (int64_t i = 0; rt && rt->idx && i < rt->rows * rt->k; i++) {
                 char pre[200], full[260];
                 nd_expand(st->module, st->layer, rt->idx[i], pre, sizeof pre);
-                const char *proj[3] = {"gate_proj", "up_proj", "down_proj"};
-                for (int p = 0; p < 3; p++) { snprintf(full, sizeof full, "%s.%s", pre, proj[p]); add_tensors(r, ci, names, full); }
+                for (size_t p = 0; p < sizeof mlp_proj / sizeof mlp_proj[0]; p++) {
+                    snprintf(full, sizeof full, "%s.%s", pre, mlp_proj[p]);
+                    add_tensors(r, ci, names, full);
+                }
             }
         } else {
             add_tensors(r, ci, names, st->module);
-            const char *proj[3] = {"gate_proj", "up_proj", "down_proj"};
             char full[260];
-            for (int p = 0; p < 3; p++) { snprintf(full, sizeof full, "%s.%s", st->module, proj[p]); add_tensors(r, ci, names, full); }
+            for (size_t p = 0; p < sizeof mlp_proj / sizeof mlp_proj[0]; p++) {
+                snprintf(full, sizeof full, "%s.%s", st->module, mlp_proj[p]);
+                add_tensors(r, ci, names, full);
+            }
         }
     }
     for (int i = 0; !rc && i < d->n_attrs; i++) {
@@ -133,7 +131,6 @@ int nd_run_capture(nd_run *r, const nd_stage *st, nd_buf **in_ref, nd_err *e) {
         for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) add_tensors(r, ci, names, tok);
     }
     if (!rc) rc = r->loop->opts->capture(r->loop->opts->capture_user, ci, e);
-    r->loop->captured = 1;
 out:
     for (int i = 0; i < 8; i++) free(host[i]);
     free(names);

@@ -27,7 +27,7 @@ struct nd_loop {
     void (*calib_cb)(void *user, const char *module, double amax);
     void *calib_user;
     int progress;              /* print progress on stderr */
-    int captured;              /* repro: the capture stage ran */
+    int captured;              /* single-stage replay: the stage that makes the row ran (stop) */
     nd_st_file *dump;          /* --prod-dump file or NULL */
     nd_sink sink;              /* what the ops hand over comes here (record.c) */
 };
@@ -42,5 +42,11 @@ void nd_stage_rec_watch(struct nd_stage_rec *rec, nd_stack *s);
 int nd_stage_rec_inputs(nd_run *r, struct nd_stage_rec *rec, const nd_stage_def *def, nd_err *e);
 void nd_stage_rec_made(nd_run *r, struct nd_stage_rec *rec, const nd_stage_def *def, int layer, int made);
 int nd_stage_rec_run(nd_run *r, struct nd_stage_rec *rec, nd_err *e);
+/* The host view of buffer b as a stage input named `name`: its floats downloaded into *host (the
+ * caller frees it), its routing decision pointed at (valid while b is). */
+int nd_stage_input_of(nd_run *r, const nd_buf *b, const char *name, nd_stage_input *in, float **host, nd_err *e);
+/* run.c: the stage instance named `stage` makes the row `row` (its name, or a dot-prefix of it:
+ * "layers.0.mlp.experts" makes "layers.0.mlp.experts.3.up_proj") */
+int nd_stage_makes_row(const char *stage, const char *row);
 
 #endif

@@ -1,7 +1,6 @@
 /* ops_tensor.c — `op: tensor`: a checkpoint F32/BF16/F16 tensor [rows, cols] as a stage output,
- * the same on both paths. replay uses it to load a bundle's captured reference inputs
- * (`nvfp4dbg.input.<name>`) in front of the stage it reruns. The stage writes no row: its output
- * is data, not a computation to judge. */
+ * the same on both paths (a learned bias or table a later stage reads). The stage writes no row:
+ * its output is data, not a computation to judge. */
 #include <stdlib.h>
 #include "run.h"
 #include "ops.h"

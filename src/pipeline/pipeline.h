@@ -19,6 +19,20 @@ int nd_pipeline_calibrate(const char *ckpt_dir, const char *recipe, const int64_
 
 enum { ND_MODES_ISOLATED = 1, ND_MODES_CHAINED = 2, ND_MODES_BOTH = 3 };
 
+/* One input of a stage as recorded, in host memory: the reference-path buffer under its recipe
+ * name, and the routing decision the buffer carries (expert or key ids with their weights, router
+ * logits; NULL / 0 when it carries none). */
+typedef struct nd_stage_input {
+    char name[32];
+    int64_t rows, cols;
+    const float *data;             /* rows * cols */
+    int k;                         /* ids per row */
+    const int32_t *idx;            /* [rows, k] or NULL */
+    const float *w;                /* [rows, k] or NULL */
+    const float *logits;           /* rows * cols or NULL */
+    float route_scaling;           /* the routed_scaling_factor already in w (0: unknown) */
+} nd_stage_input;
+
 /* What `repro` needs of one stage: its definition, its reference inputs and the checkpoint
  * tensors it reads (canonical names; fused shards included). Host memory, valid during the call. */
 /* a routed-expert stage of a 384-expert layer can read 3 projections x 4 tensors of every picked expert */
@@ -28,9 +42,7 @@ typedef struct nd_capture_info {
     int layer;
     char stage_yaml[2048];         /* the stage definition, {L} resolved, as one YAML flow mapping */
     int n_in;
-    const char *in_names[8];
-    const float *in_host[8];
-    int64_t in_rows[8], in_cols[8];
+    nd_stage_input in[8];
     int n_tensors;
     const char *tensor_names[ND_CAPTURE_MAX_TENSORS];  /* canonical names */
     const nd_tview *tensors[ND_CAPTURE_MAX_TENSORS];
@@ -92,6 +104,9 @@ typedef struct nd_stage_info {
     double weight_div_fit;          /* --reference-checkpoint: the weight divisor g that makes the stored
                                      * codes x block scales / g closest to the original weight (least
                                      * squares); NaN without an original */
+    /* the run that replayed it (nd_stage_replay fills these for every row) */
+    char backend[16], device[128], stack[32];
+    char warning[256];              /* e.g. an override that matched nothing */
 } nd_stage_info;
 
 typedef struct nd_trace_opts {
@@ -110,7 +125,8 @@ typedef struct nd_trace_opts {
     const char *const *overrides;
     int n_overrides;
     int progress;               /* progress bar on stderr */
-    /* repro: stop after capturing this stage (its reference inputs and tensors) */
+    /* repro: hand what this stage reads (its reference inputs and tensors) to capture() before it
+     * runs; nothing after it runs (repro replays it through nd_stage_replay) */
     const char *capture_stage;
     nd_capture_fn capture;
     void *capture_user;
@@ -180,6 +196,11 @@ typedef struct nd_stage_rec nd_stage_rec;
 int nd_stage_replay(const nd_trace_opts *base, const char *row, const char *const *extra_ovr, int n_extra,
                     nd_stage_rec **rec, nd_row *out, nd_stage_info *info, nd_err *e);
 void nd_stage_rec_free(nd_stage_rec *rec);
+/* A record made from inputs recorded elsewhere (a repro bundle): *rec (NULL on entry) holds copies
+ * of in[0..n_in) and nd_stage_replay with it runs the stage that makes `row` (at `layer`; -1 for a
+ * prologue or epilogue stage) alone from them, the overrides of the call applied. The stage is
+ * found by its name when the replay runs; none making the row: exit 2. */
+int nd_stage_rec_from_inputs(const char *row, int layer, const nd_stage_input *in, int n_in, nd_stage_rec **rec, nd_err *e);
 /* 1 when the last nd_stage_replay with this record ran the stage alone (tests, timing) */
 int nd_stage_rec_fast(const nd_stage_rec *rec);
 

@@ -127,8 +127,9 @@ int nd_loop_stage_body(nd_run *r, const nd_stage_def *def, int layer, int modes,
         }
         return nd_fail(e, ND_EXIT_INTERNAL, "%s: injected device fault at stage %s (test only)", r->be->name, st.name);
     }
-    if (r->loop->opts && r->loop->opts->capture_stage && !strcmp(r->loop->opts->capture_stage, st.name) && !r->silent)
-        return nd_run_capture(r, &st, c.in_ref, e);
+    /* repro: what the stage reads goes to the capture callback; the stage then runs as usual */
+    if (r->loop->opts && r->loop->opts->capture_stage && nd_stage_makes_row(st.name, r->loop->opts->capture_stage) && !r->silent)
+        ND_TRY(nd_run_capture(r, &st, c.in_ref, e));
     /* NVFP4DBG_PROFILE=1: each stage's wall time (backend synced) and its share of uploads, on stderr */
     const int prof = !r->silent && getenv("NVFP4DBG_PROFILE") != NULL;
     struct timespec p0, p1;
@@ -185,7 +186,7 @@ int nd_loop_stage_body(nd_run *r, const nd_stage_def *def, int layer, int modes,
 
 /* The stage produces the row named `row`: its name is the row's, or a dot-prefix of it (a stage
  * that emits rows of its own modules: "layers.0.mlp.experts" emits "layers.0.mlp.experts.3.up_proj"). */
-static int stage_makes_row(const char *stage, const char *row) {
+int nd_stage_makes_row(const char *stage, const char *row) {
     size_t n = strlen(stage);
     return !strncmp(stage, row, n) && (row[n] == 0 || row[n] == '.');
 }
@@ -199,7 +200,7 @@ static int run_stage(nd_run *r, const nd_stage_def *def, int layer, int modes, n
     if (!only || r->silent) return nd_loop_stage_body(r, def, layer, modes, e);
     char name[ND_NAME_LEN];
     nd_expand(def->name, layer, 0, name, sizeof name);
-    if (!stage_makes_row(name, only)) {
+    if (!nd_stage_makes_row(name, only)) {
         r->silent++;
         int rc = nd_loop_stage_body(r, def, layer, 0, e);
         r->silent--;

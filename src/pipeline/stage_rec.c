@@ -13,6 +13,7 @@
  * the same way, so the earlier stages compute what they computed before and the inputs are those
  * recorded. A replay with an override of such a name runs in full. The stages' other state is
  * the environment of named buffers (run.h), which the record restores. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "run.h"
@@ -42,6 +43,8 @@ struct nd_stage_rec {
     int in_stage;              /* a stage that could make the row is running: its lookups go to pending */
     int fast;                  /* the last replay ran the stage alone */
     int section, index, layer; /* the stage: prologue (0), layer (1) or epilogue (2), its index */
+    char row[ND_NAME_LEN];     /* from inputs recorded elsewhere: the row whose stage is looked up
+                                * by name when the replay runs (index -1 until then) */
     int n_in;
     rec_in in[ND_RECIPE_MAX_IO];
     int watched;               /* the lookups were collected (a first replay ran with it) */
@@ -128,6 +131,41 @@ static void *dup_host(const void *src, size_t bytes) {
     return p;
 }
 
+int nd_stage_input_of(nd_run *r, const nd_buf *b, const char *name, nd_stage_input *in, float **host, nd_err *e) {
+    const size_t nb = sizeof(float) * (size_t)(b->n > 0 ? b->n : 0);
+    memset(in, 0, sizeof *in);
+    if (!(*host = malloc(nb ? nb : 1))) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    if (nb) ND_TRY(r->be->download(r->be, *host, b->p, nb, e));
+    snprintf(in->name, sizeof in->name, "%s", name);
+    in->rows = b->rows;
+    in->cols = b->cols;
+    in->data = *host;
+    in->k = b->idx ? b->k : 0;
+    in->idx = b->idx;
+    in->w = b->w;
+    in->logits = b->logits_host;
+    in->route_scaling = b->route_scaling;
+    return 0;
+}
+
+/* x takes a copy of s (its data: `owned` when given, else copied) */
+static int rec_take(rec_in *x, const nd_stage_input *s, float *owned, nd_err *e) {
+    const int64_t n = s->rows * s->cols;
+    const size_t nb = sizeof(float) * (size_t)(n > 0 ? n : 0), kb = (size_t)(s->rows * s->k);
+    memset(x, 0, sizeof *x);
+    snprintf(x->name, sizeof x->name, "%s", s->name);
+    x->n = n;
+    x->rows = s->rows;
+    x->cols = s->cols;
+    x->k = s->k;
+    x->route_scaling = s->route_scaling;
+    x->p = owned ? owned : dup_host(s->data, nb);
+    if (!x->p || (s->idx && !(x->idx = dup_host(s->idx, sizeof(int32_t) * kb))) || (s->w && !(x->w = dup_host(s->w, sizeof(float) * kb))) ||
+        (s->logits && !(x->logits = dup_host(s->logits, nb))))
+        return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    return 0;
+}
+
 int nd_stage_rec_inputs(nd_run *r, nd_stage_rec *rec, const nd_stage_def *def, nd_err *e) {
     rec->in_stage = 1; /* its own lookups concern its own module and parameters */
     set_free(&rec->pending);
@@ -135,21 +173,25 @@ int nd_stage_rec_inputs(nd_run *r, nd_stage_rec *rec, const nd_stage_def *def, n
     for (int i = 0; i < def->n_in; i++) {
         const nd_buf *b = nd_env_get(&r->loop->env_ref, def->in[i]);
         if (!b) continue; /* the stage itself says which input is missing */
-        rec_in *x = &rec->in[rec->n_in++];
-        snprintf(x->name, sizeof x->name, "%s", def->in[i]);
-        x->n = b->n;
-        x->rows = b->rows;
-        x->cols = b->cols;
-        x->k = b->k;
-        x->route_scaling = b->route_scaling;
-        const size_t nb = sizeof(float) * (size_t)(b->n > 0 ? b->n : 0), kb = (size_t)(b->rows * b->k);
-        x->p = malloc(nb ? nb : 1);
-        if (!x->p) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
-        if (nb) ND_TRY(r->be->download(r->be, x->p, b->p, nb, e));
-        if ((b->idx && !(x->idx = dup_host(b->idx, sizeof(int32_t) * kb))) || (b->w && !(x->w = dup_host(b->w, sizeof(float) * kb))) ||
-            (b->logits_host && !(x->logits = dup_host(b->logits_host, nb))))
-            return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+        nd_stage_input v;
+        float *host = NULL;
+        if (nd_stage_input_of(r, b, def->in[i], &v, &host, e)) { free(host); return e->code; }
+        ND_TRY(rec_take(&rec->in[rec->n_in++], &v, host, e));
     }
+    return 0;
+}
+
+int nd_stage_rec_from_inputs(const char *row, int layer, const nd_stage_input *in, int n_in, nd_stage_rec **rec, nd_err *e) {
+    if (n_in < 0 || n_in > ND_RECIPE_MAX_IO) return nd_fail(e, ND_EXIT_BADINPUT, "single-stage replay of %s: %d inputs (at most %d)", row, n_in, ND_RECIPE_MAX_IO);
+    nd_stage_rec *x = calloc(1, sizeof *x);
+    if (!x) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    snprintf(x->row, sizeof x->row, "%s", row);
+    x->index = -1;
+    x->layer = layer;
+    x->filled = x->watched = 1; /* no stage ran before it here: no name was looked up */
+    for (int i = 0; i < n_in; i++)
+        if (rec_take(&x->in[x->n_in++], &in[i], NULL, e)) { nd_stage_rec_free(x); return e->code; }
+    *rec = x;
     return 0;
 }
 
@@ -175,8 +217,25 @@ void nd_stage_rec_made(nd_run *r, nd_stage_rec *rec, const nd_stage_def *def, in
     if (!rec->filled) free_inputs(rec);
 }
 
+/* the stage that makes rec->row at rec->layer (inputs recorded elsewhere) */
+static int find_stage(const nd_run *r, nd_stage_rec *rec, nd_err *e) {
+    const nd_recipe *rc = r->rc;
+    const nd_stage_def *sec[3] = {rc->prologue, rc->layer, rc->epilogue};
+    const int n[3] = {rc->n_prologue, rc->n_layer, rc->n_epilogue};
+    for (int s = 0; s < 3; s++) {
+        if ((s == 1) != (rec->layer >= 0)) continue;
+        for (int i = 0; i < n[s]; i++) {
+            char name[ND_NAME_LEN];
+            nd_expand(sec[s][i].name, rec->layer, 0, name, sizeof name);
+            if (nd_stage_makes_row(name, rec->row)) { rec->section = s; rec->index = i; return 0; }
+        }
+    }
+    return nd_fail(e, ND_EXIT_BADINPUT, "%s: no stage of the recipe makes the row %s", rc->path, rec->row);
+}
+
 int nd_stage_rec_run(nd_run *r, nd_stage_rec *rec, nd_err *e) {
     const nd_recipe *rc = r->rc;
+    if (rec->index < 0) ND_TRY(find_stage(r, rec, e));
     const int n = rec->section == 0 ? rc->n_prologue : rec->section == 1 ? rc->n_layer : rc->n_epilogue;
     if (rec->index < 0 || rec->index >= n)
         return nd_fail(e, ND_EXIT_INTERNAL, "single-stage replay: the recorded stage %d is not in the recipe", rec->index);
@@ -232,7 +291,7 @@ int nd_stage_replay(const nd_trace_opts *base, const char *row, const char *cons
     o.progress = 0;
     o.dump_tensors = 0;
     o.prod_dump = NULL;
-    o.capture_stage = NULL;
+    if (!base->capture) o.capture_stage = NULL; /* repro captures the stage as it replays it */
     o.defer_finish = 0;
     o.layer_lo = 0;
     o.layer_hi = -1;
@@ -255,7 +314,13 @@ int nd_stage_replay(const nd_trace_opts *base, const char *row, const char *cons
         if (!strcmp(res.rows[i].name, row) && !strcmp(res.rows[i].mode, "isolated")) hit = &res.rows[i];
     if (!rc && !hit) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: no stage of the recipe produces a row named %s", base->ckpt_dir, row);
     if (!rc) *out = *hit;
-    if (!rc && info) info->floor_margin_db = res.floor_margin_db;
+    if (!rc && info) {
+        info->floor_margin_db = res.floor_margin_db;
+        snprintf(info->backend, sizeof info->backend, "%s", res.backend);
+        snprintf(info->device, sizeof info->device, "%s", res.device);
+        snprintf(info->stack, sizeof info->stack, "%s", res.stack);
+        snprintf(info->warning, sizeof info->warning, "%s", res.warning);
+    }
     nd_trace_result_free(&res);
     return rc;
 }

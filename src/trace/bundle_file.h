@@ -26,11 +26,17 @@ typedef struct nd_bundle_tensor {
     size_t nbytes;
 } nd_bundle_tensor;
 
-/* A reference input of the stage, by its environment name in the recipe. */
+/* A reference input of the stage, by its environment name in the recipe, with the routing decision
+ * it carries (a router's or an indexer's output: ids and weights per row, the router logits). */
 typedef struct nd_bundle_input {
     char name[32];
     int64_t rows, cols;
     float *data;                 /* rows * cols (malloc'd) */
+    int k;                       /* ids per row; 0: no routing decision (then the three below are NULL) */
+    int32_t *idx;                /* [rows, k] (malloc'd) */
+    float *w;                    /* [rows, k] or NULL */
+    float *logits;               /* rows * cols or NULL */
+    float route_scaling;
 } nd_bundle_input;
 
 typedef struct nd_bundle {

@@ -7,6 +7,9 @@
  *   /text/<k>    scalar strings: stage_yaml, stack_yaml, recipe_yaml, config_json, hf_quant_config_json
  *   /tokens      int64 [t]
  *   /inputs/<n>  float32 [rows, cols], the stage's reference inputs
+ *   /routing/<n> (only for an input carrying a routing decision: a router's or an indexer's
+ *                output) ids int32 [rows, k], weights float32 [rows, k] (optional), logits
+ *                float32 [rows, cols] (optional); attr route_scaling (float32)
  *   /tensors/<canonical name>  uint8 [nbytes], attrs dtype (string) and shape (int64 [ndim])
  *   /rows        the stage's rows of the original trace (the /stages compound type)
  * Written at PATH.tmp and renamed into place. The reader treats the file as untrusted. */
@@ -15,6 +18,7 @@
 #include "trace/bundle_file.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +70,30 @@ static int put_num_attr(hid_t obj, const char *name, hid_t type, int n, const vo
     return rc;
 }
 
+/* /routing/<input>: the routing decisions the inputs carry (none: no /routing group) */
+static int write_routing(hid_t f, const nd_bundle *b, const char *path, nd_err *e) {
+    int any = 0;
+    for (int i = 0; i < b->n_in; i++) any |= b->in[i].k > 0;
+    if (!any) return 0;
+    hid_t g = H5Gcreate2(f, "routing", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0) return ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot create /routing");
+    int rc = 0;
+    for (int i = 0; i < b->n_in && !rc; i++) {
+        const nd_bundle_input *in = &b->in[i];
+        if (in->k <= 0) continue;
+        hid_t h = H5Gcreate2(g, in->name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        if (h < 0) { rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot create a /routing group"); break; }
+        hsize_t kd[2] = {(hsize_t)in->rows, (hsize_t)in->k}, ld[2] = {(hsize_t)in->rows, (hsize_t)in->cols};
+        rc = put_array(h, "ids", H5T_NATIVE_INT32, 2, kd, in->idx, path, e);
+        if (!rc && in->w) rc = put_array(h, "weights", H5T_NATIVE_FLOAT, 2, kd, in->w, path, e);
+        if (!rc && in->logits) rc = put_array(h, "logits", H5T_NATIVE_FLOAT, 2, ld, in->logits, path, e);
+        if (!rc) rc = put_num_attr(h, "route_scaling", H5T_NATIVE_FLOAT, 1, &in->route_scaling, path, e);
+        nd_h5_close(h);
+    }
+    nd_h5_close(g);
+    return rc;
+}
+
 static int write_all(hid_t f, const nd_bundle *b, const char *path, nd_err *e) {
     char inputs[ND_BUNDLE_MAX_IN * 34] = "", layer[16];
     size_t o = 0;
@@ -103,6 +131,7 @@ static int write_all(hid_t f, const nd_bundle *b, const char *path, nd_err *e) {
     }
     nd_h5_close(g);
     ND_TRY(rc);
+    ND_TRY(write_routing(f, b, path, e));
 
     if ((g = H5Gcreate2(f, "tensors", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0)
         return ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot create /tensors");
@@ -284,6 +313,63 @@ static int read_tensor(hid_t g, const char *name, nd_bundle_tensor *t, const cha
     return rc;
 }
 
+/* dataset `name` of g, class cls, exactly [d0, d1], into a malloc'd *out */
+static int read_exact(hid_t g, const char *name, H5T_class_t cls, hid_t mtype, size_t esize, hsize_t d0, hsize_t d1, void **out,
+                      const char *where, const char *path, nd_err *e) {
+    hid_t d;
+    hsize_t dims[2];
+    unsigned long long n;
+    ND_TRY(open_ds(g, name, cls, 2, 1ull << 31, &d, dims, &n, path, e));
+    int rc = 0;
+    if (dims[0] != d0 || dims[1] != d1)
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: /routing/%s/%s is [%llu, %llu], the input needs [%llu, %llu]", path, where, name,
+                     (unsigned long long)dims[0], (unsigned long long)dims[1], (unsigned long long)d0, (unsigned long long)d1);
+    else if (!(*out = malloc(esize * (n ? n : 1)))) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    else if (n && H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, *out) < 0)
+        rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot read a routing dataset (corrupt file?)");
+    nd_h5_close(d);
+    return rc;
+}
+
+/* /routing/<input> of the inputs that carry one (the group is optional) */
+static int read_routing(hid_t f, nd_bundle *b, const char *path, nd_err *e) {
+    if (H5Lexists(f, "routing", H5P_DEFAULT) <= 0) return 0;
+    hid_t g = H5Gopen2(f, "routing", H5P_DEFAULT);
+    if (g < 0) return ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot open /routing");
+    int rc = 0;
+    for (int i = 0; i < b->n_in && !rc; i++) {
+        nd_bundle_input *in = &b->in[i];
+        if (H5Lexists(g, in->name, H5P_DEFAULT) <= 0) continue;
+        hid_t h = H5Gopen2(g, in->name, H5P_DEFAULT);
+        if (h < 0) { rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot open a /routing group"); break; }
+        hid_t d;
+        hsize_t dims[2];
+        unsigned long long n;
+        /* the ids' extent gives k; every id is checked where the stage uses it (an id no expert
+         * has picks no expert) but it must be one an int32 holds, and k a plausible top-k */
+        if (!(rc = open_ds(h, "ids", H5T_INTEGER, 2, 1ull << 31, &d, dims, &n, path, e))) {
+            nd_h5_close(d);
+            if (dims[0] != (hsize_t)in->rows || dims[1] < 1 || dims[1] > 4096)
+                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: /routing/%s/ids is [%llu, %llu], the input has %lld rows and k must be 1..4096",
+                             path, in->name, (unsigned long long)dims[0], (unsigned long long)dims[1], (long long)in->rows);
+        }
+        if (!rc) {
+            in->k = (int)dims[1];
+            rc = read_exact(h, "ids", H5T_INTEGER, H5T_NATIVE_INT32, sizeof(int32_t), dims[0], dims[1], (void **)&in->idx, in->name, path, e);
+        }
+        if (!rc && H5Lexists(h, "weights", H5P_DEFAULT) > 0)
+            rc = read_exact(h, "weights", H5T_FLOAT, H5T_NATIVE_FLOAT, sizeof(float), dims[0], dims[1], (void **)&in->w, in->name, path, e);
+        if (!rc && H5Lexists(h, "logits", H5P_DEFAULT) > 0)
+            rc = read_exact(h, "logits", H5T_FLOAT, H5T_NATIVE_FLOAT, sizeof(float), (hsize_t)in->rows, (hsize_t)in->cols, (void **)&in->logits,
+                            in->name, path, e);
+        if (!rc) rc = get_num_attr(h, "route_scaling", H5T_NATIVE_FLOAT, 1, &in->route_scaling, path, e);
+        if (!rc && !isfinite(in->route_scaling)) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: /routing/%s route_scaling is not finite", path, in->name);
+        nd_h5_close(h);
+    }
+    nd_h5_close(g);
+    return rc;
+}
+
 static int read_all(hid_t f, nd_bundle *b, const char *path, nd_err *e) {
     char schema[64];
     int rc = nd_h5_get_str_attr(f, "schema", schema, sizeof schema, path, e);
@@ -357,6 +443,7 @@ static int read_all(hid_t f, nd_bundle *b, const char *path, nd_err *e) {
     }
     nd_h5_close(g);
     ND_TRY(rc);
+    ND_TRY(read_routing(f, b, path, e));
 
     if ((g = H5Gopen2(f, "tensors", H5P_DEFAULT)) < 0) return ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot open /tensors");
     char (*names)[200] = calloc(ND_BUNDLE_MAX_TENSORS, 200);
@@ -417,7 +504,12 @@ void nd_bundle_free(nd_bundle *b) {
     if (!b) return;
     for (int i = 0; i < 5; i++) free(*text_slot(b, i));
     free(b->tokens);
-    for (int i = 0; i < b->n_in; i++) free(b->in[i].data);
+    for (int i = 0; i < b->n_in; i++) {
+        free(b->in[i].data);
+        free(b->in[i].idx);
+        free(b->in[i].w);
+        free(b->in[i].logits);
+    }
     for (int i = 0; i < b->n_tensors; i++) free(b->tensors[i].data);
     free(b);
 }

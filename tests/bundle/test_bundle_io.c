@@ -1,11 +1,17 @@
-/* test_bundle_io.c — the bundle file: a round trip keeps every field; truncated, foreign,
- * non-HDF5, missing and inconsistent files are bad input (exit 2 naming the file). */
+/* test_bundle_io.c — the bundle file: a round trip keeps every field (a routing decision an input
+ * carries included); truncated, foreign, non-HDF5, missing and inconsistent files are bad input
+ * (exit 2 naming the file). */
+#include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "nd_test.h"
 #include "bundle/bundle.h"
+
+/* a second input carrying a routing decision: 2 rows, top-2 of 3 experts */
+static int32_t route_ids[4] = {2, 0, 1, 2};
+static float route_w[4] = {0.75f, 0.25f, 0.5f, 0.5f}, route_logits[6] = {0.1f, -1.f, 2.f, 0.f, 1.5f, 1.5f}, route_p[6];
 
 static void fill(nd_bundle *b, float *in, uint8_t *w, int64_t *tok) {
     *b = (nd_bundle){.layer = 3, .th_floor_margin_db = 6.0, .th_min_cosine = 0.99, .th_min_sqnr_db = 15.0,
@@ -23,6 +29,16 @@ static void fill(nd_bundle *b, float *in, uint8_t *w, int64_t *tok) {
     b->in[0].rows = 2;
     b->in[0].cols = 3;
     b->in[0].data = in;
+    b->n_in = 2;
+    snprintf(b->in[1].name, sizeof b->in[1].name, "route");
+    b->in[1].rows = 2;
+    b->in[1].cols = 3;
+    b->in[1].data = route_p;
+    b->in[1].k = 2;
+    b->in[1].idx = route_ids;
+    b->in[1].w = route_w;
+    b->in[1].logits = route_logits;
+    b->in[1].route_scaling = 2.5f;
     for (int i = 0; i < 8; i++) w[i] = (uint8_t)(i * 37);
     snprintf(b->tensors[0].name, sizeof b->tensors[0].name, "model.layers.3.self_attn.q_a_proj.weight_packed");
     snprintf(b->tensors[0].dtype, sizeof b->tensors[0].dtype, "U8");
@@ -73,10 +89,15 @@ int main(void) {
         CHECK(r->stack_yaml && !strcmp(r->stack_yaml, b.stack_yaml), "stack_yaml");
         CHECK(r->config_json && !strcmp(r->config_json, b.config_json), "config_json");
         CHECK(r->hf_quant_config_json == NULL, "absent text stays absent");
-        CHECK_EQ_INT(r->n_in, 1);
+        CHECK_EQ_INT(r->n_in, 2);
         CHECK_EQ_INT(r->in[0].rows, 2);
         CHECK_EQ_INT(r->in[0].cols, 3);
-        CHECK(r->n_in == 1 && !memcmp(r->in[0].data, in, sizeof in), "input values");
+        CHECK(r->n_in >= 1 && !memcmp(r->in[0].data, in, sizeof in), "input values");
+        CHECK(r->in[0].k == 0 && !r->in[0].idx && !r->in[0].w && !r->in[0].logits, "an input without routing has none");
+        CHECK(r->n_in == 2 && r->in[1].k == 2 && r->in[1].idx && !memcmp(r->in[1].idx, route_ids, sizeof route_ids), "routing ids");
+        CHECK(r->n_in == 2 && r->in[1].w && !memcmp(r->in[1].w, route_w, sizeof route_w), "routing weights");
+        CHECK(r->n_in == 2 && r->in[1].logits && !memcmp(r->in[1].logits, route_logits, sizeof route_logits), "router logits");
+        CHECK_NEAR(r->n_in == 2 ? r->in[1].route_scaling : 0, 2.5, 0);
         CHECK_EQ_INT(r->n_tensors, 1);
         CHECK(r->n_tensors == 1 && r->tensors[0].nbytes == 8 && !memcmp(r->tensors[0].data, w, 8), "tensor bytes");
         CHECK(!strcmp(r->tensors[0].dtype, "U8") && r->tensors[0].ndim == 2 && r->tensors[0].shape[1] == 4, "tensor meta");
@@ -120,6 +141,24 @@ int main(void) {
     unlink(bad);
     rc = read_code(bad, msg, sizeof msg);
     CHECK(rc == ND_EXIT_BADINPUT && strstr(msg, bad), "missing: rc %d: %s", rc, msg);
+    /* routing ids whose rows are not the input's, and a k of 0 */
+    const hsize_t lie[2][2] = {{3, 2}, {2, 0}};
+    const char *want[2] = {"the input has 2 rows", "k must be 1..4096"};
+    for (int i = 0; i < 2; i++) {
+        rc = nd_bundle_write(bad, &b, &e);
+        CHECK(rc == 0, "write: %s", e.msg);
+        hid_t hf = H5Fopen(bad, H5F_ACC_RDWR, H5P_DEFAULT);
+        CHECK(hf >= 0 && H5Ldelete(hf, "/routing/route/ids", H5P_DEFAULT) >= 0, "cannot edit the bundle");
+        hid_t sp = H5Screate_simple(2, lie[i], NULL);
+        hid_t ds = H5Dcreate2(hf, "/routing/route/ids", H5T_NATIVE_INT32, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        int32_t zeros[6] = {0};
+        CHECK(ds >= 0 && (!lie[i][1] || H5Dwrite(ds, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, zeros) >= 0), "cannot write the lying ids");
+        H5Dclose(ds);
+        H5Sclose(sp);
+        H5Fclose(hf);
+        rc = read_code(bad, msg, sizeof msg);
+        CHECK(rc == ND_EXIT_BADINPUT && strstr(msg, bad) && strstr(msg, want[i]), "lying routing ids %d: rc %d: %s", i, rc, msg);
+    }
     /* a tensor whose bytes do not match its dtype and shape */
     b.tensors[0].shape[1] = 5;
     rc = nd_bundle_write(bad, &b, &e);
