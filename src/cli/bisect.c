@@ -17,7 +17,9 @@
  *   reverse  — the shortest suffix Q[j:k] of that prefix that still shows it (bisection on j),
  *   prune    — drop each inner stage of Q[j:k] whose removal keeps the symptom.
  * Bisection assumes that adding NVFP4 stages does not remove the symptom; every set reported
- * was itself traced and showed the symptom. */
+ * was itself traced and showed the symptom. A probe judged by a row's cosine is the single-stage
+ * replay of that row on the chained path (nd_stage_replay): the run stops at the judged stage; a
+ * probe for a NaN (anywhere on the chained path) or for the last row is a whole chained trace. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -76,6 +78,22 @@ static int run(bis *b, const unsigned char *on, outcome *out) {
     char detail[96];
     snprintf(detail, sizeof detail, "trace %d: %d of %d stages as the checkpoint says", b->traces, b->n - n_off, b->n);
     nd_progress_update(&b->pg, b->traces - 1, detail);
+    /* NVFP4DBG_BISECT_WHOLE_TRACES=1 (tests): every probe a whole trace, to show the replayed
+     * probes give the same figures */
+    static int whole = -1;
+    if (whole < 0) whole = getenv("NVFP4DBG_BISECT_WHOLE_TRACES") != NULL;
+    if (!b->use_nan && b->judged[0] && !whole) {
+        /* the symptom is the judged row's chained cosine: the single-stage replay of that row on
+         * the chained path (pipeline.h nd_stage_replay), which stops there; the stages after it
+         * cannot change it */
+        nd_row row;
+        int rc = nd_stage_replay(&b->o, b->judged, NULL, 0, NULL, &row, NULL, b->e);
+        if (!rc) {
+            out->cos = row.cosine;
+            out->nonfinite = row.prod_nan + row.prod_inf;
+        }
+        return rc;
+    }
     int rc = nd_pipeline_trace(&b->o, &res, b->e);
     if (!rc) {
         out->nonfinite = 0;

@@ -1,7 +1,7 @@
 /* diagnose.h — the cause of a diverged stage, proven by repair (issue 13, SPEC §7).
  *
  * The diagnosis sits above the pipeline: for a diverged row it replays that stage alone
- * (nd_pipeline_stage, the same single-stage entry point repro/replay and bisect use), once as it
+ * (nd_stage_replay, the same single-stage entry point repro, replay and bisect use), once as it
  * is and once per candidate repair (repair.h), and names the cause of the repair that brings the
  * stage's error back to its quantization floor. A static fact that proves a cause on its own (a
  * non-finite scale, NaN block scales) counts as well and is reported as such. When nothing

@@ -185,7 +185,9 @@ typedef struct nd_trace_result {
 
 /* The one entry point of a single-stage replay (issue 23; stage_rec.c): replay the stage that makes
  * `row` (opts.only_row = row, isolated mode, no trace file, no progress) with extra overrides added
- * to the run's, and return that row. Exit 2 when no stage produces it.
+ * to the run's, and return that row. Exit 2 when no stage produces it. With base->modes ==
+ * ND_MODES_CHAINED it returns the row's chained-path figures instead: the stages before it run on
+ * both paths, unreported, within base's --layers (bisect's probes; rec is not used).
  * rec == NULL: every stage before it runs again on the reference path, unreported. *rec == NULL: the
  * same, and *rec is made: a host copy of the inputs the stage read (reference-path buffers, with
  * the routing decisions they carry) and the override names the stages before it looked up. A later

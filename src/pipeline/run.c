@@ -191,8 +191,9 @@ int nd_stage_makes_row(const char *stage, const char *row) {
     return !strncmp(stage, row, n) && (row[n] == 0 || row[n] == '.');
 }
 
-/* Single-stage replay (opts->only_row): every other stage runs on the reference path only,
- * unreported; the run stops after the stage that makes the row. A stage that could make it but did
+/* Single-stage replay (opts->only_row): every other stage runs unreported, on the reference path
+ * only (isolated mode) or on both paths (chained mode); the run stops after the stage that makes
+ * the row. A stage that could make it but did
  * not (DeepSeek-V3's dense "layers.1.mlp", skipped on a MoE layer, comes before both
  * "layers.1.mlp.experts" and the MoE layer's own "layers.1.mlp") does not stop the run. */
 static int run_stage(nd_run *r, const nd_stage_def *def, int layer, int modes, nd_err *e) {
@@ -201,8 +202,9 @@ static int run_stage(nd_run *r, const nd_stage_def *def, int layer, int modes, n
     char name[ND_NAME_LEN];
     nd_expand(def->name, layer, 0, name, sizeof name);
     if (!nd_stage_makes_row(name, only)) {
+        /* unreported; a chained replay keeps their chained path (its input is theirs) */
         r->silent++;
-        int rc = nd_loop_stage_body(r, def, layer, 0, e);
+        int rc = nd_loop_stage_body(r, def, layer, modes & ND_MODE_CHAINED, e);
         r->silent--;
         return rc;
     }

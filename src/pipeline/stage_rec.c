@@ -286,18 +286,28 @@ int nd_stage_replay(const nd_trace_opts *base, const char *row, const char *cons
     o.n_overrides = base->n_overrides + n_extra;
     o.only_row = row;
     o.stage_info = info;
-    o.modes = ND_MODES_ISOLATED;
+    /* chained: the row of the chained path, every stage before it run on both paths, unreported
+     * (the chained path's input depends on all of them: no record can stand for them) */
+    const int chained = base->modes == ND_MODES_CHAINED;
+    o.modes = chained ? ND_MODES_CHAINED : ND_MODES_ISOLATED;
     o.out_path = NULL;
     o.progress = 0;
     o.dump_tensors = 0;
     o.prod_dump = NULL;
     if (!base->capture) o.capture_stage = NULL; /* repro captures the stage as it replays it */
     o.defer_finish = 0;
-    o.layer_lo = 0;
-    o.layer_hi = -1;
     o.stage_rec = NULL;
-    /* the row's layer: earlier layers run on the reference path only (the same inputs as before) */
-    if (!strncmp(row, "layers.", 7)) o.layer_lo = o.layer_hi = atoi(row + 7);
+    if (chained) {
+        /* the layers the caller replays, up to the row's: before them the chained path follows
+         * the reference, as in a full run */
+        if (!strncmp(row, "layers.", 7)) o.layer_hi = atoi(row + 7);
+        rec = NULL;
+    } else {
+        /* the row's layer: earlier layers run on the reference path only (the same inputs as before) */
+        o.layer_lo = 0;
+        o.layer_hi = -1;
+        if (!strncmp(row, "layers.", 7)) o.layer_lo = o.layer_hi = atoi(row + 7);
+    }
     if (rec && !*rec && !(*rec = calloc(1, sizeof **rec))) { free(ovr); return nd_fail(e, ND_EXIT_INTERNAL, "out of memory"); }
     if (rec) {
         (*rec)->fast = (*rec)->filled ? rec_usable(*rec, extra_ovr, n_extra) : 0;
@@ -311,7 +321,7 @@ int nd_stage_replay(const nd_trace_opts *base, const char *row, const char *cons
     free(ovr);
     const nd_row *hit = NULL;
     for (int64_t i = 0; !rc && i < res.nrows; i++)
-        if (!strcmp(res.rows[i].name, row) && !strcmp(res.rows[i].mode, "isolated")) hit = &res.rows[i];
+        if (!strcmp(res.rows[i].name, row) && !strcmp(res.rows[i].mode, chained ? "chained" : "isolated")) hit = &res.rows[i];
     if (!rc && !hit) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: no stage of the recipe produces a row named %s", base->ckpt_dir, row);
     if (!rc) *out = *hit;
     if (!rc && info) {

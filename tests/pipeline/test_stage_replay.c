@@ -9,7 +9,10 @@
  *   DeepSeek-V3's routed expert on layer 1 (golden/conformance/deepseek_v3/nvfp4), whose dense
  *     "layers.1.mlp" stage could make the row and is skipped on a MoE layer: the record still
  *     serves, and equals the full replay
- *   a bad override is exit 2 either way. */
+ *   a bad override is exit 2 either way;
+ *   chained mode (bisect's probes): the row's chained figures equal those of a whole chained
+ *     trace, with and without stages run at their NVFP4 floor (ref_only), for rows of layer 1
+ *     (the layer-0 stages before them run unreported on both paths) and the head. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +57,34 @@ static void one(const nd_trace_opts *o, const char *row, const char *good, const
     nd_stage_rec_free(rec);
 }
 
+/* the chained row `row` of a whole chained trace */
+static int chained_row(const nd_trace_opts *o, const char *row, nd_row *out) {
+    nd_err e = {0};
+    nd_trace_result res;
+    int rc = nd_pipeline_trace(o, &res, &e), hit = 0;
+    for (int64_t i = 0; !rc && i < res.nrows; i++)
+        if (!strcmp(res.rows[i].name, row) && !strcmp(res.rows[i].mode, "chained")) { *out = res.rows[i]; hit = 1; }
+    nd_trace_result_free(&res);
+    return rc ? rc : !hit;
+}
+
+static void chained(const nd_trace_opts *base, const char *row, const char *const *off, int n_off) {
+    nd_trace_opts o = *base;
+    o.modes = ND_MODES_CHAINED;
+    o.ref_only = off;
+    o.n_ref_only = n_off;
+    o.ref_only_floor = 1;
+    nd_row whole, one_stage;
+    nd_err e = {0};
+    CHECK(chained_row(&o, row, &whole) == 0, "%s: no chained row in the whole trace", row);
+    CHECK(nd_stage_replay(&o, row, NULL, 0, NULL, &one_stage, NULL, &e) == 0, "%s: %s", row, e.msg);
+    CHECK(!strcmp(one_stage.mode, "chained"), "%s: mode %s", row, one_stage.mode);
+    one_stage.index = whole.index; /* its place among the rows: the replay reports only this one */
+    CHECK(same_row(&whole, &one_stage) && !memcmp(&whole.cosine, &one_stage.cosine, sizeof whole.cosine),
+          "%s (%d stages at their floor): whole trace cos %.9f %s, replay cos %.9f %s", row, n_off, whole.cosine, whole.verdict,
+          one_stage.cosine, one_stage.verdict);
+}
+
 int main(void) {
     const char *root = getenv("ND_SOURCE_ROOT");
     char ck[1024];
@@ -66,6 +97,11 @@ int main(void) {
     one(&o, "layers.0.self_attn.q_a_proj", "model.layers.0.self_attn.q_a_proj.input_global_scale=719.799134", NULL);
     one(&o, "layers.0.mlp.experts.1.down_proj", "model.layers.0.mlp.experts.1.down_proj.input_global_scale=100",
         "model.layers.0.self_attn.q_a_proj.input_global_scale=719.799134");
+    static const char *const floor_qa[] = {"layers.0.self_attn.q_a_proj"};
+    chained(&o, "layers.1.self_attn.q_b_proj", NULL, 0);
+    chained(&o, "layers.1.self_attn.q_b_proj", floor_qa, 1);
+    chained(&o, "layers.1.mlp.experts.2.up_proj", NULL, 0);
+    chained(&o, "lm_head", floor_qa, 1);
     snprintf(ck, sizeof ck, "%s/golden/conformance/deepseek_v3/nvfp4", root ? root : ".");
     one(&o, "layers.1.mlp.experts.0.down_proj", "model.layers.1.mlp.experts.0.down_proj.input_global_scale=100",
         "model.layers.0.self_attn.q_b_proj.input_global_scale=100");
