@@ -8,10 +8,14 @@
 # must print exactly as the original row's (JSON reals carry 17 digits). Checkpoints: the shipped
 # DeepSeek-V4 seed bug (our synth) and transformers-made fixtures quantized by llmcompressor
 # (Qwen3-MoE, Qwen3-Next with Gated DeltaNet) and gpt-oss's MXFP4 release layout.
+# The traces and replays compared figure for figure run on the CPU (repro captures on the CPU);
+# with ND_TEST_BACKEND=cuda every bundle is also replayed on CUDA, whose verdict must be the
+# trace's (its GEMMs sum in another order: the figures agree, not to the last digit).
 set -u
 N=$1
 ROOT=$2
-BE=${ND_TEST_BACKEND:-cpu}
+BE=cpu
+ALSO=${ND_TEST_BACKEND:-cpu}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fail=0; pass=0
@@ -52,6 +56,12 @@ sweep() { # label checkpoint [trace args...]
         figures "$T/p.json" original > "$T/o.txt"
         if [ -s "$T/a.txt" ] && cmp -s "$T/a.txt" "$T/o.txt"; then same=$((same + 1)); ok
         else bad "$label $st: the replayed row differs from the trace's: $(diff "$T/a.txt" "$T/o.txt" | head -8 | tr '\n' ' ')"; fi
+        if [ "$ALSO" != cpu ]; then
+            "$N" replay "$T/b.h5" --backend "$ALSO" --json > "$T/pc.json" 2> "$T/pc.err"
+            r2=$?
+            if [ $r2 -le 1 ] && grep -q '"same_verdict": true' "$T/pc.json" && grep -q "\"backend\": \"$ALSO\"" "$T/pc.json"; then ok
+            else bad "$label $st: replay on $ALSO (exit $r2): $(head -c 300 "$T/pc.err") $(figures "$T/pc.json" replay | tr '\n' ' ')"; fi
+        fi
     done
     echo "$label: $same of $n rows replayed from their bundles with the trace's figures"
     [ "$n" -ge 10 ] && ok || bad "$label: only $n isolated rows in the trace"
