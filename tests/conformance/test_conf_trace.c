@@ -70,6 +70,15 @@ static void compare(const char *h5, const nd_st_file *ref, const char *stage, co
     free(theirs);
 }
 
+/* the trace and its log this process wrote in the working folder (removed at exit) */
+static char g_h5[256];
+static void remove_outputs(void) {
+    char log[300];
+    snprintf(log, sizeof log, "%s.log", g_h5);
+    remove(g_h5);
+    remove(log);
+}
+
 int main(int argc, char **argv) {
     if (argc < 4 || (strcmp(argv[3], "exit") && strcmp(argv[3], "reference") && strcmp(argv[3], "exact"))) {
         fprintf(stderr, "usage: test_conf_trace NVFP4DBG MODEL exit|reference|exact [CHECKPOINT_DIR [REFERENCE_FILE]]\n");
@@ -85,6 +94,8 @@ int main(int argc, char **argv) {
     CHECK(ntok > 0, "%s: no prompt", model);
     /* one file per process: several tests trace the same model (other checkpoint folders) at once */
     snprintf(h5, sizeof h5, "conf_%s_%s.%ld.h5", mode, model, (long)getpid());
+    snprintf(g_h5, sizeof g_h5, "%s", h5);
+    atexit(remove_outputs);
     /* the reference comparison takes transformers' BF16 steps (--ref-numerics transformers): the
      * fixture is transformers' BF16 forward; the exact one none (fp32-exact: its FP32 forward) */
     /* CPU unless ND_TEST_BACKEND names another (the device runs the same checks on CUDA) */
