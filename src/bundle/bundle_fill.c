@@ -38,16 +38,7 @@ int nd_bundle_capture_cb(void *user, const nd_capture_info *ci, nd_err *e) {
      * capture is the stage's (the run stops after the stage that makes the row) */
     free(b->stage_yaml);
     b->stage_yaml = NULL;
-    for (int i = 0; i < b->n_in; i++) {
-        free(b->in[i].data);
-        free(b->in[i].idx);
-        free(b->in[i].w);
-        free(b->in[i].logits);
-    }
-    memset(b->in, 0, sizeof b->in);
-    b->n_in = 0;
-    for (int i = 0; i < b->n_tensors; i++) free(b->tensors[i].data);
-    b->n_tensors = 0;
+    nd_bundle_free_data(b);
     if (!b->stage[0]) snprintf(b->stage, sizeof b->stage, "%s", ci->stage_name); /* else the row repro asked for */
     snprintf(b->op, sizeof b->op, "%s", ci->op);
     b->layer = ci->layer;

@@ -66,5 +66,7 @@ typedef struct nd_bundle {
 int nd_bundle_write(const char *path, const nd_bundle *b, nd_err *e);
 int nd_bundle_read(const char *path, nd_bundle **out, nd_err *e);
 void nd_bundle_free(nd_bundle *b);
+/* Free the inputs (with their routing) and the tensors, leaving none. */
+void nd_bundle_free_data(nd_bundle *b);
 
 #endif

@@ -500,16 +500,23 @@ int nd_bundle_read(const char *path, nd_bundle **out, nd_err *e) {
     return 0;
 }
 
-void nd_bundle_free(nd_bundle *b) {
-    if (!b) return;
-    for (int i = 0; i < 5; i++) free(*text_slot(b, i));
-    free(b->tokens);
+void nd_bundle_free_data(nd_bundle *b) {
     for (int i = 0; i < b->n_in; i++) {
         free(b->in[i].data);
         free(b->in[i].idx);
         free(b->in[i].w);
         free(b->in[i].logits);
     }
+    memset(b->in, 0, sizeof b->in);
+    b->n_in = 0;
     for (int i = 0; i < b->n_tensors; i++) free(b->tensors[i].data);
+    b->n_tensors = 0;
+}
+
+void nd_bundle_free(nd_bundle *b) {
+    if (!b) return;
+    for (int i = 0; i < 5; i++) free(*text_slot(b, i));
+    free(b->tokens);
+    nd_bundle_free_data(b);
     free(b);
 }
