@@ -57,6 +57,8 @@ typedef struct nd_qstats {
 /* enum nd_fp8_scale_kind: numerics/nd_dtype.h (the checkpoint loader names them too) */
 
 enum nd_score_func { ND_SCORE_SOFTMAX = 0, ND_SCORE_SIGMOID = 1, ND_SCORE_SQRTSOFTPLUS = 2 };
+/* how gemm / gemm_grouped may sum (their comment below) */
+enum nd_gemm_mode { ND_GEMM_F32 = 0, ND_GEMM_BF16_EXACT = 1, ND_GEMM_ORDERED = 2 };
 
 /* Router description: scores from logits, selection on scores + bias, optional expert groups. */
 typedef struct nd_router_cfg {
@@ -124,15 +126,18 @@ typedef struct nd_backend nd_backend;
     X(unswizzle_sf, ND_ODT_E4M3, (nd_backend *b, const uint8_t *swz, int64_t rows, int64_t k, uint8_t *linear, nd_err *e)) \
  \
     /* ---- GEMM ---- */ \
-    /* y[m,n] = alpha * Σ_k x[m,k] w[n,k], FP32 accumulation. bf16_exact promises every operand \
-     * is exactly representable in BF16 (dequantized FP4 x e4m3 values), which lets CUDA use BF16 \
-     * tensor cores without changing any product. */ \
+    /* y[m,n] = alpha * Σ_k x[m,k] w[n,k], FP32 accumulation; mode (enum nd_gemm_mode): \
+     * ND_GEMM_F32 sums in the backend's order; ND_GEMM_BF16_EXACT promises every operand is exactly \
+     * representable in BF16 (dequantized FP4 x e4m3 values), which lets CUDA use BF16 tensor cores \
+     * without changing any product; ND_GEMM_ORDERED sums each element in increasing k with every \
+     * product and sum rounded alone, then times alpha (when not 1): the CPU's order, so every \
+     * backend gives the same bits. The CPU sums in that order in every mode. */ \
     X(gemm, ND_ODT_F32 | ND_ODT_BF16, (nd_backend *b, const float *x, const float *w, float *y, int64_t m, int64_t n, int64_t k, \
-        float alpha, int bf16_exact, nd_err *e)) \
+        float alpha, int mode, nd_err *e)) \
     /* Grouped: for g < groups, y[:, g, :] = alpha * x[:, g, :] @ w[g]^T with x [m, groups, k], \
      * w [groups, n, k], y [m, groups, n]. */ \
     X(gemm_grouped, ND_ODT_F32 | ND_ODT_BF16, (nd_backend *b, const float *x, const float *w, float *y, int64_t m, int64_t groups, \
-        int64_t n, int64_t k, float alpha, int bf16_exact, nd_err *e)) \
+        int64_t n, int64_t k, float alpha, int mode, nd_err *e)) \
  \
     /* ---- elementwise and normalisation ---- */ \
     /* in place */ \

@@ -13,7 +13,7 @@
 /* X(NAME, "name", nd_dtype it is in a checkpoint (ND_DT_INVALID: none), meaning) */
 #define ND_OP_DTYPES(X) \
     X(F32, "f32", ND_DT_F32, "IEEE float32: activations, outputs, FP32 scales") \
-    X(BF16, "bf16", ND_DT_BF16, "bfloat16: checkpoint tensors (to_f32); GEMM operands exact in BF16 (bf16_exact)") \
+    X(BF16, "bf16", ND_DT_BF16, "bfloat16: checkpoint tensors (to_f32); GEMM operands exact in BF16 (ND_GEMM_BF16_EXACT)") \
     X(F16, "f16", ND_DT_F16, "IEEE float16: checkpoint tensors (to_f32)") \
     X(E4M3, "fp8_e4m3", ND_DT_F8_E4M3, "FP8 E4M3 bytes: FP8 weights, NVFP4 block scales, FP8 round trips") \
     X(E8M0, "ue8m0", ND_DT_F8_E8M0, "power-of-two scale bytes: DeepSeek-V4 FP8 block scales") \

@@ -93,9 +93,11 @@ void nd_cpu_gemm_strided(const float *x, int64_t ldx, const float *w, int64_t ld
 }
 
 int nd_cpu_gemm(nd_backend *b, const float *x, const float *w, float *y, int64_t m, int64_t n,
-                int64_t k, float alpha, int bf16_exact, nd_err *e) {
-    /* the CPU always multiplies in FP32: BF16-exact operands give the same products */
-    if (bf16_exact) ND_TRY(nd_backend_require(b, ND_OP_gemm, ND_ODT_BF16, e));
+                int64_t k, float alpha, int mode, nd_err *e) {
+    /* every mode is this order (ND_GEMM_ORDERED's definition); BF16-exact operands give the same
+     * products in FP32 */
+    ND_CPU_REQUIRE(mode >= ND_GEMM_F32 && mode <= ND_GEMM_ORDERED, e, "gemm", "unknown mode");
+    if (mode == ND_GEMM_BF16_EXACT) ND_TRY(nd_backend_require(b, ND_OP_gemm, ND_ODT_BF16, e));
     const char *op = "gemm";
     ND_CPU_SIZES(e, op, m, n);
     ND_CPU_SIZES(e, op, m, k);
@@ -107,8 +109,9 @@ int nd_cpu_gemm(nd_backend *b, const float *x, const float *w, float *y, int64_t
 }
 
 int nd_cpu_gemm_grouped(nd_backend *b, const float *x, const float *w, float *y, int64_t m,
-                        int64_t groups, int64_t n, int64_t k, float alpha, int bf16_exact, nd_err *e) {
-    if (bf16_exact) ND_TRY(nd_backend_require(b, ND_OP_gemm_grouped, ND_ODT_BF16, e));
+                        int64_t groups, int64_t n, int64_t k, float alpha, int mode, nd_err *e) {
+    ND_CPU_REQUIRE(mode >= ND_GEMM_F32 && mode <= ND_GEMM_ORDERED, e, "gemm_grouped", "unknown mode");
+    if (mode == ND_GEMM_BF16_EXACT) ND_TRY(nd_backend_require(b, ND_OP_gemm_grouped, ND_ODT_BF16, e));
     const char *op = "gemm_grouped";
     ND_CPU_SIZES(e, op, m, groups, n);
     ND_CPU_SIZES(e, op, m, groups, k);

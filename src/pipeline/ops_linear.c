@@ -33,8 +33,8 @@ static int gemm(nd_run *r, nd_lin *l, const float *x, const float *w, float *y, 
     if (exact) r->gemm_flops_bf16 += 2.0 * (double)t * (double)n * (double)k;
     else r->gemm_flops_fp32 += 2.0 * (double)t * (double)n * (double)k;
     if (l->groups > 1)
-        return r->be->gemm_grouped(r->be, x, w, y, t, l->groups, n / l->groups, k, alpha, exact, e);
-    return r->be->gemm(r->be, x, w, y, t, n, k, alpha, exact, e);
+        return r->be->gemm_grouped(r->be, x, w, y, t, l->groups, n / l->groups, k, alpha, nd_gemm_mode(r, exact), e);
+    return r->be->gemm(r->be, x, w, y, t, n, k, alpha, nd_gemm_mode(r, exact), e);
 }
 
 /* the bias row added to every output row (before rounding), when the module has one */

@@ -54,7 +54,7 @@ static int route(nd_opctx *c, router_ctx *rx, const nd_buf *b, nd_buf **out, nd_
     o->w = malloc(sizeof(float) * (size_t)(t * k));
     o->logits_host = malloc(sizeof(float) * (size_t)(t * E));
     if (!o->idx || !o->w || !o->logits_host) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
-    ND_TRY(r->be->gemm(r->be, b->p, rx->w_gate, o->p, t, E, b->cols, 1.0f, 0, e));
+    ND_TRY(r->be->gemm(r->be, b->p, rx->w_gate, o->p, t, E, b->cols, 1.0f, nd_gemm_mode(r, 0), e));
     if (rx->logit_bias) ND_TRY(r->be->add_bias(r->be, o->p, rx->logit_bias, t, E, e)); /* F.linear: before its rounding */
     if (rx->cfg.bf16_steps || rx->bf16_logits) ND_TRY(r->be->round_bf16(r->be, o->p, o->n, e)); /* a BF16 linear's logits */
     ND_TRY(r->be->download(r->be, o->logits_host, o->p, sizeof(float) * (size_t)(t * E), e));

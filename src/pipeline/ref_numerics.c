@@ -47,6 +47,11 @@ int nd_round_out(nd_run *r, int ref_path, nd_buf *b, nd_err *e) {
 
 int nd_ref_bf16_steps(const nd_run *r, int ref_path, int steps) { return ref_path && r->ref_exact ? 0 : steps; }
 
+int nd_gemm_mode(const nd_run *r, int bf16_exact) {
+    if (bf16_exact) return ND_GEMM_BF16_EXACT;
+    return r->ref_tf ? ND_GEMM_ORDERED : ND_GEMM_F32;
+}
+
 /* 1 if the run is in transformers mode and the stage's `tf` attribute is `variant` */
 int nd_stage_tf(const nd_run *r, const nd_stage *st, const char *variant) {
     if (!r->ref_tf) return 0;

@@ -180,6 +180,10 @@ int nd_stage_rope_steps(const nd_run *r, const nd_stage *st);
  * (transformers' pooling) on the reference path, 0 in fp32-exact mode. */
 int nd_round_out(nd_run *r, int ref_path, nd_buf *b, nd_err *e);
 int nd_ref_bf16_steps(const nd_run *r, int ref_path, int steps);
+/* The gemm mode (enum nd_gemm_mode) of a GEMM whose operands are BF16-exact (`bf16_exact`) or not:
+ * under --ref-numerics transformers every FP32 GEMM sums in the CPU's order on every backend
+ * (ND_GEMM_ORDERED), so a CUDA trace of a conformance fixture is the CPU's bit for bit. */
+int nd_gemm_mode(const nd_run *r, int bf16_exact);
 /* 1 if bisect put this stage on the reference path for production too. */
 int nd_run_ref_only(const nd_run *r, const char *stage);
 /* The captured activation of a stage (output, or `suffix` ".input"), as an nd_buf; NULL if absent. */

@@ -492,9 +492,10 @@ static void case_swizzle(void) {
 
 static void case_gemm(void) {
     static const int64_t shapes[][4] = {{1, 7, 16, 1}, {5, 33, 48, 1}, {64, 130, 208, 1}, {129, 257, 1040, 1},
-                                        {3, 17, 64, 4}, {33, 64, 112, 8}};
+                                        {3, 17, 64, 4}, {33, 64, 112, 8}, {70, 65, 37, 1}, {9, 5, 21, 3}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
-        for (int exact = 0; exact < 2; exact++) {
+        for (int mode = ND_GEMM_F32; mode <= ND_GEMM_ORDERED; mode++) {
+            const int exact = mode == ND_GEMM_BF16_EXACT;
             const int64_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], G = shapes[s][3];
             float *x = malloc((size_t)(M * G * K) * 4), *w = malloc((size_t)(G * N * K) * 4);
             for (int64_t i = 0; i < M * G * K; i++) x[i] = exact ? rnd_fp4_value() : rnd_normal();
@@ -506,17 +507,19 @@ static void case_gemm(void) {
                 void *dx = dev_put(be, x, M * G * K * 4), *dw = dev_put(be, w, G * N * K * 4);
                 void *dy = dev_poisoned(be, M * G * N * 4);
                 if (G == 1)
-                    op_rc(be, "gemm", g_be[be]->gemm(g_be[be], dx, dw, dy, M, N, K, alpha, exact, &e), &e);
+                    op_rc(be, "gemm", g_be[be]->gemm(g_be[be], dx, dw, dy, M, N, K, alpha, mode, &e), &e);
                 else
                     op_rc(be, "gemm_grouped",
-                          g_be[be]->gemm_grouped(g_be[be], dx, dw, dy, M, G, N, K, alpha, exact, &e), &e);
+                          g_be[be]->gemm_grouped(g_be[be], dx, dw, dy, M, G, N, K, alpha, mode, &e), &e);
                 y[be] = dev_get(be, dy, M * G * N * 4);
                 dev_free(be, dx); dev_free(be, dw); dev_free(be, dy);
             }
             char wh[128];
-            snprintf(wh, sizeof wh, "%s M=%lld G=%lld N=%lld K=%lld bf16_exact=%d", G == 1 ? "gemm" : "gemm_grouped",
-                     (long long)M, (long long)G, (long long)N, (long long)K, exact);
-            close_l2(wh, y[0], y[1], M * G * N, TOL_GEMM);
+            snprintf(wh, sizeof wh, "%s M=%lld G=%lld N=%lld K=%lld mode=%d", G == 1 ? "gemm" : "gemm_grouped",
+                     (long long)M, (long long)G, (long long)N, (long long)K, mode);
+            /* ordered: the CPU's order of every sum, so the same bits; else cuBLAS's order */
+            if (mode == ND_GEMM_ORDERED) same_bytes(wh, y[0], y[1], M * G * N * 4);
+            else close_l2(wh, y[0], y[1], M * G * N, TOL_GEMM);
             free(y[0]); free(y[1]); free(x); free(w);
         }
 }
@@ -1398,7 +1401,7 @@ static const test_case g_cases[] = {
     {"quant_mxfp4", case_quant_mxfp4, "f32,mxfp4"}, {"fake_quant_fp8", case_fake_quant_fp8, "f32,fp8_e4m3"},
     {"kv_fp8", case_kv_fp8, "f32,fp8_e4m3"},
     {"swizzle_sf+unswizzle_sf", case_swizzle, "fp8_e4m3+fp8_e4m3"},
-    {"gemm+gemm_grouped", case_gemm, "f32,bf16+f32,bf16"}, /* bf16: bf16_exact = 1 */
+    {"gemm+gemm_grouped", case_gemm, "f32,bf16+f32,bf16"}, /* bf16: ND_GEMM_BF16_EXACT; f32: ND_GEMM_F32 and ND_GEMM_ORDERED */
     {"round_bf16+cast_f16_scale+add+add_bias+swiglu+rmsnorm", case_elementwise, "f32+f32+f32+f32+f32+f32"},
     {"swiglu_oai", case_swiglu_oai, "f32"}, {"rope", case_rope, "f32"}, {"attention", case_attention, "f32"},
     {"hc_pre+hc_post+hc_head", case_hc, "f32+f32+f32"}, {"router_topk", case_router, "f32,i32"},

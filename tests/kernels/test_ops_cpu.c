@@ -369,6 +369,8 @@ static void test_gemm(void) {
             }
     CHECK(gerr < 1e-4, "gemm_grouped abs err %g", gerr);
     CHECK(be->gemm(be, x, w, y, m, -n, k, 1.0f, 0, &e) == ND_EXIT_INTERNAL, "negative n rejected");
+    CHECK(be->gemm(be, x, w, y, m, n, k, 1.0f, ND_GEMM_ORDERED + 1, &e) == ND_EXIT_INTERNAL && strstr(e.msg, "unknown mode"),
+          "an unknown gemm mode rejected: %s", e.msg);
     free(x); free(w); free(y); free(gx); free(gw); free(gy);
 }
 
