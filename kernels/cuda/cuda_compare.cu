@@ -16,8 +16,10 @@
  * Work split: a lane handles VEC consecutive elements (VEC = 4: one 16-byte load per side). When a
  * block spans U <= 32 lanes (U a power of two) one warp covers 32/U blocks at once and reduces each
  * block over its U lanes with xor shuffles (offsets < U stay inside the block); larger blocks take
- * a warp each. Each CUDA block writes its partial to scratch; the last block to finish (a ticket
- * counter) merges them in block order, so the result does not depend on scheduling. */
+ * a warp each, or, when there are too few of them to give every resident warp one (a probe of a
+ * few long rows), a CUDA block each. Each CUDA block writes its partial to scratch; the last block
+ * to finish (a ticket counter) merges them in block order, so the result does not depend on
+ * scheduling; a grid of one CUDA block skips the merge. */
 #include "cuda_results.cuh"
 #include "numerics/nd_cmp_rule.h"
 
@@ -65,7 +67,16 @@ __device__ __forceinline__ cmp_part part_shfl(const cmp_part &a, int o) {
     return r;
 }
 
-/* Reduce a part over the CUDA block; thread 0 returns the total (merged in warp order). */
+__device__ __forceinline__ void part_zero(cmp_part &m) {
+    m.rr = m.pp = m.rp = m.ee = m.maxerr = m.bee = m.brr = 0.0;
+    m.bidx = -1;
+    m.rnan = m.pnan = m.rinf = m.pinf = 0;
+    m.ramax = m.pamax = 0;
+}
+
+/* Reduce a part over the CUDA block; thread 0 returns the total. Each warp by xor shuffles, then
+ * the first warp merges the warps' parts by shuffles too (a fixed tree: the same order every run,
+ * log2(warps) dependent steps instead of warps - 1). */
 __device__ void part_block_reduce(cmp_part &a) {
     __shared__ cmp_part sh[32];
 #pragma unroll
@@ -73,8 +84,14 @@ __device__ void part_block_reduce(cmp_part &a) {
     __syncthreads(); /* sh may still be read by an earlier call */
     if ((threadIdx.x & 31) == 0) sh[threadIdx.x / 32] = a;
     __syncthreads();
-    if (threadIdx.x == 0)
-        for (int w = 1; w < (int)(blockDim.x / 32); w++) part_merge(a, sh[w]);
+    const int nw = (int)(blockDim.x / 32);
+    if (threadIdx.x < 32 && nw > 1) {
+        if ((int)threadIdx.x < nw) a = sh[threadIdx.x];
+        else part_zero(a);
+#pragma unroll
+        for (int o = 16; o; o >>= 1)
+            if (o < nw) { cmp_part t = part_shfl(a, o); part_merge(a, t); }
+    }
 }
 
 /* One element. Counts and amax on the bits; the sums see the pair only when both are finite
@@ -106,7 +123,10 @@ __device__ __forceinline__ void elem(cmp_thr &a, float rf, float pf, double &bee
     a.maxerr = fmax(a.maxerr, fabs(d));
 }
 
-enum { CMP_UNROLL = 2, CMP_THREADS = 256 };
+/* units a lane loads before it uses them: two in the lanes-per-block path (its shuffles keep more
+ * registers live), four where a warp or a CUDA block walks a long block (more bytes in flight:
+ * block=row [4096, 7168] 72% -> 78% of copy on the H200, bench/RESULTS.md) */
+enum { CMP_UNROLL_SEG = 2, CMP_UNROLL_ROW = 4, CMP_THREADS = 256 };
 
 /* Elements [i, i+VEC) clipped to [.., lim): loaded as one float4 per side when whole. */
 template <int VEC, bool P>
@@ -132,31 +152,37 @@ __device__ __forceinline__ void use_unit(cmp_thr &a, const float *__restrict__ r
     }
 }
 
-template <int VEC, bool P>
+/* the three work splits of the header comment; one kernel each, so that each gets the registers
+ * its own loop needs (the long-block paths hold twice the loads in flight) */
+enum { PATH_LANES = 0, PATH_WARP = 1, PATH_CUDA_BLOCK = 2 };
+
+template <int VEC, bool P, int PATH>
 __global__ void __launch_bounds__(CMP_THREADS) compare_kernel(const float *__restrict__ ref,
                                                               const float *__restrict__ prod, int64_t n, int64_t B,
-                                                              int64_t nb, int seg_units, cmp_part *__restrict__ parts,
+                                                              int64_t nb, int seg_units,
+                                                              cmp_part *__restrict__ parts,
                                                               cmp_part *__restrict__ total, unsigned *ticket) {
     cmp_thr t;
     thr_init(t);
     const int lane = threadIdx.x & 31;
     const int64_t gw = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     const int64_t tw = (int64_t)gridDim.x * (blockDim.x / 32);
-    float4 r[CMP_UNROLL], p[CMP_UNROLL];
-    bool full[CMP_UNROLL];
-    if (seg_units > 0) {
-        /* a warp step covers CMP_UNROLL groups of P = 32/U blocks */
+    constexpr int UNR = PATH == PATH_LANES ? CMP_UNROLL_SEG : CMP_UNROLL_ROW;
+    float4 r[UNR], p[UNR];
+    bool full[UNR];
+    if (PATH == PATH_LANES) {
+        /* a warp step covers CMP_UNROLL_SEG groups of P = 32/U blocks */
         const int U = seg_units, PB = 32 / U;
-        for (int64_t it = gw; it * PB * CMP_UNROLL < nb; it += tw) {
+        for (int64_t it = gw; it * PB * CMP_UNROLL_SEG < nb; it += tw) {
 #pragma unroll
-            for (int u = 0; u < CMP_UNROLL; u++) {
-                const int64_t pb = (it * CMP_UNROLL + u) * PB + lane / U, start = pb * B;
+            for (int u = 0; u < CMP_UNROLL_SEG; u++) {
+                const int64_t pb = (it * CMP_UNROLL_SEG + u) * PB + lane / U, start = pb * B;
                 const int64_t lim = start + B < n ? start + B : n;
                 load_unit<VEC, P>(ref, prod, start + (int64_t)(lane % U) * VEC, lim, pb < nb, r[u], p[u], full[u]);
             }
 #pragma unroll
-            for (int u = 0; u < CMP_UNROLL; u++) {
-                const int64_t pb = (it * CMP_UNROLL + u) * PB + lane / U, start = pb * B;
+            for (int u = 0; u < CMP_UNROLL_SEG; u++) {
+                const int64_t pb = (it * CMP_UNROLL_SEG + u) * PB + lane / U, start = pb * B;
                 const int64_t lim = start + B < n ? start + B : n;
                 double bee = 0.0, brr = 0.0;
                 use_unit<VEC, P>(t, ref, prod, start + (int64_t)(lane % U) * VEC, lim, pb < nb, full[u], r[u], p[u],
@@ -164,25 +190,57 @@ __global__ void __launch_bounds__(CMP_THREADS) compare_kernel(const float *__res
                 t.rr += brr;
                 if (!P) continue;
                 t.ee += bee;
-                for (int o = U / 2; o; o >>= 1) {
-                    bee += __shfl_xor_sync(0xffffffffu, bee, o);
-                    brr += __shfl_xor_sync(0xffffffffu, brr, o);
+                for (int o = U / 2; o; o >>= 1) bee += __shfl_xor_sync(0xffffffffu, bee, o);
+                /* a block's Σref² only matters when it becomes its lane's worst, which after the
+                 * first few blocks is rare: summed (the same butterfly) only when a lane needs it */
+                const bool take = pb < nb && lane % U == 0 && nd_cmp_block_worse(pb, bee, t.bidx, t.bee);
+                if (__any_sync(0xffffffffu, take))
+                    for (int o = U / 2; o; o >>= 1) brr += __shfl_xor_sync(0xffffffffu, brr, o);
+                if (take) {
+                    t.bidx = pb;
+                    t.bee = bee;
+                    t.brr = brr;
                 }
-                if (pb < nb && lane % U == 0) best_take(t, pb, bee, brr);
             }
+        }
+    } else if (PATH == PATH_CUDA_BLOCK) {
+        /* few large blocks: a CUDA block per compare block, its threads striding through it (a
+         * warp alone would walk a long chain of dependent loads); the block's energies summed
+         * over the CUDA block in a fixed order */
+        __shared__ double red[CMP_THREADS / 32];
+        const int64_t U = (B + VEC - 1) / VEC;
+        for (int64_t pb = blockIdx.x; pb < nb; pb += gridDim.x) {
+            const int64_t start = pb * B, lim = start + B < n ? start + B : n;
+            double bee = 0.0, brr = 0.0;
+            for (int64_t u0 = threadIdx.x; u0 < U; u0 += (int64_t)CMP_THREADS * CMP_UNROLL_ROW) {
+#pragma unroll
+                for (int u = 0; u < CMP_UNROLL_ROW; u++)
+                    load_unit<VEC, P>(ref, prod, start + (u0 + CMP_THREADS * u) * VEC, lim,
+                                      u0 + CMP_THREADS * u < U, r[u], p[u], full[u]);
+#pragma unroll
+                for (int u = 0; u < CMP_UNROLL_ROW; u++)
+                    use_unit<VEC, P>(t, ref, prod, start + (u0 + CMP_THREADS * u) * VEC, lim,
+                                     u0 + CMP_THREADS * u < U, full[u], r[u], p[u], bee, brr);
+            }
+            t.rr += brr;
+            if (!P) continue;
+            t.ee += bee;
+            bee = nd_cuda_block_sum(bee, red);
+            brr = nd_cuda_block_sum(brr, red);
+            if (threadIdx.x == 0) best_take(t, pb, bee, brr);
         }
     } else {
         const int64_t U = (B + VEC - 1) / VEC;
         for (int64_t pb = gw; pb < nb; pb += tw) {
             const int64_t start = pb * B, lim = start + B < n ? start + B : n;
             double bee = 0.0, brr = 0.0;
-            for (int64_t u0 = lane; u0 < U; u0 += 32 * CMP_UNROLL) {
+            for (int64_t u0 = lane; u0 < U; u0 += 32 * CMP_UNROLL_ROW) {
 #pragma unroll
-                for (int u = 0; u < CMP_UNROLL; u++)
+                for (int u = 0; u < CMP_UNROLL_ROW; u++)
                     load_unit<VEC, P>(ref, prod, start + (u0 + 32 * u) * VEC, lim, u0 + 32 * u < U, r[u], p[u],
                                       full[u]);
 #pragma unroll
-                for (int u = 0; u < CMP_UNROLL; u++)
+                for (int u = 0; u < CMP_UNROLL_ROW; u++)
                     use_unit<VEC, P>(t, ref, prod, start + (u0 + 32 * u) * VEC, lim, u0 + 32 * u < U, full[u], r[u],
                                      p[u], bee, brr);
             }
@@ -202,6 +260,10 @@ __global__ void __launch_bounds__(CMP_THREADS) compare_kernel(const float *__res
     a.bee = t.bee; a.brr = t.brr; a.bidx = t.bidx;
     a.rnan = t.rnan; a.pnan = t.pnan; a.rinf = t.rinf; a.pinf = t.pinf; a.ramax = t.ramax; a.pamax = t.pamax;
     part_block_reduce(a);
+    if (gridDim.x == 1) { /* small inputs: one CUDA block, no partials to merge */
+        if (threadIdx.x == 0) *total = a;
+        return;
+    }
     /* the last block to finish merges every block's partial, in block order */
     __shared__ bool last;
     if (threadIdx.x == 0) {
@@ -213,10 +275,7 @@ __global__ void __launch_bounds__(CMP_THREADS) compare_kernel(const float *__res
     if (!last) return;
     __threadfence();
     cmp_part m;
-    m.rr = m.pp = m.rp = m.ee = m.maxerr = m.bee = m.brr = 0.0;
-    m.bidx = -1;
-    m.rnan = m.pnan = m.rinf = m.pinf = 0;
-    m.ramax = m.pamax = 0;
+    part_zero(m);
     for (int i = threadIdx.x; i < (int)gridDim.x; i += blockDim.x) {
         /* read past L1 (other blocks wrote these) */
         unsigned long long w[sizeof(cmp_part) / 8];
@@ -235,27 +294,38 @@ __global__ void __launch_bounds__(CMP_THREADS) compare_kernel(const float *__res
 }
 
 /* Resident CUDA blocks per multiprocessor of one compare kernel, asked once. */
-template <int VEC, bool P>
+template <int VEC, bool P, int PATH>
 static int cmp_resident() {
     static int n;
-    if (!n && cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, compare_kernel<VEC, P>, CMP_THREADS, 0) != cudaSuccess) {
+    if (!n && cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, compare_kernel<VEC, P, PATH>, CMP_THREADS, 0) !=
+                  cudaSuccess) {
         (void)cudaGetLastError();
         n = 1;
     }
     return n > 0 ? n : 1;
 }
 
+template <int VEC, bool P, int PATH>
+static int launch_path(nd_backend *b, const float *ref, const float *prod, int64_t n, int64_t block, int64_t nb,
+                       int seg, int64_t items, int per_block, cmp_part *slot, unsigned *ticket, nd_err *e) {
+    nd_cuda *c = nd_cu(b);
+    const unsigned grid = nd_cuda_grid_balanced(b, items, per_block, cmp_resident<VEC, P, PATH>());
+    void *s;
+    ND_TRY(nd_cuda_scratch(b, (size_t)grid * sizeof(cmp_part), &s, e));
+    compare_kernel<VEC, P, PATH><<<grid, CMP_THREADS, 0, c->stream>>>(ref, prod, n, block, nb, seg, (cmp_part *)s,
+                                                                      slot, ticket);
+    ND_LAUNCHED("compare_kernel");
+    return 0;
+}
+
 template <int VEC, bool P>
 static int launch(nd_backend *b, const float *ref, const float *prod, int64_t n, int64_t block, int64_t nb, int seg,
                   int64_t warp_items, cmp_part *slot, unsigned *ticket, nd_err *e) {
-    nd_cuda *c = nd_cu(b);
-    const unsigned grid = nd_cuda_grid_balanced(b, warp_items, CMP_THREADS / 32, cmp_resident<VEC, P>());
-    void *s;
-    ND_TRY(nd_cuda_scratch(b, (size_t)grid * sizeof(cmp_part), &s, e));
-    compare_kernel<VEC, P><<<grid, CMP_THREADS, 0, c->stream>>>(ref, prod, n, block, nb, seg, (cmp_part *)s, slot,
-                                                                ticket);
-    ND_LAUNCHED("compare_kernel");
-    return 0;
+    if (seg) return launch_path<VEC, P, PATH_LANES>(b, ref, prod, n, block, nb, seg, warp_items, CMP_THREADS / 32, slot, ticket, e);
+    /* long blocks, too few to give every resident warp one: a CUDA block each */
+    const int64_t warps = (int64_t)nd_cu(b)->n_sm * cmp_resident<VEC, P, PATH_WARP>() * (CMP_THREADS / 32);
+    if (nb < warps) return launch_path<VEC, P, PATH_CUDA_BLOCK>(b, ref, prod, n, block, nb, seg, nb, 1, slot, ticket, e);
+    return launch_path<VEC, P, PATH_WARP>(b, ref, prod, n, block, nb, seg, warp_items, CMP_THREADS / 32, slot, ticket, e);
 }
 
 int nd_cuda_compare(nd_backend *b, const float *ref, const float *prod, int64_t n, int64_t block, nd_cmp *out_host,
@@ -271,7 +341,7 @@ int nd_cuda_compare(nd_backend *b, const float *ref, const float *prod, int64_t 
     const int64_t units = (block + vec - 1) / vec;
     const int seg = (units <= 32 && (units & (units - 1)) == 0) ? (int)units : 0;
     const int64_t nb = (n + block - 1) / block;
-    const int64_t warp_items = seg ? (nb + 32 / seg * CMP_UNROLL - 1) / (32 / seg * CMP_UNROLL) : nb;
+    const int64_t warp_items = seg ? (nb + 32 / seg * CMP_UNROLL_SEG - 1) / (32 / seg * CMP_UNROLL_SEG) : nb;
     void *slot;
     unsigned *ticket;
     ND_TRY(nd_cuda_result_slot(b, ND_RES_CMP, out_host, n, prod != NULL, &slot, &ticket, e));
