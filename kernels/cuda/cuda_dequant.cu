@@ -1,5 +1,6 @@
 /* cuda_dequant.cu — weight decoding: NVFP4, MXFP4, FP8 (four scale kinds), BF16/F16 -> F32.
  * Every value comes from nd_numerics.h, so the result is bit-identical to the CPU backend. */
+#include <stdlib.h>
 #include "cuda_common.cuh"
 
 /* One float4 of output per thread step (2 code bytes in, 16 bytes out), so a warp's stores are
@@ -38,6 +39,54 @@ __global__ void __launch_bounds__(DQ_THREADS) dequant_nvfp4_kernel(const uint16_
     }
 }
 
+/* The same decode with wide code loads: a warp takes chunks of 128 float4 outputs (512 elements,
+ * 256 code bytes, 32 block scales). Lane L loads the 8 code bytes and the scale of block
+ * chunk * 32 + L (one 8-byte and one 1-byte load for four float4 stores, instead of four 2-byte
+ * and four 1-byte loads), and in store round j lane L takes, by shuffles, the 2 code bytes and the
+ * scale of its float4 j * 32 + L from lane j * 8 + L / 4, so the warp's stores stay one contiguous
+ * 512-byte run. DQW_CHUNKS chunks' loads are in flight before any store. Used when the codes are
+ * 8-byte aligned; ND_CUDA_DEQUANT_NARROW=1 forces the kernel above (bench/bench_kernels times both). */
+enum { DQW_CHUNKS = 4 };
+
+__global__ void __launch_bounds__(DQ_THREADS) dequant_nvfp4_wide_kernel(const uint2 *__restrict__ packed,
+                                                                        const uint8_t *__restrict__ sf,
+                                                                        float global_div, int64_t n4,
+                                                                        float4 *__restrict__ out) {
+    __shared__ float e2m1[16], scale[256];
+    scale[threadIdx.x] = nd_nvfp4_block_dequant_scale((uint8_t)threadIdx.x, global_div);
+    if (threadIdx.x < 16) e2m1[threadIdx.x] = nd_e2m1_to_f32((uint8_t)threadIdx.x);
+    __syncthreads();
+    const int lane = threadIdx.x & 31;
+    const int64_t nblk = n4 / 4; /* 16-element blocks: 8 code bytes and one scale each */
+    const int64_t nchunk = (n4 + 127) / 128;
+    const int64_t warp = (int64_t)blockIdx.x * (DQ_THREADS / 32) + threadIdx.x / 32;
+    const int64_t warps = (int64_t)gridDim.x * (DQ_THREADS / 32);
+    for (int64_t c0 = warp * DQW_CHUNKS; c0 < nchunk; c0 += warps * DQW_CHUNKS) {
+        uint2 c[DQW_CHUNKS];
+        uint32_t s[DQW_CHUNKS];
+#pragma unroll
+        for (int u = 0; u < DQW_CHUNKS; u++) {
+            const int64_t blk = (c0 + u) * 32 + lane;
+            c[u] = blk < nblk ? __ldcs(packed + blk) : make_uint2(0u, 0u);
+            s[u] = blk < nblk ? __ldcs(sf + blk) : 0u;
+        }
+#pragma unroll
+        for (int u = 0; u < DQW_CHUNKS; u++) {
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const int src = j * 8 + lane / 4, sub = lane & 3;
+                const uint32_t lo = __shfl_sync(0xffffffffu, c[u].x, src), hi = __shfl_sync(0xffffffffu, c[u].y, src);
+                const float sc = scale[__shfl_sync(0xffffffffu, s[u], src)];
+                const uint32_t w = ((sub & 2) ? hi : lo) >> (16 * (sub & 1)); /* low byte: elements 4q, 4q+1 */
+                const int64_t q = (c0 + u) * 128 + j * 32 + lane;
+                if (q < n4)
+                    __stcs(out + q, make_float4(e2m1[w & 15u] * sc, e2m1[(w >> 4) & 15u] * sc,
+                                                e2m1[(w >> 8) & 15u] * sc, e2m1[(w >> 12) & 15u] * sc));
+            }
+        }
+    }
+}
+
 int nd_cuda_dequant_nvfp4(nd_backend *b, const uint8_t *packed, const uint8_t *sf, float global_div,
                           int64_t rows, int64_t k, float *out, nd_err *e) {
     if (k % 16 != 0 || rows < 0)
@@ -46,6 +95,19 @@ int nd_cuda_dequant_nvfp4(nd_backend *b, const uint8_t *packed, const uint8_t *s
         return nd_fail(e, ND_EXIT_INTERNAL, "cuda: dequant_nvfp4: packed/out buffers are not 2/16-byte aligned");
     const int64_t n4 = rows * k / 4;
     if (n4 == 0) return 0;
+    if (!((uintptr_t)packed & 7) && !getenv("ND_CUDA_DEQUANT_NARROW")) {
+        static int wide_resident;
+        if (!wide_resident && cudaOccupancyMaxActiveBlocksPerMultiprocessor(&wide_resident, dequant_nvfp4_wide_kernel,
+                                                                            DQ_THREADS, 0) != cudaSuccess) {
+            (void)cudaGetLastError();
+            wide_resident = 1;
+        }
+        const int64_t warp_steps = (n4 + 128 * DQW_CHUNKS - 1) / (128 * DQW_CHUNKS);
+        dequant_nvfp4_wide_kernel<<<nd_cuda_grid_balanced(b, warp_steps, DQ_THREADS / 32, wide_resident), DQ_THREADS,
+                                    0, nd_cu(b)->stream>>>((const uint2 *)packed, sf, global_div, n4, (float4 *)out);
+        ND_LAUNCHED("dequant_nvfp4_wide_kernel");
+        return 0;
+    }
     static int resident; /* CUDA blocks per multiprocessor, asked once */
     if (!resident &&
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, dequant_nvfp4_kernel, DQ_THREADS, 0) != cudaSuccess) {

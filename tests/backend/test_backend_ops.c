@@ -225,29 +225,34 @@ static float max_abs(const float *x, int64_t n) {
 
 /* dequant_nvfp4 (blocks of 16, E4M3 scales, a global divisor) and dequant_mxfp4 (blocks of 32, E8M0 scales):
  * random codes and every scale byte (NaN scales too), bit-exact */
+/* codes at byte offset 0 and 2 of their buffer: CUDA's NVFP4 decode loads 8-byte-aligned codes
+ * 8 bytes at a time and others 2 at a time (cuda_dequant.cu), both must decode the same */
 static void dequant_fp4(int64_t blk, const int64_t (*shapes)[2], size_t nshapes) {
     const char *op = blk == 16 ? "dequant_nvfp4" : "dequant_mxfp4";
-    for (size_t s = 0; s < nshapes; s++) {
-        const int64_t R = shapes[s][0], K = shapes[s][1];
-        uint8_t *codes = rnd_bytes(R * K / 2), *sf = rnd_bytes(R * K / blk);
-        const float gdiv = blk == 16 ? (float)(500.0 + 5000.0 * rnd_uni()) : 0.0f;
-        float *out[2];
-        BOTH(be) {
-            nd_err e = {0};
-            void *c = dev_put(be, codes, R * K / 2), *f = dev_put(be, sf, R * K / blk), *o = dev_poisoned(be, R * K * 4);
-            op_rc(be, op, blk == 16 ? g_be[be]->dequant_nvfp4(g_be[be], c, f, gdiv, R, K, o, &e)
-                                    : g_be[be]->dequant_mxfp4(g_be[be], c, f, R, K, o, &e), &e);
-            out[be] = dev_get(be, o, R * K * 4);
-            dev_free(be, c); dev_free(be, f); dev_free(be, o);
+    for (size_t s = 0; s < nshapes; s++)
+        for (int64_t off = 0; off <= 2; off += 2) {
+            const int64_t R = shapes[s][0], K = shapes[s][1];
+            uint8_t *codes = rnd_bytes(R * K / 2 + off), *sf = rnd_bytes(R * K / blk);
+            const float gdiv = blk == 16 ? (float)(500.0 + 5000.0 * rnd_uni()) : 0.0f;
+            float *out[2];
+            BOTH(be) {
+                nd_err e = {0};
+                void *cb = dev_put(be, codes, R * K / 2 + off), *f = dev_put(be, sf, R * K / blk);
+                void *o = dev_poisoned(be, R * K * 4);
+                const uint8_t *c = (const uint8_t *)cb + off;
+                op_rc(be, op, blk == 16 ? g_be[be]->dequant_nvfp4(g_be[be], c, f, gdiv, R, K, o, &e)
+                                        : g_be[be]->dequant_mxfp4(g_be[be], c, f, R, K, o, &e), &e);
+                out[be] = dev_get(be, o, R * K * 4);
+                dev_free(be, cb); dev_free(be, f); dev_free(be, o);
+            }
+            char w[96];
+            snprintf(w, sizeof w, "%s R=%lld K=%lld codes at offset %lld", op, (long long)R, (long long)K, (long long)off);
+            same_floats(w, out[0], out[1], R * K);
+            free(out[0]); free(out[1]); free(codes); free(sf);
         }
-        char w[96];
-        snprintf(w, sizeof w, "%s R=%lld K=%lld", op, (long long)R, (long long)K);
-        same_floats(w, out[0], out[1], R * K);
-        free(out[0]); free(out[1]); free(codes); free(sf);
-    }
 }
 static void case_dequant_nvfp4(void) {
-    static const int64_t shapes[][2] = {{1, 16}, {7, 48}, {129, 208}, {64, 1040}, {3, 7168}};
+    static const int64_t shapes[][2] = {{1, 16}, {7, 48}, {129, 208}, {64, 1040}, {3, 7168}, {300, 7168}};
     dequant_fp4(16, shapes, sizeof shapes / sizeof *shapes);
 }
 static void case_dequant_mxfp4(void) {
