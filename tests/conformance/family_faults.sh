@@ -4,8 +4,9 @@
 # mistral3}/nvfp4) with
 # `synth OUT --from CKPT --inject FAULT@MODULE`: a trace under the default stack must name the
 # planted module with the right cause, proven by repair or by a static fact, and the next command
-# it prints, run as printed, must leave that stage ok. Two faults per family: one on attention or a
-# dense MLP, one on a routed expert that the prompt's tokens reach (MoE families); Qwen3-Next also one
+# it prints, run as printed, must leave that stage ok. Two faults per family besides the seed bug: one
+# on attention or a dense MLP, one on a routed expert that the prompt's tokens reach (MoE families; the
+# dense Qwen2, Llama 3.1 and Mistral 3: a second one on attention or the MLP); Qwen3-Next also one
 # on its sigmoid-gated shared expert and one on a gated-attention q_proj (its gate half included).
 # The seed bug (input-scale-inverted: input_global_scale stored as its reciprocal) in every family;
 # on Qwen3-Next's and Qwen3.5's full-attention projections (inputs of amax about 10, global scale
@@ -39,6 +40,9 @@ qwen3_5_moe layers.1.self_attn.v_proj input-scale-inverted scale_inverted
 qwen2 layers.0.self_attn.q_proj input-scale-inverted scale_inverted
 llama31 layers.1.mlp.gate_proj input-scale-inverted scale_inverted
 mistral3 layers.1.self_attn.o_proj input-scale-inverted scale_inverted
+qwen2 layers.1.mlp.down_proj nibble-swap weight_packing
+llama31 layers.0.self_attn.k_proj weight-scale-nan nan_weight_scale
+mistral3 layers.0.mlp.up_proj input-scale-mul=100 scale_saturation
 LIST
 echo "planted faults on the family fixtures: $pass passed, $fail failed"
 [ $fail -eq 0 ]
