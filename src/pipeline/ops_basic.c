@@ -93,16 +93,17 @@ static int embed_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
 static int op_embedding(nd_opctx *c, nd_err *e) { return nd_run_pure(c, embed_fn, e); }
 
 /* ---- hc_expand: n identical copies of the embedding ---- */
+/* stream i of every token is one strided copy (copy2d: row pitch n * cols), n calls in all: a copy
+ * per token and stream cost 16384 device copies, 0.13 s, at 4096 tokens on the H200 */
 static int hc_expand_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     double n;
     ND_TRY(nd_attr_req(c->r, c->st, "n", &n, e));
     nd_buf *x = in[0];
-    out[0] = nd_buf_new(c->r, x->rows, x->cols * (int64_t)n, e);
+    const int64_t ns = (int64_t)n;
+    out[0] = nd_buf_new(c->r, x->rows, x->cols * ns, e);
     if (!out[0]) return e->code;
-    for (int64_t t = 0; t < x->rows; t++)
-        for (int64_t i = 0; i < (int64_t)n; i++)
-            ND_TRY(c->r->be->copy(c->r->be, out[0]->p + (t * (int64_t)n + i) * x->cols, x->p + t * x->cols,
-                                  (size_t)x->cols * sizeof(float), e));
+    for (int64_t i = 0; i < ns; i++)
+        ND_TRY(c->r->be->copy2d(c->r->be, out[0]->p + i * x->cols, ns * x->cols, x->p, x->cols, x->cols, x->rows, e));
     return 0;
 }
 static int op_hc_expand(nd_opctx *c, nd_err *e) { return nd_run_pure(c, hc_expand_fn, e); }
