@@ -895,7 +895,7 @@ static void cmp_fields(const char *wh, const nd_cmp *a, const nd_cmp *b) {
 static void case_compare(void) {
     static const int64_t cases[][2] = {{1, 1}, {1000, 16}, {100003, 16}, {100003, 7}, {65536, 4096}, {7168 * 5, 7168},
                                        {4099, 2}, {33, 64}, {640000, 160}, {50000, 1001}};
-    /* CUDA's paths: one CUDA block (n <= 16384), lanes per block (B <= 128), a warp per block
+    /* CUDA's paths: a grid of one CUDA block (small n), lanes per block (B <= 128), a warp per block
      * (640000 / 160: more blocks than resident warps), a CUDA block per block (few long blocks) */
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
         for (int with_prod = 0; with_prod < 2; with_prod++) {
