@@ -146,6 +146,12 @@ static void run_rcopy(void *c, int rep) {
     const size_t off = (size_t)(rep % x->ncopy) * x->bytes;
     CK(cudaMemcpyAsync(x->dst + off, x->src + off, x->bytes, cudaMemcpyDeviceToDevice, ST));
 }
+/* the same written bytes, written only (cudaMemset): the ceiling of an op that mostly writes */
+static void run_rset(void *c, int rep) {
+    rcopy_ctx *x = c;
+    const size_t off = (size_t)(rep % x->ncopy) * x->bytes;
+    CK(cudaMemsetAsync(x->dst + off, 0x3c, x->bytes, ST));
+}
 
 /* ---- kernels ---- */
 typedef struct {
@@ -215,8 +221,9 @@ static FILE *json;
 static const char *json_commit;
 static int json_rows;
 
-/* A memory-bound op: alone and in a sequence, as shares of copy bandwidth. */
-static void mem_row(const char *kernel, const char *shape, run_fn fn, void *ctx, double bytes) {
+/* A memory-bound op: alone and in a sequence, as shares of copy bandwidth; returns the sequence's
+ * milliseconds per op. */
+static double mem_row(const char *kernel, const char *shape, run_fn fn, void *ctx, double bytes) {
     const double ms = time_ms(fn, ctx), sq = time_seq(fn, ctx);
     const double pct = 100.0 * bytes / ms / 1e6 / copy_bw, spct = 100.0 * bytes / sq / 1e6 / copy_bw;
     printf("%-22s %-15s alone %8.1f us %5.1f%% of copy | in a sequence %8.1f us %8.0f GB/s %5.1f%% of copy\n", kernel,
@@ -225,6 +232,7 @@ static void mem_row(const char *kernel, const char *shape, run_fn fn, void *ctx,
     if (json)
         fprintf(json, "%s    {\"op\": \"%s\", \"shape\": \"%s\", \"us\": %.2f, \"pct_of_copy\": %.2f, \"alone_us\": %.2f, "
                 "\"alone_pct_of_copy\": %.2f}", json_rows++ ? ",\n" : "", kernel + strspn(kernel, " "), shape, sq * 1e3, spct, ms * 1e3, pct);
+    return sq;
 }
 /* 1 if the row (label, shape) is to be timed */
 static int want(const char *label, const char *shape) {
@@ -308,7 +316,7 @@ int main(int argc, char **argv) {
         char shape[32];
         snprintf(shape, sizeof shape, "[%lld, %lld]", (long long)c.rows, (long long)c.k);
         if (want("dequant_nvfp4", shape)) {
-            mem_row("dequant_nvfp4", shape, run_dequant, &c, (double)ne * (4 + 0.5 + 1.0 / 16));
+            const double dq = mem_row("dequant_nvfp4", shape, run_dequant, &c, (double)ne * (4 + 0.5 + 1.0 / 16));
             /* what a plain copy of the same bytes reaches at this size (the ceiling is 2 GiB) */
             rcopy_ctx rc = {NULL, NULL, (size_t)((double)ne * (4 + 0.5 + 1.0 / 16) / 2) & ~(size_t)255, 0};
             rc.ncopy = copies_for(rc.bytes * 2);
@@ -318,6 +326,14 @@ int main(int argc, char **argv) {
             mem_row("  copy, same bytes", shape, run_rcopy, &rc, (double)rc.bytes * 2);
             CK(cudaFree(rc.src));
             CK(cudaFree(rc.dst));
+            /* and a write-only pass over its output (4 bytes an element: 88% of its traffic) */
+            rcopy_ctx ws = {NULL, NULL, ne * 4, 0};
+            ws.ncopy = copies_for(ws.bytes);
+            ws.dst = dalloc(ws.bytes * (size_t)ws.ncopy);
+            const double wt = mem_row("  memset, its output", shape, run_rset, &ws, (double)ws.bytes);
+            printf("%-22s %-15s dequant_nvfp4 takes %.2fx the time of writing its output alone\n", "  write ceiling", shape,
+                   dq / wt);
+            CK(cudaFree(ws.dst));
         }
         for (int i = 0; i < c.ncopy; i++) { CK(cudaFree(c.packed[i])); CK(cudaFree(c.sf[i])); CK(cudaFree(c.out[i])); }
         free(c.packed); free(c.sf); free(c.out);

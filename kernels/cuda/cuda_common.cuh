@@ -14,6 +14,7 @@ extern "C" {
 #include "backend.h"
 }
 #include "numerics/nd_numerics.h"
+#include "cuda_fp8_cvt.cuh"
 
 typedef struct nd_cuda_results nd_cuda_results; /* cuda_results.cu */
 

@@ -18,8 +18,10 @@
  * block over its U lanes with xor shuffles (offsets < U stay inside the block); larger blocks take
  * a warp each, or, when there are too few of them to give every resident warp one (a probe of a
  * few long rows), a CUDA block each. Each CUDA block writes its partial to scratch; the last block
- * to finish (a ticket counter) merges them in block order, so the result does not depend on
- * scheduling; a grid of one CUDA block skips the merge. */
+ * to finish (a ticket counter) merges them in a fixed order, so the result does not depend on
+ * scheduling; a grid of one CUDA block skips the merge. The reductions inside a block use
+ * __reduce_*_sync for counts and amax and exchange a worst block only between threads that can
+ * hold one (a lane per U, a warp's lane 0, or a CUDA block's thread 0). */
 #include "cuda_results.cuh"
 #include "numerics/nd_cmp_rule.h"
 
@@ -74,23 +76,65 @@ __device__ __forceinline__ void part_zero(cmp_part &m) {
     m.ramax = m.pamax = 0;
 }
 
-/* Reduce a part over the CUDA block; thread 0 returns the total. Each warp by xor shuffles, then
- * the first warp merges the warps' parts by shuffles too (a fixed tree: the same order every run,
- * log2(warps) dependent steps instead of warps - 1). */
-__device__ void part_block_reduce(cmp_part &a) {
-    __shared__ cmp_part sh[32];
+/* A warp's running figures summed into lane 0, over the first `width` lanes (a power of two; the
+ * others hold zeros). Counts and amax: one __reduce_*_sync each (32-bit: the host keeps a CUDA
+ * block's share of the elements below 2^32); sums and max |d| by an xor tree (a fixed order, the
+ * same every run); the worst block over the lanes that can hold one — lanes at multiples of
+ * `holder` (32: lane 0 only, nothing to exchange). */
+__device__ __forceinline__ void thr_warp_reduce(cmp_thr &t, int width, int holder) {
+    const unsigned m = 0xffffffffu;
+    t.rnan = __reduce_add_sync(m, t.rnan); t.pnan = __reduce_add_sync(m, t.pnan);
+    t.rinf = __reduce_add_sync(m, t.rinf); t.pinf = __reduce_add_sync(m, t.pinf);
+    t.ramax = __reduce_max_sync(m, t.ramax); t.pamax = __reduce_max_sync(m, t.pamax);
 #pragma unroll
-    for (int o = 16; o; o >>= 1) { cmp_part t = part_shfl(a, o); part_merge(a, t); }
-    __syncthreads(); /* sh may still be read by an earlier call */
-    if ((threadIdx.x & 31) == 0) sh[threadIdx.x / 32] = a;
-    __syncthreads();
+    for (int o = 16; o; o >>= 1) {
+        if (o >= width) continue;
+        t.rr += __shfl_xor_sync(m, t.rr, o); t.pp += __shfl_xor_sync(m, t.pp, o);
+        t.rp += __shfl_xor_sync(m, t.rp, o); t.ee += __shfl_xor_sync(m, t.ee, o);
+        t.maxerr = fmax(t.maxerr, __shfl_xor_sync(m, t.maxerr, o));
+    }
+#pragma unroll
+    for (int o = 16; o; o >>= 1) {
+        if (o >= width || o < holder) continue;
+        const long long bi = __shfl_xor_sync(m, t.bidx, o);
+        const double be = __shfl_xor_sync(m, t.bee, o), br = __shfl_xor_sync(m, t.brr, o);
+        best_take(t, bi, be, br);
+    }
+}
+
+/* The CUDA block's total in thread 0: each warp into its lane 0, then warp 0 over the warps'
+ * figures (through shared memory). holder: as thr_warp_reduce, counted in threads of the block
+ * (>= blockDim.x: thread 0 alone holds a worst block). */
+__device__ __forceinline__ void thr_block_reduce(cmp_thr &t, int holder) {
+    __shared__ cmp_thr sh[32];
+    thr_warp_reduce(t, 32, holder < 32 ? holder : 32);
     const int nw = (int)(blockDim.x / 32);
-    if (threadIdx.x < 32 && nw > 1) {
-        if ((int)threadIdx.x < nw) a = sh[threadIdx.x];
-        else part_zero(a);
+    if (nw == 1) return;
+    __syncthreads(); /* sh may still be read by an earlier call */
+    if ((threadIdx.x & 31) == 0) sh[threadIdx.x / 32] = t;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        if ((int)threadIdx.x < nw) t = sh[threadIdx.x];
+        else thr_init(t);
+        thr_warp_reduce(t, nw, holder >= (int)blockDim.x ? 32 : 1);
+    }
+}
+
+/* a and b summed over the CUDA block, the total in every thread (a fixed order) */
+__device__ __forceinline__ void block_sum2(double &a, double &b, double2 *red) {
 #pragma unroll
-        for (int o = 16; o; o >>= 1)
-            if (o < nw) { cmp_part t = part_shfl(a, o); part_merge(a, t); }
+    for (int o = 16; o; o >>= 1) {
+        a += __shfl_xor_sync(0xffffffffu, a, o);
+        b += __shfl_xor_sync(0xffffffffu, b, o);
+    }
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x / 32] = make_double2(a, b);
+    __syncthreads();
+    a = b = 0.0;
+    for (int w = 0; w < (int)(blockDim.x / 32); w++) {
+        const double2 v = red[w];
+        a += v.x;
+        b += v.y;
     }
 }
 
@@ -155,9 +199,12 @@ __device__ __forceinline__ void use_unit(cmp_thr &a, const float *__restrict__ r
 /* the three work splits of the header comment; one kernel each, so that each gets the registers
  * its own loop needs (the long-block paths hold twice the loads in flight) */
 enum { PATH_LANES = 0, PATH_WARP = 1, PATH_CUDA_BLOCK = 2 };
+/* threads per CUDA block: 512 where a CUDA block walks one compare block, so that a row of 7168
+ * floats is one round of loads (3.5 units a thread) instead of two dependent ones */
+template <int PATH> __host__ __device__ constexpr int cmp_threads() { return PATH == PATH_CUDA_BLOCK ? 512 : CMP_THREADS; }
 
 template <int VEC, bool P, int PATH>
-__global__ void __launch_bounds__(CMP_THREADS) compare_kernel(const float *__restrict__ ref,
+__global__ void __launch_bounds__(cmp_threads<PATH>()) compare_kernel(const float *__restrict__ ref,
                                                               const float *__restrict__ prod, int64_t n, int64_t B,
                                                               int64_t nb, int seg_units,
                                                               cmp_part *__restrict__ parts,
@@ -207,26 +254,26 @@ __global__ void __launch_bounds__(CMP_THREADS) compare_kernel(const float *__res
         /* few large blocks: a CUDA block per compare block, its threads striding through it (a
          * warp alone would walk a long chain of dependent loads); the block's energies summed
          * over the CUDA block in a fixed order */
-        __shared__ double red[CMP_THREADS / 32];
+        constexpr int NT = cmp_threads<PATH>();
+        __shared__ double2 red[NT / 32];
         const int64_t U = (B + VEC - 1) / VEC;
         for (int64_t pb = blockIdx.x; pb < nb; pb += gridDim.x) {
             const int64_t start = pb * B, lim = start + B < n ? start + B : n;
             double bee = 0.0, brr = 0.0;
-            for (int64_t u0 = threadIdx.x; u0 < U; u0 += (int64_t)CMP_THREADS * CMP_UNROLL_ROW) {
+            for (int64_t u0 = threadIdx.x; u0 < U; u0 += (int64_t)NT * CMP_UNROLL_ROW) {
 #pragma unroll
                 for (int u = 0; u < CMP_UNROLL_ROW; u++)
-                    load_unit<VEC, P>(ref, prod, start + (u0 + CMP_THREADS * u) * VEC, lim,
-                                      u0 + CMP_THREADS * u < U, r[u], p[u], full[u]);
+                    load_unit<VEC, P>(ref, prod, start + (u0 + NT * u) * VEC, lim,
+                                      u0 + NT * u < U, r[u], p[u], full[u]);
 #pragma unroll
                 for (int u = 0; u < CMP_UNROLL_ROW; u++)
-                    use_unit<VEC, P>(t, ref, prod, start + (u0 + CMP_THREADS * u) * VEC, lim,
-                                     u0 + CMP_THREADS * u < U, full[u], r[u], p[u], bee, brr);
+                    use_unit<VEC, P>(t, ref, prod, start + (u0 + NT * u) * VEC, lim,
+                                     u0 + NT * u < U, full[u], r[u], p[u], bee, brr);
             }
             t.rr += brr;
             if (!P) continue;
             t.ee += bee;
-            bee = nd_cuda_block_sum(bee, red);
-            brr = nd_cuda_block_sum(brr, red);
+            block_sum2(bee, brr, red);
             if (threadIdx.x == 0) best_take(t, pb, bee, brr);
         }
     } else {
@@ -255,16 +302,19 @@ __global__ void __launch_bounds__(CMP_THREADS) compare_kernel(const float *__res
             if (lane == 0) best_take(t, pb, bee, brr);
         }
     }
+    thr_block_reduce(t, PATH == PATH_LANES ? seg_units : PATH == PATH_WARP ? 32 : cmp_threads<PATH>());
     cmp_part a;
-    a.rr = t.rr; a.pp = t.pp; a.rp = t.rp; a.ee = t.ee; a.maxerr = t.maxerr;
-    a.bee = t.bee; a.brr = t.brr; a.bidx = t.bidx;
-    a.rnan = t.rnan; a.pnan = t.pnan; a.rinf = t.rinf; a.pinf = t.pinf; a.ramax = t.ramax; a.pamax = t.pamax;
-    part_block_reduce(a);
+    if (threadIdx.x == 0) {
+        a.rr = t.rr; a.pp = t.pp; a.rp = t.rp; a.ee = t.ee; a.maxerr = t.maxerr;
+        a.bee = t.bee; a.brr = t.brr; a.bidx = t.bidx;
+        a.rnan = t.rnan; a.pnan = t.pnan; a.rinf = t.rinf; a.pinf = t.pinf; a.ramax = t.ramax; a.pamax = t.pamax;
+    }
     if (gridDim.x == 1) { /* small inputs: one CUDA block, no partials to merge */
         if (threadIdx.x == 0) *total = a;
         return;
     }
-    /* the last block to finish merges every block's partial, in block order */
+    /* the last block to finish merges every block's partial: warp 0, lane i the partials i, i+32,
+     * ... in order, then an xor tree (the same order every run, whichever block is last) */
     __shared__ bool last;
     if (threadIdx.x == 0) {
         parts[blockIdx.x] = a;
@@ -272,11 +322,11 @@ __global__ void __launch_bounds__(CMP_THREADS) compare_kernel(const float *__res
         last = atomicAdd(ticket, 1u) == gridDim.x - 1;
     }
     __syncthreads();
-    if (!last) return;
+    if (!last || threadIdx.x >= 32) return;
     __threadfence();
     cmp_part m;
     part_zero(m);
-    for (int i = threadIdx.x; i < (int)gridDim.x; i += blockDim.x) {
+    for (int i = threadIdx.x; i < (int)gridDim.x; i += 32) {
         /* read past L1 (other blocks wrote these) */
         unsigned long long w[sizeof(cmp_part) / 8];
         const unsigned long long *src = (const unsigned long long *)&parts[i];
@@ -286,7 +336,8 @@ __global__ void __launch_bounds__(CMP_THREADS) compare_kernel(const float *__res
         memcpy(&o, w, sizeof o);
         part_merge(m, o);
     }
-    part_block_reduce(m);
+#pragma unroll
+    for (int o = 16; o; o >>= 1) { cmp_part x = part_shfl(m, o); part_merge(m, x); }
     if (threadIdx.x == 0) {
         *total = m;
         *ticket = 0u; /* ready for the next kernel on the stream */
@@ -297,7 +348,7 @@ __global__ void __launch_bounds__(CMP_THREADS) compare_kernel(const float *__res
 template <int VEC, bool P, int PATH>
 static int cmp_resident() {
     static int n;
-    if (!n && cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, compare_kernel<VEC, P, PATH>, CMP_THREADS, 0) !=
+    if (!n && cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, compare_kernel<VEC, P, PATH>, cmp_threads<PATH>(), 0) !=
                   cudaSuccess) {
         (void)cudaGetLastError();
         n = 1;
@@ -310,9 +361,14 @@ static int launch_path(nd_backend *b, const float *ref, const float *prod, int64
                        int seg, int64_t items, int per_block, cmp_part *slot, unsigned *ticket, nd_err *e) {
     nd_cuda *c = nd_cu(b);
     const unsigned grid = nd_cuda_grid_balanced(b, items, per_block, cmp_resident<VEC, P, PATH>());
+    /* a CUDA block sums its counts in 32 bits (thr_warp_reduce): grid steps are balanced, so a
+     * block's share stays near n / grid; 2^31 on average leaves room for the uneven last step */
+    if (n > ((int64_t)grid << 31))
+        return nd_fail(e, ND_EXIT_INTERNAL, "cuda: compare: %lld elements over %u CUDA blocks exceed its 32-bit counters",
+                       (long long)n, grid);
     void *s;
     ND_TRY(nd_cuda_scratch(b, (size_t)grid * sizeof(cmp_part), &s, e));
-    compare_kernel<VEC, P, PATH><<<grid, CMP_THREADS, 0, c->stream>>>(ref, prod, n, block, nb, seg, (cmp_part *)s,
+    compare_kernel<VEC, P, PATH><<<grid, cmp_threads<PATH>(), 0, c->stream>>>(ref, prod, n, block, nb, seg, (cmp_part *)s,
                                                                       slot, ticket);
     ND_LAUNCHED("compare_kernel");
     return 0;

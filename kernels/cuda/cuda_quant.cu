@@ -63,14 +63,31 @@ __global__ void __launch_bounds__(Q8_THREADS) quant_nvfp4_kernel(const float4 *_
             uint32_t word = 0;
             uint8_t sfb, zs;
             if (!CT) {
-                sfb = nd_e4m3_from_f32_satfinite(nd_nan_unsigned(g * (a * (1.0f / 6.0f))));
-                const float sfv = nd_e4m3_to_f32(sfb);
+                /* nd_nvfp4_block_params' kernel rule, the E4M3 steps by the converter (an
+                 * unsigned NaN in, so a NaN block gets 0x7f as on the CPU, and 0x7f back) */
+                sfb = nd_cuda_e4m3_satfinite(nd_nan_unsigned(g * (a * (1.0f / 6.0f))));
+                const float sfv = nd_cuda_e4m3_to_f32(sfb);
                 const float mult = nd_nvfp4_kernel_mult(sfv, inv_g);
+                uint32_t uy[8];
 #pragma unroll
-                for (int j = 0; j < 8; j++) {
-                    const float y = e[j] * mult;
-                    word |= (uint32_t)nd_e2m1_from_f32(y) << (4 * j);
-                    if (STATS) sat += fabsf(y) > ND_E2M1_MAX;
+                for (int j = 0; j < 8; j++) uy[j] = __float_as_uint(e[j] * mult);
+                /* a finite amax and multiplier: no product is NaN, so the NaN rule of
+                 * nd_e2m1_from_f32 is not needed per element, the signs go on in one step, and
+                 * |y| > 6 is the sign of 6 - |y| (never -0 or NaN here), added by one LEA.HI */
+                if (ab < 0x7f800000u && (__float_as_uint(mult) & 0x7fffffffu) < 0x7f800000u) {
+#pragma unroll
+                    for (int j = 0; j < 8; j++) {
+                        word |= nd_e2m1_mag_code(uy[j] & 0x7fffffffu) << (4 * j);
+                        if (STATS) sat += __float_as_uint(ND_E2M1_MAX - fabsf(__uint_as_float(uy[j]))) >> 31;
+                    }
+                    word |= nd_e2m1_signs8(uy);
+                } else {
+#pragma unroll
+                    for (int j = 0; j < 8; j++) {
+                        const float y = __uint_as_float(uy[j]);
+                        word |= (uint32_t)nd_e2m1_from_f32(y) << (4 * j);
+                        if (STATS) sat += fabsf(y) > ND_E2M1_MAX;
+                    }
                 }
                 zs = sfv == 0.0f && a > 0.0f;
             } else {

@@ -83,24 +83,44 @@ ND_HD float nd_e2m1_to_f32(uint8_t code) {
     return (code & 8u) ? -mag : mag;
 }
 
+/* The magnitude code (0..7) of a float from the bits a = |x| of a non-NaN x (Inf saturates to 7).
+ * Branch-free on the bits (one definition for both backends; equal to the compare chain 0.25 < a,
+ * 0.75 <= a, 1.25 < a, 1.75 <= a, 2.5 < a, 3.5 <= a, 5 < a for every float): below 1 the grid is
+ * 0.5, so the code is rint(2a): 2a + 1.5 * 2^23 rounds to an integer (RNE, 2a is exact) whose low
+ * bits it is; from 1 on, RNE of the mantissa to one bit (add 2^21 - 1 plus the kept bit, shift by
+ * 22) gives code - 2, saturated at 7. */
+ND_HD uint32_t nd_e2m1_mag_code(uint32_t a) {
+    const uint32_t lo = nd_f32_bits(nd_bits_f32(a) * 2.0f + 12582912.0f) & 3u;
+    uint32_t hi = (a + (0x001fffffu + 0x00800000u - 0x3f800000u) + ((a >> 22) & 1u)) >> 22;
+    hi = hi < 7u ? hi : 7u;
+    return a < 0x3f800000u ? lo : hi;
+}
+
 /* float -> E2M1, round-to-nearest-even, saturating at ±6 (cvt.rn.satfinite.e2m1x2.f32 and the
  * cast_to_fp4 reference tables). Ties 0.25, 1.25, 2.5, 5 go down; 0.75, 1.75, 3.5 go up.
  * Negative inputs keep the sign bit even when they round to zero (code 8), as the references do.
  * NaN maps to code 7 (+6): the hardware converter's NaN result is not documented in the sources
  * we read, and a NaN block is already visible through its NaN block scale. */
 ND_HD uint8_t nd_e2m1_from_f32(float x) {
-    /* Branch-free on the bits (one definition for both backends; equal to the compare chain
-     * 0.25 < a, 0.75 <= a, 1.25 < a, 1.75 <= a, 2.5 < a, 3.5 <= a, 5 < a for every float):
-     * below 1 the grid is 0.5, so the code is rint(2a): 2a + 1.5 * 2^23 rounds to an integer
-     * (RNE, 2a is exact) whose low bits it is; from 1 on, RNE of the mantissa to one bit (add
-     * 2^21 - 1 plus the kept bit, shift by 22) gives code - 2, saturated at 7, which Inf and NaN
-     * reach too; NaN gets code 7 without its sign. */
     const uint32_t u = nd_f32_bits(x), a = u & 0x7fffffffu;
-    const uint32_t lo = nd_f32_bits(nd_bits_f32(a) * 2.0f + 12582912.0f) & 3u;
-    uint32_t hi = (a + (0x001fffffu + 0x00800000u - 0x3f800000u) + ((a >> 22) & 1u)) >> 22;
-    hi = hi < 7u ? hi : 7u;
-    const uint32_t code = ((u >> 28) & 8u) | (a < 0x3f800000u ? lo : hi);
-    return (uint8_t)(a > 0x7f800000u ? 7u : code);
+    return (uint8_t)(a > 0x7f800000u ? 7u : (((u >> 28) & 8u) | nd_e2m1_mag_code(a)));
+}
+
+/* The sign bits of eight floats (their bit patterns u[0..7]) where eight packed E2M1 codes keep
+ * them: bit 4j + 3 for element j (nd_e2m1_from_f32's sign, for non-NaN elements). A GPU quantizer
+ * ORs this onto the magnitude codes instead of placing each sign: on CUDA four byte permutes
+ * gather the top bytes of the even and of the odd elements (two more merge them), whose top bits
+ * then sit 4 bits above (even j) or at (odd j) their places. */
+ND_HD uint32_t nd_e2m1_signs8(const uint32_t u[8]) {
+#ifdef __CUDA_ARCH__
+    const uint32_t ev = __byte_perm(__byte_perm(u[0], u[2], 0x0073u), __byte_perm(u[4], u[6], 0x0073u), 0x5410u);
+    const uint32_t od = __byte_perm(__byte_perm(u[1], u[3], 0x0073u), __byte_perm(u[5], u[7], 0x0073u), 0x5410u);
+    return ((ev >> 4) & 0x08080808u) | (od & 0x80808080u);
+#else
+    uint32_t w = 0;
+    for (int j = 0; j < 8; j++) w |= (u[j] >> 31) << (4 * j + 3);
+    return w;
+#endif
 }
 
 /* ---- FP8 E4M3 (e4m3fn) ---------------------------------------------------------------- */
