@@ -164,8 +164,7 @@ __device__ __forceinline__ void elem(cmp_thr &a, float rf, float pf, double &bee
     bee = fma(d, d, bee);
     a.pp = fma(p, p, a.pp);
     a.rp = fma(r, p, a.rp);
-    const double ad = fabs(d);
-    a.maxerr = ad > a.maxerr ? ad : a.maxerr; /* both finite and >= 0: fmax without its NaN rules */
+    a.maxerr = fmax(a.maxerr, fabs(d));
 }
 
 /* units a lane loads before it uses them: two in the lanes-per-block path (its shuffles keep more
@@ -184,43 +183,13 @@ __device__ __forceinline__ void load_unit(const float *__restrict__ ref, const f
     }
 }
 
-/* elem's sums for a pair known to be finite */
-template <bool P>
-__device__ __forceinline__ void elem_sums(cmp_thr &a, float rf, float pf, double &bee, double &brr) {
-    const double r = rf;
-    brr = fma(r, r, brr);
-    if (!P) return;
-    const double p = pf, d = r - p;
-    bee = fma(d, d, bee);
-    a.pp = fma(p, p, a.pp);
-    a.rp = fma(r, p, a.rp);
-    const double ad = fabs(d);
-    a.maxerr = ad > a.maxerr ? ad : a.maxerr; /* both finite and >= 0: fmax without its NaN rules */
-}
-
-/* A whole unit is checked once: when its eight values are finite (nearly always) the amax take the
- * unit's maxima and the sums run without a branch per element; otherwise elem's careful path.
- * Either way the sums see the elements in the same order. */
 template <int VEC, bool P>
 __device__ __forceinline__ void use_unit(cmp_thr &a, const float *__restrict__ ref, const float *__restrict__ prod,
                                          int64_t i, int64_t lim, bool ok, bool full, const float4 &r, const float4 &p,
                                          double &bee, double &brr) {
     if (full) {
-        const unsigned m = 0x7fffffffu;
-        const unsigned mr = max(max(__float_as_uint(r.x) & m, __float_as_uint(r.y) & m),
-                                max(__float_as_uint(r.z) & m, __float_as_uint(r.w) & m));
-        const unsigned mp = P ? max(max(__float_as_uint(p.x) & m, __float_as_uint(p.y) & m),
-                                    max(__float_as_uint(p.z) & m, __float_as_uint(p.w) & m))
-                              : 0u;
-        if (max(mr, mp) < 0x7f800000u) {
-            a.ramax = max(a.ramax, mr);
-            if (P) a.pamax = max(a.pamax, mp);
-            elem_sums<P>(a, r.x, P ? p.x : 0.f, bee, brr); elem_sums<P>(a, r.y, P ? p.y : 0.f, bee, brr);
-            elem_sums<P>(a, r.z, P ? p.z : 0.f, bee, brr); elem_sums<P>(a, r.w, P ? p.w : 0.f, bee, brr);
-        } else {
-            elem<P>(a, r.x, P ? p.x : 0.f, bee, brr); elem<P>(a, r.y, P ? p.y : 0.f, bee, brr);
-            elem<P>(a, r.z, P ? p.z : 0.f, bee, brr); elem<P>(a, r.w, P ? p.w : 0.f, bee, brr);
-        }
+        elem<P>(a, r.x, P ? p.x : 0.f, bee, brr); elem<P>(a, r.y, P ? p.y : 0.f, bee, brr);
+        elem<P>(a, r.z, P ? p.z : 0.f, bee, brr); elem<P>(a, r.w, P ? p.w : 0.f, bee, brr);
     } else if (ok) {
         for (int q = 0; q < VEC; q++)
             if (i + q < lim) elem<P>(a, ref[i + q], P ? prod[i + q] : 0.0f, bee, brr);
@@ -230,14 +199,9 @@ __device__ __forceinline__ void use_unit(cmp_thr &a, const float *__restrict__ r
 /* the three work splits of the header comment; one kernel each, so that each gets the registers
  * its own loop needs (the long-block paths hold twice the loads in flight) */
 enum { PATH_LANES = 0, PATH_WARP = 1, PATH_CUDA_BLOCK = 2 };
-/* Variants: the lanes split with U = 4 known when compiled (block=16 with 16-byte loads, the
- * NVFP4 block: its shuffles unrolled, no divergence checks around them), and the CUDA-block split
- * with 512 threads when every compare block has a CUDA block of its own (a row of 7168 floats is
- * then one round of loads, 3.5 units a thread, instead of two dependent ones). */
-enum { PATH_LANES4 = 3, PATH_CUDA_BLOCK_WIDE = 4 };
-template <int PATH> __host__ __device__ constexpr int cmp_threads() { return PATH == PATH_CUDA_BLOCK_WIDE ? 512 : CMP_THREADS; }
-template <int PATH> __host__ __device__ constexpr bool is_lanes() { return PATH == PATH_LANES || PATH == PATH_LANES4; }
-template <int PATH> __host__ __device__ constexpr bool is_cuda_block() { return PATH == PATH_CUDA_BLOCK || PATH == PATH_CUDA_BLOCK_WIDE; }
+/* threads per CUDA block: 512 where a CUDA block walks one compare block, so that a row of 7168
+ * floats is one round of loads (3.5 units a thread) instead of two dependent ones */
+template <int PATH> __host__ __device__ constexpr int cmp_threads() { return PATH == PATH_CUDA_BLOCK ? 512 : CMP_THREADS; }
 
 template <int VEC, bool P, int PATH>
 __global__ void __launch_bounds__(cmp_threads<PATH>()) compare_kernel(const float *__restrict__ ref,
@@ -250,12 +214,12 @@ __global__ void __launch_bounds__(cmp_threads<PATH>()) compare_kernel(const floa
     const int lane = threadIdx.x & 31;
     const int64_t gw = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     const int64_t tw = (int64_t)gridDim.x * (blockDim.x / 32);
-    constexpr int UNR = is_lanes<PATH>() ? CMP_UNROLL_SEG : CMP_UNROLL_ROW;
+    constexpr int UNR = PATH == PATH_LANES ? CMP_UNROLL_SEG : CMP_UNROLL_ROW;
     float4 r[UNR], p[UNR];
     bool full[UNR];
-    if (is_lanes<PATH>()) {
+    if (PATH == PATH_LANES) {
         /* a warp step covers CMP_UNROLL_SEG groups of P = 32/U blocks */
-        const int U = PATH == PATH_LANES4 ? 4 : seg_units, PB = 32 / U;
+        const int U = seg_units, PB = 32 / U;
         for (int64_t it = gw; it * PB * CMP_UNROLL_SEG < nb; it += tw) {
 #pragma unroll
             for (int u = 0; u < CMP_UNROLL_SEG; u++) {
@@ -286,7 +250,7 @@ __global__ void __launch_bounds__(cmp_threads<PATH>()) compare_kernel(const floa
                 }
             }
         }
-    } else if (is_cuda_block<PATH>()) {
+    } else if (PATH == PATH_CUDA_BLOCK) {
         /* few large blocks: a CUDA block per compare block, its threads striding through it (a
          * warp alone would walk a long chain of dependent loads); the block's energies summed
          * over the CUDA block in a fixed order */
@@ -338,7 +302,7 @@ __global__ void __launch_bounds__(cmp_threads<PATH>()) compare_kernel(const floa
             if (lane == 0) best_take(t, pb, bee, brr);
         }
     }
-    thr_block_reduce(t, PATH == PATH_LANES4 ? 4 : PATH == PATH_LANES ? seg_units : PATH == PATH_WARP ? 32 : cmp_threads<PATH>());
+    thr_block_reduce(t, PATH == PATH_LANES ? seg_units : PATH == PATH_WARP ? 32 : cmp_threads<PATH>());
     cmp_part a;
     if (threadIdx.x == 0) {
         a.rr = t.rr; a.pp = t.pp; a.rp = t.rp; a.ee = t.ee; a.maxerr = t.maxerr;
@@ -349,9 +313,8 @@ __global__ void __launch_bounds__(cmp_threads<PATH>()) compare_kernel(const floa
         if (threadIdx.x == 0) *total = a;
         return;
     }
-    /* the last block to finish merges every block's partial: thread i the partials i, i+T, ... in
-     * order (T = 32, warp 0 alone, for grids of up to 32 blocks; else every thread), then xor
-     * trees — the same order every run, whichever block is last */
+    /* the last block to finish merges every block's partial: warp 0, lane i the partials i, i+32,
+     * ... in order, then an xor tree (the same order every run, whichever block is last) */
     __shared__ bool last;
     if (threadIdx.x == 0) {
         parts[blockIdx.x] = a;
@@ -359,12 +322,11 @@ __global__ void __launch_bounds__(cmp_threads<PATH>()) compare_kernel(const floa
         last = atomicAdd(ticket, 1u) == gridDim.x - 1;
     }
     __syncthreads();
-    const int T = gridDim.x <= 32 ? 32 : (int)blockDim.x;
-    if (!last || (int)threadIdx.x >= T) return;
+    if (!last || threadIdx.x >= 32) return;
     __threadfence();
     cmp_part m;
     part_zero(m);
-    for (int i = threadIdx.x; i < (int)gridDim.x; i += T) {
+    for (int i = threadIdx.x; i < (int)gridDim.x; i += 32) {
         /* read past L1 (other blocks wrote these) */
         unsigned long long w[sizeof(cmp_part) / 8];
         const unsigned long long *src = (const unsigned long long *)&parts[i];
@@ -376,18 +338,6 @@ __global__ void __launch_bounds__(cmp_threads<PATH>()) compare_kernel(const floa
     }
 #pragma unroll
     for (int o = 16; o; o >>= 1) { cmp_part x = part_shfl(m, o); part_merge(m, x); }
-    if (T > 32) { /* the warps' totals, merged by warp 0 */
-        __shared__ cmp_part sh[32];
-        const int nw = T / 32;
-        if ((threadIdx.x & 31) == 0) sh[threadIdx.x / 32] = m;
-        __syncthreads();
-        if (threadIdx.x >= 32) return;
-        if ((int)threadIdx.x < nw) m = sh[threadIdx.x];
-        else part_zero(m);
-#pragma unroll
-        for (int o = 16; o; o >>= 1)
-            if (o < nw) { cmp_part x = part_shfl(m, o); part_merge(m, x); }
-    }
     if (threadIdx.x == 0) {
         *total = m;
         *ticket = 0u; /* ready for the next kernel on the stream */
@@ -427,14 +377,9 @@ static int launch_path(nd_backend *b, const float *ref, const float *prod, int64
 template <int VEC, bool P>
 static int launch(nd_backend *b, const float *ref, const float *prod, int64_t n, int64_t block, int64_t nb, int seg,
                   int64_t warp_items, cmp_part *slot, unsigned *ticket, nd_err *e) {
-    if (seg == 4 && VEC == 4)
-        return launch_path<VEC, P, PATH_LANES4>(b, ref, prod, n, block, nb, seg, warp_items, CMP_THREADS / 32, slot, ticket, e);
     if (seg) return launch_path<VEC, P, PATH_LANES>(b, ref, prod, n, block, nb, seg, warp_items, CMP_THREADS / 32, slot, ticket, e);
-    /* long blocks, too few to give every resident warp one: a CUDA block each (512 threads when
-     * there are no more blocks than multiprocessors) */
+    /* long blocks, too few to give every resident warp one: a CUDA block each */
     const int64_t warps = (int64_t)nd_cu(b)->n_sm * cmp_resident<VEC, P, PATH_WARP>() * (CMP_THREADS / 32);
-    if (nb <= nd_cu(b)->n_sm)
-        return launch_path<VEC, P, PATH_CUDA_BLOCK_WIDE>(b, ref, prod, n, block, nb, seg, nb, 1, slot, ticket, e);
     if (nb < warps) return launch_path<VEC, P, PATH_CUDA_BLOCK>(b, ref, prod, n, block, nb, seg, nb, 1, slot, ticket, e);
     return launch_path<VEC, P, PATH_WARP>(b, ref, prod, n, block, nb, seg, warp_items, CMP_THREADS / 32, slot, ticket, e);
 }
