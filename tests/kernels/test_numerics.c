@@ -69,6 +69,22 @@ static void test_e2m1(void) {
         bad += nd_e2m1_from_f32(x) != want;
     }
     CHECK_EQ_INT(bad, 0);
+    /* the split a GPU quantizer uses: eight codes' signs gathered at once (nd_e2m1_signs8) OR'ed
+     * onto the magnitude codes give the eight nd_e2m1_from_f32 codes, for random bit patterns
+     * (NaNs excluded, as the quantizer takes this path only for finite blocks) */
+    bad = 0;
+    for (int t = 0; t < 100000; t++) {
+        uint32_t u[8], want = 0, got = 0;
+        for (int j = 0; j < 8; j++) {
+            do u[j] = (uint32_t)rnd(); while ((u[j] & 0x7fffffffu) > 0x7f800000u);
+            float x;
+            memcpy(&x, &u[j], 4);
+            want |= (uint32_t)nd_e2m1_from_f32(x) << (4 * j);
+            got |= nd_e2m1_mag_code(u[j] & 0x7fffffffu) << (4 * j);
+        }
+        bad += (got | nd_e2m1_signs8(u)) != want;
+    }
+    CHECK_EQ_INT(bad, 0);
 }
 
 static void test_e4m3(void) {
