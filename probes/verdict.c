@@ -39,7 +39,11 @@
  *   scale_inverted       multiplier ratio r = used / (2688/amax) within 0.5 decade of 1/g²
  *   scale_saturation     r > 2, or NaN-free clipping of more than 20% of the elements
  *   scale_underflow      r < 1/2
- *   routing_divergence   a router row whose paths pick different experts (chained rows)
+ *   routing_divergence   an isolated router row whose paths pick different experts from the same input
+ *   drift                (not a cause) a chained router row that picks other experts than the reference
+ *                        for more than half its picks, from an input the earlier stages' error moved:
+ *                        expected with depth, it names nothing; the first divergence is found from the
+ *                        isolated rows (nd_first_divergence) and the layer table shows it neutrally
  *   accumulated_error    none of the above
  * Static findings that depend on the stack (fused shards with different scales) are not used
  * here: whether they matter is proven by repair, under the stack that ran.
@@ -111,7 +115,8 @@ void nd_verdict_row(nd_row *r, const nd_thresholds *th) {
         /* chained: routing follows the error of earlier stages, half the picks is the bar;
          * isolated: the same input must give the same experts, so a router whose own arithmetic
          * differs (a stack behaviour) shows as soon as 1 pick in 100 changes */
-        set(r, r->topk_agree < (chained ? 0.5 : 0.99) ? "routing_divergence" : "ok");
+        if (chained) set(r, r->topk_agree < 0.5 ? ND_VERDICT_DRIFT : "ok");
+        else set(r, r->topk_agree < 0.99 ? "routing_divergence" : "ok");
         return;
     }
     if (chained) { set(r, "ok"); return; } /* drift is shown by the figures; see the summary rule */
@@ -141,7 +146,7 @@ void nd_verdict_row(nd_row *r, const nd_thresholds *th) {
     set(r, c ? c : error_cause(r));
 }
 
-int nd_row_diverged(const nd_row *r) { return strcmp(r->verdict, "ok") != 0; }
+int nd_row_diverged(const nd_row *r) { return nd_verdict_bad(r->verdict); }
 
 void nd_row_evidence(const nd_row *r, char *out, size_t cap) {
     if (r->prod_nan + r->prod_inf > 0)
@@ -167,9 +172,9 @@ int64_t nd_first_divergence(const nd_row *rows, int64_t n, nd_trace_summary *s) 
         for (int64_t i = 0; i < n; i++) {
             /* pass 0: isolated rows and rows judging captured activations; pass 1: chained */
             int is_chained = !strcmp(rows[i].mode, "chained");
-            if (is_chained != pass || !strcmp(rows[i].verdict, "ok")) continue;
+            if (is_chained != pass || !nd_verdict_bad(rows[i].verdict)) continue;
             /* chained rows only count when NaN/Inf appears there first: their drift is expected to
-             * grow with depth, and their verdicts (routing_divergence, nan_input) are shown in the
+             * grow with depth, and their verdicts (nan_input; drift is not a failure) are shown in the
              * table for the reader but do not name a first divergence */
             if (pass && (!strcmp(rows[i].verdict, "nan_input") || rows[i].prod_nan + rows[i].prod_inf == 0)) continue;
             hit = i;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <jansson.h>
+#include "util/json_load.h"
 #include "ckpt/ckpt_internal.h"
 #include "util/infile.h"
 
@@ -72,7 +73,7 @@ static int shard_name_ok(const char *s) {
 static int load_index(nd_ckpt *c, const char *ipath, nd_err *e) {
     json_error_t jerr;
     ND_TRY(nd_input_regular(ipath, e));
-    json_t *root = json_load_file(ipath, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root = nd_json_load_file(ipath, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not valid JSON (line %d: %s)", ipath, jerr.line, jerr.text);
     int rc = 0;
     json_t *wm = json_is_object(root) ? json_object_get(root, "weight_map") : NULL;

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
+#include "util/json_load.h"
 #include "ckpt/ckpt_internal.h"
 #include "util/infile.h"
 
@@ -224,8 +225,8 @@ int nd_cfg_parse(const char *path, nd_model_cfg *c, nd_err *e) {
     FILE *fp = fopen(path, "rb");
     if (!fp) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open: %s", path, strerror(errno));
     json_error_t jerr;
-    json_t *root = json_loadf(fp, JSON_REJECT_DUPLICATES, &jerr);
     fclose(fp);
+    json_t *root = nd_json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not valid JSON (line %d: %s)", path, jerr.line, jerr.text);
     if (!json_is_object(root)) { json_decref(root); return nd_fail(e, ND_EXIT_BADINPUT, "%s: not a JSON object", path); }
     c->json = root;

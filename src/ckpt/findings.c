@@ -102,6 +102,8 @@ static int check_global(const nd_module *m, const nd_tview *t, const char *what,
         if (!isfinite(v) || v == 0.0f) {
             ND_TRY(nd_findings_add(f, ND_BREAKS_ALL, "nonfinite_scale", P, t->name, "%s%s is %s", what, shard,
                                    isnan(v) ? "NaN" : isinf(v) ? "Inf" : "zero"));
+        } else if (t == m->input_global) {
+            continue; /* the input convention is judged against the whole checkpoint (check_input_conventions) */
         } else if (ct && fabsf(v) < 1.0f) {
             ND_TRY(nd_findings_add(f, conv_kind, "scale_convention", P, t->name,
                                    "%s%s = %.6g is below 1: compressed-tensors stores 2688/amax (a divisor, normally "
@@ -164,13 +166,6 @@ int nd_check_module(const nd_ckpt *c, const nd_module *m, const nd_scale_stats *
                                "undefined (a serving stack may use uninitialised memory or 1.0)", tn));
     }
     if (st->count > st->nan + st->inf) {
-        if (st->max == 0.0)
-            ND_TRY(nd_findings_add(f, ND_BREAKS_NONE, "global_misfit", P, m->weight_scale->name,
-                                   "every block scale is zero: the weight dequantizes to zeros"));
-        else if (st->max < ND_E4M3_MAX / 4)
-            ND_TRY(nd_findings_add(f, ND_BREAKS_NONE, "global_misfit", P, m->weight_scale->name,
-                                   "largest block scale is %.6g, far below 448: the global scale does not fit the "
-                                   "weight (it should map amax(W) to 448*6), so precision is lost", st->max));
         if (st->at_max > 1 && st->at_max * 4 > st->count)
             ND_TRY(nd_findings_add(f, ND_BREAKS_NONE, "block_saturation", P, m->weight_scale->name,
                                    "%lld of %lld block scales sit at 448: the global scale is too large for the "
@@ -230,6 +225,174 @@ static void release_module(const nd_ckpt *c, const nd_module *m) {
     nd_ckpt_release(c, m->weight_scale);
 }
 
+/* ---- the convention of input scales, judged against the whole checkpoint ----
+ * A compressed-tensors input_global_scale is 2688/amax (amax: the calibration input's largest
+ * magnitude); a ModelOpt input_scale is amax/2688. A value below 1 under a CT name is NOT evidence
+ * of the other convention by itself: trained models carry massive activations (amax in the
+ * thousands at a down_proj in a few layers, docs/real-models.md), whose healthy CT value is below 1.
+ * Each input scale is read both ways, as an input amax: A (its own convention) and B (the other);
+ * against the median A of the checkpoint's other input scales, M, the other convention is named only when
+ *   - A is an outlier no real model shows (A > CONV_OUTLIER x M) and B is closer to M than A by
+ *     at least CONV_MARGIN (log distance): one module's scale written the other way, or
+ *   - M itself is beyond 2688 (the median module would need amax > 2688, i.e. most values are below
+ *     1 under a CT name / above 1 under a ModelOpt name): the whole checkpoint is in the other
+ *     convention, and every module whose A is beyond 2688 is named.
+ * Anything else is the healthy reading (the trace proves or refutes it by replaying the stage with the
+ * reciprocal). Thresholds: docs/real-models.md has the real models' A/M (largest 10^x). */
+#define CONV_OUTLIER 1e4
+#define CONV_MARGIN 10.0
+
+typedef struct conv_obs { size_t mod; int64_t shard; float v; double a; } conv_obs;
+
+static int cmp_double(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* global_misfit: the largest block scale far below 448 means the global scale does not fit the
+ * weight. Fused shards that share ONE global scale by design (llmcompressor gives q/k/v and gate/up
+ * the same global, the smallest of theirs, so one fused GEMM needs one divisor) are judged as the
+ * group: a v_proj whose amax is below q_proj's necessarily has smaller block scales. */
+static int misfit_one(const nd_module *m, double max, int shared, nd_findings *f) {
+    if (max == 0.0)
+        return nd_findings_add(f, ND_BREAKS_NONE, "global_misfit", m->path, m->weight_scale->name,
+                               "every block scale is zero: the weight dequantizes to zeros");
+    if (max < ND_E4M3_MAX / 4)
+        return nd_findings_add(f, ND_BREAKS_NONE, "global_misfit", m->path, m->weight_scale->name,
+                               "largest block scale is %.6g%s, far below 448: the global scale does not fit the "
+                               "weight (it should map amax(W) to 448*6), so precision is lost", max,
+                               shared ? " in every shard sharing its global scale" : "");
+    return 0;
+}
+
+static int cmp_path(const void *x, const void *y) { return strcmp(**(const char *const *const *)x, **(const char *const *const *)y); }
+
+static size_t uf_root(size_t *up, size_t i) {
+    while (up[i] != i) i = up[i] = up[up[i]];
+    return i;
+}
+
+/* Fused partners that share one weight global scale form a group (union-find over module indices);
+ * each module is judged by the largest block scale of its group. */
+static int misfit_pass(const nd_ckpt *c, const nd_scale_stats *stats, nd_findings *f, nd_err *e) {
+    const size_t n = nd_ckpt_module_count(c);
+    size_t *up = malloc((n ? n : 1) * sizeof *up), *cnt = calloc(n ? n : 1, sizeof *cnt);
+    const char **by = malloc((n ? n : 1) * sizeof *by);
+    const char ***ptr = malloc((n ? n : 1) * sizeof *ptr);
+    double *gmax = malloc((n ? n : 1) * sizeof *gmax);
+    int rc = 0;
+    if (!up || !cnt || !by || !ptr || !gmax) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    for (size_t i = 0; i < n && !rc; i++) { up[i] = i; by[i] = nd_ckpt_module_path(c, i); ptr[i] = &by[i]; }
+    if (!rc) qsort(ptr, n, sizeof *ptr, cmp_path);
+    for (size_t i = 0; i < n && !rc; i++) {
+        nd_module m, p;
+        char partner[256];
+        if (!nd_fused_partner(c, by[i], partner, sizeof partner)) continue;
+        const char *key = partner, **kp = &key;
+        const char ***hit = bsearch(&kp, ptr, n, sizeof *ptr, cmp_path);
+        if (!hit) continue;
+        const size_t j = (size_t)(*hit - by);
+        if ((rc = nd_ckpt_module(c, by[i], &m, e)) || (rc = nd_ckpt_module(c, partner, &p, e))) break;
+        if (m.wfmt != ND_WF_NVFP4 || p.wfmt != ND_WF_NVFP4 || !m.weight_global || !p.weight_global) continue;
+        if (rel_diff(m.weight_global_div, p.weight_global_div) > 1e-6) continue;
+        up[uf_root(up, i)] = uf_root(up, j);
+    }
+    for (size_t i = 0; i < n && !rc; i++) gmax[i] = -INFINITY;
+    for (size_t i = 0; i < n && !rc; i++) {
+        const size_t r = uf_root(up, i);
+        cnt[r]++;
+        if (stats[i].count > stats[i].nan + stats[i].inf && stats[i].max > gmax[r]) gmax[r] = stats[i].max;
+    }
+    for (size_t i = 0; i < n && !rc; i++) {
+        const nd_scale_stats *st = &stats[i];
+        if (st->count <= st->nan + st->inf) continue;
+        nd_module m;
+        if ((rc = nd_ckpt_module(c, by[i], &m, e))) break;
+        if (m.wfmt != ND_WF_NVFP4 || !m.weight_scale) continue;
+        const size_t r = uf_root(up, i);
+        /* a shard whose own scales are all zero is a dead weight whatever its partners hold */
+        const double max = st->max == 0.0 ? 0.0 : gmax[r];
+        if (misfit_one(&m, max, cnt[r] > 1, f)) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    }
+    free(up); free(cnt); free(by); free(ptr); free(gmax);
+    return rc;
+}
+
+/* exp of the median of sorted l[0..n) (n >= 2) with one element equal to x left out: the module's
+ * neighbours, so that a small checkpoint's median is not pulled by the module judged */
+static double median_without(const double *l, size_t n, double x) {
+    size_t r = 0;
+    while (r + 1 < n && l[r] < x) r++;
+    const size_t k = n - 1; /* elements left */
+#define AT(i) l[(i) < r ? (i) : (i) + 1]
+    const double m = k % 2 ? AT(k / 2) : 0.5 * (AT(k / 2 - 1) + AT(k / 2));
+#undef AT
+    return exp(m);
+}
+
+static int check_input_conventions(const nd_ckpt *c, nd_findings *f, nd_err *e) {
+    size_t n = nd_ckpt_module_count(c), no = 0, cap = 0;
+    conv_obs *o = NULL;
+    char (*names)[320] = NULL;
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        nd_module m;
+        if ((rc = nd_ckpt_module(c, nd_ckpt_module_path(c, i), &m, e))) break;
+        if (m.wfmt != ND_WF_NVFP4 || !m.input_global || m.input_global->dtype != ND_DT_F32) continue;
+        for (int64_t k = 0; k < m.input_global->numel; k++) {
+            const float v = nd_tview_get_f32(m.input_global, k);
+            if (!isfinite(v) || v <= 0) continue; /* nonfinite_scale */
+            if (no == cap) {
+                cap = cap ? cap * 2 : 256;
+                conv_obs *no_ = realloc(o, cap * sizeof *o);
+                char (*nn)[320] = realloc(names, cap * sizeof *names);
+                if (no_) o = no_;
+                if (nn) names = nn;
+                if (!no_ || !nn) { rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory"); break; }
+            }
+            /* A: the amax the value means in its own convention */
+            const double a = m.conv == ND_CONV_MODELOPT ? (double)v * ND_E4M3_MAX * 6 : ND_E4M3_MAX * 6 / (double)v;
+            o[no] = (conv_obs){i, m.input_global->numel > 1 ? k : -1, v, a};
+            snprintf(names[no], sizeof names[no], "%s", m.input_global->name);
+            no++;
+        }
+    }
+    double *la = rc || !no ? NULL : malloc(no * sizeof *la);
+    if (!rc && no && !la) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    if (!rc && no) {
+        for (size_t j = 0; j < no; j++) la[j] = log(o[j].a);
+        qsort(la, no, sizeof *la, cmp_double);
+        const double full = ND_E4M3_MAX * 6;
+        for (size_t j = 0; j < no && !rc && no > 1; j++) {
+            const double A = o[j].a, B = full * full / A; /* the other convention's amax */
+            const double M = median_without(la, no, log(A));
+            const int whole = M > full && A > full;
+            const int single = !whole && A > CONV_OUTLIER * M && fabs(log(A / M)) - fabs(log(B / M)) > log(CONV_MARGIN);
+            if (!whole && !single) continue;
+            nd_module m;
+            if ((rc = nd_ckpt_module(c, nd_ckpt_module_path(c, o[j].mod), &m, e))) break;
+            const int ct = m.conv == ND_CONV_CT;
+            char shard[32] = "";
+            if (o[j].shard >= 0) snprintf(shard, sizeof shard, " (shard %lld)", (long long)o[j].shard);
+            char why[256];
+            if (whole) snprintf(why, sizeof why, "the median input scale of the checkpoint reads as an amax of %.4g too: the whole "
+                                "checkpoint looks written in the other convention", M);
+            else snprintf(why, sizeof why, "%.3gx the checkpoint's median input amax %.4g, while the other reading is in line with "
+                          "the other modules", A / M, M);
+            if (nd_findings_add(f, ND_BREAKS_INPUT_CONVENTION, "scale_convention", m.path, names[j],
+                                "%s%s = %.6g read as %s (%s) means an input amax of %.4g, %s; read as %s (%s) it means %.4g. "
+                                "Check the exporter, and trace the checkpoint: the stage replayed with the reciprocal proves it",
+                                ig_name(&m), shard, o[j].v, ct ? "compressed-tensors" : "ModelOpt", ct ? "2688/amax" : "amax/2688",
+                                A, why, ct ? "a ModelOpt multiplier" : "a compressed-tensors divisor", ct ? "amax/2688" : "2688/amax", B))
+                rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+        }
+    }
+    free(la);
+    free(o);
+    free(names);
+    return rc;
+}
+
 int nd_ckpt_check(const nd_ckpt *c, nd_findings *f, nd_scale_stats **stats_out, nd_err *e) {
     size_t n = nd_ckpt_module_count(c);
     nd_scale_stats *stats = calloc(n ? n : 1, sizeof *stats);
@@ -247,6 +410,8 @@ int nd_ckpt_check(const nd_ckpt *c, nd_findings *f, nd_scale_stats **stats_out, 
             if (nd_check_fused(&m, &p, f)) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
         }
     }
+    if (!rc) rc = misfit_pass(c, stats, f, e);
+    if (!rc) rc = check_input_conventions(c, f, e);
     if (!rc) rc = nd_ckpt_check_kv(c, f, e); /* FP8 KV-cache scales (kv_scales.h) */
     if (!rc) rc = nd_ckpt_audit(c, f, e);    /* config vs tensors, roles, orphans, scale health (audit.h) */
     if (rc || !stats_out) free(stats);

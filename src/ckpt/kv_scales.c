@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
+#include "util/json_load.h"
 #include "ckpt/ckpt_internal.h"
 
 static json_t *get(json_t *o, const char *k) { return json_is_object(o) ? json_object_get(o, k) : NULL; }
@@ -50,7 +51,7 @@ int nd_ckpt_kv_config(const nd_ckpt *c, nd_kv_config *out, nd_err *e) {
     /* hf_quant_config.json wins, as its other ModelOpt fields do (quant_config.c validated it) */
     snprintf(path, sizeof path, "%s/hf_quant_config.json", c->dir);
     json_error_t jerr;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root = nd_json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not valid JSON (line %d: %s)", path, jerr.line, jerr.text);
     json_t *qq = get(root, "quantization");
     int rc = 0;

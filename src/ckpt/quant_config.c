@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
+#include "util/json_load.h"
 #include "ckpt/ckpt_internal.h"
 #include "util/infile.h"
 
@@ -306,8 +307,8 @@ static int load_hf_quant(const char *dir, nd_qcfg *c, nd_err *e) {
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open: %s", path, strerror(errno));
     }
     json_error_t jerr;
-    json_t *root = json_loadf(fp, JSON_REJECT_DUPLICATES, &jerr);
     fclose(fp);
+    json_t *root = nd_json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not valid JSON (line %d: %s)", path, jerr.line, jerr.text);
     int rc;
     json_t *q = json_is_object(root) ? get(root, "quantization") : NULL;

@@ -148,7 +148,7 @@ int nd_cmd_replay(int argc, char **argv) {
         }
     }
     if (res.warning[0]) fprintf(stderr, "nvfp4dbg: warning: %s\n", res.warning);
-    rc = strcmp(row->verdict, "ok") ? ND_EXIT_FINDING : ND_EXIT_OK;
+    rc = nd_verdict_bad(row->verdict) ? ND_EXIT_FINDING : ND_EXIT_OK;
 out:
     if (dir[0]) nd_bundle_cleanup(dir);
     nd_bundle_free(b);

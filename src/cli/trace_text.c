@@ -89,7 +89,7 @@ void nd_trace_print_table(const nd_row *rows, int64_t nrows, int64_t first, int 
         const nd_row *r = &rows[i];
         if (!nd_trace_stage_match(stage, r->name)) continue;
         shown++;
-        int bad = strcmp(r->verdict, "ok") != 0;
+        int bad = nd_verdict_bad(r->verdict);
         const char *on = "", *off = "";
         if (color && i == first) { on = RED; off = OFF; }
         else if (color && bad) { on = YELLOW; off = OFF; }
@@ -124,17 +124,22 @@ static double badness(const nd_row *r) {
 
 static void group_add(layer_line *g, const nd_trace_result *res, int64_t i, int64_t first) {
     const nd_row *r = &res->rows[i];
-    int bad = strcmp(r->verdict, "ok") != 0;
+    int bad = nd_verdict_bad(r->verdict);
     int64_t nan = r->prod_nan + r->prod_inf;
     if (nan > g->nan) g->nan = nan;
     if (bad) g->n_bad++;
     if (i == first) g->has_first = 1;
     if (g->worst < 0) { g->worst = i; return; }
     const nd_row *w = &res->rows[g->worst];
-    int wbad = strcmp(w->verdict, "ok") != 0;
+    int wbad = nd_verdict_bad(w->verdict);
     if (g->has_first) { g->worst = first; return; }
     if (bad && !wbad) { g->worst = i; return; }
     if (wbad) return; /* the first diverged row of the group stays */
+    /* then the first drift row (chained routing moved by earlier error: shown, neutrally, since it
+     * explains the layer's chained figures) */
+    const int drift = !strcmp(r->verdict, ND_VERDICT_DRIFT), wdrift = !strcmp(w->verdict, ND_VERDICT_DRIFT);
+    if (drift != wdrift) { if (drift) g->worst = i; return; }
+    if (wdrift) return;
     int iso = !strcmp(r->mode, "isolated"), wiso = !strcmp(w->mode, "isolated");
     if (iso != wiso) { if (iso) g->worst = i; return; }
     if (badness(r) > badness(w)) g->worst = i;

@@ -178,7 +178,8 @@ static const nd_cause CAUSES[] = {
      "the --override shown runs the stage with it"},
     {"routing_divergence",
      "the production path routes tokens to other experts than the reference (field reports C34, C35)",
-     "the router row's top-k agreement below 0.5 on the chained path",
+     "on the same input (isolated), the production router picks other experts than the reference for more than 1 pick "
+     "in 100; a chained router whose picks moved with the error of earlier stages is drift, not this cause",
      "",
      "look at the first diverged stage before the router: routing follows its error"},
     {"nan_input",

@@ -28,7 +28,7 @@ static int broken_output(const nd_row *r) {
  * that only lowers the floor (a multiplier moved away from 2688/amax makes the healthy
  * quantization worse too) proves nothing. */
 static int restored(const nd_row *base, const nd_row *t, double margin) {
-    if (strcmp(t->verdict, "ok") || t->prod_nan + t->prod_inf + t->ref_nan + t->ref_inf > 0) return 0;
+    if (nd_verdict_bad(t->verdict) || t->prod_nan + t->prod_inf + t->ref_nan + t->ref_inf > 0) return 0;
     /* a router that picked other experts: restored when it picks the reference's again */
     if (!strcmp(base->verdict, "routing_divergence")) return 1;
     if (!isfinite(margin)) margin = 6.0;
@@ -60,7 +60,7 @@ int nd_diagnose_row(const nd_trace_opts *o, const nd_row *row, nd_diagnosis *d, 
     memset(d, 0, sizeof *d);
     snprintf(d->row, sizeof d->row, "%s", row->name);
     d->chosen = -1;
-    if (!strcmp(row->verdict, "nan_input") || (!strcmp(row->verdict, "routing_divergence") && strcmp(row->mode, "isolated"))) {
+    if (!strcmp(row->verdict, "nan_input") || !strcmp(row->verdict, ND_VERDICT_DRIFT)) {
         /* not this stage's own fault: nothing of it to repair (an isolated router row that routes
          * otherwise is: its repairs are tried below) */
         snprintf(d->cause, sizeof d->cause, "%s", row->verdict);

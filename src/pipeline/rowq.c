@@ -109,10 +109,10 @@ static int finish_row(nd_run *r, nd_row *row, nd_err *e) {
     nd_verdict_row(row, &r->rc->th);
     /* a stage that is broken by itself (its isolated row diverged) is not "ok" in chained mode
      * either; other chained drift stays in the figures (diagnose.c) */
-    if (!strcmp(row->mode, "chained") && !strcmp(row->verdict, "ok"))
+    if (!strcmp(row->mode, "chained") && !nd_verdict_bad(row->verdict))
         for (int64_t i = r->loop->nrows - 1; i >= 0 && i >= r->loop->nrows - 8; i--)
             if (!strcmp(r->loop->rows[i].name, row->name) && !strcmp(r->loop->rows[i].mode, "isolated")) {
-                if (strcmp(r->loop->rows[i].verdict, "ok")) snprintf(row->verdict, sizeof row->verdict, "%s", r->loop->rows[i].verdict);
+                if (nd_verdict_bad(r->loop->rows[i].verdict)) snprintf(row->verdict, sizeof row->verdict, "%s", r->loop->rows[i].verdict);
                 break;
             }
     if (r->loop->nrows == r->loop->cap_rows) {

@@ -131,7 +131,7 @@ static void side_by_side(FILE *f, const char *label, const char *run, const char
 
 static int64_t count_bad(const nd_trace *t) {
     int64_t n = 0;
-    for (int64_t i = 0; i < t->nrows; i++) n += strcmp(t->rows[i].verdict, "ok") != 0;
+    for (int64_t i = 0; i < t->nrows; i++) n += nd_verdict_bad(t->rows[i].verdict);
     return n;
 }
 

@@ -36,7 +36,7 @@ static double shortfall(const nd_row *r) {
 }
 
 int nd_rworse(const nd_row *a, const nd_row *b) {
-    int abad = strcmp(a->verdict, "ok") != 0, bbad = strcmp(b->verdict, "ok") != 0;
+    int abad = nd_verdict_bad(a->verdict), bbad = nd_verdict_bad(b->verdict);
     if (abad != bbad) return abad;
     int az = nd_rall_zero(a), bz = nd_rall_zero(b);
     if (az != bz) return bz;
@@ -94,7 +94,7 @@ static int build_groups(const nd_trace *t, nd_rmodel *m, const int64_t *row_pos,
         nd_rgroup *G = &m->groups[g];
         m->row_group[i] = g;
         G->nrows++;
-        G->nbad += strcmp(r->verdict, "ok") != 0;
+        G->nbad += nd_verdict_bad(r->verdict);
         if (r->prod_nan + r->prod_inf > G->max_nonfinite) G->max_nonfinite = r->prod_nan + r->prod_inf;
         if (nd_ris_first(t, r)) {
             G->has_first = 1;

@@ -99,7 +99,7 @@ void nd_report_scales(FILE *f, const nd_rmodel *m) {
             if (m->st[p].row[md] < 0) continue;
             const nd_row *q = &t->rows[m->st[p].row[md]];
             if (!r) r = q;
-            if (strcmp(q->verdict, "ok")) bad = 1;
+            if (nd_verdict_bad(q->verdict)) bad = 1;
         }
         if (!r || strcmp(r->op, "linear") || !r->quantized) continue;
         char key[KEY_LEN];

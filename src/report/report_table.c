@@ -63,7 +63,7 @@ void nd_report_row_cells(FILE *f, const nd_row *r) {
 }
 
 static void row_open(FILE *f, const nd_trace *t, const nd_row *r, int with_id) {
-    int bad = strcmp(r->verdict, "ok") != 0;
+    int bad = nd_verdict_bad(r->verdict);
     if (nd_ris_first(t, r)) fprintf(f, "<tr%s class=\"first%s\">", with_id ? " id=\"first-row\"" : "", bad ? " bad" : "");
     else fprintf(f, bad ? "<tr class=\"bad\">" : "<tr>");
 }
@@ -85,7 +85,7 @@ static void group_summary(FILE *f, const nd_trace *t, const nd_rgroup *g) {
         fprintf(f, "</code> (");
         nd_html_escape(f, r->mode);
         fprintf(f, ") cosine %s, rel L2 %s, SQNR %s dB, ", cs, rl, sq);
-        fprintf(f, strcmp(r->verdict, "ok") ? "<span class=\"bad\">" : "<span>");
+        fprintf(f, nd_verdict_bad(r->verdict) ? "<span class=\"bad\">" : "<span>");
         nd_html_escape(f, r->verdict);
         fprintf(f, "</span>");
     }
@@ -115,7 +115,7 @@ void nd_report_table(FILE *f, const nd_rmodel *m) {
 void nd_report_flagged(FILE *f, const nd_rmodel *m) {
     const nd_trace *t = m->t;
     int64_t n = 0;
-    for (int64_t i = 0; i < t->nrows; i++) n += strcmp(t->rows[i].verdict, "ok") != 0;
+    for (int64_t i = 0; i < t->nrows; i++) n += nd_verdict_bad(t->rows[i].verdict);
     nd_report_section_open(f, "flagged", "Flagged stages (%lld)", (long long)n);
     if (!n) {
         fprintf(f, "<p class=\"ok\">Every stage's verdict is ok.</p></section>\n");
@@ -128,7 +128,7 @@ void nd_report_flagged(FILE *f, const nd_rmodel *m) {
     for (int pass = 0; pass < 2; pass++)
         for (int64_t i = 0; i < t->nrows; i++) {
             const nd_row *r = &t->rows[i];
-            if (!strcmp(r->verdict, "ok") || nd_ris_first(t, r) != !pass) continue;
+            if (!nd_verdict_bad(r->verdict) || nd_ris_first(t, r) != !pass) continue;
             row_open(f, t, r, 0);
             nd_report_row_cells(f, r);
         }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
+#include "util/json_load.h"
 #include "ckpt/kv_scales.h"
 #include "pipeline/pipeline.h"
 
@@ -163,7 +164,7 @@ int sy_kv_announce(const sy_kv_edits *k, const nd_ckpt *ck, const char *outdir, 
     if (probe) fclose(probe);
     if (!hf) snprintf(path, sizeof path, "%s/config.json", outdir);
     json_error_t jerr;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root = nd_json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not valid JSON (line %d: %s)", path, jerr.line, jerr.text);
     json_t *q = json_object_get(root, hf ? "quantization" : "quantization_config");
     int rc = 0;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
+#include "util/json_load.h"
 #include "synth/synth_static.h"
 #include "synth/synth_quant.h"
 #include "numerics/nd_numerics.h"
@@ -289,7 +290,7 @@ static int edit_json(const char *outdir, const char *file, const char *obj_key, 
     char path[1200];
     snprintf(path, sizeof path, "%s/%s", outdir, file);
     json_error_t je;
-    json_t *root = json_load_file(path, JSON_PRESERVE_ORDER | JSON_REJECT_DUPLICATES, &je);
+    json_t *root = nd_json_load_file(path, JSON_PRESERVE_ORDER | JSON_REJECT_DUPLICATES, &je);
     if (!root) {
         if (errno == ENOENT && strcmp(file, "config.json")) return 0;
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot read: %s", path, je.text);

@@ -4,6 +4,7 @@
  * transformers' apply_chat_template on golden/tokenizers/). A template that matches no row is
  * refused (exit 2). */
 #include <jansson.h>
+#include "util/json_load.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,14 +74,47 @@ static int render(const chat_fmt *f, const char *tmpl, const char *bos, const ch
     return 0;
 }
 
+/* chat_template.jinja in the folder of config_path: *out malloc'd text, or NULL when there is none */
+static int read_jinja(const char *config_path, char **out, nd_err *e) {
+    *out = NULL;
+    char path[4096];
+    const char *slash = strrchr(config_path, '/');
+    snprintf(path, sizeof path, "%.*schat_template.jinja", slash ? (int)(slash - config_path + 1) : 0, config_path);
+    ND_TRY(nd_input_regular(path, e));
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return 0;
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (n + 4096 + 1 > cap) {
+            cap = cap ? cap * 2 : 8192;
+            if (cap > (64u << 20)) { free(buf); fclose(fp); return nd_fail(e, ND_EXIT_BADINPUT, "%s: larger than 64 MiB", path); }
+            char *nb = realloc(buf, cap);
+            if (!nb) { free(buf); fclose(fp); return nd_fail(e, ND_EXIT_INTERNAL, "out of memory"); }
+            buf = nb;
+        }
+        size_t got = fread(buf + n, 1, 4096, fp);
+        n += got;
+        if (got < 4096) break;
+    }
+    const int err = ferror(fp);
+    fclose(fp);
+    if (err) { free(buf); return nd_fail(e, ND_EXIT_BADINPUT, "%s: read error", path); }
+    buf[n] = 0;
+    if (memchr(buf, 0, n)) { free(buf); return nd_fail(e, ND_EXIT_BADINPUT, "%s: contains a NUL byte: not a template", path); }
+    *out = buf;
+    return 0;
+}
+
 int nd_chat_render(const char *config_path, const char *text, char **out, const char **name, nd_err *e) {
     *out = NULL;
     ND_TRY(nd_input_regular(config_path, e));
     json_error_t je;
-    json_t *root = json_load_file(config_path, 0, &je);
+    json_t *root = nd_json_load_file(config_path, 0, &je);
     if (!root) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot read (needed for --chat): %s", config_path, je.text);
     json_t *ct = json_object_get(root, "chat_template");
     const char *tmpl = json_is_string(ct) ? json_string_value(ct) : NULL;
+    char *jinja = NULL;
     if (json_is_array(ct)) {   /* [{"name": "default", "template": ...}, ...] */
         size_t i;
         json_t *x;
@@ -91,8 +125,14 @@ int nd_chat_render(const char *config_path, const char *text, char **out, const 
         }
     }
     if (!tmpl) {
-        json_decref(root);
-        return nd_fail(e, ND_EXIT_BADINPUT, "%s: no chat_template (a base model?): use --prompt without --chat", config_path);
+        /* transformers 4.50+ and 5.x save the template beside the config as chat_template.jinja */
+        int rc = read_jinja(config_path, &jinja, e);
+        if (rc || !jinja) {
+            json_decref(root);
+            return rc ? rc : nd_fail(e, ND_EXIT_BADINPUT, "%s: no chat_template, and no chat_template.jinja beside it (a base model?): "
+                                     "use --prompt without --chat", config_path);
+        }
+        tmpl = jinja;
     }
     const char *bos = token_text(json_object_get(root, "bos_token"));
     const chat_fmt *f = NULL;
@@ -110,6 +150,7 @@ int nd_chat_render(const char *config_path, const char *text, char **out, const 
         rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: the %s chat template writes bos_token, which the file does not set", config_path, f->name);
     else if (render(f, tmpl, bos ? bos : "", text, out)) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
     else *name = f->name;
+    free(jinja);
     json_decref(root);
     return rc;
 }

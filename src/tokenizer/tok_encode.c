@@ -53,6 +53,22 @@ static int split_added(const nd_tokenizer *t, const char *s, size_t len, tok_pie
     return 0;
 }
 
+/* The saved truncation/padding blocks are not applied (transformers disables them for a call
+ * that does not ask for them); a prompt they would cut or pad is refused, since the tokenizers
+ * package, applying them, would give other ids. */
+static int check_trunc_pad(const nd_tokenizer *t, int64_t n, const char *what, nd_err *e) {
+    if (t->trunc_max && n > t->trunc_max)
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: %lld tokens, more than the truncation max_length %lld that %s carries: the tokenizers "
+                       "package would cut it (transformers would not); shorten the prompt, or remove the truncation block from a "
+                       "copy of the tokenizer", what, (long long)n, (long long)t->trunc_max, t->path);
+    if ((t->pad_fixed && n != t->pad_fixed) || (t->pad_multiple && n % t->pad_multiple))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: %lld tokens, which the padding block of %s (%s %lld) would pad: the tokenizers "
+                       "package would add pad tokens (transformers would not); remove the padding block from a copy of the "
+                       "tokenizer", what, (long long)n, t->path, t->pad_fixed ? "Fixed" : "pad_to_multiple_of",
+                       (long long)(t->pad_fixed ? t->pad_fixed : t->pad_multiple));
+    return 0;
+}
+
 int nd_tokenizer_encode(nd_tokenizer *t, const char *text, size_t len, int add_special, const char *what,
                         int64_t **ids, int64_t *n, nd_err *e) {
     *ids = NULL;
@@ -82,6 +98,7 @@ int nd_tokenizer_encode(nd_tokenizer *t, const char *text, size_t len, int add_s
         for (int j = 0; j < t->npost_post && !rc; j++) rc = tok_bpe_push(&out, &k, &cap, t->post_post[j]) ? OOM() : 0;
     if (!rc && !out && !(out = malloc(sizeof *out))) rc = OOM();
     tok_pieces_free(&v);
+    if (!rc) rc = check_trunc_pad(t, k, what, e);
     if (rc) { free(out); return rc; }
     *ids = out;
     *n = k;

@@ -65,6 +65,13 @@ struct nd_tokenizer {
     int32_t *post_pre, *post_post; int npost_pre, npost_post; /* ids the post-processor puts around $A */
     pcre2_code *bytelevel_re; /* GPT-2's regex for ByteLevel use_regex */
     pcre2_match_data *md;
+    /* tokenizer.json's truncation and padding blocks, kept as the exporters save them (llmcompressor
+     * tokenizes its calibration set with truncation=True and saves that tokenizer): transformers
+     * turns them off for a call without truncation/padding, so they are checked, not applied: a
+     * prompt they would change is refused (tok_encode.c). 0: not set. */
+    int64_t trunc_max;        /* truncation.max_length */
+    int64_t pad_fixed;        /* padding.strategy {"Fixed": N} */
+    int64_t pad_multiple;     /* padding.pad_to_multiple_of */
     tok_strmap cache;         /* word -> index into cache_ids */
     int32_t **cache_ids; int32_t *cache_n; uint32_t ncache, cache_cap;
 };

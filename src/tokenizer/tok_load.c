@@ -2,6 +2,7 @@
  * file names is either implemented (docs/tokenizer.md lists them) or refused here with exit 2
  * naming the file and the component. */
 #include <jansson.h>
+#include "util/json_load.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -327,11 +328,37 @@ static int load_post(nd_tokenizer *t, json_t *p, const char *where, nd_err *e) {
     return 0;
 }
 
+/* truncation {"max_length": N, ...} and padding {"strategy": "BatchLongest" | {"Fixed": N},
+ * "pad_to_multiple_of": M|null, ...}: recorded for the check in tok_encode.c */
+static int load_trunc_pad(nd_tokenizer *t, json_t *trunc, json_t *pad, nd_err *e) {
+    if (trunc && !json_is_null(trunc)) {
+        json_t *m = json_object_get(trunc, "max_length");
+        if (!json_is_object(trunc) || !json_is_integer(m) || json_integer_value(m) < 1)
+            return BAD("%s: truncation is not an object with a positive integer max_length", t->path);
+        t->trunc_max = json_integer_value(m);
+    }
+    if (pad && !json_is_null(pad)) {
+        if (!json_is_object(pad)) return BAD("%s: padding is not an object", t->path);
+        json_t *st = json_object_get(pad, "strategy"), *mul = json_object_get(pad, "pad_to_multiple_of");
+        if (json_is_object(st)) {
+            json_t *fx = json_object_get(st, "Fixed");
+            if (!json_is_integer(fx) || json_integer_value(fx) < 1)
+                return BAD("%s: padding.strategy is an object without a positive integer Fixed", t->path);
+            t->pad_fixed = json_integer_value(fx);
+        } else if (!json_is_string(st) || strcmp(json_string_value(st), "BatchLongest"))
+            return BAD("%s: padding.strategy is neither \"BatchLongest\" nor {\"Fixed\": N}", t->path);
+        if (mul && !json_is_null(mul)) {
+            if (!json_is_integer(mul) || json_integer_value(mul) < 1)
+                return BAD("%s: padding.pad_to_multiple_of is not a positive integer", t->path);
+            t->pad_multiple = json_integer_value(mul);
+        }
+    }
+    return 0;
+}
+
 static int load_doc(nd_tokenizer *t, json_t *root, nd_err *e) {
     if (!json_is_object(root)) return BAD("%s: not a tokenizer.json (the top level is not an object)", t->path);
-    json_t *trunc = json_object_get(root, "truncation"), *pad = json_object_get(root, "padding");
-    if ((trunc && !json_is_null(trunc)) || (pad && !json_is_null(pad)))
-        return BAD("%s: %s is set: not supported (a prompt is never cut or padded)", t->path, trunc && !json_is_null(trunc) ? "truncation" : "padding");
+    ND_TRY(load_trunc_pad(t, json_object_get(root, "truncation"), json_object_get(root, "padding"), e));
     for (int b = 0; b < 256; b++) t->byte_tok[b] = -1;
     ND_TRY(load_model(t, json_object_get(root, "model"), e));
     ND_TRY(load_normalizer(t, json_object_get(root, "normalizer"), "normalizer", e));
@@ -346,7 +373,7 @@ int nd_tokenizer_load(const char *path, nd_tokenizer **out, nd_err *e) {
     *out = NULL;
     ND_TRY(nd_input_regular(path, e));
     json_error_t je;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = nd_json_load_file(path, JSON_REJECT_DUPLICATES, &je);
     if (!root) return BAD("%s: not valid JSON: %s (line %d)", path, je.text, je.line);
     nd_tokenizer *t = calloc(1, sizeof *t);
     int rc = !t || !(t->path = strdup(path)) ? OOM() : load_doc(t, root, e);

@@ -7,6 +7,7 @@
 #define ND_TRACE_H
 
 #include <stdint.h>
+#include <string.h>
 #include "util/err.h"
 
 #define ND_TRACE_SCHEMA "nvfp4dbg-trace/1"
@@ -39,6 +40,12 @@ typedef struct nd_row {
     int64_t in_nonfinite;     /* NaN/Inf count of the stage's input on this row's path */
     char finding[ND_VERDICT_LEN]; /* static finding on the stage's module ("" when none): a cause code */
 } nd_row;
+
+/* A row's verdict: "ok"; "drift", a chained row whose figures moved with the error carried from
+ * earlier stages (router picks flipped by that error), expected on deep models and naming nothing;
+ * or a cause code: the row diverged. */
+#define ND_VERDICT_DRIFT "drift"
+static inline int nd_verdict_bad(const char *v) { return strcmp(v, "ok") != 0 && strcmp(v, ND_VERDICT_DRIFT) != 0; }
 
 typedef struct nd_trace_meta {
     const char *tool_version, *checkpoint, *checkpoint_format, *recipe, *stack, *backend,

@@ -1,0 +1,43 @@
+/* json_load.c — jansson's loaders with the huge-integer fallback of json_load.h. */
+#include "json_load.h"
+#include <math.h>
+#include <string.h>
+
+static int too_big(const json_error_t *err) { return strstr(err->text, "too big") != NULL; }
+
+/* Integral reals that fit an int64 become integers again; containers are walked (depth is
+ * jansson's own parse limit, so the recursion is bounded). */
+static void ints_back(json_t *v) {
+    if (json_is_object(v)) {
+        const char *k;
+        json_t *x;
+        json_object_foreach(v, k, x) {
+            if (json_is_real(x)) {
+                const double d = json_real_value(x);
+                if (d == floor(d) && fabs(d) < 9.2e18) json_object_set_new(v, k, json_integer((json_int_t)d));
+            } else ints_back(x);
+        }
+    } else if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            json_t *x = json_array_get(v, i);
+            if (json_is_real(x)) {
+                const double d = json_real_value(x);
+                if (d == floor(d) && fabs(d) < 9.2e18) json_array_set_new(v, i, json_integer((json_int_t)d));
+            } else ints_back(x);
+        }
+    }
+}
+
+json_t *nd_json_load_file(const char *path, size_t flags, json_error_t *err) {
+    json_t *root = json_load_file(path, flags, err);
+    if (root || !too_big(err)) return root;
+    if ((root = json_load_file(path, flags | JSON_DECODE_INT_AS_REAL, err))) ints_back(root);
+    return root;
+}
+
+json_t *nd_json_loadb(const char *buf, size_t len, size_t flags, json_error_t *err) {
+    json_t *root = json_loadb(buf, len, flags, err);
+    if (root || !too_big(err)) return root;
+    if ((root = json_loadb(buf, len, flags | JSON_DECODE_INT_AS_REAL, err))) ints_back(root);
+    return root;
+}
