@@ -72,6 +72,41 @@ sed 's/"pre_tokenizer": null/"pre_tokenizer": {"type": "Split", "pattern": {"Reg
 bad "a regex that does not compile" "tokenizer.json: pre_tokenizer Split: pattern \(unclosed does not compile" --prompt "hi"
 sed 's/"single_word": false/"single_word": 3/' "$save" >"$tj"
 bad "a flag of the wrong type" "tokenizer.json: added_tokens\[0\] \(<unk>\): a flag is not a boolean" --prompt "hi"
+# real files (issue 31): llmcompressor saves the tokenizer it called with truncation=True, so
+# released checkpoints carry a truncation block; it changes nothing shorter than max_length
+sed 's/"truncation": null/"truncation": {"direction": "Right", "max_length": 2048, "strategy": "LongestFirst", "stride": 0}/' "$save" >"$tj"
+"$bin" trace "$ck" --backend cpu --prompt "The quick brown fox jumps over the lazy dog." --out "$tmp/tr.h5" -q >/dev/null 2>"$tmp/err"
+ok "a truncation block (max_length 2048): accepted, the same ids ($(head -c 160 "$tmp/err"))" \
+  '[ "$(got "$tmp/tr.h5")" = "$(expected text "The quick brown fox jumps over the lazy dog.")" ]'
+sed 's/"truncation": null/"truncation": {"direction": "Right", "max_length": 3, "strategy": "LongestFirst", "stride": 0}/' "$save" >"$tj"
+bad "a prompt longer than the truncation max_length" "tokens, more than the truncation max_length 3 that .*tokenizer.json carries" \
+  --prompt "The quick brown fox jumps over the lazy dog."
+sed 's/"padding": null/"padding": {"strategy": "BatchLongest", "direction": "Right", "pad_to_multiple_of": null, "pad_id": 0, "pad_type_id": 0, "pad_token": "<unk>"}/' "$save" >"$tj"
+"$bin" trace "$ck" --backend cpu --prompt "The quick brown fox jumps over the lazy dog." --out "$tmp/pd.h5" -q >/dev/null 2>"$tmp/err"
+ok "a BatchLongest padding block: accepted, the same ids" \
+  '[ "$(got "$tmp/pd.h5")" = "$(expected text "The quick brown fox jumps over the lazy dog.")" ]'
+sed 's/"padding": null/"padding": {"strategy": {"Fixed": 64}, "direction": "Right", "pad_to_multiple_of": null, "pad_id": 0, "pad_type_id": 0, "pad_token": "<unk>"}/' "$save" >"$tj"
+bad "a Fixed padding block that would pad the prompt" "which the padding block of .*tokenizer.json \(Fixed 64\) would pad" --prompt "hi"
+sed 's/"truncation": null/"truncation": {"max_length": "long"}/' "$save" >"$tj"
+bad "a truncation block without an integer max_length" "tokenizer.json: truncation is not an object with a positive integer max_length" --prompt "hi"
+cp "$save" "$tj"
+# transformers writes model_max_length = VERY_LARGE_INTEGER (1e30) into tokenizer_config.json
+cfg_save="$tmp/tokenizer_config.json.orig"
+cp "$ck/tokenizer_config.json" "$cfg_save"
+sed 's/^{/{"model_max_length": 1000000000000000019884624838656, "x_big": [-99999999999999999999999, 1.5],/' "$cfg_save" >"$ck/tokenizer_config.json"
+"$bin" trace "$ck" --backend cpu --prompt "What is 2+2?" --chat --out "$tmp/big.h5" -q >/dev/null 2>"$tmp/err"
+ok "--chat with integers past 2^63 in tokenizer_config.json: apply_chat_template's ids ($(head -c 160 "$tmp/err"))" \
+  '[ "$(got "$tmp/big.h5")" = "$(expected chat "What is 2+2?")" ]'
+# transformers 4.50+/5.x save the template beside the config as chat_template.jinja
+# (the fixture's config is pretty-printed, one key a line; the template has no escaped quotes)
+printf '%b' "$(sed -n 's/^ "chat_template": "\(.*\)",$/\1/p' "$cfg_save")" >"$ck/chat_template.jinja"
+sed '/^ "chat_template": /d' "$cfg_save" >"$ck/tokenizer_config.json"
+"$bin" trace "$ck" --backend cpu --prompt "What is 2+2?" --chat --out "$tmp/jj.h5" -q >/dev/null 2>"$tmp/err"
+ok "--chat with the template in chat_template.jinja: the same ids ($(head -c 160 "$tmp/err"))" \
+  '! grep -q chat_template "$ck/tokenizer_config.json" && [ "$(got "$tmp/jj.h5")" = "$(expected chat "What is 2+2?")" ]'
+rm "$ck/chat_template.jinja"
+bad "--chat with neither a chat_template nor chat_template.jinja" "no chat_template, and no chat_template.jinja beside it" --prompt "hi" --chat
+cp "$cfg_save" "$ck/tokenizer_config.json"
 rm "$tj"
 bad "no tokenizer.json" "tokenizer.json: no tokenizer next to config.json" --prompt "hi"
 cp "$save" "$tj"
