@@ -186,9 +186,11 @@ void nd_trace_print_layers(const nd_trace_result *res, int64_t first, int color,
     if (own_line) printf("stage (worst of the layer)\n      ");
     else printf("%-*s ", nw, "stage");
     printf("%-8s %7s %7s %5s  %s\n", "mode", "cosine", "rel_l2", "NaN", "verdict");
+    int n_drift = 0;
     for (int k = 0; k < ng; k++) {
         if (g[k].worst < 0) continue;
         const nd_row *r = &res->rows[g[k].worst];
+        n_drift += !strcmp(r->verdict, ND_VERDICT_DRIFT);
         char cs[16], sq[16], rl[16], verdict[ND_VERDICT_LEN + 64];
         figures(r, cs, sizeof cs, sq, sizeof sq, rl, sizeof rl);
         /* the verdict, then what fits: how many rows of the layer diverged, the first-divergence mark
@@ -219,6 +221,13 @@ void nd_trace_print_layers(const nd_trace_result *res, int64_t first, int color,
         } else {
             nd_term_wrap(stdout, verdict, vc, vc, width);
         }
+    }
+    if (n_drift) {
+        char note[320];
+        snprintf(note, sizeof note, "drift (%d layer%s): on the chained path the router picked other experts than the reference, "
+                 "moved by the error carried from earlier layers; expected on deep models and not a divergence (the isolated "
+                 "rows judge each stage on the reference input)", n_drift, n_drift == 1 ? "" : "s");
+        nd_term_wrap(stdout, note, 2, 0, width);
     }
     free(g);
 }
