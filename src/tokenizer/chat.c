@@ -106,6 +106,44 @@ static int read_jinja(const char *config_path, char **out, nd_err *e) {
     return 0;
 }
 
+/* A newline in a template's string literal: written as is, or as the escape \n. Returns its length
+ * at s (0: none). */
+static size_t newline_at(const char *s) { return *s == '\n' ? 1 : (s[0] == '\\' && s[1] == 'n') ? 2 : 0; }
+
+/* The "pre" of a ChatML template that writes a default system message when the conversation has
+ * none: {{ '<|im_start|>system\nMSG<|im_end|>\n' }} under `messages[0]['role'] != 'system'`, and
+ * the generation prompt '<|im_start|>assistant\n'. MSG must be a plain literal (no quote, brace or
+ * backslash other than \n). Malloc'd "<|im_start|>system\nMSG<|im_end|>\n<|im_start|>user\n", or NULL. */
+static char *chatml_default_system(const char *tmpl) {
+    const char *gen = strstr(tmpl, "'<|im_start|>assistant");
+    if (!gen || !newline_at(gen + strlen("'<|im_start|>assistant")) || !strstr(tmpl, "!= 'system'")) return NULL;
+    const char *p = strstr(tmpl, "'<|im_start|>system");
+    if (!p) return NULL;
+    p += strlen("'<|im_start|>system");
+    size_t nl = newline_at(p);
+    if (!nl) return NULL;
+    p += nl;
+    const char *end = strstr(p, "<|im_end|>");
+    if (!end || end == p) return NULL;
+    size_t cap = (size_t)(end - p) + 64, o = 0;
+    char *out = malloc(cap);
+    if (!out) return NULL;
+    o += (size_t)snprintf(out, cap, "<|im_start|>system\n");
+    for (const char *q = p; q < end; q++) {
+        if (*q == '\'' || *q == '"' || *q == '{' || *q == '}') { free(out); return NULL; }
+        if (*q == '\\') {
+            if (q[1] != 'n') { free(out); return NULL; }
+            out[o++] = '\n';
+            q++;
+        } else out[o++] = *q;
+    }
+    const char *tail = "<|im_end|>\n<|im_start|>user\n";
+    nl = newline_at(end + strlen("<|im_end|>"));
+    if (!nl || end[strlen("<|im_end|>") + nl] != '\'') { free(out); return NULL; }
+    snprintf(out + o, cap - o, "%s", tail);
+    return out;
+}
+
 int nd_chat_render(const char *config_path, const char *text, char **out, const char **name, nd_err *e) {
     *out = NULL;
     ND_TRY(nd_input_regular(config_path, e));
@@ -141,6 +179,14 @@ int nd_chat_render(const char *config_path, const char *text, char **out, const 
         for (int k = 0; k < 3 && ok; k++) ok = !formats[i].sig[k] || strstr(tmpl, formats[i].sig[k]);
         if (ok) f = &formats[i];
     }
+    /* ChatML with a default system message of its own (SmolLM2: "You are a helpful AI assistant named
+     * SmolLM, ..."), the message read from the template's literal */
+    chat_fmt own;
+    char *own_pre = NULL;
+    if (!f && (own_pre = chatml_default_system(tmpl))) {
+        own = (chat_fmt){"chatml-system", {NULL, NULL, NULL}, NULL, 0, NO_TRIM, own_pre, QWEN_GEN};
+        f = &own;
+    }
     int rc = 0;
     if (!f)
         rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: chat_template not recognised (nvfp4dbg knows the ChatML/Qwen, Llama 3, DeepSeek-V3 and "
@@ -150,6 +196,7 @@ int nd_chat_render(const char *config_path, const char *text, char **out, const 
         rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: the %s chat template writes bos_token, which the file does not set", config_path, f->name);
     else if (render(f, tmpl, bos ? bos : "", text, out)) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
     else *name = f->name;
+    free(own_pre);
     free(jinja);
     json_decref(root);
     return rc;

@@ -93,7 +93,10 @@ int main(int argc, char **argv) {
     const int64_t ntok = conf_tokens(model, tokens, sizeof tokens);
     CHECK(ntok > 0, "%s: no prompt", model);
     /* one file per process: several tests trace the same model (other checkpoint folders) at once */
-    snprintf(h5, sizeof h5, "conf_%s_%s.%ld.h5", mode, model, (long)getpid());
+    char tag[64];   /* the model's name, or the last part of a fixture folder's path */
+    const char *slash = strrchr(model, '/');
+    snprintf(tag, sizeof tag, "%s", slash ? slash + 1 : model);
+    snprintf(h5, sizeof h5, "conf_%s_%s.%ld.h5", mode, tag, (long)getpid());
     snprintf(g_h5, sizeof g_h5, "%s", h5);
     atexit(remove_outputs);
     /* the reference comparison takes transformers' BF16 steps (--ref-numerics transformers): the
