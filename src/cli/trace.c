@@ -14,6 +14,7 @@
 #include "trace_stacks.h"
 #include "trace_findings.h"
 #include "trace_text.h"
+#include "trace_quality.h"
 #include "cli_args.h"
 #include "json_fields.h"
 #include "util/term.h"
@@ -122,8 +123,9 @@ static const nd_jfield ROW_FIGURES[] = {W(cosine, FINITE), W(rel_l2, FINITE), W(
 #undef W
 
 static void print_json(const nd_trace_result *res, const char *out, const nd_diagnosis *diag, int ndiag, json_t *check,
-                       json_t *sweep, json_t *findings) {
+                       json_t *sweep, json_t *findings, json_t *quality) {
     json_t *root = json_object(), *rows = json_array();
+    json_object_set_new(root, "quality", quality);
     json_object_set_new(root, "stack_findings", findings ? findings : json_array());
     if (sweep) json_object_set_new(root, "stacks", sweep);
     json_object_set_new(root, "diagnosis", diagnosis_json(diag, ndiag));
@@ -373,7 +375,12 @@ int nd_cmd_trace(int argc, char **argv) {
     int64_t first = -1;
     for (int64_t i = 0; i < res.nrows; i++)
         if (!strcmp(res.rows[i].name, res.summary.first_divergence) && !strcmp(res.rows[i].mode, res.summary.first_divergence_mode)) { first = i; break; }
-    if (json) { print_json(&res, o.out_path, diag, ndiag, check, sweep, findings); check = sweep = findings = NULL; }
+    nd_quality quality;
+    nd_trace_quality(&res, o.ntok, &quality);
+    if (json) {
+        print_json(&res, o.out_path, diag, ndiag, check, sweep, findings, nd_trace_quality_json(&quality, o.ref_ckpt != NULL));
+        check = sweep = findings = NULL;
+    }
     else {
         /* summary first (issue 22): header, the static findings that break this stack, one line
          * per layer, the verdict and the diagnosis last, where the screen ends */
@@ -386,6 +393,8 @@ int nd_cmd_trace(int argc, char **argv) {
         }
         if (table) { printf("\n"); nd_trace_print_table(res.rows, res.nrows, first, color, stage, width); }
         else nd_trace_print_layers(&res, first, color, width);
+        /* what NVFP4 costs, on a healthy run only: after a divergence the logits show the fault */
+        if (!strcmp(res.summary.status, "ok")) nd_trace_print_quality(&quality, o.ref_ckpt != NULL, width);
         nd_trace_print_verdict(&res, diag, ndiag, table, width);
         if (apply_repair && ndiag && (rc = check_repair(&o, &res, &diag[0], json, &check, &e))) {
             nd_cli_error(&e);

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Zero false alarms on a real trained model (issue 31 item 2): every quantized variant the real tools
+# wrote (llmcompressor NVFP4 W4A4 and W4A16, ModelOpt NVFP4) gives inspect exit 0 with no finding and
+# trace exit 0 with every layer line ok, under each healthy stack profile of its format and with
+# --reference-checkpoint set to the BF16 original. The manifest's prompt (real English text) is used.
+#   usage: real_clean.sh NVFP4DBG FAMILY
+set -u
+. "$(dirname "$0")/real_lib.sh" "$@"
+for v in $(variants); do
+  for st in $(stacks_of "$v"); do
+    "$bin" inspect "$m/$v" --stack "$st" >"$tmp/i.txt" 2>&1
+    rc=$?
+    ok "$fam/$v inspect --stack $st: exit 0, no finding (exit $rc: $(grep -m3 -E '^  (error|warning)' "$tmp/i.txt"))" \
+      '[ $rc -eq 0 ] && grep -q "^findings: 0 errors, 0 warnings" "$tmp/i.txt"'
+    "$bin" trace "$m/$v" --stack "$st" --tokens "$toks" --backend "$be" --out "$tmp/t.h5" -q >"$tmp/t.txt" 2>&1
+    rc=$?
+    notok=$(grep -E "^([0-9]+|in|head) " "$tmp/t.txt" | grep -vcE " ok$")
+    nlay=$(grep -cE "^[0-9]+ " "$tmp/t.txt")
+    ok "$fam/$v trace --stack $st: exit 0, $nlay layer lines all ok (exit $rc, $notok not ok: $(grep -E "^([0-9]+|head) " "$tmp/t.txt" | grep -vE " ok$" | head -2))" \
+      '[ $rc -eq 0 ] && [ "$notok" -eq 0 ] && [ "$nlay" -gt 0 ] && grep -q "^no divergence in" "$tmp/t.txt" && ! grep -q "static findings" "$tmp/t.txt"'
+  done
+  "$bin" trace "$m/$v" --reference-checkpoint "$m/bf16" --tokens "$toks" --backend "$be" --out "$tmp/r.h5" -q >"$tmp/r.txt" 2>&1
+  rc=$?
+  notok=$(grep -E "^([0-9]+|in|head) " "$tmp/r.txt" | grep -vcE " ok$")
+  ok "$fam/$v trace --reference-checkpoint bf16: exit 0, every layer ok (exit $rc, $notok not ok)" '[ $rc -eq 0 ] && [ "$notok" -eq 0 ]'
+done
+echo "real clean $fam: $pass passed, $fail failed"
+[ $fail -eq 0 ]
