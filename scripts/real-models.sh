@@ -19,7 +19,13 @@ mkdir -p "$ROOT"
 
 if [ ! -x "$VENV/bin/python" ]; then
     echo "[real-models] creating venv $VENV"
-    "$PYTHON" -m venv "$VENV"
+    if ! "$PYTHON" -m venv "$VENV"; then
+        # Debian's python3 keeps venv in a package of its own
+        SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+        rm -rf "$VENV"
+        $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-venv python3-pip
+        "$PYTHON" -m venv "$VENV"
+    fi
 fi
 
 # every pin of requirements.txt installed at its version?
