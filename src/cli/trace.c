@@ -14,7 +14,7 @@
 #include "trace_stacks.h"
 #include "trace_findings.h"
 #include "trace_text.h"
-#include "trace_quality.h"
+#include "quality_text.h"
 #include "cli_args.h"
 #include "json_fields.h"
 #include "util/term.h"
@@ -376,7 +376,7 @@ int nd_cmd_trace(int argc, char **argv) {
     for (int64_t i = 0; i < res.nrows; i++)
         if (!strcmp(res.rows[i].name, res.summary.first_divergence) && !strcmp(res.rows[i].mode, res.summary.first_divergence_mode)) { first = i; break; }
     nd_quality quality;
-    nd_trace_quality(&res, o.ntok, &quality);
+    nd_quality_of(res.rows, res.nrows, o.ntok, &quality);
     if (json) {
         print_json(&res, o.out_path, diag, ndiag, check, sweep, findings, nd_trace_quality_json(&quality, o.ref_ckpt != NULL));
         check = sweep = findings = NULL;

@@ -438,7 +438,7 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     }
     if (!rc && o->out_path) {
         nd_trace_meta meta = {ND_VERSION, o->ckpt_dir, nd_ckpt_format_str(r.ck), r.rc->name, r.stack.name,
-                              r.be->name, r.be->device, modes_str(lp.modes), NULL, nd_run_ref_numerics_name(&r), NULL, NULL};
+                              r.be->name, r.be->device, modes_str(lp.modes), NULL, nd_run_ref_numerics_name(&r), NULL, NULL, NULL};
         char ovr[2048] = "";
         size_t len = 0;
         for (int i = 0; i < o->n_overrides; i++)
@@ -446,6 +446,7 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
         meta.overrides = ovr;
         meta.prompt = o->prompt_text;
         meta.prompt_chat = o->prompt_chat;
+        meta.reference_checkpoint = o->ref_ckpt;
         rc = nd_trace_create(o->out_path, &meta, r.tokens, r.t, &lp.tw, e);
     }
     nd_loop_sink(&r); /* what the ops hand over: rows, routing, the replayed stage's description */

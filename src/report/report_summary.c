@@ -4,6 +4,7 @@
  * (docs/trace-format.md). Older traces without the evidence attributes show what they have. */
 #include <string.h>
 #include "report_internal.h"
+#include "trace/trace_quality.h"
 
 /* The banner's class: only known statuses reach the attribute. */
 static const char *status_class(const nd_trace *t) {
@@ -59,6 +60,19 @@ void nd_report_summary(FILE *f, const nd_rmodel *m, const char *id, const char *
         if (!t->has_summary || !words[i].text[0]) continue;
         item(f, words[i].label, NULL, "");
         nd_html_wrap(f, words[i].open, words[i].text, words[i].close);
+    }
+    /* what NVFP4 costs the model, on a healthy run (after a divergence the logits show the fault) */
+    nd_quality q;
+    nd_quality_of(t->rows, t->nrows, t->ntokens, &q);
+    if (t->has_summary && !strcmp(cls, "ok") && q.have) {
+        item(f, "quality", id, "-quality");
+        fprintf(f, "final logits against the %s: KL %.4g nats, top-1 %.1f%% of %lld positions",
+                t->reference_checkpoint[0] ? "BF16 original (<code>--reference-checkpoint</code>)" : "reference path (dequantized weights)",
+                q.kl, 100.0 * q.top1, (long long)q.positions);
+        if (q.npoints > 1) {
+            fprintf(f, "; layer outputs' rel L2 (chained):");
+            for (int k = 0; k < q.npoints; k++) fprintf(f, "%s %.3g (layer %d)", k ? "," : "", q.rel_l2[k], q.layer[k]);
+        }
     }
     fprintf(f, "</dl></div>\n");
 }

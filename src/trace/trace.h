@@ -54,6 +54,8 @@ typedef struct nd_trace_meta {
     const char *ref_numerics;/* reference-path numerics ("fp32", "fp32-exact", "transformers"); NULL: "fp32" */
     const char *prompt;      /* --prompt text the tokens came from (NULL: ids given as ids): /prompt */
     const char *prompt_chat; /* the chat format applied to it (NULL: none): attribute prompt_chat */
+    const char *reference_checkpoint; /* --reference-checkpoint (NULL: none): attribute of that name,
+                                       * "" when none; the reference path ran that checkpoint's weights */
 } nd_trace_meta;
 
 typedef struct nd_trace_summary {
@@ -92,6 +94,7 @@ typedef struct nd_trace {
     char overrides[2048];    /* optional attribute (older traces: empty) */
     char *prompt;            /* /prompt, the text the tokens came from (NULL: none) */
     char prompt_chat[32];    /* the chat format applied to it ("" none) */
+    char reference_checkpoint[512]; /* optional attribute: --reference-checkpoint ("" none or older traces) */
     int64_t ntokens;
     int64_t *tokens;
     int64_t nrows;

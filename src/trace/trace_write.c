@@ -61,6 +61,8 @@ static int write_root_attrs(hid_t f, const nd_trace_meta *m, const char *path, n
     ND_TRY(nd_h5_put_str_attr(f, "overrides", m->overrides ? m->overrides : "", 0, path, e));
     /* extension: which numerics the reference path ran (trace --ref-numerics) */
     ND_TRY(nd_h5_put_str_attr(f, "ref_numerics", m->ref_numerics ? m->ref_numerics : "fp32", 0, path, e));
+    /* extension: the original whose weights the reference path ran (trace --reference-checkpoint) */
+    ND_TRY(nd_h5_put_str_attr(f, "reference_checkpoint", m->reference_checkpoint ? m->reference_checkpoint : "", 0, path, e));
     return 0;
 }
 

@@ -23,6 +23,13 @@ for v in $(variants); do
   rc=$?
   notok=$(grep -E "^([0-9]+|in|head) " "$tmp/r.txt" | grep -vcE " ok$")
   ok "$fam/$v trace --reference-checkpoint bf16: exit 0, every layer ok (exit $rc, $notok not ok)" '[ $rc -eq 0 ] && [ "$notok" -eq 0 ]'
+  # the quality of the NVFP4 path against the original (issue 31 item 7): the line, the JSON, the report
+  ok "$fam/$v: the quality line against the BF16 original" \
+    'tr "\n" " " <"$tmp/r.txt" | grep -qE "quality against the BF16 original: final logits KL [0-9.e-]+ nats, top-1 [0-9.]+% of [0-9]+ positions"'
+  "$bin" show "$tmp/r.h5" --json >"$tmp/r.json" 2>/dev/null
+  ok "$fam/$v: the trace records the original it was compared with" 'grep -q "\"reference_checkpoint\"" "$tmp/r.json" || h5dump -a reference_checkpoint "$tmp/r.h5" | grep -q "$m/bf16"'
+  "$bin" report "$tmp/r.h5" --html "$tmp/r.html" -q >/dev/null 2>&1
+  ok "$fam/$v: the report's summary holds the quality against the original" 'grep -q "quality<dd id=\"verdict-quality\">final logits against the BF16 original" "$tmp/r.html"'
 done
 echo "real clean $fam: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -1,34 +1,9 @@
-/* trace_quality.c — see trace_quality.h. */
-#include "trace_quality.h"
+/* quality_text.c — see quality_text.h. */
+#include "quality_text.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include "util/term.h"
-
-void nd_trace_quality(const nd_trace_result *res, int64_t ntok, nd_quality *q) {
-    memset(q, 0, sizeof *q);
-    const nd_row *head = NULL;
-    for (int64_t i = 0; i < res->nrows; i++)
-        if (!strcmp(res->rows[i].mode, "chained") && isfinite(res->rows[i].kl_div)) head = &res->rows[i];
-    if (!head) return;
-    q->have = 1;
-    q->kl = head->kl_div;
-    q->top1 = head->top1_agree;
-    q->positions = ntok > 0 ? ntok : 16; /* SPEC §2: 16 built-in ids when none are given */
-    /* a layer's output is its last chained row */
-    const int nl = res->n_layers;
-    if (nl <= 0) return;
-    int want[ND_QUALITY_POINTS] = {0, nl / 4, nl / 2, (3 * nl) / 4, nl - 1};
-    for (int k = 0; k < ND_QUALITY_POINTS; k++) {
-        if (q->npoints && want[k] <= q->layer[q->npoints - 1]) continue;
-        const nd_row *last = NULL;
-        for (int64_t i = 0; i < res->nrows; i++)
-            if (res->rows[i].layer == want[k] && !strcmp(res->rows[i].mode, "chained")) last = &res->rows[i];
-        if (!last || !isfinite(last->rel_l2)) continue;
-        q->layer[q->npoints] = want[k];
-        q->rel_l2[q->npoints++] = last->rel_l2;
-    }
-}
 
 void nd_trace_print_quality(const nd_quality *q, int vs_original, int width) {
     if (!q->have) return;
