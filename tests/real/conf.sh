@@ -7,6 +7,7 @@ abs() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
 conf="$(abs "$1")"; bin="$(abs "$2")"; fam="$3"; mode="$4"; sub="$5"; ref="$6"
 m="${ND_REAL_CACHE:-$HOME/.cache/nvfp4dbg-real}/models/$fam"
 [ -f "$m/manifest.json" ] || { echo "skip: $m not built (scripts/real-models.sh builds it)"; exit 77; }
-cd "$(mktemp -d)" || exit 1
-trap 'cd /; rm -rf "$PWD"' EXIT
+work="$(mktemp -d)" || exit 1
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
 "$conf" "$bin" "$m" "$mode" "$m/$sub" "$ref"
