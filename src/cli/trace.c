@@ -15,6 +15,7 @@
 #include "trace_findings.h"
 #include "trace_text.h"
 #include "quality_text.h"
+#include "util/shquote.h"
 #include "cli_args.h"
 #include "json_fields.h"
 #include "util/term.h"
@@ -215,11 +216,14 @@ static int check_repair(const nd_trace_opts *o, const nd_trace_result *res, cons
     }
     if (!rc) {
         const nd_row *h0 = head_row(res->rows, res->nrows), *h1 = head_row(after.rows, after.nrows);
-        char cmd[4096];
-        size_t len = (size_t)snprintf(cmd, sizeof cmd, "nvfp4dbg trace %s", o->ckpt_dir);
-        if (o->stack && strcmp(o->stack, "exact") && len < sizeof cmd) len += (size_t)snprintf(cmd + len, sizeof cmd - len, " --stack %s", o->stack);
-        if (o->ref_ckpt && len < sizeof cmd) len += (size_t)snprintf(cmd + len, sizeof cmd - len, " --reference-checkpoint %s", o->ref_ckpt);
-        for (int i = 0; i < n && len < sizeof cmd; i++) len += (size_t)snprintf(cmd + len, sizeof cmd - len, " --override %s", ovr[i]);
+        char cmd[4096] = "nvfp4dbg trace ";
+        /* every word shell-quoted: a path or override from the user's files is pasted as data */
+        nd_shquote_cat(cmd, sizeof cmd, o->ckpt_dir);
+#define ADD(opt, word) do { strncat(cmd, " " opt " ", sizeof cmd - strlen(cmd) - 1); nd_shquote_cat(cmd, sizeof cmd, (word)); } while (0)
+        if (o->stack && strcmp(o->stack, "exact")) ADD("--stack", o->stack);
+        if (o->ref_ckpt) ADD("--reference-checkpoint", o->ref_ckpt);
+        for (int i = 0; i < n; i++) ADD("--override", ovr[i]);
+#undef ADD
         if (json) {
             json_t *c = json_object();
             json_object_set_new(c, "rounds", steps);

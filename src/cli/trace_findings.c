@@ -9,6 +9,7 @@
 #include "ckpt/findings.h"
 #include "pipeline/stack.h"
 #include "util/term.h"
+#include "util/shquote.h"
 
 int nd_trace_stack_findings(const char *ckpt_dir, const char *stack_name, int json, json_t **out, nd_err *e) {
     nd_ckpt *ck = NULL;
@@ -34,8 +35,12 @@ int nd_trace_stack_findings(const char *ckpt_dir, const char *stack_name, int js
             char line[2600];
             const int width = nd_term_width(1);
             if (!shown) {
-                if (json == 2) snprintf(line, sizeof line, "static findings that break stack %s (nvfp4dbg inspect %s --stack %s):", st.name, ckpt_dir, st.name);
-                else snprintf(line, sizeof line, "static findings that break stack %s (nvfp4dbg inspect %s --stack %s lists them all):", st.name, ckpt_dir, st.name);
+                /* the hint's folder shell-quoted (pasted as a name) and safe for the terminal */
+                char q[1100] = "", qs[2200];
+                nd_shquote_cat(q, sizeof q, ckpt_dir);
+                nd_term_safe(q, qs, sizeof qs);
+                if (json == 2) snprintf(line, sizeof line, "static findings that break stack %s (nvfp4dbg inspect %s --stack %s):", st.name, qs, st.name);
+                else snprintf(line, sizeof line, "static findings that break stack %s (nvfp4dbg inspect %s --stack %s lists them all):", st.name, qs, st.name);
                 if (json != 2) printf("\n");
                 nd_term_wrap(stdout, line, 2, 0, width);
             }

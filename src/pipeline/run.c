@@ -13,6 +13,7 @@
 #include "pipeline.h"
 #include "probes.h"
 #include "verdict.h"
+#include "util/suggest.h"
 #include "sink.h"
 #include "rowq.h"
 #include "nd_config.h"
@@ -381,6 +382,8 @@ uint64_t nd_pipeline_default_max_memory(void) {
 
 static const char *modes_str(int m) { return m == 3 ? "isolated,chained" : m == 1 ? "isolated" : "chained"; }
 
+static int check_dump_used(const nd_loop *lp, const char *path, nd_err *e);
+
 int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     memset(res, 0, sizeof *res);
     nd_run r;
@@ -462,6 +465,8 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     res->gemm_flops_fp32 = r.gemm_flops_fp32;
     res->gemm_flops_bf16 = r.gemm_flops_bf16;
     res->floor_margin_db = r.rc ? r.rc->th.floor_margin_db : NAN;
+    /* --prod-dump whose tensors name no stage judged nothing: not "no divergence" (issue 37) */
+    if (!rc && lp.dump && !o->only_row) rc = check_dump_used(&lp, o->prod_dump, e);
     if (!rc) {
         nd_first_divergence(lp.rows, lp.nrows, &res->summary);
         /* with expert parallelism, say which rank holds a diverging expert */
@@ -494,6 +499,32 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     res->nrows = lp.nrows;
     lp.rows = NULL;
     run_close(&r);
+    return rc;
+}
+
+/* A --prod-dump none of whose tensors named a replayed stage: exit 2 with what the file holds, what
+ * the stages are called, and the stage name closest to its first tensor. */
+static int check_dump_used(const nd_loop *lp, const char *path, nd_err *e) {
+    for (int64_t i = 0; i < lp->nrows; i++)
+        if (!strcmp(lp->rows[i].mode, "captured")) return 0;
+    const size_t nt = nd_st_count(lp->dump);
+    char held[512] = "", stages[512] = "";
+    size_t n = 0;
+    for (size_t i = 0; i < nt && i < 4 && n < sizeof held; i++)
+        n += (size_t)snprintf(held + n, sizeof held - n, "%s%s", i ? ", " : "", nd_st_at(lp->dump, i)->name);
+    n = 0;
+    const char **names = calloc(lp->nrows ? (size_t)lp->nrows : 1, sizeof *names);
+    size_t nn = 0;
+    for (int64_t i = 0; i < lp->nrows && names; i++) {
+        if (nn && !strcmp(names[nn - 1], lp->rows[i].name)) continue;
+        names[nn++] = lp->rows[i].name;
+        if (nn <= 4 && n < sizeof stages) n += (size_t)snprintf(stages + n, sizeof stages - n, "%s%s", nn > 1 ? ", " : "", lp->rows[i].name);
+    }
+    const char *near = nt && names ? nd_suggest(nd_st_at(lp->dump, 0)->name, names, nn) : NULL;
+    int rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: none of its %zu tensors names a stage of this run, so nothing was judged (it holds %s%s; "
+                     "the stages are named like %s ...)%s%s%s; tensors are named after stages (docs/repro.md, tools/capture_hook.py)",
+                     path, nt, held, nt > 4 ? ", ..." : "", stages, near ? ": did you mean " : "", near ? near : "", near ? "?" : "");
+    free(names);
     return rc;
 }
 

@@ -4,10 +4,78 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "recipe/yaml_depth.h"
 #include "util/infile.h"
+
+/* Aliases make the loaded document a graph: `&a [*a]` is a cycle, and anchors of anchors expand
+ * exponentially (a few lines stand for billions of nodes, which every walk of the document then
+ * visits). The expanded size is counted once per node (memoised); a cycle or more than
+ * ND_YAML_MAX_EXPANDED nodes is refused. */
+#define ND_YAML_MAX_EXPANDED 1000000
+static int64_t expanded(yaml_document_t *doc, int id, int64_t *memo, unsigned char *busy) {
+    yaml_node_t *n = yaml_document_get_node(doc, id);
+    if (!n) return 0;
+    const int k = id - 1;
+    if (memo[k]) return memo[k];
+    if (busy[k]) return -1; /* a cycle */
+    busy[k] = 1;
+    int64_t total = 1;
+    if (n->type == YAML_SEQUENCE_NODE) {
+        for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top && total >= 0; it++) {
+            int64_t c = expanded(doc, *it, memo, busy);
+            total = c < 0 ? -1 : total + c;
+            if (total > ND_YAML_MAX_EXPANDED) total = ND_YAML_MAX_EXPANDED + 1;
+        }
+    } else if (n->type == YAML_MAPPING_NODE) {
+        for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top && total >= 0; pr++) {
+            int64_t a = expanded(doc, pr->key, memo, busy), b = a < 0 ? -1 : expanded(doc, pr->value, memo, busy);
+            total = b < 0 ? -1 : total + a + b;
+            if (total > ND_YAML_MAX_EXPANDED) total = ND_YAML_MAX_EXPANDED + 1;
+        }
+    }
+    busy[k] = 0;
+    if (total > 0) memo[k] = total;
+    return total;
+}
+
+static int check_expansion(nd_ydoc *d) {
+    const size_t n = (size_t)(d->doc.nodes.top - d->doc.nodes.start);
+    if (!n) return 0;
+    int64_t *memo = calloc(n, sizeof *memo);
+    unsigned char *busy = calloc(n, 1);
+    if (!memo || !busy) { free(memo); free(busy); return nd_fail(d->e, ND_EXIT_INTERNAL, "%s: out of memory", d->path); }
+    const int64_t total = expanded(&d->doc, 1, memo, busy);
+    free(memo);
+    free(busy);
+    if (total < 0) return nd_fail(d->e, ND_EXIT_BADINPUT, "%s: an alias refers to a node that contains it (a cycle)", d->path);
+    if (total > ND_YAML_MAX_EXPANDED)
+        return nd_fail(d->e, ND_EXIT_BADINPUT, "%s: its aliases expand to more than %d nodes", d->path, ND_YAML_MAX_EXPANDED);
+    return 0;
+}
+
+/* A key given twice in one mapping: YAML says keys are unique; libyaml keeps both and the readers
+ * would take one of them silently (a line added below a reviewed one could loosen the gate). */
+static int check_duplicate_keys(nd_ydoc *d) {
+    for (yaml_node_t *n = d->doc.nodes.start; n < d->doc.nodes.top; n++) {
+        if (n->type != YAML_MAPPING_NODE) continue;
+        if (n->data.mapping.pairs.top - n->data.mapping.pairs.start > 4096) /* (the check below is quadratic) */
+            return nd_ydoc_fail(d, n, "a mapping of more than 4096 keys: not a file nvfp4dbg reads");
+        for (yaml_node_pair_t *a = n->data.mapping.pairs.start; a < n->data.mapping.pairs.top; a++) {
+            const char *ka = nd_ydoc_scalar(yaml_document_get_node(&d->doc, a->key));
+            if (!ka) continue;
+            for (yaml_node_pair_t *b = n->data.mapping.pairs.start; b < a; b++) {
+                const char *kb = nd_ydoc_scalar(yaml_document_get_node(&d->doc, b->key));
+                if (kb && !strcmp(ka, kb))
+                    return nd_ydoc_fail(d, yaml_document_get_node(&d->doc, a->key), "key '%s' given twice in one mapping (first at line %d)",
+                                        ka, nd_ydoc_line(yaml_document_get_node(&d->doc, b->key)));
+            }
+        }
+    }
+    return 0;
+}
 
 int nd_ydoc_load(nd_ydoc *d, const char *path, const char *what, nd_err *e) {
     memset(d, 0, sizeof *d);
@@ -35,6 +103,9 @@ int nd_ydoc_load(nd_ydoc *d, const char *path, const char *what, nd_err *e) {
         d->loaded = 1;
     yaml_parser_delete(&p);
     fclose(f);
+    if (!rc) rc = check_expansion(d);
+    if (!rc) rc = check_duplicate_keys(d);
+    if (rc) nd_ydoc_free(d);
     return rc;
 }
 

@@ -148,8 +148,9 @@ void nd_tolerances_free(nd_tolerances *t);
 nd_tol nd_tolerance_for(const nd_tolerances *t, const char *stage, const char *op, int fig);
 
 /* Two traces are comparable (compare, report --against) only when made from the same tokens and
- * recipe: otherwise every figure differs and their differences say nothing. Exit 2 naming both
- * files and the first difference. */
+ * recipe, both hold stage rows, and their rows cover the same number of layers: otherwise every
+ * figure differs (or nothing is gated) and their differences say nothing. Exit 2 naming both files
+ * and the first difference. */
 int nd_trace_comparable(const char *run_path, const nd_trace *run, const char *other_path, const nd_trace *other,
                         nd_err *e);
 

@@ -158,7 +158,24 @@ static int by_badness(const void *a, const void *b) {
     return (x->order > y->order) - (x->order < y->order);
 }
 
+/* the number of decoder layers a trace's rows cover (the largest layer index + 1) */
+static int layers_of(const nd_trace *t) {
+    int n = 0;
+    for (int64_t i = 0; i < t->nrows; i++)
+        if (t->rows[i].layer + 1 > n) n = t->rows[i].layer + 1;
+    return n;
+}
+
 int nd_trace_comparable(const char *rp, const nd_trace *run, const char *op, const nd_trace *other, nd_err *e) {
+    /* a trace without rows gates nothing: every stage of the run would be an "extra" one */
+    if (other->nrows == 0)
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: holds no stage rows: not a trace to compare against (a golden must hold the "
+                       "stages it gates)", op);
+    if (run->nrows == 0) return nd_fail(e, ND_EXIT_BADINPUT, "%s: holds no stage rows: nothing to compare", rp);
+    const int lr = layers_of(run), lo = layers_of(other);
+    if (lr != lo)
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s and %s are not comparable: their rows cover %d and %d layers (another model, "
+                       "or another --layers)", rp, op, lr, lo);
     if (run->ntokens != other->ntokens)
         return nd_fail(e, ND_EXIT_BADINPUT, "%s and %s are not comparable: made from %lld and %lld tokens", rp, op,
                        (long long)run->ntokens, (long long)other->ntokens);

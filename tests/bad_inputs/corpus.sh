@@ -88,6 +88,22 @@ run "gate: golden status error" 2 "status 'error'" -- compare "$tmp/golden.h5" "
 run "gate: other tokens" 2 "not comparable" -- compare "$tmp/other-tokens.h5" "$tmp/golden.h5"
 run "gate: other recipe" 2 "not comparable" -- compare "$tmp/other-recipe.h5" "$tmp/golden.h5"
 run "gate: external link" 2 "external-link.h5.*link" -- compare "$tmp/golden.h5" "$tmp/external-link.h5"
+# (issue 37) a golden with no stage rows passed everything; a run of another depth is another model
+run "gate: golden without stage rows" 2 "no-rows.h5: holds no stage rows: not a trace to compare against" -- compare "$tmp/golden.h5" "$tmp/no-rows.h5"
+run "gate: other depth" 2 "not comparable: their rows cover .* layers" -- compare "$tmp/other-layers.h5" "$tmp/golden.h5"
+run "report --against: other depth" 2 "not comparable: their rows cover" -- report "$tmp/other-layers.h5" --html "$tmp/r.html" --against "$tmp/golden.h5"
+# duplicate keys: a line added below the reviewed one must not loosen the gate silently
+printf 'default:\n  cosine: {abs: 0.001}\n  cosine: {abs: 1}\n' >"$tmp/tol-dup.yaml"
+run "tolerance key twice" 2 "tol-dup.yaml:3: key 'cosine' given twice in one mapping (first at line 2)" -- compare "$tmp/golden.h5" "$tmp/golden.h5" --tolerances "$tmp/tol-dup.yaml"
+# aliases: a cycle, and anchors of anchors (a few lines for 10^9 nodes) refused at once
+printf 'stack: b\nx: &a [*a]\n' >"$tmp/stack-cycle.yaml"
+run "YAML alias cycle" 2 "stack-cycle.yaml: an alias refers to a node that contains it" -- trace "$root/golden/clean-v4" --stack "$tmp/stack-cycle.yaml" "${T[@]}"
+{ printf 'stack: b\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n'
+  for i in 1 2 3 4 5 6 7 8 9; do printf 'a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n' $i $i $((i-1)) $((i-1)) $((i-1)) $((i-1)) $((i-1)) $((i-1)) $((i-1)) $((i-1)) $((i-1)) $((i-1)); done; } >"$tmp/stack-laughs.yaml"
+run "YAML billion laughs" 2 "stack-laughs.yaml: its aliases expand to more than 1000000 nodes" -- trace "$root/golden/clean-v4" --stack "$tmp/stack-laughs.yaml" "${T[@]}"
+# --prod-dump whose tensors name no stage judged nothing: exit 2, not "no divergence"
+cp "$root/golden/conformance/llama/dequant.safetensors" "$tmp/nomatch.safetensors"
+run "--prod-dump matching no stage" 2 "nomatch.safetensors: none of its .* tensors names a stage of this run" -- trace "$root/golden/clean-v4" --prod-dump "$tmp/nomatch.safetensors" "${T[@]}"
 
 # 6. outputs: never over a non-regular file, never into a user's folder, no temporaries on SIGTERM
 mkfifo "$tmp/outfifo"

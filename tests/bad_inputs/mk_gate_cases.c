@@ -49,6 +49,7 @@ int main(int argc, char **argv) {
     rc |= put("dup-row.h5", r2, N + 1, "ok", tok, 4, NULL);
     memcpy(r2, rows, sizeof rows);
     r2[N] = fx_row(98);
+    r2[N].layer = rows[N - 1].layer; /* a new stage within the golden's layers (more layers: not comparable) */
     r2[N].prod_nan = 4;
     r2[N].cosine = NAN;
     rc |= put("extra-nan-row.h5", r2, N + 1, "ok", tok, 4, NULL);
@@ -61,6 +62,11 @@ int main(int argc, char **argv) {
     rc |= put("status-error.h5", rows, N, "error", tok, 4, NULL);
     rc |= put("other-tokens.h5", rows, N, "ok", other, 4, NULL);
     rc |= put("other-recipe.h5", rows, N, "ok", tok, 4, "llama");
+    /* a golden without stage rows gates nothing; a run over more layers is another model */
+    rc |= put("no-rows.h5", rows, 0, "ok", tok, 4, NULL);
+    memcpy(r2, rows, sizeof rows);
+    for (int i = 0; i < N; i++) r2[i].layer += 10;
+    rc |= put("other-layers.h5", r2, N, "ok", tok, 4, NULL);
     /* a golden with an external link in /tensors to the golden above */
     rc |= put("external-link.h5", rows, N, "ok", tok, 4, NULL);
     hid_t f = H5Fopen(at("external-link.h5"), H5F_ACC_RDWR, H5P_DEFAULT);

@@ -1,0 +1,12 @@
+/* shquote.h — a word of a printed or stored command, quoted for a POSIX shell, so that a path or an
+ * override taken from the user's files is pasted as data, never run ($(...), `...`, ;, spaces). */
+#ifndef ND_SHQUOTE_H
+#define ND_SHQUOTE_H
+#include <stddef.h>
+
+/* Append s to out (NUL-terminated, capacity cap) as one shell word: as is when every byte is one of
+ * A-Z a-z 0-9 _ . / : = , + - @ % (nothing a shell treats specially), else in single quotes with
+ * each ' written as '\''. Returns the length the result would have (as snprintf), so a caller
+ * can tell truncation; out stays NUL-terminated. */
+size_t nd_shquote_cat(char *out, size_t cap, const char *s);
+#endif
