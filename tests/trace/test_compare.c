@@ -27,9 +27,10 @@ static void e_nan(nd_row *r, int *n) { (void)n; r[5].prod_nan = 3; }
 static void e_inf(nd_row *r, int *n) { (void)n; r[2].ref_inf = 1; }
 static void e_count(nd_row *r, int *n) { (void)n; r[4].prod_nan = 7; }  /* golden 5, see main */
 static void e_missing(nd_row *r, int *n) { memmove(&r[3], &r[4], (size_t)(N - 4) * sizeof *r); (*n)--; }
-static void e_extra(nd_row *r, int *n) { r[N] = fx_row(99); (*n)++; }
+/* extra stages within the golden's layers (a run over more layers is refused as another model) */
+static void e_extra(nd_row *r, int *n) { r[N] = fx_row(99); r[N].layer = r[N - 1].layer; (*n)++; }
 static void e_dup(nd_row *r, int *n) { r[N] = r[3]; (*n)++; }
-static void e_extra_nan(nd_row *r, int *n) { r[N] = fx_row(98); r[N].prod_nan = 4; r[N].cosine = NAN; (*n)++; }
+static void e_extra_nan(nd_row *r, int *n) { r[N] = fx_row(98); r[N].layer = r[N - 1].layer; r[N].prod_nan = 4; r[N].cosine = NAN; (*n)++; }
 static void e_verdict(nd_row *r, int *n) { (void)n; snprintf(r[6].verdict, sizeof r[6].verdict, "scale_saturation"); }
 static void e_cos_in(nd_row *r, int *n) { (void)n; r[7].cosine -= 0.9e-4; }
 static void e_cos_out(nd_row *r, int *n) { (void)n; r[7].cosine -= 1.1e-4; }

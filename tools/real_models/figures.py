@@ -4,7 +4,7 @@
 For each built family (scripts/real-models.sh) and quantized variant: the input scales read as input
 amax (compressed-tensors 2688/value, ModelOpt value*2688) against the median of the other modules
 (what inspect's scale_convention rule compares with its 1e4 bar), the weight block-scale maxima per
-fused group (global_misfit), and from `nvfp4dbg trace` of the manifest's prompt: per layer, the
+fused group (global_misfit), and from `nvfp4dbg trace --reference-checkpoint bf16/` of the manifest's prompt: per layer, the
 largest input amax of a linear, the lowest NVFP4 floor SQNR, the smallest margin SQNR - floor of an
 isolated linear (the verdict's bar is 6 dB), the largest saturated share; and the final logits' KL and
 top-1 of the chained production path against the reference path, and against the BF16 original
@@ -38,10 +38,13 @@ def input_scales(ckpt):
     return out
 
 
-def trace_rows(bin_, ckpt, tokens):
+def trace_rows(bin_, ckpt, tokens, original):
+    # against the BF16 original: the floor is the original quantized the healthy way, so the margin
+    # measures the checkpoint's own quantization, and the logits' figures are against the original
     with tempfile.TemporaryDirectory() as d:
         h5 = os.path.join(d, "t.h5")
-        rc = subprocess.run([bin_, "trace", ckpt, "--tokens", tokens, "--out", h5, "-q"], capture_output=True).returncode
+        rc = subprocess.run([bin_, "trace", ckpt, "--tokens", tokens, "--reference-checkpoint", original, "--out", h5, "-q"],
+                            capture_output=True).returncode
         js = subprocess.run([bin_, "show", h5, "--json"], capture_output=True, text=True).stdout
     return rc, json.loads(js)
 
@@ -68,7 +71,7 @@ def family(bin_, fam):
                   f"largest {fmt(a[worst])} at `{worst.rsplit('.', 1)[0]}` = **{fmt(a[worst] / med)}x** the median of the others "
                   f"(scale_convention needs > 1e4x); values below 1 (CT) / above 1 (ModelOpt): "
                   f"{sum(1 for x in vals if x > 2688)}")
-        rc, t = trace_rows(bin_, ck, tokens)
+        rc, t = trace_rows(bin_, ck, tokens, os.path.join(m, "bf16"))
         rows = t["stages"]
         lin = [r for r in rows if r["op"] == "linear" and r["mode"] == "isolated" and r["quantized"]]
         margins = [(r["sqnr_db"] - r["floor_sqnr_db"], r["name"]) for r in lin
@@ -78,8 +81,8 @@ def family(bin_, fam):
         t1 = head[-1]["top1_agree"] if head else None
         mn = min(margins) if margins else (None, "")
         print(f"- `{v}/` trace: exit {rc}, {len(rows)} rows; smallest margin SQNR − floor of an isolated linear "
-              f"{fmt(mn[0])} dB (`{mn[1]}`; the verdict's bar is −6 dB); final logits, NVFP4 path vs reference path "
-              f"(chained): KL {fmt(kl)}, top-1 {fmt(t1)}")
+              f"{fmt(mn[0])} dB (`{mn[1]}`; the verdict's bar is −6 dB); final logits of the NVFP4 path against the BF16 "
+              f"original: KL {fmt(kl)}, top-1 {fmt(t1)}")
         if v != "nvfp4":
             continue
         print("\n| layer | largest input amax (module) | lowest floor SQNR dB | smallest SQNR − floor dB | largest saturated share |")
