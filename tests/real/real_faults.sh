@@ -33,7 +33,9 @@ check() { # variant module fault cause [--reference-checkpoint]
   "$bin" trace "${argv[@]}" --backend "$be" --json --out "$tmp/n.h5" -q >"$tmp/n.json" 2>/dev/null
   ok "$fam/$v $fault@$mod: the printed next command leaves the stage ok" '[ "$(row_verdict "$mod" "$tmp/n.json")" = ok ]'
 }
-for v in nvfp4 modelopt; do
+# both writers' checkpoints of the first family; the llmcompressor one of the larger (CI's time)
+case "$fam" in smollm2) fault_variants="nvfp4 modelopt" ;; *) fault_variants="nvfp4" ;; esac
+for v in $fault_variants; do
   [ -f "$m/$v/config.json" ] || continue
   check $v layers.0.self_attn.q_proj input-scale-inverted scale_inverted           # the seed bug
   check $v layers.$mid.mlp.down_proj weight-scale-nan nan_weight_scale
