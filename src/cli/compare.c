@@ -57,8 +57,9 @@ static void print_closing(const nd_cmp_result *res) {
     } else {
         const nd_cmp_item *f = &res->items[res->first];
         char nm[4 * ND_NAME_LEN];
+        char md[4 * ND_MODE_LEN];
         printf("compare: %d regression%s (first: %s%s%s %s)", res->nregressions, res->nregressions == 1 ? "" : "s",
-               nd_term_safe(f->stage, nm, sizeof nm), f->mode[0] ? " " : "", f->mode, f->what);
+               nd_term_safe(f->stage, nm, sizeof nm), f->mode[0] ? " " : "", nd_term_safe(f->mode, md, sizeof md), f->what);
     }
     if (res->nextra) printf(" (%d extra stage%s in the run)", res->nextra, res->nextra == 1 ? "" : "s");
     printf("\n");
@@ -78,9 +79,11 @@ static void print_table(const nd_cmp_result *res) {
             const nd_cmp_item *it = &res->items[i];
             char g[160], r[160], d[32], t[32];
             cells(it, g, r, d, t);
-            char nm[4 * ND_NAME_LEN];
-            printf("%-*s  %-9s %-16s %14s %14s %12s %12s\n", w, nd_term_safe(it->stage, nm, sizeof nm), it->mode[0] ? it->mode : "-", it->what, g,
-                   r, d, t);
+            /* every string that came from a trace file is made safe for the terminal (issue 37) */
+            char nm[4 * ND_NAME_LEN], md[4 * ND_MODE_LEN], gs[4 * sizeof g], rs[4 * sizeof r];
+            printf("%-*s  %-9s %-16s %14s %14s %12s %12s\n", w, nd_term_safe(it->stage, nm, sizeof nm),
+                   it->mode[0] ? nd_term_safe(it->mode, md, sizeof md) : "-", it->what, nd_term_safe(g, gs, sizeof gs),
+                   nd_term_safe(r, rs, sizeof rs), d, t);
         }
     }
     print_closing(res);

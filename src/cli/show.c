@@ -160,7 +160,8 @@ int nd_cmd_show(int argc, char **argv) {
             size_t cut = n > 300 ? 300 : n;
             while (cut < n && cut && ((unsigned char)t->prompt[cut] & 0xC0) == 0x80) cut--;   /* whole characters */
             snprintf(head, sizeof head, "%.*s", (int)cut, t->prompt);
-            snprintf(line, sizeof line, "prompt%s%s%s: %s%s", t->prompt_chat[0] ? " (chat " : "", t->prompt_chat,
+            char chat[4 * sizeof t->prompt_chat];
+            snprintf(line, sizeof line, "prompt%s%s%s: %s%s", t->prompt_chat[0] ? " (chat " : "", nd_term_safe(t->prompt_chat, chat, sizeof chat),
                      t->prompt_chat[0] ? ")" : "", nd_term_safe(head, safe, sizeof safe), n > 300 ? " ..." : "");
             nd_term_wrap(stdout, line, 2, 0, width);
         }

@@ -98,8 +98,11 @@ void nd_trace_print_table(const nd_row *rows, int64_t nrows, int64_t first, int 
         nd_term_safe(r->name, nm, sizeof nm);
         if (own_line) printf("%s%s%s\n  %s", on, nm, off, on);
         else printf("%s%-*s ", on, nw, nm);
-        printf("%-*s %-8s %10.4g %10.4g %6lld %9s %7s  %s%s%s\n", (int)opw, r->op, r->mode, r->ref_amax, r->prod_amax,
-               (long long)(r->prod_nan + r->prod_inf), cs, sq, r->verdict, i == first ? "   <== first divergence" : "", off);
+        /* op, mode and verdict come from a trace file under `show`: made safe for the terminal (issue 37) */
+        char op[4 * ND_OP_LEN], md[4 * ND_MODE_LEN], vd[4 * ND_VERDICT_LEN];
+        printf("%-*s %-8s %10.4g %10.4g %6lld %9s %7s  %s%s%s\n", (int)opw, nd_term_safe(r->op, op, sizeof op),
+               nd_term_safe(r->mode, md, sizeof md), r->ref_amax, r->prod_amax, (long long)(r->prod_nan + r->prod_inf), cs, sq,
+               nd_term_safe(r->verdict, vd, sizeof vd), i == first ? "   <== first divergence" : "", off);
     }
     if (!shown && stage) printf("(no stage matches --stage %s)\n", stage);
 }

@@ -92,6 +92,11 @@ run "gate: external link" 2 "external-link.h5.*link" -- compare "$tmp/golden.h5"
 run "gate: golden without stage rows" 2 "no-rows.h5: holds no stage rows: not a trace to compare against" -- compare "$tmp/golden.h5" "$tmp/no-rows.h5"
 run "gate: other depth" 2 "not comparable: their rows cover .* layers" -- compare "$tmp/other-layers.h5" "$tmp/golden.h5"
 run "report --against: other depth" 2 "not comparable: their rows cover" -- report "$tmp/other-layers.h5" --html "$tmp/r.html" --against "$tmp/golden.h5"
+# terminal escapes in a trace file's strings never reach the terminal raw (show, compare)
+run "show: escapes in a trace's strings" 0 'ok\\x1b\[31mred' -- show "$tmp/escapes.h5"
+grep -q "$(printf '\033')" "$tmp/out" && { echo "FAIL: show printed a raw ESC"; fail=$((fail + 1)); } || pass=$((pass + 1))
+run "compare: escapes in a trace's strings" 1 'verdict' -- compare "$tmp/escapes.h5" "$tmp/golden.h5"
+grep -q "$(printf '\033')" "$tmp/out" && { echo "FAIL: compare printed a raw ESC"; fail=$((fail + 1)); } || pass=$((pass + 1))
 # duplicate keys: a line added below the reviewed one must not loosen the gate silently
 printf 'default:\n  cosine: {abs: 0.001}\n  cosine: {abs: 1}\n' >"$tmp/tol-dup.yaml"
 run "tolerance key twice" 2 "tol-dup.yaml:3: key 'cosine' given twice in one mapping (first at line 2)" -- compare "$tmp/golden.h5" "$tmp/golden.h5" --tolerances "$tmp/tol-dup.yaml"

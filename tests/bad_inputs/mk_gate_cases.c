@@ -67,6 +67,11 @@ int main(int argc, char **argv) {
     memcpy(r2, rows, sizeof rows);
     for (int i = 0; i < N; i++) r2[i].layer += 10;
     rc |= put("other-layers.h5", r2, N, "ok", tok, 4, NULL);
+    /* strings of a trace file with terminal escapes: a verdict, a mode and an op */
+    memcpy(r2, rows, sizeof rows);
+    snprintf(r2[2].verdict, sizeof r2[2].verdict, "ok\033[31mred");
+    snprintf(r2[2].op, sizeof r2[2].op, "lin\033]0;title\007");
+    rc |= put("escapes.h5", r2, N, "ok", tok, 4, NULL);
     /* a golden with an external link in /tensors to the golden above */
     rc |= put("external-link.h5", rows, N, "ok", tok, 4, NULL);
     hid_t f = H5Fopen(at("external-link.h5"), H5F_ACC_RDWR, H5P_DEFAULT);
