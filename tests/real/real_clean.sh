@@ -7,6 +7,10 @@
 set -u
 . "$(dirname "$0")/real_lib.sh" "$@"
 for v in $(variants); do
+  # judged against every profile at once: no static finding breaks any of them
+  "$bin" inspect "$m/$v" --stack all >"$tmp/i.txt" 2>&1
+  rc=$?
+  ok "$fam/$v inspect --stack all: exit 0, no finding (exit $rc)" '[ $rc -eq 0 ] && grep -q "^findings: 0 errors, 0 warnings" "$tmp/i.txt"'
   for st in $(stacks_of "$v"); do
     "$bin" inspect "$m/$v" --stack "$st" >"$tmp/i.txt" 2>&1
     rc=$?
