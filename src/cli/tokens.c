@@ -34,25 +34,8 @@ int nd_tokens_parse(const char *text, const char *what, int64_t **out, int64_t *
 }
 
 int nd_tokens_file(const char *path, int64_t **out, int64_t *n, nd_err *e) {
-    ND_TRY(nd_input_regular(path, e));
-    FILE *f = fopen(path, "rb");
-    if (!f) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open tokens file", path);
     char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 8192;
-            if (cap > (64u << 20)) { free(buf); fclose(f); return nd_fail(e, ND_EXIT_BADINPUT, "%s: tokens file larger than 64 MB", path); }
-            char *nb = realloc(buf, cap);
-            if (!nb) { free(buf); fclose(f); return nd_fail(e, ND_EXIT_INTERNAL, "out of memory"); }
-            buf = nb;
-        }
-        size_t got = fread(buf + len, 1, 4096, f);
-        len += got;
-        if (got < 4096) break;
-    }
-    fclose(f);
-    buf[len] = 0;
+    ND_TRY(nd_read_text(path, "tokens file", 64u << 20, 0, &buf, NULL, e));
     int rc = nd_tokens_parse(buf, path, out, n, e);
     free(buf);
     return rc;

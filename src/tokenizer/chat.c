@@ -80,28 +80,10 @@ static int read_jinja(const char *config_path, char **out, nd_err *e) {
     char path[4096];
     const char *slash = strrchr(config_path, '/');
     snprintf(path, sizeof path, "%.*schat_template.jinja", slash ? (int)(slash - config_path + 1) : 0, config_path);
-    ND_TRY(nd_input_regular(path, e));
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return 0;
     char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 8192;
-            if (cap > (64u << 20)) { free(buf); fclose(fp); return nd_fail(e, ND_EXIT_BADINPUT, "%s: larger than 64 MiB", path); }
-            char *nb = realloc(buf, cap);
-            if (!nb) { free(buf); fclose(fp); return nd_fail(e, ND_EXIT_INTERNAL, "out of memory"); }
-            buf = nb;
-        }
-        size_t got = fread(buf + n, 1, 4096, fp);
-        n += got;
-        if (got < 4096) break;
-    }
-    const int err = ferror(fp);
-    fclose(fp);
-    if (err) { free(buf); return nd_fail(e, ND_EXIT_BADINPUT, "%s: read error", path); }
-    buf[n] = 0;
-    if (memchr(buf, 0, n)) { free(buf); return nd_fail(e, ND_EXIT_BADINPUT, "%s: contains a NUL byte: not a template", path); }
+    size_t n = 0;
+    ND_TRY(nd_read_text(path, "chat template", 64u << 20, 1, &buf, &n, e));
+    if (buf && memchr(buf, 0, n)) { free(buf); return nd_fail(e, ND_EXIT_BADINPUT, "%s: contains a NUL byte: not a template", path); }
     *out = buf;
     return 0;
 }

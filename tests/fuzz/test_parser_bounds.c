@@ -291,7 +291,7 @@ static void test_tokens_file(void) {
     int64_t *v = NULL, n = 0;
     nd_err e = {0};
     int rc = nd_tokens_file(p, &v, &n, &e);
-    expect_bad(rc, &e, p, "larger than 64 MB");
+    expect_bad(rc, &e, p, "tokens file larger than 64 MiB");
     free(v);
 }
 

@@ -50,7 +50,8 @@ from safetensors.torch import load_file, save_file  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
-import make_fixtures as mf  # noqa: E402  (read_compressed, decompress_checkpoint, describe)
+import make_fixtures as mf  # noqa: E402  (read_compressed, decompress_checkpoint, describe, versions)
+import make_fp32_references as mfr  # noqa: E402  (kept, rel_l2)
 
 BUILD_VERSION = 3
 
@@ -281,18 +282,6 @@ def load_stock(path, dtype):
     return m
 
 
-def kept_fp32(rec):
-    """make_fp32_references.kept: input_ids, logits, hidden_states.0, hidden_states.N, layer_out.* in FP32."""
-    n = sum(1 for k in rec if k.startswith("layer_out."))
-    keep = {"input_ids", "logits", "hidden_states.0", f"hidden_states.{n}"} | {f"layer_out.{i}" for i in range(n)}
-    return {k: (v if k == "input_ids" else v.float()).contiguous() for k, v in rec.items() if k in keep}
-
-
-def rel_l2(a, b):
-    a, b = a.double().flatten(), b.double().flatten()
-    return float((a - b).norm() / b.norm())
-
-
 def top1(a, b):
     return float((a["logits"].argmax(-1) == b["logits"].argmax(-1)).double().mean())
 
@@ -455,15 +444,8 @@ def make_modelopt(bf16_dir, out, calib, fast, notes):
 
 
 def versions():
-    v = {}
-    for p in ("torch", "transformers", "tokenizers", "compressed-tensors", "llmcompressor", "nvidia-modelopt",
-              "safetensors", "gguf", "numpy", "accelerate", "datasets", "huggingface-hub"):
-        try:
-            v[p] = md.version(p)
-        except md.PackageNotFoundError:
-            v[p] = None
-    v["python"] = sys.version.split()[0]
-    return v
+    return mf.versions(("torch", "transformers", "tokenizers", "compressed-tensors", "llmcompressor", "nvidia-modelopt",
+                        "safetensors", "gguf", "numpy", "accelerate", "datasets", "huggingface-hub"))
 
 
 def list_files(folder):
@@ -507,14 +489,14 @@ def build(fam, root, fast, log):
     ref = step("reference", lambda: forward_record(load_stock(bf16, torch.bfloat16), tokens))
     save_file(ref, os.path.join(out, "reference.safetensors"))
     f32 = step("reference_fp32", lambda: forward_record(load_stock(bf16, torch.float32), tokens))
-    notes["fp32_vs_bf16_rel_l2"] = {k: rel_l2(ref[k], f32[k]) for k in ref if k != "input_ids"}
+    notes["fp32_vs_bf16_rel_l2"] = {k: mfr.rel_l2(ref[k], f32[k]) for k in ref if k != "input_ids"}
     notes["fp32_vs_bf16_top1"] = top1(ref, f32)
-    f32 = kept_fp32(f32)
+    f32 = mfr.kept(f32)
     save_file(f32, os.path.join(out, "reference_fp32.safetensors"))
     qref = step("reference_nvfp4", reference_nvfp4, nvfp4, tokens, notes)
     save_file(qref, os.path.join(out, "reference_nvfp4.safetensors"))
     notes["nvfp4_vs_bf16"] = {"top1": top1(qref, ref), "cos_logits": cos(qref["logits"], ref["logits"]),
-                              "rel_l2": {k: rel_l2(qref[k], ref[k]) for k in ref if k != "input_ids"}}
+                              "rel_l2": {k: mfr.rel_l2(qref[k], ref[k]) for k in ref if k != "input_ids"}}
     del ref, f32, qref
     if spec["nvfp4a16"]:
         step("nvfp4a16", oneshot_save, bf16, os.path.join(out, "nvfp4a16"), "NVFP4A16", None, fast, notes, "nvfp4a16")
