@@ -4,7 +4,7 @@
  *   config.json, hf_quant_config.json  the original texts (the stage's $config keys, the format)
  *   model.safetensors                  the bundled tensors under their canonical names, and for a
  *                                      layer stage a marker `nvfp4dbg.layer<L>`
- *   recipe.yaml                        the original thresholds and the captured stage
+ *   recipe.yaml                        the original thresholds and the captured stage (bundle_recipe.c)
  *   stack.yaml                         the serving-stack profile of the original run
  *
  * The inputs are not in the folder: replay hands them to the single-stage replay
@@ -12,22 +12,25 @@
  * a layer stage (ops may depend on the layer index: layer types, compress ratios), so the
  * recipe's `layer` section holds it, gated with `when_has: nvfp4dbg.layer{L}` so that only layer L
  * runs it. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "bundle.h"
+#include "bundle_recipe.h"
+#include "util/outfile.h"
 #include "pipeline/pipeline.h"
 
 static int write_text(const char *dir, const char *name, const char *text, nd_err *e) {
     char path[1200];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f) return nd_fail(e, ND_EXIT_INTERNAL, "%s: cannot create", path);
+    FILE *f = fopen(path, "wbx");   /* the folder is our own, new (mkdtemp): nothing is there to follow */
+    if (!f) return nd_fail(e, nd_io_exit(errno), "%s: cannot create: %s%s", path, strerror(errno), nd_io_hint(errno));
     size_t n = strlen(text);
     int bad = fwrite(text, 1, n, f) != n;
     bad |= fclose(f) != 0;
-    return bad ? nd_fail(e, ND_EXIT_INTERNAL, "%s: write error", path) : 0;
+    return bad ? nd_fail(e, nd_io_exit(errno), "%s: cannot write: %s%s", path, strerror(errno), nd_io_hint(errno)) : 0;
 }
 
 static int write_weights(const nd_bundle *b, const char *dir, nd_err *e) {
@@ -50,25 +53,9 @@ static int write_weights(const nd_bundle *b, const char *dir, nd_err *e) {
 }
 
 static int write_recipe(const nd_bundle *b, const char *dir, nd_err *e) {
-    const char *y = b->stage_yaml;
-    while (*y == ' ') y++;
-    if (*y != '{') return nd_fail(e, ND_EXIT_BADINPUT, "bundle: stage_yaml is not a YAML flow mapping");
-    size_t cap = strlen(b->stage_yaml) + 4096;
-    char *r = malloc(cap);
-    if (!r) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
-    size_t o = 0;
-    o += (size_t)snprintf(r + o, cap - o,
-                          "# made by nvfp4dbg replay from a bundle of stage %s\n"
-                          "recipe: %s-replay\nmatch: [nvfp4dbg-replay]\n"
-                          "thresholds: {floor_margin_db: %.17g, min_cosine: %.17g, min_sqnr_db: %.17g, chained_min_cosine: %.17g}\n",
-                          b->stage, b->recipe[0] ? b->recipe : "bundle", b->th_floor_margin_db, b->th_min_cosine,
-                          b->th_min_sqnr_db, b->th_chained_min_cosine);
-    const char *gate = b->layer >= 0 ? "when_has: \"nvfp4dbg.layer{L}\", " : "";
-    o += (size_t)snprintf(r + o, cap - o, "%s:\n", b->layer >= 0 ? "layer" : "prologue");
-    o += (size_t)snprintf(r + o, cap - o, "  - {%s%s\n", gate, y + 1);
-    /* a recipe needs a layer section; for a prologue stage it never runs */
-    if (b->layer < 0) o += (size_t)snprintf(r + o, cap - o, "layer:\n  - {stage: nvfp4dbg.none, op: identity, when_has: nvfp4dbg.never, in: x, out: x}\n");
-    int rc = o >= cap ? nd_fail(e, ND_EXIT_INTERNAL, "bundle: recipe text too long") : write_text(dir, "recipe.yaml", r, e);
+    char *r = NULL;
+    ND_TRY(nd_bundle_recipe_text(b, &r, e));
+    int rc = write_text(dir, "recipe.yaml", r, e);
     free(r);
     return rc;
 }
@@ -77,7 +64,9 @@ int nd_bundle_materialise(const nd_bundle *b, char *dir, size_t cap, nd_err *e) 
     const char *base = getenv("TMPDIR");
     if (!base || !*base) base = P_tmpdir;
     snprintf(dir, cap, "%s/nvfp4dbg-replay-XXXXXX", base);
-    if (!mkdtemp(dir)) return nd_fail(e, ND_EXIT_INTERNAL, "%s: cannot create a temporary folder", dir);
+    if (!mkdtemp(dir))
+        return nd_fail(e, nd_io_exit(errno), "%s: cannot create a temporary folder: %s%s (set TMPDIR to a writable folder)", dir,
+                       strerror(errno), nd_io_hint(errno));
     int rc = write_text(dir, "config.json", b->config_json, e);
     if (!rc && b->hf_quant_config_json) rc = write_text(dir, "hf_quant_config.json", b->hf_quant_config_json, e);
     if (!rc) rc = write_text(dir, "stack.yaml", b->stack_yaml, e);

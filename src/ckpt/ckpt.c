@@ -198,7 +198,9 @@ int nd_ckpt_open(const char *dir, nd_ckpt **out, nd_err *e) {
     if (!c || !(c->dir = strdup(dir))) { free(c); return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", dir); }
     size_t dl = strlen(c->dir);
     while (dl > 1 && c->dir[dl - 1] == '/') c->dir[--dl] = 0;
-    int rc = open_impl(c, c->dir, e);
+    /* no file is read through a link out of the folder (util/infile.h) */
+    int rc = nd_dir_links_ok(c->dir, e);
+    if (!rc) rc = open_impl(c, c->dir, e);
     if (rc) { nd_ckpt_close(c); return rc; }
     *out = c;
     return 0;

@@ -1,6 +1,7 @@
 /* st_writer.c — write a safetensors file: header JSON padded with spaces so the data area starts
  * on an 8-byte boundary (as the safetensors library does), then the tensors in the order added,
  * back to back. Written to PATH.tmp, fsynced, renamed into place. */
+#include "util/outfile.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -125,10 +126,12 @@ int nd_st_writer_close(nd_st_writer *w, nd_err *e) {
     size_t hl = strlen(js), padded = (hl + 7) & ~(size_t)7;
     unsigned char len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)padded >> (8 * i));
-    int fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* shards are written only into folders of our own (synth's staging folder, replay's): the
+     * temporary is new, never a link (O_EXCL) */
+    int fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     const int slot = fd >= 0 ? nd_tmpclean_add(w->tmp) : -1;
     if (fd < 0) {
-        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot create: %s", w->tmp, strerror(errno));
+        rc = nd_fail(e, nd_io_exit(errno), "%s: cannot create: %s%s", w->tmp, strerror(errno), nd_io_hint(errno));
         free(js);
         goto done;
     }
@@ -142,7 +145,7 @@ int nd_st_writer_close(nd_st_writer *w, nd_err *e) {
     if (!bad && rename(w->tmp, w->path)) { bad = 1; err = errno; }
     if (bad) {
         unlink(w->tmp);
-        rc = nd_fail(e, ND_EXIT_INTERNAL, "%s: write failed: %s", w->path, strerror(err));
+        rc = nd_fail(e, nd_io_exit(err), "%s: write failed: %s%s", w->path, strerror(err), nd_io_hint(err));
     }
     nd_tmpclean_drop(slot);
 done:

@@ -8,29 +8,33 @@
 
 #include "cli/cli.h"
 #include "report/report.h"
+#include "util/outfile.h"
 #include "trace/trace.h"
 #include "util/progress.h"
 
 static const char usage[] =
-    "usage: nvfp4dbg report TRACE.h5 --html OUT.html [--against OTHER.h5]\n"
+    "usage: nvfp4dbg report TRACE.h5 --html OUT.html [--against OTHER.h5] [--force]\n"
     "\n"
     "Writes one self-contained HTML page (inline SVG and CSS, no network access) showing a trace:\n"
     "at the top the status, first divergence, cause, evidence and next command; one line per\n"
     "layer; cosine and SQNR per stage for both modes with the divergence threshold\n"
     "(floor_sqnr_db - 6 dB), reference vs production amax on a log axis, NaN/Inf per stage, the\n"
     "scale ratio of every quantized linear per layer, the experts each path picked in MoE layers,\n"
-    "and every stage in sortable tables grouped per layer. The page is written to OUT.html.tmp\n"
-    "and renamed to OUT.html when complete.\n"
+    "and every stage in sortable tables grouped per layer. The page is written to a temporary\n"
+    "beside OUT.html and renamed to OUT.html when complete. OUT.html may replace an earlier\n"
+    "report; never an input, a link, a folder or a device, and another file only with --force.\n"
     "\n"
     "  --html OUT.html     the page to write (required)\n"
     "  --against OTHER.h5  also show OTHER.h5 (before/after a fix, golden vs run): both\n"
     "                      traces' figures per stage and their differences (TRACE - OTHER),\n"
     "                      rows matched by stage name and mode; the traces must come from the\n"
     "                      same tokens and recipe (exit 2 otherwise)\n"
+    "  --force             replace OUT.html even when it is not an earlier report\n"
     "  -h, --help          this text\n"
     "\n"
-    "Exit: 0 page written (also for a trace that diverged), 2 bad usage, an unreadable trace or\n"
-    "traces that are not comparable, 3 the page could not be written.\n"
+    "Exit: 0 page written (also for a trace that diverged), 2 bad usage, an unreadable trace,\n"
+    "traces that are not comparable, or an output that cannot be written (disk full, no\n"
+    "permission), 3 an internal fault.\n"
     "\n"
     "example: nvfp4dbg report t.h5 --html t.html\n"
     "         (t.h5 from: nvfp4dbg trace golden/seed-bug-v4 --out t.h5)\n"
@@ -39,9 +43,11 @@ static const char usage[] =
 
 int nd_cmd_report(int argc, char **argv) {
     const char *in = NULL, *out = NULL, *other_path = NULL;
+    int force = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage, stdout); return 0; }
+        if (!strcmp(a, "--force")) { force = 1; continue; }
         if (!strcmp(a, "--html")) {
             if (i + 1 >= argc) return nd_cli_usage_error("report", "--html needs a file name");
             out = argv[++i];
@@ -66,6 +72,9 @@ int nd_cmd_report(int argc, char **argv) {
         return nd_cli_usage_error("report", !in ? "a trace file is required" : "--html OUT.html is required");
     }
     nd_err e = {0};
+    const char *inputs[] = {in, other_path};
+    const nd_out_rules rules = {.what = "report", .inputs = inputs, .n_inputs = 2, .force = force, .ours = nd_report_is_ours};
+    if (nd_out_check(out, &rules, &e)) return nd_cli_error(&e);
     nd_trace *t = NULL, *other = NULL;
     /* progress on stderr (issue 22): a big trace takes a while to read and to draw; the page's
      * sections move the bar within the last step (util/progress.h) */

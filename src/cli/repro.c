@@ -8,6 +8,7 @@
 #include "pipeline/pipeline.h"
 #include "recipe/recipe.h"
 #include "nd_config.h"
+#include "util/outfile.h"
 
 static const char *usage_text =
     "usage: nvfp4dbg repro TRACE.h5 --out BUNDLE.h5 [options]\n"
@@ -23,8 +24,11 @@ static const char *usage_text =
     "  --recipe NAME|FILE    the recipe, when it is not the installed one the trace names\n"
     "  --override NAME=VALUE an override the trace does not record (repeatable; traces written\n"
     "                        by this version record theirs)\n"
+    "  --force               replace FILE.h5 even when it is not an earlier bundle (never an\n"
+    "                        input, a link, a folder or a device)\n"
     "\n"
-    "Exit 0: bundle written, 2: bad input (no such stage, unreadable trace), 3: internal.\n"
+    "Exit 0: bundle written, 2: bad input (no such stage, unreadable trace) or an output that\n"
+    "cannot be written, 3: internal.\n"
     "example: nvfp4dbg trace golden/seed-bug-v4 --out t.h5; nvfp4dbg repro t.h5 --out q_a.h5\n";
 
 /* "a;b;c" -> pointers into buf (modified). */
@@ -43,7 +47,7 @@ static void stack_path(const char *stack, char *out, size_t cap) {
 int nd_cmd_repro(int argc, char **argv) {
     const char *trace_path = NULL, *stage = NULL, *out = NULL, *ckpt = NULL, *recipe = NULL;
     const char **extra = calloc((size_t)argc + 1, sizeof *extra);
-    int n_extra = 0, rc = 0;
+    int n_extra = 0, rc = 0, force = 0;
     nd_err e = {0};
     nd_trace *t = NULL;
     nd_bundle *b = NULL;
@@ -51,7 +55,7 @@ int nd_cmd_repro(int argc, char **argv) {
     if (!extra) return ND_EXIT_INTERNAL;
     const nd_cli_opt opts[] = {{"--stage", &stage, NULL, NULL, NULL}, {"--out", &out, NULL, NULL, NULL},
                                {"--checkpoint", &ckpt, NULL, NULL, NULL}, {"--recipe", &recipe, NULL, NULL, NULL},
-                               {"--override", NULL, NULL, extra, &n_extra}, {0}};
+                               {"--override", NULL, NULL, extra, &n_extra}, {"--force", NULL, &force, NULL, NULL}, {0}};
     if ((rc = nd_cli_parse("repro", usage_text, argc, argv, opts, &trace_path, 1))) {
         if (rc < 0) rc = 0;
         goto out;
@@ -71,6 +75,11 @@ int nd_cmd_repro(int argc, char **argv) {
     }
     if (!ckpt) ckpt = t->checkpoint;
     if (!recipe) recipe = t->recipe;
+    {
+        const char *inputs[] = {trace_path, ckpt, strchr(recipe, '/') ? recipe : NULL};
+        const nd_out_rules rules = {.what = "bundle", .inputs = inputs, .n_inputs = 3, .force = force, .ours = nd_bundle_is_ours};
+        if ((rc = nd_out_check(out, &rules, &e))) { nd_cli_error(&e); goto out; }
+    }
     if (!(b = calloc(1, sizeof *b))) { rc = ND_EXIT_INTERNAL; goto out; }
     for (int64_t i = 0; i < t->nrows && b->n_rows < ND_BUNDLE_MAX_ROWS; i++)
         if (!strcmp(t->rows[i].name, stage)) b->rows[b->n_rows++] = t->rows[i];

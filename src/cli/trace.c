@@ -19,6 +19,7 @@
 #include "cli_args.h"
 #include "json_fields.h"
 #include "util/term.h"
+#include "util/outfile.h"
 
 static const char *usage_text =
     "usage: nvfp4dbg trace CHECKPOINT [options]\n"
@@ -50,7 +51,9 @@ static const char *usage_text =
     "                            BF16 roundings transformers' eager BF16 forward takes inside stages (BF16\n"
     "                            weights, norms, RoPE, attention scores/probabilities, SwiGLU, V4 router)\n"
     "  --mode isolated|chained|both  (default both)\n"
-    "  --out FILE.h5             trace file (default nvfp4dbg-trace.h5)\n"
+    "  --out FILE.h5             trace file (default nvfp4dbg-trace.h5); replaces an earlier trace,\n"
+    "                            never an input of the run, a link, a folder or a device\n"
+    "  --force                   let --out replace an existing file that is not a trace\n"
     "  --dump stats|tensors      also store every stage's tensors\n"
     "  --prod-dump FILE.safetensors  activations captured from a real serving stack (tensors named\n"
     "                            after stages or modules, `<name>.input` optional; tools/capture_hook.py)\n"
@@ -273,7 +276,8 @@ int nd_cmd_trace(int argc, char **argv) {
     o.progress = 1;
     const char **ovr = calloc((size_t)argc, sizeof *ovr);
     int64_t *tokens = NULL, ntok = 0;
-    int json = 0, no_color = 0, rc = 0, explain_all = 0, apply_repair = 0;
+    int json = 0, no_color = 0, rc = 0, explain_all = 0, apply_repair = 0, force = 0;
+    const char *tokens_file = NULL;
     nd_diagnosis *diag = NULL;
     int ndiag = 0;
     json_t *check = NULL, *sweep = NULL, *findings = NULL;
@@ -293,7 +297,7 @@ int nd_cmd_trace(int argc, char **argv) {
         else if (!strcmp(a, "--recipe")) { NEED(); o.recipe = v; }
         else if (!strcmp(a, "--tokens")) { NEED(); free(tokens); if (nd_tokens_parse(v, "--tokens", &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
         else if (!strcmp(a, "--max-memory")) { NEED(); if (nd_parse_size(v, &o.max_memory)) { rc = nd_cli_usage_error("trace", "--max-memory %s: expected a size such as 8G, 512M or 1.5G (at least 1M)", v); goto out; } }
-        else if (!strcmp(a, "--tokens-file")) { NEED(); free(tokens); if (nd_tokens_file(v, &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
+        else if (!strcmp(a, "--tokens-file")) { NEED(); tokens_file = v; free(tokens); if (nd_tokens_file(v, &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
         else if (!strcmp(a, "--layers")) { NEED(); if (nd_parse_layers(v, &o.layer_lo, &o.layer_hi)) { rc = nd_cli_usage_error("trace", "--layers %s: expected N, A-B or all", v); goto out; } }
         else if (!strcmp(a, "--backend")) { NEED(); o.backend = v; }
         else if (!strcmp(a, "--device")) { NEED(); o.device = atoi(v); }
@@ -308,6 +312,7 @@ int nd_cmd_trace(int argc, char **argv) {
             else { rc = nd_cli_usage_error("trace", "--mode %s: expected isolated, chained or both", v); goto out; }
         }
         else if (!strcmp(a, "--out")) { NEED(); o.out_path = v; }
+        else if (!strcmp(a, "--force")) force = 1;
         else if (!strcmp(a, "--dump")) {
             NEED();
             if (!strcmp(v, "tensors")) o.dump_tensors = 1;
@@ -349,6 +354,12 @@ int nd_cmd_trace(int argc, char **argv) {
         goto out;
     }
     if (prompt.chat && !nd_prompt_given(&prompt)) { rc = nd_cli_usage_error("trace", "--chat needs --prompt or --prompt-file"); goto out; }
+    {   /* the trace never replaces an input of the run, a link or a device (util/outfile.h) */
+        const char *inputs[] = {o.ckpt_dir, o.ref_ckpt, o.prod_dump, tokens_file, prompt.file,
+                                o.recipe && strchr(o.recipe, '/') ? o.recipe : NULL, o.stack && strchr(o.stack, '/') ? o.stack : NULL};
+        const nd_out_rules rules = {.what = "trace", .inputs = inputs, .n_inputs = 7, .force = force, .ours = nd_trace_is_ours};
+        if (nd_out_check(o.out_path, &rules, &e)) { rc = nd_cli_error(&e); goto out; }
+    }
     if (nd_prompt_given(&prompt)) {
         if (nd_prompt_tokens(&prompt, o.ckpt_dir, tokens != NULL, &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; }
         o.prompt_text = nd_prompt_text(&prompt);

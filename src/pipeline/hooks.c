@@ -66,8 +66,18 @@ static void add_tensors(nd_run *r, nd_capture_info *ci, char (*names)[200], cons
     }
 }
 
+/* `, k: "v"` with v as a YAML double-quoted scalar (\\, \" and control bytes escaped), so that no
+ * value can end the scalar or add keys; replay parses the text as YAML (bundle_recipe.c). */
 static void yaml_str(char *out, size_t cap, size_t *o, const char *k, const char *v) {
-    *o += (size_t)snprintf(out + *o, *o < cap ? cap - *o : 0, "%s%s: \"%s\"", *o > 1 ? ", " : "", k, v);
+    char q[1200];
+    size_t n = 0;
+    for (const unsigned char *c = (const unsigned char *)v; *c && n + 5 < sizeof q; c++) {
+        if (*c == '"' || *c == '\\') { q[n++] = '\\'; q[n++] = (char)*c; }
+        else if (*c < 0x20 || *c == 0x7f) n += (size_t)snprintf(q + n, sizeof q - n, "\\x%02x", *c);
+        else q[n++] = (char)*c;
+    }
+    q[n] = 0;
+    *o += (size_t)snprintf(out + *o, *o < cap ? cap - *o : 0, "%s%s: \"%s\"", *o > 1 ? ", " : "", k, q);
 }
 
 int nd_run_capture(nd_run *r, const nd_stage *st, nd_buf **in_ref, nd_err *e) {

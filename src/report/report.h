@@ -39,14 +39,20 @@ typedef struct nd_report_against {
 } nd_report_against;
 
 /* The whole page on f. source_name is shown as the trace's file name (may be NULL); rt may be
- * NULL (no routing section content); against may be NULL (one trace). Fails only on a write
- * error. */
+ * NULL (no routing section content); against may be NULL (one trace). Write errors are left in
+ * f's error flag for the caller, who knows the output's name. */
 int nd_report_html(FILE *f, const nd_trace *t, const nd_report_routing *rt, const char *source_name,
                    const nd_report_against *against, nd_err *e);
 
-/* Write the page to OUT.tmp, then rename it to OUT, so a reader never sees half a page. */
+/* Write the page to a temporary beside OUT, then rename it to OUT, so a reader never sees half a
+ * page (util/outfile.h). */
 int nd_report_write(const char *out_path, const nd_trace *t, const nd_report_routing *rt, const char *source_name,
                     const nd_report_against *against, nd_err *e);
+
+/* The page's <meta name="generator">: an existing file that carries it is an earlier report,
+ * which a new one replaces without --force. */
+#define ND_REPORT_GENERATOR "nvfp4dbg report"
+int nd_report_is_ours(const char *path);
 
 /* HTML text escaping (html_escape.c): & < > " ' become entities, control characters other than
  * tab and newline become U+FFFD, so the result is safe in element content and in quoted

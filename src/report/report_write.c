@@ -1,30 +1,38 @@
-/* report_write.c — the page goes to OUT.tmp and is renamed to OUT only when complete. */
+/* report_write.c — the page goes to a temporary beside OUT (util/outfile.h) and is renamed to OUT
+ * only when complete. */
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "report.h"
-#include "util/tmpclean.h"
+#include "util/outfile.h"
 
 int nd_report_write(const char *out_path, const nd_trace *t, const nd_report_routing *rt, const char *source_name,
                     const nd_report_against *against, nd_err *e) {
-    size_t n = strlen(out_path) + 5;
-    char *tmp = malloc(n);
-    if (!tmp) return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", out_path);
-    snprintf(tmp, n, "%s.tmp", out_path);
-    FILE *f = fopen(tmp, "w");
-    const int slot = f ? nd_tmpclean_add(tmp) : -1;
+    nd_outtmp ot;
+    int fd = -1;
+    ND_TRY(nd_out_begin(&ot, out_path, &fd, e));
+    FILE *f = fdopen(fd, "w");
     if (!f) {
-        int rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot create: %s", tmp, strerror(errno));
-        free(tmp);
-        return rc;
+        close(fd);
+        nd_out_abort(&ot);
+        return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", out_path);
     }
     int rc = nd_report_html(f, t, rt, source_name, against, e);
-    if (!rc && fflush(f)) rc = nd_fail(e, ND_EXIT_INTERNAL, "%s: write error: %s", tmp, strerror(errno));
-    if (fclose(f) && !rc) rc = nd_fail(e, ND_EXIT_INTERNAL, "%s: write error: %s", tmp, strerror(errno));
-    if (!rc && rename(tmp, out_path)) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot rename to %s: %s", tmp, out_path, strerror(errno));
-    if (rc) remove(tmp);
-    nd_tmpclean_drop(slot);
-    free(tmp);
+    /* errors of writing are the output's, never the trace's */
+    if (!rc && (ferror(f) || fflush(f))) rc = nd_fail(e, nd_io_exit(errno), "%s: cannot write the page: %s%s", out_path, strerror(errno), nd_io_hint(errno));
+    if (fclose(f) && !rc) rc = nd_fail(e, nd_io_exit(errno), "%s: cannot write the page: %s%s", out_path, strerror(errno), nd_io_hint(errno));
+    if (rc) nd_out_abort(&ot);
+    else rc = nd_out_commit(&ot, e);
     return rc;
+}
+
+int nd_report_is_ours(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    char head[512];
+    const size_t n = fread(head, 1, sizeof head - 1, f);
+    fclose(f);
+    head[n] = 0;
+    return !strncmp(head, "<!DOCTYPE html>", 15) && strstr(head, "<meta name=\"generator\" content=\"" ND_REPORT_GENERATOR "\">") != NULL;
 }

@@ -24,6 +24,9 @@
  *                         the block scales' representation (synth_scales.h)
  *  config-ignore, dequantize, scale-renamed, weight-scale-renamed, scale-missing-expert, quantize
  *                         config, names and precision of a module: --from only (synth_static.h) */
+#include <errno.h>
+#include <unistd.h>
+#include "util/outfile.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,8 +263,31 @@ int sy_faults_write(const sy_faults *fs, const char *path, nd_err *e) {
             json_object_set_new(o, "stored", number_or_word(f->stored));
         json_array_append_new(list, o);
     }
-    int rc = json_dump_file(list, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    /* beside the output folder: never through a link, never half-written (util/outfile.h) */
+    nd_outtmp ot;
+    int fd = -1;
+    int rc = nd_out_begin(&ot, path, &fd, e);
+    if (!rc && json_dumpfd(list, fd, JSON_INDENT(2) | JSON_PRESERVE_ORDER)) {
+        const int err = errno;
+        rc = nd_fail(e, nd_io_exit(err), "%s: cannot write the fault list: %s%s", path, strerror(err), nd_io_hint(err));
+    }
+    if (fd >= 0 && close(fd) && !rc) rc = nd_fail(e, nd_io_exit(errno), "%s: cannot write the fault list: %s%s", path, strerror(errno), nd_io_hint(errno));
     json_decref(list);
-    if (rc) return nd_fail(e, ND_EXIT_INTERNAL, "%s: cannot write the fault list", path);
-    return 0;
+    if (fd >= 0) {
+        if (rc) nd_out_abort(&ot);
+        else rc = nd_out_commit(&ot, e);
+    }
+    return rc;
+}
+
+int sy_faults_is_ours(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    char head[4096];
+    const size_t n = fread(head, 1, sizeof head - 1, f);
+    fclose(f);
+    head[n] = 0;
+    const char *p = head;
+    while (*p == ' ' || *p == '\n') p++;
+    return *p == '[' && (strstr(p, "\"fault\":") || !strncmp(p, "[]", 2));
 }

@@ -71,5 +71,7 @@ int64_t sy_faults_sf_cols(const sy_faults *fs, long param, int64_t nb);
 int sy_faults_stride_last(const sy_faults *fs, nd_err *e);
 /* Write the side file (a JSON list, empty when there are no faults). */
 int sy_faults_write(const sy_faults *fs, const char *path, nd_err *e);
+/* 1 when path is an earlier fault list (a JSON array of faults): a new synth replaces it. */
+int sy_faults_is_ours(const char *path);
 
 #endif

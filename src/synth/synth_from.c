@@ -1,4 +1,8 @@
 /* synth_from.c — see synth_from.h. */
+#include "util/infile.h"
+#include "util/outfile.h"
+#include <unistd.h>
+#include <fcntl.h>
 #include "synth/synth_outdir.h"
 #include "synth/synth_from.h"
 #include <dirent.h>
@@ -187,18 +191,29 @@ static const void *bytes_for(const nd_tview *v, target *ts, int n, int *skip) {
     return v->data;
 }
 
-static int copy_file(const char *from, const char *to, nd_err *e) {
-    FILE *a = fopen(from, "rb");
-    if (!a) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot read: %s", from, strerror(errno));
-    FILE *b = fopen(to, "wb");
-    if (!b) { fclose(a); return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot write: %s", to, strerror(errno)); }
+/* Copy a regular file of the source checkpoint; the copy never gets a wider mode than its source
+ * (created with the source's permission bits, the umask applied). */
+static int copy_file(const char *from, const char *to, mode_t mode, nd_err *e) {
+    int a = open(from, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (a < 0) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot read: %s", from, strerror(errno));
+    struct stat st;
+    if (fstat(a, &st) || !S_ISREG(st.st_mode)) { close(a); return nd_fail(e, ND_EXIT_BADINPUT, "%s: not a regular file; not copied", from); }
+    int b = open(to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 0666);
+    if (b < 0) { const int err = errno; close(a); return nd_fail(e, nd_io_exit(err), "%s: cannot write: %s%s", to, strerror(err), nd_io_hint(err)); }
     char buf[1 << 16];
-    size_t k;
+    ssize_t k;
     int rc = 0;
-    while ((k = fread(buf, 1, sizeof buf, a)) > 0)
-        if (fwrite(buf, 1, k, b) != k) { rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: write failed", to); break; }
-    fclose(a);
-    if (fclose(b) && !rc) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: write failed", to);
+    while (!rc && (k = read(a, buf, sizeof buf)) != 0) {
+        if (k < 0) { if (errno == EINTR) continue; rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: read error: %s", from, strerror(errno)); break; }
+        for (ssize_t off = 0; !rc && off < k;) {
+            ssize_t w = write(b, buf + off, (size_t)(k - off));
+            if (w < 0 && errno == EINTR) continue;
+            if (w < 0) rc = nd_fail(e, nd_io_exit(errno), "%s: write failed: %s%s", to, strerror(errno), nd_io_hint(errno));
+            else off += w;
+        }
+    }
+    close(a);
+    if (close(b) && !rc) rc = nd_fail(e, nd_io_exit(errno), "%s: write failed: %s%s", to, strerror(errno), nd_io_hint(errno));
     return rc;
 }
 
@@ -228,8 +243,15 @@ int nd_synth_from(const char *src, const char *outdir_arg, const char *const *in
     if (!rc) rc = sy_kv_plan(ck, src, fs.f, fs.n, kv, e);
     sy_static sedits = {0};
     if (!rc) rc = sy_static_plan(ck, fs.f, fs.n, &sedits, e);
-    if (!rc) rc = sy_outdir_prepare(outdir, force, e);
-    /* every file but the tensors, as the writer left them */
+    char side[1100], stage[1200];
+    snprintf(side, sizeof side, "%s.faults.json", outdir);
+    const nd_out_rules side_rules = {.what = "fault list", .force = force, .ours = sy_faults_is_ours};
+    int slot = -1, staged = 0;
+    if (!rc) rc = sy_outdir_check(outdir, force, src, e);
+    /* everything goes into a staging folder beside OUTDIR, renamed onto it when complete */
+    if (!rc) { rc = sy_stage_begin(outdir, stage, sizeof stage, &slot, e); staged = !rc; }
+    if (!rc) rc = nd_out_check(side, &side_rules, e);
+    /* every file but the tensors, as the writer left them; links only within the checkpoint */
     DIR *d = rc ? NULL : opendir(src);
     if (!rc && !d) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot list: %s", src, strerror(errno));
     for (struct dirent *de; !rc && d && (de = readdir(d));) {
@@ -238,16 +260,19 @@ int nd_synth_from(const char *src, const char *outdir_arg, const char *const *in
         if (!strcmp(nm, ".") || !strcmp(nm, "..") || (len > 12 && !strcmp(nm + len - 12, ".safetensors")) ||
             !strcmp(nm, "model.safetensors.index.json") || !strcmp(nm, SY_OUTDIR_MANIFEST))
             continue;
-        char a[2200], b[2200];
+        char a[2200], b[2400];
         struct stat st;
         snprintf(a, sizeof a, "%s/%s", src, nm);
-        if (stat(a, &st) || !S_ISREG(st.st_mode)) continue; /* sub-folders (an original/) are not part of it */
-        snprintf(b, sizeof b, "%s/%s", outdir, nm);
-        rc = copy_file(a, b, e);
+        if ((rc = nd_member_link_ok(src, a, e))) break;
+        if (stat(a, &st)) continue;
+        if (S_ISDIR(st.st_mode)) continue; /* sub-folders (an original/) are not part of it */
+        if (!S_ISREG(st.st_mode)) { rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: not a regular file (a FIFO, device or socket); not copied", a); break; }
+        snprintf(b, sizeof b, "%s/%s", stage, nm);
+        rc = copy_file(a, b, st.st_mode, e);
     }
     if (d) closedir(d);
-    char out[1100];
-    snprintf(out, sizeof out, "%s/model.safetensors", outdir);
+    char out[1300];
+    snprintf(out, sizeof out, "%s/model.safetensors", stage);
     if (!rc) rc = nd_st_writer_open(out, &w, e);
     if (!rc) rc = nd_st_writer_meta(w, "format", "pt", e);
     for (size_t i = 0; !rc && i < nd_ckpt_count(ck); i++) {
@@ -263,15 +288,13 @@ int nd_synth_from(const char *src, const char *outdir_arg, const char *const *in
     if (!rc) rc = sy_static_add_new(&sedits, w, e);
     if (!rc) rc = sy_kv_add_new(kv, w, e);
     if (!rc) { rc = nd_st_writer_close(w, e); w = NULL; }
-    if (!rc) rc = sy_kv_announce(kv, ck, outdir, e);
-    if (!rc) rc = sy_static_config(&sedits, outdir, e);
+    if (!rc) rc = sy_kv_announce(kv, ck, stage, e);
+    if (!rc) rc = sy_static_config(&sedits, stage, e);
     if (w) nd_st_writer_abort(w);
-    if (!rc) rc = sy_outdir_record(outdir, e);
-    if (!rc) {
-        char side[1100];
-        snprintf(side, sizeof side, "%s.faults.json", outdir);
-        rc = sy_faults_write(&fs, side, e);
-    }
+    if (!rc) rc = sy_outdir_record(stage, e);
+    if (!rc) { rc = sy_stage_commit(stage, slot, outdir, force, e); staged = 0; }
+    if (staged) sy_stage_abort(stage, slot);
+    if (!rc) rc = sy_faults_write(&fs, side, e);
     for (int i = 0; ts && i < nt; i++) { free(ts[i].packed); free(ts[i].sf); }
     free(ts);
     free(kv);

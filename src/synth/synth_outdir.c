@@ -6,7 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <limits.h>
 #include <unistd.h>
+#include "util/outfile.h"
+#include "util/tmpclean.h"
 
 #define SY_PATH 4352
 
@@ -175,4 +178,89 @@ int sy_outdir_record(const char *dir, nd_err *e) {
     if (!rc && rename(tmp, path)) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot rename into place: %s", path, strerror(errno));
     if (rc) unlink(tmp);
     return rc;
+}
+
+/* 1 when the resolved a is b or lies below it */
+static int path_inside(const char *a, const char *b) {
+    size_t n = strlen(b);
+    return !strncmp(a, b, n) && (a[n] == 0 || a[n] == '/' || (n == 1 && b[0] == '/'));
+}
+
+int sy_outdir_check(const char *dir, int force, const char *input, nd_err *e) {
+    struct stat st;
+    if (lstat(dir, &st) == 0) {
+        if (S_ISLNK(st.st_mode))
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: is a symbolic link; synth writes only into a real folder (give the "
+                           "link's target or a new path)", dir);
+        if (!S_ISDIR(st.st_mode)) return nd_fail(e, ND_EXIT_BADINPUT, "%s: exists and is not a directory", dir);
+    } else if (errno != ENOENT) {
+        return nd_fail(e, nd_io_exit(errno), "%s: %s", dir, strerror(errno));
+    }
+    if (input) {
+        /* the output must not be the source, lie inside it or hold it */
+        char *in = realpath(input, NULL), *out = realpath(dir, NULL);
+        const int exists = out != NULL;
+        if (!out) { /* not there yet: its parent decides whether it would lie inside the source */
+            char parent[SY_PATH];
+            snprintf(parent, sizeof parent, "%s", dir);
+            char *sl = strrchr(parent, '/');
+            if (sl && sl != parent) *sl = 0; else snprintf(parent, sizeof parent, "%s", sl ? "/" : ".");
+            out = realpath(parent, NULL);
+        }
+        int bad = in && out && (exists ? path_inside(out, in) || path_inside(in, out) : path_inside(out, in));
+        free(in);
+        free(out);
+        if (bad) return nd_fail(e, ND_EXIT_BADINPUT, "%s: is, holds or lies inside the source checkpoint %s; synth --from "
+                                "writes a new checkpoint elsewhere", dir, input);
+    }
+    if (lstat(dir, &st) != 0) return 0;
+    char left[512], man[SY_PATH];
+    ND_TRY(first_entry(dir, left, sizeof left, e));
+    snprintf(man, sizeof man, "%s/%s", dir, SY_OUTDIR_MANIFEST);
+    const int has_manifest = lstat(man, &st) == 0;
+    if (!left[0] && !has_manifest) return 0;
+    if (!force)
+        return nd_fail(e, ND_EXIT_BADINPUT,
+                       "%s: exists and is not empty (it holds '%s'); synth writes only into a new or empty folder "
+                       "(--force replaces an earlier synth output, removing only what synth wrote)",
+                       dir, left[0] ? left : SY_OUTDIR_MANIFEST);
+    return check_listed(dir, 0, e);
+}
+
+int sy_stage_begin(const char *dir, char *stage, size_t cap, int *slot, nd_err *e) {
+    *slot = -1;
+    const char *sl = strrchr(dir, '/');
+    const size_t dl = sl ? (size_t)(sl - dir) + 1 : 0;
+    if (dl > 1) {
+        char parent[SY_PATH];
+        snprintf(parent, sizeof parent, "%.*s", (int)(dl - 1), dir);
+        ND_TRY(mkdir_parents(parent, e));
+    }
+    if ((size_t)snprintf(stage, cap, "%.*s.%s.synth-XXXXXX", (int)dl, dir, dir + dl) >= cap)
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: output path too long", dir);
+    if (!mkdtemp(stage))
+        return nd_fail(e, nd_io_exit(errno), "%s: cannot create a folder beside it: %s%s", dir, strerror(errno), nd_io_hint(errno));
+    /* mkdtemp makes 0700; the checkpoint is an ordinary folder: its mode follows the umask */
+    mode_t mask = umask(0);
+    umask(mask);
+    (void)chmod(stage, 0777 & ~mask);
+    *slot = nd_tmpclean_add_dir(stage);
+    return 0;
+}
+
+int sy_stage_commit(const char *stage, int slot, const char *dir, int force, nd_err *e) {
+    int rc = sy_outdir_prepare(dir, force, e);
+    struct stat st;
+    if (!rc && (lstat(dir, &st) || !S_ISDIR(st.st_mode))) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: not a directory", dir);
+    /* dir is now empty: rename replaces an empty folder */
+    if (!rc && rename(stage, dir))
+        rc = nd_fail(e, nd_io_exit(errno), "%s: cannot move the new checkpoint into place: %s%s", dir, strerror(errno), nd_io_hint(errno));
+    if (rc) sy_stage_abort(stage, slot);
+    else nd_tmpclean_drop(slot);
+    return rc;
+}
+
+void sy_stage_abort(const char *stage, int slot) {
+    nd_rmtree(stage, 3);
+    nd_tmpclean_drop(slot);
 }

@@ -7,6 +7,7 @@
 #ifndef ND_SYNTH_OUTDIR_H
 #define ND_SYNTH_OUTDIR_H
 
+#include <stddef.h>
 #include "util/err.h"
 
 #define SY_OUTDIR_MANIFEST ".nvfp4dbg-synth"
@@ -16,5 +17,21 @@
 int sy_outdir_prepare(const char *dir, int force, nd_err *e);
 /* Write the manifest: every entry of dir now present (call after writing into a prepared dir). */
 int sy_outdir_record(const char *dir, nd_err *e);
+
+/* Staging: synth writes everything into a hidden folder beside dir (".NAME.synth-XXXXXX") and
+ * renames it onto dir only when complete, so that an error, a full disk or a signal never leaves
+ * a half-written dir (which --force would then refuse), and dir is never touched before then.
+ *
+ * sy_outdir_check: what sy_outdir_prepare would refuse, refused now (nothing removed), and dir
+ * must not be a symbolic link nor be or lie inside the folder `input` (synth --from's source;
+ * NULL for none). */
+int sy_outdir_check(const char *dir, int force, const char *input, nd_err *e);
+/* Create the staging folder (parents of dir created as needed) into stage[cap]; registered with
+ * tmpclean so that SIGINT/SIGTERM/SIGHUP remove it. */
+int sy_stage_begin(const char *dir, char *stage, size_t cap, int *slot, nd_err *e);
+/* Prepare dir (force: remove the earlier synth output) and rename the staging folder onto it. */
+int sy_stage_commit(const char *stage, int slot, const char *dir, int force, nd_err *e);
+/* Remove the staging folder and what it holds. */
+void sy_stage_abort(const char *stage, int slot);
 
 #endif

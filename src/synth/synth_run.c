@@ -1,4 +1,5 @@
 /* synth_run.c — nd_synth_run: plan, original, calibration, quantized checkpoint, side file. */
+#include "util/outfile.h"
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -128,7 +129,7 @@ int nd_synth_run(const nd_synth_opts *o, nd_err *e) {
         return nd_fail(e, ND_EXIT_BADINPUT, "synth: --layers %d is out of range (1..64)", o->layers);
     if (!o->calibrate) return nd_fail(e, ND_EXIT_INTERNAL, "synth: no calibrator");
 
-    char outdir[4096], orig[4160], side[4200];
+    char outdir[4096], orig[4300], side[4200];
     size_t n = strlen(o->outdir);
     while (n > 1 && o->outdir[n - 1] == '/') n--;
     if (n >= sizeof outdir) return nd_fail(e, ND_EXIT_BADINPUT, "synth: output path too long");
@@ -139,9 +140,16 @@ int nd_synth_run(const nd_synth_opts *o, nd_err *e) {
 
     sy_plan pl;
     sy_faults faults = {0};
+    char stage[4200];
+    int slot = -1, staged = 0;
+    const nd_out_rules side_rules = {.what = "fault list", .force = o->force, .ours = sy_faults_is_ours};
     int rc = sy_build_ex(&pl, o->recipe, o->size, o->layers, o->experts, e);
     if (!rc) rc = sy_faults_parse(&pl, o->injects, o->n_injects, &faults, e);
-    if (!rc) rc = sy_outdir_prepare(outdir, o->force, e);
+    if (!rc) rc = sy_outdir_check(outdir, o->force, NULL, e);
+    /* everything is written into a staging folder beside OUTDIR, renamed onto it when complete */
+    if (!rc) { rc = sy_stage_begin(outdir, stage, sizeof stage, &slot, e); staged = !rc; }
+    if (!rc) rc = nd_out_check(side, &side_rules, e);
+    if (staged) snprintf(orig, sizeof orig, "%s/original", stage);
     nd_progress pg; /* three steps: the original, its calibration, the NVFP4 checkpoint */
     if (!rc) {
         sy_wctx w = {.plan = &pl, .seed = o->seed, .quantized = 0, .fmt = o->format, .faults = &faults,
@@ -155,17 +163,19 @@ int nd_synth_run(const nd_synth_opts *o, nd_err *e) {
             const int ntok = nd_synth_calib_count(o->size);
             nd_synth_calib_tokens(o->seed, pl.vocab, tok, ntok);
             rc = o->calibrate(o->calib_user, orig, pl.recipe, tok, ntok, on_amax, &pl, e);
-            if (rc) nd_wrap(e, "synth: calibrating %s", orig);
+            if (rc) nd_wrap(e, "synth: calibrating the original of %s", outdir);
         }
         if (!rc) rc = resolve_amax(&pl, e);
         if (!rc) {
             nd_progress_update(&pg, 2, "writing the NVFP4 checkpoint");
             w.quantized = 1;
-            rc = write_one(&w, outdir, e);
+            rc = write_one(&w, stage, e);
         }
+        if (!rc) { rc = sy_stage_commit(stage, slot, outdir, o->force, e); staged = 0; }
         if (!rc) rc = sy_faults_write(&faults, side, e);
         nd_progress_end(&pg);
     }
+    if (staged) sy_stage_abort(stage, slot);
     sy_faults_free(&faults);
     sy_plan_free(&pl);
     return rc;

@@ -13,7 +13,7 @@
  *   /tensors/<canonical name>  uint8 [nbytes], attrs dtype (string) and shape (int64 [ndim])
  *   /rows        the stage's rows of the original trace (the /stages compound type)
  * Written at PATH.tmp and renamed into place. The reader treats the file as untrusted. */
-#include "util/tmpclean.h"
+#include "util/outfile.h"
 #include "trace_h5.h"
 #include "trace/bundle_file.h"
 
@@ -160,16 +160,18 @@ static int write_all(hid_t f, const nd_bundle *b, const char *path, nd_err *e) {
 
 int nd_bundle_write(const char *path, const nd_bundle *b, nd_err *e) {
     nd_h5_quiet();
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    if (f < 0) return ND_H5_FAIL(e, ND_EXIT_BADINPUT, tmp, "cannot create the bundle");
-    const int slot = nd_tmpclean_add(tmp);
-    int rc = write_all(f, b, tmp, e);
-    if (H5Fclose(f) < 0 && !rc) rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, tmp, "cannot close the bundle");
-    if (!rc && rename(tmp, path)) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot rename into place: %s", path, strerror(errno));
-    if (rc) remove(tmp);
-    nd_tmpclean_drop(slot);
+    nd_outtmp ot; /* the name is reserved beside the target; HDF5 creates it exclusively */
+    ND_TRY(nd_out_begin(&ot, path, NULL, e));
+    hid_t f = H5Fcreate(ot.tmp, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
+    if (f < 0) {
+        const int rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot create the bundle");
+        nd_out_abort(&ot);
+        return rc;
+    }
+    int rc = write_all(f, b, path, e);
+    if (H5Fclose(f) < 0 && !rc) rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot write the bundle (is the disk full?)");
+    if (rc) nd_out_abort(&ot);
+    else rc = nd_out_commit(&ot, e);
     return rc;
 }
 

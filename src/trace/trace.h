@@ -105,6 +105,10 @@ typedef struct nd_trace {
 
 /* Reads and validates (schema string, field set). Corrupt or foreign files: exit 2 naming the file. */
 int nd_trace_read(const char *path, nd_trace **out, nd_err *e);
+/* 1 when path is an earlier trace (or bundle) of this tool: a new output may replace it without
+ * --force (util/outfile.h). */
+int nd_trace_is_ours(const char *path);
+int nd_bundle_is_ours(const char *path);
 void nd_trace_free(nd_trace *t);
 
 /* ---- tensors and routing (additions: for repro, report and tests) ---- */

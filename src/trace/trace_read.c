@@ -318,3 +318,20 @@ void nd_trace_free(nd_trace *t) {
     free(t->rows);
     free(t);
 }
+
+/* 1 when path is an HDF5 file whose root attribute "schema" starts with prefix: an earlier
+ * output of this tool, which a new one may replace (util/outfile.h). */
+int nd_h5_schema_is(const char *path, const char *prefix) {
+    nd_h5_quiet();
+    if (!looks_like_hdf5(path)) return 0;
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) return 0;
+    char schema[64];
+    nd_err e = {0};
+    const int ok = nd_h5_get_str_attr(f, "schema", schema, sizeof schema, path, &e) == 0 && !strncmp(schema, prefix, strlen(prefix));
+    H5Fclose(f);
+    return ok;
+}
+
+int nd_trace_is_ours(const char *path) { return nd_h5_schema_is(path, "nvfp4dbg-trace/"); }
+int nd_bundle_is_ours(const char *path) { return nd_h5_schema_is(path, "nvfp4dbg-bundle/"); }

@@ -6,8 +6,8 @@
  * SWMR mode HDF5 orders its metadata writes (flush dependencies) so that the file on disk is
  * consistent for a reader at every moment, which is what lets a process killed at any point leave
  * a file that opens (with H5F_ACC_SWMR_READ, as nd_trace_read does) and holds every row whose
- * nd_trace_append returned. A kill before the rename leaves at most a stray "PATH.partial.XXXXXX". */
-#include "util/tmpclean.h"
+ * nd_trace_append returned. A kill before the rename leaves at most a stray ".NAME.XXXXXX.tmp" (none on SIGINT/SIGTERM/SIGHUP). */
+#include "util/outfile.h"
 #include "trace_h5.h"
 
 #include <errno.h>
@@ -138,33 +138,22 @@ int nd_trace_create(const char *path, const nd_trace_meta *meta, const int64_t *
     nd_trace_meta none = {0};
     if (!meta) meta = &none;
 
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 32);
     nd_trace_w *w = calloc(1, sizeof *w);
-    if (!tmp || !w || !(w->path = strdup(path))) {
-        free(tmp); free(w);
+    if (!w || !(w->path = strdup(path))) {
+        free(w);
         return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", path);
     }
     w->f = w->stages = w->rowtype = w->tensors = w->routing = w->summary = w->gcpl = -1;
-    snprintf(tmp, plen + 32, "%s.partial.XXXXXX", path);
-    /* never replace something that is not a regular file (a FIFO, a device, a folder) */
+    /* never replace something that is not a regular file (a link, a FIFO, a device, a folder) */
     struct stat st;
-    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
-        free(tmp); free(w->path); free(w);
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        free(w->path); free(w);
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: exists and is not a regular file; not writing the trace over it", path);
     }
-    int fd = mkstemp(tmp);
-    const int slot = fd >= 0 ? nd_tmpclean_add(tmp) : -1;
-    if (fd < 0) {
-        int rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot create the trace file: %s", path, strerror(errno));
-        free(tmp); free(w->path); free(w);
-        return rc;
-    }
-    /* mkstemp makes 0600; a trace is an ordinary output file: its mode follows the umask */
-    mode_t mask = umask(0);
-    umask(mask);
-    (void)fchmod(fd, 0666 & ~mask);
-    close(fd);
+    /* the name is reserved beside the target; HDF5 creates it exclusively (never through a link) */
+    nd_outtmp ot;
+    if (nd_out_begin(&ot, path, NULL, e)) { free(w->path); free(w); return e->code; }
+    const char *tmp = ot.tmp;
 
     int rc = 0;
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
@@ -172,7 +161,7 @@ int nd_trace_create(const char *path, const nd_trace_meta *meta, const int64_t *
         rc = ND_H5_FAIL(e, ND_EXIT_INTERNAL, path, "cannot set up file access");
         goto fail;
     }
-    if ((w->f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)) < 0) {
+    if ((w->f = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, fapl)) < 0) {
         rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot create the trace file");
         goto fail;
     }
@@ -193,21 +182,15 @@ int nd_trace_create(const char *path, const nd_trace_meta *meta, const int64_t *
         rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot write the trace file");
         goto fail;
     }
-    if (rename(tmp, path) != 0) {
-        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot move the trace into place: %s", path, strerror(errno));
-        goto fail;
-    }
-    nd_tmpclean_drop(slot);
+    if ((rc = nd_out_commit(&ot, e))) goto fail;
     nd_h5_close(fapl);
-    free(tmp);
     *out = w;
     return 0;
 fail:
     close_all(w);
     nd_h5_close(fapl);
-    unlink(tmp);
-    nd_tmpclean_drop(slot);
-    free(tmp); free(w->path); free(w);
+    nd_out_abort(&ot);
+    free(w->path); free(w);
     return rc;
 }
 

@@ -13,4 +13,16 @@ int nd_input_regular(const char *path, nd_err *e);
  * file: 0 with *out NULL when missing_ok, else exit 2 "PATH: cannot open WHAT". Larger than max
  * bytes: exit 2 "PATH: WHAT larger than N MiB". */
 int nd_read_text(const char *path, const char *what, size_t max, int missing_ok, char **out, size_t *len, nd_err *e);
+
+/* Files of a checkpoint folder are read (and copied by synth --from) only when they lie inside it:
+ * a symbolic link must resolve to a regular file inside dir, or, when dir is a Hugging Face cache
+ * snapshot (".../snapshots/REV"), inside that repository's blobs/ folder (where the Hub's
+ * downloads keep every file). A link out of the folder could carry a private file into a
+ * checkpoint someone shares. 0 when path (an entry of dir) is allowed; else exit 2 naming the link
+ * and where it leads. Non-links pass (callers check their type). */
+int nd_member_link_ok(const char *dir, const char *path, nd_err *e);
+/* nd_member_link_ok for every entry of dir (not recursive) but the weight shards (*.safetensors),
+ * which may live on another disk: they are parsed as safetensors, so no other file passes for one,
+ * and synth --from writes them anew rather than copying. */
+int nd_dir_links_ok(const char *dir, nd_err *e);
 #endif

@@ -1,18 +1,60 @@
 /* tmpclean.c — see tmpclean.h. */
 #include "tmpclean.h"
+#include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static char paths[ND_TMPCLEAN_SLOTS][ND_TMPCLEAN_PATH];
 /* 1 while paths[i] holds a registered temporary; the handler reads it, so it is volatile and
  * set only after the path is complete */
 static volatile sig_atomic_t live[ND_TMPCLEAN_SLOTS];
+static volatile sig_atomic_t is_dir[ND_TMPCLEAN_SLOTS];
 static int installed;
+
+/* Remove the entries of the folder open as fd, depth levels down, with system calls only
+ * (getdents64, unlinkat, openat: async-signal-safe; opendir/readdir are not). */
+static void empty_dir(int fd, int depth) {
+    char buf[4096];
+    for (;;) {
+        long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+        if (n <= 0) return;
+        for (long off = 0; off < n;) {
+            struct { unsigned long long ino; long long off; unsigned short reclen; unsigned char type; char name[]; } *d = (void *)(buf + off);
+            off += d->reclen;
+            if (!strcmp(d->name, ".") || !strcmp(d->name, "..")) continue;
+            if (d->type == DT_DIR) {
+                if (depth > 0) {
+                    int sub = openat(fd, d->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+                    if (sub >= 0) { empty_dir(sub, depth - 1); close(sub); }
+                }
+                unlinkat(fd, d->name, AT_REMOVEDIR);
+            } else {
+                unlinkat(fd, d->name, 0);
+            }
+        }
+    }
+}
+
+static void remove_tree(const char *path) {
+    /* a listing read while its entries go may skip some: a few passes, each from the start */
+    for (int pass = 0; pass < 4; pass++) {
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+        if (fd < 0) return;
+        empty_dir(fd, 3);
+        close(fd);
+        if (rmdir(path) == 0) return;
+    }
+}
 
 static void on_signal(int sig) {
     for (int i = 0; i < ND_TMPCLEAN_SLOTS; i++)
-        if (live[i]) unlink(paths[i]);
+        if (live[i]) {
+            if (is_dir[i]) remove_tree(paths[i]);
+            else unlink(paths[i]);
+        }
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -32,17 +74,21 @@ void nd_tmpclean_install(void) {
     }
 }
 
-int nd_tmpclean_add(const char *path) {
+static int add(const char *path, int dir) {
     size_t n = strlen(path);
     if (n >= ND_TMPCLEAN_PATH) return -1;
     for (int i = 0; i < ND_TMPCLEAN_SLOTS; i++)
         if (!live[i]) {
             memcpy(paths[i], path, n + 1);
+            is_dir[i] = dir;
             live[i] = 1;
             return i;
         }
     return -1;
 }
+
+int nd_tmpclean_add(const char *path) { return add(path, 0); }
+int nd_tmpclean_add_dir(const char *path) { return add(path, 1); }
 
 void nd_tmpclean_drop(int slot) {
     if (slot >= 0 && slot < ND_TMPCLEAN_SLOTS) live[slot] = 0;

@@ -16,6 +16,9 @@ void nd_tmpclean_install(void);
 /* Register a temporary; returns a slot (>= 0), or -1 when every slot is taken or the path is too
  * long (the file is then only cleaned by the writer's own error path). */
 int nd_tmpclean_add(const char *path);
+/* The same for a temporary folder (synth's staging folder): the handler removes it and what it
+ * holds, three levels down, links removed and never followed. */
+int nd_tmpclean_add_dir(const char *path);
 /* The temporary was renamed or removed by its writer: forget it. slot < 0 is ignored. */
 void nd_tmpclean_drop(int slot);
 

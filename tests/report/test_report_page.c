@@ -626,7 +626,7 @@ static void test_write_and_routing_load(const char *dir) {
     /* an output folder that does not exist: exit 2, nothing created */
     snprintf(bad, sizeof bad, "%s/no/such/dir/page.html", dir);
     CHECK_EQ_INT(nd_report_write(bad, t, &rt, "t.h5", NULL, &e), ND_EXIT_BADINPUT);
-    CHECK(strstr(e.msg, "page.html.tmp") != NULL, "message names the file: %s", e.msg);
+    CHECK(strstr(e.msg, "no/such/dir/page.html: ") != NULL && strstr(e.msg, "No such file") != NULL, "message names the output and why: %s", e.msg);
     nd_report_routing_free(&rt);
     nd_trace_free(t);
 }

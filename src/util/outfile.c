@@ -1,0 +1,165 @@
+/* outfile.c — see outfile.h. */
+#include "outfile.h"
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "util/tmpclean.h"
+
+int nd_io_exit(int err) {
+    switch (err) {
+    case ENOSPC: case EDQUOT: case EROFS: case EACCES: case EPERM: case ENOENT: case ENOTDIR:
+    case ENAMETOOLONG: case EFBIG: case EISDIR: case EEXIST: case ELOOP: case EXDEV: case EMFILE:
+    case ENFILE: case EBUSY: case ETXTBSY:
+        return ND_EXIT_BADINPUT;
+    default:
+        return ND_EXIT_INTERNAL;
+    }
+}
+
+const char *nd_io_hint(int err) {
+    switch (err) {
+    case ENOSPC: return " (the disk is full)";
+    case EDQUOT: return " (over the disk quota)";
+    case EROFS: return " (a read-only file system)";
+    case EACCES: case EPERM: return " (no permission)";
+    default: return "";
+    }
+}
+
+static const char *kind_of(mode_t m) {
+    return S_ISLNK(m) ? "a symbolic link" : S_ISDIR(m) ? "a folder" : S_ISFIFO(m) ? "a FIFO"
+         : S_ISCHR(m) || S_ISBLK(m) ? "a device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+/* The folder part of path ("." when there is none), resolved; NULL when it does not resolve. */
+static char *parent_real(const char *path) {
+    const char *slash = strrchr(path, '/');
+    char *dir;
+    if (!slash) dir = strdup(".");
+    else if (slash == path) dir = strdup("/");
+    else dir = strndup(path, (size_t)(slash - path));
+    if (!dir) return NULL;
+    char *r = realpath(dir, NULL);
+    free(dir);
+    return r;
+}
+
+/* 1 when a is b or a folder below b (both resolved) */
+static int inside(const char *a, const char *b) {
+    size_t n = strlen(b);
+    if (strncmp(a, b, n)) return 0;
+    return a[n] == 0 || a[n] == '/' || (n == 1 && b[0] == '/');
+}
+
+int nd_out_check(const char *out, const nd_out_rules *r, nd_err *e) {
+    const char *what = r->what ? r->what : "output";
+    if (!out || !out[0]) return nd_fail(e, ND_EXIT_BADINPUT, "%s: empty output path", what);
+    struct stat ost;
+    const int exists = lstat(out, &ost) == 0;
+    if (!exists && errno != ENOENT) return nd_fail(e, nd_io_exit(errno), "%s: cannot write the %s here: %s", out, what, strerror(errno));
+    if (exists && !S_ISREG(ost.st_mode))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: is %s; the %s is written only to a new path or over a regular file "
+                       "(a link, folder or device is never replaced or written through)", out, kind_of(ost.st_mode), what);
+    char *pdir = parent_real(out);
+    if (!pdir) return nd_fail(e, ND_EXIT_BADINPUT, "%s: the folder to write the %s in does not exist (%s)", out, what, strerror(errno));
+    int rc = 0;
+    for (int i = 0; !rc && i < r->n_inputs; i++) {
+        const char *in = r->inputs[i];
+        struct stat ist;
+        if (!in || stat(in, &ist) != 0) continue;
+        if (exists && ist.st_dev == ost.st_dev && ist.st_ino == ost.st_ino) {
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: is also an input of this run (%s); the %s would replace it: give another output path",
+                         out, in, what);
+        } else if (S_ISDIR(ist.st_mode)) {
+            char *ireal = realpath(in, NULL);
+            if (ireal && inside(pdir, ireal))
+                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: is inside the input folder %s; writing the %s there would change "
+                             "the checkpoint: give a path outside it", out, in, what);
+            free(ireal);
+        }
+    }
+    free(pdir);
+    if (rc || !exists || r->force) return rc;
+    if (r->ours && r->ours(out)) return 0;
+    return nd_fail(e, ND_EXIT_BADINPUT, "%s: exists and is not an nvfp4dbg %s; not replacing it (%s replaces it)", out, what,
+                   r->force_hint ? r->force_hint : "--force");
+}
+
+int nd_out_begin(nd_outtmp *o, const char *out, int *fd, nd_err *e) {
+    memset(o, 0, sizeof *o);
+    o->slot = -1;
+    const char *slash = strrchr(out, '/');
+    const size_t dl = slash ? (size_t)(slash - out) + 1 : 0;
+    const size_t n = strlen(out) + 24;
+    if (!(o->out = strdup(out)) || !(o->tmp = malloc(n))) {
+        free(o->out); o->out = NULL;
+        return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", out);
+    }
+    /* a hidden name beside the output: same file system, so the rename is atomic */
+    snprintf(o->tmp, n, "%.*s.%s.XXXXXX.tmp", (int)dl, out, out + dl);
+    int f = mkstemps(o->tmp, 4);
+    if (f < 0) {
+        const int err = errno;
+        free(o->tmp); free(o->out); o->tmp = o->out = NULL;
+        return nd_fail(e, nd_io_exit(err), "%s: cannot create a temporary beside it: %s%s", out, strerror(err), nd_io_hint(err));
+    }
+    o->slot = nd_tmpclean_add(o->tmp);
+    /* mkstemp makes 0600; an output is an ordinary file: its mode follows the umask */
+    mode_t mask = umask(0);
+    umask(mask);
+    (void)fchmod(f, 0666 & ~mask);
+    if (fd) *fd = f;
+    else { close(f); unlink(o->tmp); }
+    return 0;
+}
+
+int nd_out_commit(nd_outtmp *o, nd_err *e) {
+    struct stat st;
+    if (lstat(o->out, &st) == 0 && !S_ISREG(st.st_mode)) {
+        const int rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: became %s while the output was written; not replacing it", o->out, kind_of(st.st_mode));
+        nd_out_abort(o);
+        return rc;
+    }
+    if (rename(o->tmp, o->out) != 0) {
+        const int err = errno;
+        const int rc = nd_fail(e, nd_io_exit(err), "%s: cannot move the output into place: %s%s", o->out, strerror(err), nd_io_hint(err));
+        nd_out_abort(o);
+        return rc;
+    }
+    nd_tmpclean_drop(o->slot);
+    free(o->tmp); free(o->out);
+    o->tmp = o->out = NULL;
+    o->slot = -1;
+    return 0;
+}
+
+void nd_out_abort(nd_outtmp *o) {
+    if (o->tmp) unlink(o->tmp);
+    nd_tmpclean_drop(o->slot);
+    free(o->tmp); free(o->out);
+    o->tmp = o->out = NULL;
+    o->slot = -1;
+}
+
+int nd_rmtree(const char *dir, int depth) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int rc = 0;
+    for (struct dirent *de; (de = readdir(d));) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+        char p[PATH_MAX];
+        if (snprintf(p, sizeof p, "%s/%s", dir, de->d_name) >= (int)sizeof p) { rc = -1; continue; }
+        struct stat st;
+        if (lstat(p, &st)) continue;
+        if (S_ISDIR(st.st_mode)) rc |= depth > 0 ? nd_rmtree(p, depth - 1) : -1;
+        else rc |= unlink(p);
+    }
+    closedir(d);
+    return rmdir(dir) | rc;
+}
