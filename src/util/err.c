@@ -1,13 +1,31 @@
+#define _GNU_SOURCE
 #include "err.h"
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+
+/* Put text in dst[cap]; a text longer than that keeps its start and its end with " ... " between,
+ * so that a message about a path near PATH_MAX still ends with what is wrong. */
+static void put_middle_cut(char *dst, size_t cap, const char *text, size_t n) {
+    if (n < cap) { memcpy(dst, text, n + 1); return; }
+    static const char mid[] = " ... ";
+    const size_t tail = cap / 2, head = cap - 1 - tail - (sizeof mid - 1);
+    memcpy(dst, text, head);
+    memcpy(dst + head, mid, sizeof mid - 1);
+    memcpy(dst + head + sizeof mid - 1, text + n - tail, tail);
+    dst[cap - 1] = 0;
+}
 
 int nd_fail(nd_err *e, int code, const char *fmt, ...) {
     if (e) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+        char *full = NULL;
+        const int n = vasprintf(&full, fmt, ap);
         va_end(ap);
+        if (n >= 0 && full) put_middle_cut(e->msg, sizeof e->msg, full, (size_t)n);
+        else snprintf(e->msg, sizeof e->msg, "(out of memory formatting an error)");
+        free(full);
         e->code = code;
     }
     return code;
@@ -15,20 +33,14 @@ int nd_fail(nd_err *e, int code, const char *fmt, ...) {
 
 int nd_wrap(nd_err *e, const char *fmt, ...) {
     if (!e) return ND_EXIT_INTERNAL;
-    char prefix[512], old[sizeof e->msg];
+    char *prefix = NULL, *full = NULL;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    const int pn = vasprintf(&prefix, fmt, ap);
     va_end(ap);
-    memcpy(old, e->msg, sizeof old);
-    /* truncation of an over-long message is acceptable; keep the compiler quiet about it */
-    size_t pl = strlen(prefix);
-    if (pl > sizeof e->msg - 3) pl = sizeof e->msg - 3;
-    memcpy(e->msg, prefix, pl);
-    memcpy(e->msg + pl, ": ", 2);
-    size_t rest = sizeof e->msg - pl - 3, ol = strlen(old);
-    if (ol > rest) ol = rest;
-    memcpy(e->msg + pl + 2, old, ol);
-    e->msg[pl + 2 + ol] = 0;
+    const int n = pn >= 0 && prefix ? asprintf(&full, "%s: %s", prefix, e->msg) : -1;
+    if (n >= 0 && full) put_middle_cut(e->msg, sizeof e->msg, full, (size_t)n);
+    free(prefix);
+    free(full);
     return e->code ? e->code : ND_EXIT_INTERNAL;
 }

@@ -27,6 +27,7 @@ const char *nd_io_hint(int err) {
     case ENOSPC: return " (the disk is full)";
     case EDQUOT: return " (over the disk quota)";
     case EROFS: return " (a read-only file system)";
+    case EFBIG: return " (over the file-size limit)";
     case EACCES: case EPERM: return " (no permission)";
     default: return "";
     }
@@ -57,6 +58,21 @@ static int inside(const char *a, const char *b) {
     return a[n] == 0 || a[n] == '/' || (n == 1 && b[0] == '/');
 }
 
+/* 1 when a file of folder dir (one level) is the file st describes: a hard link or a link to it */
+static int same_file_in(const char *dir, const struct stat *st) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int same = 0;
+    for (struct dirent *de; !same && (de = readdir(d));) {
+        char p[PATH_MAX];
+        struct stat s;
+        if (snprintf(p, sizeof p, "%s/%s", dir, de->d_name) < (int)sizeof p && stat(p, &s) == 0)
+            same = s.st_dev == st->st_dev && s.st_ino == st->st_ino;
+    }
+    closedir(d);
+    return same;
+}
+
 int nd_out_check(const char *out, const nd_out_rules *r, nd_err *e) {
     const char *what = r->what ? r->what : "output";
     if (!out || !out[0]) return nd_fail(e, ND_EXIT_BADINPUT, "%s: empty output path", what);
@@ -77,6 +93,11 @@ int nd_out_check(const char *out, const nd_out_rules *r, nd_err *e) {
             rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: is also an input of this run (%s); the %s would replace it: give another output path",
                          out, in, what);
         } else if (S_ISDIR(ist.st_mode)) {
+            if (exists && same_file_in(in, &ost)) {
+                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: is also an input of this run (a file of %s); the %s would replace it: give "
+                             "another output path", out, in, what);
+                break;
+            }
             char *ireal = realpath(in, NULL);
             if (ireal && inside(pdir, ireal))
                 rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: is inside the input folder %s; writing the %s there would change "
