@@ -10,7 +10,9 @@
 int nd_bundle_slurp(const char *path, char **out, nd_err *e) {
     *out = NULL;
     ND_TRY(nd_input_regular(path, e));
-    FILE *f = fopen(path, "rb");
+    const char *kind;
+    FILE *f = nd_fopen_regular(path, &kind);
+    if (!f && kind) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not a regular file (%s)", path, kind);
     if (!f) return errno == ENOENT ? 1 : nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open: %s", path, strerror(errno));
     int rc = 0;
     long n = -1;

@@ -15,6 +15,7 @@ struct nd_st_file {
     char **meta_k, **meta_v;    /* __metadata__ */
     size_t n_meta;
     const nd_tview **by_name;   /* t sorted by name, for nd_st_find */
+    int guard;                  /* util/mapguard.h slot of the mapping */
 };
 
 /* One name pattern of a quantization config: exact text, POSIX regex ("re:..."), or glob. */

@@ -222,7 +222,9 @@ int nd_cfg_parse(const char *path, nd_model_cfg *c, nd_err *e) {
     if (!e) e = &local;
     memset(c, 0, sizeof *c);
     ND_TRY(nd_input_regular(path, e));
-    FILE *fp = fopen(path, "rb");
+    const char *kind;
+    FILE *fp = nd_fopen_regular(path, &kind); /* never blocks on a FIFO put there after the check */
+    if (!fp && kind) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not a regular file (%s)", path, kind);
     if (!fp) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open: %s", path, strerror(errno));
     json_error_t jerr;
     fclose(fp);

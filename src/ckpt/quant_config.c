@@ -65,6 +65,18 @@ static int regex_too_big(const char *s) {
     return 0;
 }
 
+/* A back-reference (\1 .. \9) turns glibc's matcher into a backtracking one whose time grows
+ * exponentially with the name: "(a*)*\1" costs tens of seconds per module. Module-name
+ * patterns (compressed-tensors' ignore/targets lists) never need one; they are refused. */
+static int has_backref(const char *s) {
+    for (const char *c = s; *c; c++)
+        if (*c == '\\' && c[1]) {
+            if (c[1] >= '1' && c[1] <= '9') return 1;
+            c++;
+        }
+    return 0;
+}
+
 static int pat_init(nd_pat *p, const char *text, int glob, const char *file, const char *where, nd_err *e) {
     memset(p, 0, sizeof *p);
     if (!(p->text = strdup(text))) return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", file);
@@ -74,6 +86,12 @@ static int pat_init(nd_pat *p, const char *text, int glob, const char *file, con
             p->kind = ND_PAT_EXACT; /* nothing compiled: nothing to free */
             return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s: regular expression \"%.80s\" is too large (at most 1024 "
                            "bytes, repetition counts multiplying to at most 1024)", file, where, text);
+        }
+        if (has_backref(text + 3)) {
+            p->kind = ND_PAT_EXACT;
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s: regular expression \"%.80s\" uses a back-reference (\\1..\\9), "
+                           "which module-name patterns never need and which can make matching take minutes; refused",
+                           file, where, text);
         }
         char *ere = py_to_ere(text + 3);
         if (!ere) return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", file);
@@ -301,7 +319,9 @@ static int load_hf_quant(const char *dir, nd_qcfg *c, nd_err *e) {
     char path[4096];
     snprintf(path, sizeof path, "%s/hf_quant_config.json", dir);
     ND_TRY(nd_input_regular(path, e));
-    FILE *fp = fopen(path, "rb");
+    const char *kind;
+    FILE *fp = nd_fopen_regular(path, &kind); /* never blocks on a FIFO put there after the check */
+    if (!fp && kind) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not a regular file (%s)", path, kind);
     if (!fp) {
         if (errno == ENOENT) return 0;
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open: %s", path, strerror(errno));

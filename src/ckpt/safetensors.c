@@ -6,6 +6,7 @@
  * inside the data area, numel * dtype size == span without overflow, spans disjoint, unique
  * names, and "__metadata__" a map of strings.
  */
+#include "util/mapguard.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -18,6 +19,9 @@
 #include "util/infile.h"
 
 #define ND_ST_MAX_HEADER (100u * 1000u * 1000u)
+/* a tensor's entry is 6 to 9 values (dtype, shape dims, two offsets): 4M values are 500k tensors,
+ * ten times the largest single shard on the Hub; parsing that many takes ~0.5 GB */
+#define ND_ST_MAX_VALUES (4u * 1000u * 1000u)
 #define ND_ST_MAX_EXTENT (1ull << 48)
 
 static const char *const dtype_names[ND_DT_COUNT] = {
@@ -57,6 +61,7 @@ void nd_st_close(nd_st_file *f) {
     for (size_t i = 0; i < f->n_meta; i++) { free(f->meta_k[i]); free(f->meta_v[i]); }
     free(f->meta_k); free(f->meta_v);
     free(f->t); free(f->by_name);
+    nd_mapguard_drop(f->guard);
     if (f->map && f->size) munmap((void *)f->map, f->size);
     free(f->path);
     free(f);
@@ -182,9 +187,23 @@ static int parse_header(nd_st_file *f, nd_err *e) {
                        (unsigned long long)hlen, f->size);
     f->data_start = 8 + (size_t)hlen;
     uint64_t data_size = f->size - f->data_start;
+    /* jansson spends ~100 bytes a value: a header that is one long list of numbers would take
+     * gigabytes. Memory stays proportional to what real headers hold: count the values first
+     * (an upper bound: separators and openers, strings included) */
+    uint64_t values = 1;
+    for (uint64_t i = 0; i < hlen; i++) {
+        const unsigned char c = f->map[8 + i];
+        values += c == ',' || c == '[' || c == '{';
+    }
+    if (values > ND_ST_MAX_VALUES)
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: header holds about %llu JSON values, more than the %u a header of %u tensors "
+                       "needs at most; refusing to parse it", P, (unsigned long long)values, ND_ST_MAX_VALUES, ND_ST_MAX_VALUES / 8);
     json_error_t jerr;
     json_t *root = json_loadb((const char *)f->map + 8, (size_t)hlen, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
+        if (strstr(jerr.text, "memory"))
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: header too large to parse in the memory available (%llu bytes)", P,
+                           (unsigned long long)hlen);
         if (strstr(jerr.text, "duplicate"))
             return nd_fail(e, ND_EXIT_BADINPUT, "%s: duplicate tensor name in header (%s)", P, jerr.text);
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: header is not valid JSON (column %d: %s)", P,
@@ -235,7 +254,8 @@ int nd_st_open(const char *path, nd_st_file **out, nd_err *e) {
     ND_TRY(nd_input_regular(path, e));
     nd_st_file *f = calloc(1, sizeof *f);
     if (!f || !(f->path = strdup(path))) { free(f); return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", path); }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    f->guard = -1;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* fstat below refuses a FIFO put here after the check */
     if (fd < 0) {
         int err = errno;
         nd_st_close(f);
@@ -263,6 +283,7 @@ int nd_st_open(const char *path, nd_st_file **out, nd_err *e) {
         return nd_fail(e, ND_EXIT_INTERNAL, "%s: mmap failed: %s", path, strerror(err));
     }
     f->map = m;
+    f->guard = nd_mapguard_add(m, f->size, f->path);
     int rc = parse_header(f, e);
     if (rc) { nd_st_close(f); return rc; }
     *out = f;

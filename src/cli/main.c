@@ -1,5 +1,6 @@
 /* main.c — command dispatch. Each command lives in its own file and returns an nd_exit code
  * (SPEC §3: 0 ok, 1 divergence/regression/finding, 2 bad usage or input, 3 internal/device). */
+#include "util/mapguard.h"
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,6 +42,7 @@ static void usage(FILE *f) {
 
 int main(int argc, char **argv) {
     nd_tmpclean_install();
+    nd_mapguard_install();
     /* a file-size limit (ulimit -f) reached by a write: an error the writer reports (EFBIG, exit 2,
      * temporaries removed), not a signal that kills the process mid-write */
     signal(SIGXFSZ, SIG_IGN);

@@ -82,7 +82,9 @@ int nd_ydoc_load(nd_ydoc *d, const char *path, const char *what, nd_err *e) {
     snprintf(d->path, sizeof d->path, "%s", path);
     d->e = e;
     ND_TRY(nd_input_regular(path, e));
-    FILE *f = fopen(path, "rb");
+    const char *kind;
+    FILE *f = nd_fopen_regular(path, &kind);
+    if (!f && kind) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not a regular file (%s); refusing to read the %s", path, kind, what);
     if (!f) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open %s: %s", path, what, strerror(errno));
     int deep_line = 0;
     if (!nd_yaml_depth_ok(f, ND_YAML_MAX_DEPTH, &deep_line)) {

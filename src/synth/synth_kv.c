@@ -1,4 +1,5 @@
 /* synth_kv.c — KV-cache scale faults of synth --from (synth_kv.h). */
+#include "util/infile.h"
 #include "synth/synth_kv.h"
 #include <math.h>
 #include <stdio.h>
@@ -159,7 +160,8 @@ int sy_kv_announce(const sy_kv_edits *k, const nd_ckpt *ck, const char *outdir, 
     const int mo = nd_ckpt_format(ck) == ND_CKPT_MODELOPT;
     char path[1200];
     snprintf(path, sizeof path, "%s/hf_quant_config.json", outdir);
-    FILE *probe = mo ? fopen(path, "rb") : NULL;
+    const char *kind;
+    FILE *probe = mo ? nd_fopen_regular(path, &kind) : NULL;
     const int hf = probe != NULL;
     if (probe) fclose(probe);
     if (!hf) snprintf(path, sizeof path, "%s/config.json", outdir);

@@ -65,6 +65,7 @@ struct nd_tokenizer {
     int32_t *post_pre, *post_post; int npost_pre, npost_post; /* ids the post-processor puts around $A */
     pcre2_code *bytelevel_re; /* GPT-2's regex for ByteLevel use_regex */
     pcre2_match_data *md;
+    pcre2_match_context *mc;    /* match and depth limits: a pattern from a file never runs unbounded */
     /* tokenizer.json's truncation and padding blocks, kept as the exporters save them (llmcompressor
      * tokenizes its calibration set with truncation=True and saves that tokenizer): transformers
      * turns them off for a call without truncation/padding, so they are checked, not applied: a

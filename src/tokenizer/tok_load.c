@@ -366,6 +366,13 @@ static int load_doc(nd_tokenizer *t, json_t *root, nd_err *e) {
     ND_TRY(load_added(t, json_object_get(root, "added_tokens"), e));
     ND_TRY(load_post(t, json_object_get(root, "post_processor"), "post_processor", e));
     if (!(t->md = pcre2_match_data_create(4, NULL))) return OOM();
+    /* a pattern of tokenizer.json runs under PCRE2's limits: a catastrophic one (nested
+     * quantifiers, back-references) stops with an error instead of running for minutes. The
+     * real pre-tokenizers (GPT-2, Llama 3, Qwen 2) use a few hundred steps per match. */
+    if (!(t->mc = pcre2_match_context_create(NULL))) return OOM();
+    pcre2_set_match_limit(t->mc, 1000000);
+    pcre2_set_depth_limit(t->mc, 10000);
+    pcre2_set_heap_limit(t->mc, 64 * 1024); /* KiB */
     return 0;
 }
 
@@ -397,6 +404,7 @@ void nd_tokenizer_free(nd_tokenizer *t) {
     free(t->post_post);
     pcre2_code_free(t->bytelevel_re);
     pcre2_match_data_free(t->md);
+    pcre2_match_context_free(t->mc);
     tok_strmap_free(&t->cache);
     for (uint32_t i = 0; i < t->ncache; i++) free(t->cache_ids[i]);
     free(t->cache_ids);

@@ -80,8 +80,9 @@ static int find_spans(nd_tokenizer *t, const pcre2_code *re, const char *s, size
     if (!v) return -1;
 #define PUSH(a, b, mm) do { if (k + 1 > cap) { span *nv = realloc(v, sizeof *v * (cap *= 2)); if (!nv) { free(v); return -1; } v = nv; } v[k++] = (span){a, b, mm}; } while (0)
     while (at <= len) {
-        int rc = pcre2_match(re, (PCRE2_SPTR)s, len, at, PCRE2_NO_UTF_CHECK, t->md, NULL);
-        if (rc < 0) break;   /* no match (an engine error reads the same: the rest is one gap) */
+        int rc = pcre2_match(re, (PCRE2_SPTR)s, len, at, PCRE2_NO_UTF_CHECK, t->md, t->mc);
+        if (rc == PCRE2_ERROR_NOMATCH) break;   /* the rest is one gap */
+        if (rc < 0) { free(v); return rc == PCRE2_ERROR_NOMEMORY ? -1 : -2; }   /* a limit or an engine error */
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(t->md);
         size_t ms = ov[0], me = ov[1];
         if (prev != ms) PUSH(prev, ms, 0);
@@ -152,7 +153,10 @@ static int split_piece(nd_tokenizer *t, const tok_pre *p, const tok_piece *in, t
     span *v = NULL;
     size_t n = 0;
     int rc = 0;
-    if (find_spans(t, p->re, s, len, p->invert, &v, &n)) rc = OOM();
+    const int fs = find_spans(t, p->re, s, len, p->invert, &v, &n);
+    if (fs == -2) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: the pre-tokenizer's regular expression passed PCRE2's match limit on this "
+                               "prompt (a pattern with nested repetition or back-references); refusing to guess the split", t->path);
+    else if (fs) rc = OOM();
     else {
         size_t k = apply_behavior(v, n, p->behavior);
         if (k == (size_t)-1) rc = OOM();

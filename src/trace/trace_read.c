@@ -1,6 +1,7 @@
 /* trace_read.c — the trace reader: opens a trace (also one left by a killed writer), validates the
  * schema string and the /stages field set, and loads rows, tokens and /summary. Anything foreign,
  * truncated or corrupt is an nd_err of class 2 naming the file, never a crash. */
+#include "util/infile.h"
 #include "trace_h5.h"
 
 #include <errno.h>
@@ -32,18 +33,11 @@ static int looks_like_hdf5(const char *path) {
 }
 
 static hid_t open_file(const char *path, nd_err *e) {
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        nd_fail(e, ND_EXIT_BADINPUT, "%s: not a regular file", path);
-        return -1;
-    }
-    int fd = open(path, O_RDONLY);
+    const char *kind;
+    int fd = nd_open_regular(path, &kind);
     if (fd < 0) {
-        nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open: %s", path, strerror(errno));
+        if (kind) nd_fail(e, ND_EXIT_BADINPUT, "%s: not a regular file (%s)", path, kind);
+        else nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open: %s", path, strerror(errno));
         return -1;
     }
     close(fd);

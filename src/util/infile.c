@@ -1,6 +1,8 @@
 /* infile.c — see infile.h. */
 #include "infile.h"
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <dirent.h>
@@ -8,19 +10,51 @@
 #include <string.h>
 #include <sys/stat.h>
 
-int nd_input_regular(const char *path, nd_err *e) {
+static const char *kind_of(mode_t m) {
+    return S_ISFIFO(m) ? "a FIFO" : S_ISDIR(m) ? "a folder" : S_ISCHR(m) || S_ISBLK(m) ? "a device"
+         : S_ISSOCK(m) ? "a socket" : "not a file";
+}
+
+int nd_open_regular(const char *path, const char **kind) {
+    *kind = NULL;
+    /* O_NONBLOCK: opening a FIFO (or a device) for reading never waits; fstat on the descriptor
+     * then judges the very file that was opened, not a name that may change in between */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return -1;
     struct stat st;
-    if (stat(path, &st) != 0 || S_ISREG(st.st_mode)) return 0;
-    const char *what = S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode) ? "a folder"
-                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : S_ISSOCK(st.st_mode) ? "a socket" : "not a file";
-    return nd_fail(e, ND_EXIT_BADINPUT, "%s: not a regular file (%s); refusing to read it", path, what);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        *kind = fstat(fd, &st) == 0 ? kind_of(st.st_mode) : "not a file";
+        close(fd);
+        errno = EINVAL;
+        return -2;
+    }
+    const int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return fd;
+}
+
+FILE *nd_fopen_regular(const char *path, const char **kind) {
+    int fd = nd_open_regular(path, kind);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) close(fd);
+    return f;
+}
+
+int nd_input_regular(const char *path, nd_err *e) {
+    const char *kind;
+    int fd = nd_open_regular(path, &kind);
+    if (fd >= 0) { close(fd); return 0; }
+    if (fd == -1) return 0; /* missing or unreadable: the caller's open reports it */
+    return nd_fail(e, ND_EXIT_BADINPUT, "%s: not a regular file (%s); refusing to read it", path, kind);
 }
 
 int nd_read_text(const char *path, const char *what, size_t max, int missing_ok, char **out, size_t *len, nd_err *e) {
     *out = NULL;
     if (len) *len = 0;
-    ND_TRY(nd_input_regular(path, e));
-    FILE *f = fopen(path, "rb");
+    const char *kind;
+    FILE *f = nd_fopen_regular(path, &kind);
+    if (!f && kind) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not a regular file (%s); refusing to read it", path, kind);
     if (!f) {
         if (missing_ok && errno == ENOENT) return 0;
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open %s", path, what);

@@ -5,6 +5,16 @@
 #include <stddef.h>
 #include "util/err.h"
 
+#include <stdio.h>
+
+/* Open path for reading without ever blocking on a FIFO or a device, and check on the open
+ * descriptor that it is a regular file: the descriptor, -1 when it cannot be opened (errno set),
+ * -2 when it is not a regular file (*kind says what it is: "a FIFO", "a folder", ...). */
+int nd_open_regular(const char *path, const char **kind);
+/* The same as a FILE* ("rb"); NULL with *kind set when not a regular file, NULL with *kind NULL
+ * and errno set when it cannot be opened. */
+FILE *nd_fopen_regular(const char *path, const char **kind);
+
 /* 0 when path is a regular file or does not exist (the caller's open reports that); else exit 2
  * with "PATH: not a regular file (...)". */
 int nd_input_regular(const char *path, nd_err *e);

@@ -1,4 +1,8 @@
 /* json_load.c — jansson's loaders with the huge-integer fallback of json_load.h. */
+#include "util/infile.h"
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
 #include "json_load.h"
 #include <math.h>
 #include <string.h>
@@ -28,10 +32,25 @@ static void ints_back(json_t *v) {
     }
 }
 
+/* json_load_file, but the file is opened without blocking on a FIFO and must be regular */
+static json_t *load_regular(const char *path, size_t flags, json_error_t *err) {
+    const char *kind;
+    FILE *f = nd_fopen_regular(path, &kind);
+    if (!f) {
+        memset(err, 0, sizeof *err);
+        snprintf(err->text, sizeof err->text, "%s", kind ? "not a regular file; refusing to read it" : strerror(errno));
+        snprintf(err->source, sizeof err->source, "%s", path);
+        return NULL;
+    }
+    json_t *root = json_loadf(f, flags, err);
+    fclose(f);
+    return root;
+}
+
 json_t *nd_json_load_file(const char *path, size_t flags, json_error_t *err) {
-    json_t *root = json_load_file(path, flags, err);
+    json_t *root = load_regular(path, flags, err);
     if (root || !too_big(err)) return root;
-    if ((root = json_load_file(path, flags | JSON_DECODE_INT_AS_REAL, err))) ints_back(root);
+    if ((root = load_regular(path, flags | JSON_DECODE_INT_AS_REAL, err))) ints_back(root);
     return root;
 }
 

@@ -49,12 +49,17 @@ static void remove_tree(const char *path) {
     }
 }
 
-static void on_signal(int sig) {
+void nd_tmpclean_now(void) {
     for (int i = 0; i < ND_TMPCLEAN_SLOTS; i++)
         if (live[i]) {
             if (is_dir[i]) remove_tree(paths[i]);
             else unlink(paths[i]);
+            live[i] = 0;
         }
+}
+
+static void on_signal(int sig) {
+    nd_tmpclean_now();
     signal(sig, SIG_DFL);
     raise(sig);
 }

@@ -19,6 +19,8 @@ int nd_tmpclean_add(const char *path);
 /* The same for a temporary folder (synth's staging folder): the handler removes it and what it
  * holds, three levels down, links removed and never followed. */
 int nd_tmpclean_add_dir(const char *path);
+/* Remove every registered temporary now (async-signal-safe; other fatal handlers call it). */
+void nd_tmpclean_now(void);
 /* The temporary was renamed or removed by its writer: forget it. slot < 0 is ignored. */
 void nd_tmpclean_drop(int slot);
 

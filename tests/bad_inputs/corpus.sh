@@ -140,5 +140,34 @@ run "unquantized checkpoint" 0 "holds no quantized stage" -- trace "$root/golden
 run "control characters in a name" 2 'no\\x1b\[31m' -- trace "$root/golden/clean-v4" --recipe "$(printf 'no\033[31mred')" "${T[@]}"
 grep -q "$(printf '\033')" "$tmp/out" && { echo "FAIL: raw ESC on the terminal"; fail=$((fail + 1)); } || pass=$((pass + 1))
 
+# 9. bounded work for what a file says (issue 37 item 3)
+# a safetensors header of one long list: refused before parsing, memory proportional to the header
+mkdir -p "$tmp/bigh"; cp "$root/golden/clean-v4/config.json" "$tmp/bigh/"
+perl -e 'my $h = "{\"a\":{\"dtype\":\"F32\",\"shape\":[" . ("0," x 4500000) . "0],\"data_offsets\":[0,0]}}"; print pack("Q<", length $h), $h' >"$tmp/bigh/model.safetensors"
+run "header of 4.5M values" 2 "model.safetensors: header holds about 4500... JSON values, more than the 4000000" -- inspect "$tmp/bigh"
+# a module-name regex with a back-reference in a compressed-tensors config
+mkdir -p "$tmp/backref"; ln -s "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/backref/"
+sed 's/"ignore": \[/"ignore": ["re:(a*)*\\\\1b", /' "$root/golden/conformance/llama/nvfp4/config.json" >"$tmp/backref/config.json"
+run "regex with a back-reference" 2 "config.json: .*uses a back-reference" -- inspect "$tmp/backref"
+# a pre-tokenizer regex with catastrophic backtracking on the prompt: PCRE2's limits stop it
+mkdir -p "$tmp/tokre"; ln -s "$root/golden/clean-v4/model.safetensors" "$tmp/tokre/"; cp "$root/golden/clean-v4/config.json" "$tmp/tokre/"
+cat >"$tmp/tokre/tokenizer.json" <<'TOK'
+{"version": "1.0", "truncation": null, "padding": null, "added_tokens": [], "normalizer": null,
+ "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(a|aa)+$"}, "behavior": "Isolated", "invert": false},
+ "post_processor": null, "decoder": null,
+ "model": {"type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null, "end_of_word_suffix": null,
+           "fuse_unk": false, "byte_fallback": false, "ignore_merges": false, "vocab": {"a": 0, "b": 1}, "merges": []}}
+TOK
+run "catastrophic pre-tokenizer regex" 2 "tokenizer.json: the pre-tokenizer's regular expression passed PCRE2's match limit" -- trace "$tmp/tokre" --prompt "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab" "${T[@]}"
+# a checkpoint text file linked out of the folder (a private file would land in a bundle)
+mkdir -p "$tmp/linkout"; ln -s "$root/golden/clean-v4/model.safetensors" "$tmp/linkout/"; ln -s "$root/golden/clean-v4/config.json" "$tmp/linkout/"
+run "config.json linked out of the checkpoint" 2 "linkout/config.json: a symbolic link out of the checkpoint folder" -- trace "$tmp/linkout" "${T[@]}"
+# an output that is the run's own input
+cp "$tmp/golden.h5" "$tmp/in.h5"
+run "report over its own trace" 2 "in.h5: is also an input of this run" -- report "$tmp/in.h5" --html "$tmp/in.h5" --force
+# a message about a path longer than a message holds (1600 bytes) keeps its reason (cut in the middle)
+long="$tmp/$(printf 'd%.0s' $(seq 1 200))"; mkdir -p "$long"; for c in e f h i j k; do long="$long/$(printf "$c%.0s" $(seq 1 200))"; done; long="$long/$(printf 'g%.0s' $(seq 1 200))/x.html"
+run "long output path: the reason survives" 2 "ggg/x.html: the folder to write the report in does not exist" -- report "$tmp/golden.h5" --html "$long"
+
 echo "bad-input corpus: $pass passed, $fail failed"
 [ $fail -eq 0 ]
