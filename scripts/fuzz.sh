@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 secs="${1:-60}"
 shift || true
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(safetensors ckpt recipe stack tolerances trace tokens pipeline bundle index)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(safetensors ckpt recipe stack tolerances trace tokens pipeline bundle index tokenizer bundle_recipe)
 CC="${CC:-clang}"
 command -v "$CC" >/dev/null || { echo "fuzz.sh: $CC not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
 
@@ -29,8 +29,8 @@ ninja -C "$B" libnd_core.a >/dev/null
 mkdir -p "$B/fuzz"
 # shellcheck disable=SC2046
 flags=(-Wall -Wextra -g -O1 -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -fsanitize=fuzzer,address,undefined
-       -fno-sanitize-recover=undefined -I"$B" -I. -Isrc -Ikernels -Iprobes -Itests $(pkg-config --cflags hdf5 jansson yaml-0.1))
-libs=("$B/libnd_core.a" $(pkg-config --libs hdf5 jansson yaml-0.1) -lm -lpthread)
+       -fno-sanitize-recover=undefined -I"$B" -I. -Isrc -Ikernels -Iprobes -Itests $(pkg-config --cflags hdf5 jansson yaml-0.1 libpcre2-8))
+libs=("$B/libnd_core.a" $(pkg-config --libs hdf5 jansson yaml-0.1 libpcre2-8) -lm -lpthread)
 for h in "${harnesses[@]}"; do
   extra=()
   [ "$h" = tokens ] && extra=(src/cli/tokens.c)

@@ -104,10 +104,18 @@ int nd_bundle_recipe_text(const nd_bundle *b, char **out, nd_err *e) {
     int rc = 0;
     char name[160];
     snprintf(name, sizeof name, "%s-replay", b->recipe[0] ? b->recipe : "bundle");
+    /* the first node added is the document's root */
     const int root = yaml_document_add_mapping(&d, NULL, YAML_BLOCK_MAPPING_STYLE);
+    /* libyaml takes only UTF-8 scalars: a name that is not is the bundle's fault, not ours */
+    const int name_node = STR(&d, name);
+    if (!name_node) {
+        yaml_document_delete(&d);
+        yaml_document_delete(&stage);
+        return nd_fail(e, ND_EXIT_BADINPUT, "bundle: the recipe name is not valid UTF-8");
+    }
     const int match = yaml_document_add_sequence(&d, NULL, YAML_FLOW_SEQUENCE_STYLE);
     const int th = yaml_document_add_mapping(&d, NULL, YAML_FLOW_MAPPING_STYLE);
-    int ok = root && match && th && pair(&d, root, KEY(&d, "recipe"), STR(&d, name)) &&
+    int ok = root && match && th && pair(&d, root, KEY(&d, "recipe"), name_node) &&
              yaml_document_append_sequence_item(&d, match, KEY(&d, "nvfp4dbg-replay")) && pair(&d, root, KEY(&d, "match"), match) &&
              pair(&d, th, KEY(&d, "floor_margin_db"), num(&d, b->th_floor_margin_db)) &&
              pair(&d, th, KEY(&d, "min_cosine"), num(&d, b->th_min_cosine)) &&
