@@ -51,6 +51,14 @@ static void cells(const nd_cmp_item *it, char g[160], char r[160], char d[32], c
     }
 }
 
+/* What the gate compared, in numbers (issue 37): a pass over nothing must be visible as such. */
+static void print_compared(const nd_cmp_result *res, const char *tolpath) {
+    printf("compared: %lld golden rows of %lld stages, %lld rows in both traces figure by figure (%lld figures); "
+           "tolerances: ", (long long)res->nstages, (long long)res->nnames, (long long)res->nmatched, (long long)res->nfigures);
+    if (tolpath) printf("%d of the %d rules of %s applied, defaults elsewhere\n", res->nrules_used, res->nrules, tolpath);
+    else printf("the defaults (recipes/tolerances.yaml)\n");
+}
+
 static void print_closing(const nd_cmp_result *res) {
     if (res->nregressions == 0) {
         printf("compare: 0 regressions in %lld stages", (long long)res->nstages);
@@ -65,7 +73,7 @@ static void print_closing(const nd_cmp_result *res) {
     printf("\n");
 }
 
-static void print_table(const nd_cmp_result *res) {
+static void print_table(const nd_cmp_result *res, const char *tolpath) {
     if (res->nitems) {
         int w = 5;
         for (int i = 0; i < res->nitems; i++) {
@@ -86,6 +94,7 @@ static void print_table(const nd_cmp_result *res) {
                    nd_term_safe(r, rs, sizeof rs), d, t);
         }
     }
+    print_compared(res, tolpath);
     print_closing(res);
 }
 
@@ -115,12 +124,17 @@ static const nd_jfield ITEM_NUMBERS[] = {IT("golden", golden, SPELLED), IT("run"
                                          IT("tolerance", tol, SPELLED)};
 #undef IT
 
-static int print_json(const nd_cmp_result *res, const char *run, const char *golden) {
+static int print_json(const nd_cmp_result *res, const char *run, const char *golden, const char *tolpath) {
     json_t *doc = json_object(), *items = json_array();
     json_object_set_new(doc, "run", json_string(run));
     json_object_set_new(doc, "golden", json_string(golden));
     json_object_set_new(doc, "result", json_string(res->nregressions ? "regression" : "clean"));
     nd_json_put_fields(doc, res, RESULT_FIELDS, ND_JF_COUNT(RESULT_FIELDS));
+    json_object_set_new(doc, "compared", json_pack("{s:I, s:I, s:I, s:I, s:o, s:i, s:i}", "golden_rows", (json_int_t)res->nstages,
+                                                   "stage_names", (json_int_t)res->nnames, "rows_in_both", (json_int_t)res->nmatched,
+                                                   "figures", (json_int_t)res->nfigures, "tolerances",
+                                                   tolpath ? json_string(tolpath) : json_null(), "rules", res->nrules,
+                                                   "rules_applied", res->nrules_used));
     for (int i = 0; i < res->nitems; i++) {
         const nd_cmp_item *it = &res->items[i];
         json_t *o = json_object();
@@ -206,8 +220,8 @@ int nd_cmd_compare(int argc, char **argv) {
         (rc = nd_trace_compare(run, golden, &tol, &res, &e))) {
         rc = nd_cli_error(&e);
     } else {
-        if (json) rc = print_json(&res, pos[0], pos[1]);
-        else print_table(&res);
+        if (json) rc = print_json(&res, pos[0], pos[1], tolpath);
+        else print_table(&res, tolpath);
         fflush(stdout);
         if (!rc) rc = res.nregressions ? ND_EXIT_FINDING : ND_EXIT_OK;
     }

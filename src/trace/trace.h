@@ -150,6 +150,8 @@ void nd_tolerances_free(nd_tolerances *t);
 /* Effective tolerance: default, then matching op rules, then matching stage patterns, each in
  * file order, a later rule overriding only the keys it names. */
 nd_tol nd_tolerance_for(const nd_tolerances *t, const char *stage, const char *op, int fig);
+/* The same, setting used[i] for every rule i that applied (used: nrules entries, or NULL). */
+nd_tol nd_tolerance_for_ex(const nd_tolerances *t, const char *stage, const char *op, int fig, unsigned char *used);
 
 /* Two traces are comparable (compare, report --against) only when made from the same tokens and
  * recipe, both hold stage rows, and their rows cover the same number of layers: otherwise every
@@ -178,6 +180,10 @@ typedef struct nd_cmp_item {
 } nd_cmp_item;
 typedef struct nd_cmp_result {
     int64_t nstages;                       /* golden rows compared */
+    int64_t nmatched;                      /* rows present in both traces, compared figure by figure */
+    int64_t nfigures;                      /* figure comparisons made (nmatched x figures) */
+    int64_t nnames;                        /* distinct stage names among the golden rows */
+    int nrules, nrules_used;               /* tolerance rules given, and those that matched a compared figure */
     int nitems, nregressions, nmissing, nextra;
     nd_cmp_item *items;                    /* sorted: regressions worst first, then the rest */
     int first;                             /* index in items of the earliest regression, -1 none */

@@ -112,10 +112,10 @@ static int compare_fields(list *l, const nd_row *g, const nd_row *r, int64_t ord
     return 0;
 }
 
-static int compare_figures(list *l, const nd_row *g, const nd_row *r, const nd_tolerances *tol, int64_t order) {
+static int compare_figures(list *l, const nd_row *g, const nd_row *r, const nd_tolerances *tol, int64_t order, unsigned char *used) {
     for (int f = 0; f < ND_NFIG; f++) {
         double gv = nd_figure_value(g, f), rv = nd_figure_value(r, f), allowed;
-        nd_tol t = nd_tolerance_for(tol, g->name, g->op, f);
+        nd_tol t = nd_tolerance_for_ex(tol, g->name, g->op, f, used);
         if (within(gv, rv, t, &allowed)) continue;
         nd_cmp_item *it = item(l, ND_CMP_FIGURE, 1, g, nd_figure_name(f), order);
         if (!it) return -1;
@@ -195,8 +195,9 @@ int nd_trace_compare(const nd_trace *run, const nd_trace *golden, const nd_toler
     out->first = -1;
     list l = {0};
     int64_t *gi = sorted_index(golden), *ri = sorted_index(run);
+    unsigned char *used = calloc((size_t)(tol->nrules > 0 ? tol->nrules : 1), 1);
     int rc = 0;
-    if (!gi || !ri) { rc = nd_fail(e, ND_EXIT_INTERNAL, "compare: out of memory"); goto done; }
+    if (!gi || !ri || !used) { rc = nd_fail(e, ND_EXIT_INTERNAL, "compare: out of memory"); goto done; }
     int64_t a = 0, b = 0;
     while (a < golden->nrows || b < run->nrows) {
         const nd_row *g = a < golden->nrows ? &golden->rows[gi[a]] : NULL;
@@ -218,7 +219,9 @@ int nd_trace_compare(const nd_trace *run, const nd_trace *golden, const nd_toler
             b++;
         } else {
             bad = compare_counts(&l, g, r, gi[a]) || compare_fields(&l, g, r, gi[a]) ||
-                  compare_figures(&l, g, r, tol, gi[a]);
+                  compare_figures(&l, g, r, tol, gi[a], used);
+            out->nmatched++;
+            out->nfigures += ND_NFIG;
             a++;
             b++;
         }
@@ -229,6 +232,10 @@ int nd_trace_compare(const nd_trace *run, const nd_trace *golden, const nd_toler
     out->items = l.v;
     out->nitems = l.n;
     out->nstages = golden->nrows;
+    for (int64_t i = 0; i < golden->nrows; i++) /* gi sorts by (name, mode): a new name starts a stage */
+        out->nnames += i == 0 || strcmp(golden->rows[gi[i]].name, golden->rows[gi[i - 1]].name) != 0;
+    out->nrules = tol->nrules;
+    for (int i = 0; i < tol->nrules; i++) out->nrules_used += used[i];
     for (int i = 0; i < l.n; i++) {
         out->nregressions += l.v[i].regression;
         out->nmissing += l.v[i].kind == ND_CMP_MISSING;
@@ -237,6 +244,7 @@ int nd_trace_compare(const nd_trace *run, const nd_trace *golden, const nd_toler
     }
     l.v = NULL;
 done:
+    free(used);
     free(l.v);
     free(gi);
     free(ri);

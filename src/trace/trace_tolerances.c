@@ -55,15 +55,22 @@ static void apply(nd_tol *out, const nd_tol_rule *r, int fig) {
     if (r->has_rel[fig]) out->rel = r->tol[fig].rel;
 }
 
-nd_tol nd_tolerance_for(const nd_tolerances *t, const char *stage, const char *op, int fig) {
+nd_tol nd_tolerance_for_ex(const nd_tolerances *t, const char *stage, const char *op, int fig, unsigned char *used) {
     nd_tol out = t->def[fig];
     for (int pass = 1; pass >= 0; pass--) /* op rules first, then stage patterns */
         for (int i = 0; i < t->nrules; i++) {
             const nd_tol_rule *r = &t->rules[i];
             if (r->is_op != pass) continue;
-            if (pass ? !strcmp(r->key, op) : fnmatch(r->key, stage, 0) == 0) apply(&out, r, fig);
+            if (pass ? !strcmp(r->key, op) : fnmatch(r->key, stage, 0) == 0) {
+                apply(&out, r, fig);
+                if (used) used[i] = 1;
+            }
         }
     return out;
+}
+
+nd_tol nd_tolerance_for(const nd_tolerances *t, const char *stage, const char *op, int fig) {
+    return nd_tolerance_for_ex(t, stage, op, fig, NULL);
 }
 
 /* ---- YAML (src/recipe/yaml_doc.h: the typed reader of every YAML file) ---- */

@@ -58,6 +58,9 @@ int main(void) {
     /* a trace against itself, and an identical second run: clean */
     CHECK_EQ_INT(fx_compare(golden, golden, NULL), 0);
     CHECK(strstr(fx_out, "compare: 0 regressions in 12 stages\n") != NULL, "closing line: %s", fx_out);
+    /* what the gate compared, in numbers (issue 37): 12 rows of 12 names, 13 figures a row */
+    CHECK(strstr(fx_out, "compared: 12 golden rows of 12 stages, 12 rows in both traces figure by figure (") != NULL &&
+          strstr(fx_out, "tolerances: the defaults") != NULL, "compared line: %s", fx_out);
     const char *same = run_with("same.h5", NULL, &s);
     CHECK_EQ_INT(fx_compare(same, golden, NULL), 0);
     /* row order is not identity: matching is by (name, mode) */
@@ -161,6 +164,13 @@ int main(void) {
     const char *t_rms = fx_path("rms.yaml");
     write_file(t_rms, "op:\n  rmsnorm:\n    cosine: {abs: 2.0e-4}\n");
     CHECK_EQ_INT(fx_compare(cos_out_p, golden, "--tolerances", t_rms, NULL), 1);
+    const char *t_none = fx_path("none.yaml");
+    write_file(t_none, "op:\n  no_such_op:\n    cosine: {abs: 1.0}\n");
+    CHECK_EQ_INT(fx_compare(cos_out_p, golden, "--tolerances", t_none, NULL), 1);
+    CHECK(strstr(fx_out, "tolerances: 0 of the 1 rules of ") != NULL, "a rule for an op no row has applies nowhere: %s", fx_out);
+    t_op = fx_path("op.yaml"); /* fx_path's buffer is shared */
+    CHECK_EQ_INT(fx_compare(cos_out_p, golden, "--tolerances", t_op, NULL), 0);
+    CHECK(strstr(fx_out, "tolerances: 1 of the 1 rules of ") != NULL, "the linear rule applied: %s", fx_out);
     const char *t_glob = fx_path("glob.yaml");
     write_file(t_glob, "op:\n  linear:\n    cosine: {abs: 2.0e-4}\nstages:\n  - match: \"layers.1.*.s7\"\n    cosine: {abs: 1.0e-5}\n");
     CHECK_EQ_INT(fx_compare(cos_out_p, golden, "--tolerances", t_glob, NULL), 1);
