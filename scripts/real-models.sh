@@ -15,7 +15,15 @@ PYTHON="${ND_REAL_PYTHON:-python3}"
 REQ=tools/real_models/requirements.txt
 CON=tools/real_models/constraints.txt
 export ND_REAL_CACHE="$ROOT" HF_HUB_OFFLINE=1 USE_HUB_KERNELS=0 TOKENIZERS_PARALLELISM=false
+# the venv is the cache: pip's own cache would hold a second copy of torch's ~4 GB of wheels
+export PIP_NO_CACHE_DIR=1
 mkdir -p "$ROOT"
+# a fresh build needs ~10 GB (venv 6.1 GB, GGUF and downloads 1.1 GB, models 3.3 GB): say so early
+avail_kb=$(df -Pk "$ROOT" | awk 'NR == 2 { print $4 }')
+if [ -n "$avail_kb" ] && [ ! -x "$VENV/bin/python" ] && [ "$avail_kb" -lt 10485760 ]; then
+    echo "[real-models] only $((avail_kb / 1024)) MiB free under $ROOT; a fresh build needs about 10 GiB" >&2
+    exit 1
+fi
 
 if [ ! -x "$VENV/bin/python" ]; then
     echo "[real-models] creating venv $VENV"
