@@ -22,7 +22,7 @@ check() { # what out rc errfile
   local what="$1" out="$2" rc="$3" err="$4"
   if [ "$rc" -ne 2 ]; then echo "FAIL $what: exit $rc (want 2): $(cat "$err")"; fail=1; fi
   if ! grep -q "$out: " "$err"; then echo "FAIL $what: message does not name $out: $(cat "$err")"; fail=1; fi
-  if ls "$out".partial.* >/dev/null 2>&1; then echo "FAIL $what: stray temporary file"; fail=1; fi
+  if ls "$(dirname "$out")/.$(basename "$out")".*.tmp >/dev/null 2>&1; then echo "FAIL $what: stray temporary file"; fail=1; fi
   if [ -f "$out" ]; then
     "$N" compare "$out" "$W/full.h5" >/dev/null 2>"$W/cmp.err"
     local crc=$?
