@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
+#include "util/term.h"
 #include "cli.h"
 #include "ckpt/ckpt.h"
 #include "ckpt/findings.h"
@@ -179,12 +180,14 @@ static void print_stack_list(const stack_set *ss, nd_break_kind kind, int judged
 static void print_table(const nd_ckpt *c, const nd_module *mods, const nd_scale_stats *st, size_t n, const nd_findings *f,
                         const stack_set *ss) {
     const nd_model_cfg *cfg = nd_ckpt_config(c);
-    printf("checkpoint  %s\n", nd_ckpt_dir(c));
+    /* every string that came from the checkpoint's files is made safe for the terminal (issue 37) */
+    char b1[4200], b2[1024], b3[1024];
+    printf("checkpoint  %s\n", nd_term_safe(nd_ckpt_dir(c), b1, sizeof b1));
     printf("format      %s", nd_ckpt_format_str(c));
     const char *s = nd_cfg_string(cfg, "quantization_config.format");
-    if (s) printf(" (%s)", s);
-    printf("\nmodel       %s%s%s%s, %lld layers, hidden %lld, vocab %lld\n", cfg->model_type,
-           cfg->architecture[0] ? " (" : "", cfg->architecture, cfg->architecture[0] ? ")" : "",
+    if (s) printf(" (%s)", nd_term_safe(s, b2, sizeof b2));
+    printf("\nmodel       %s%s%s%s, %lld layers, hidden %lld, vocab %lld\n", nd_term_safe(cfg->model_type, b2, sizeof b2),
+           cfg->architecture[0] ? " (" : "", nd_term_safe(cfg->architecture, b3, sizeof b3), cfg->architecture[0] ? ")" : "",
            (long long)cfg->num_hidden_layers, (long long)cfg->hidden_size, (long long)cfg->vocab_size);
     size_t un = nd_ckpt_unaccounted(c);
     printf("tensors     %zu, modules %zu, %zu tensor%s no loader of the format reads (inspect --json: audit)\n\n",
@@ -208,7 +211,7 @@ static void print_table(const nd_ckpt *c, const nd_module *mods, const nd_scale_
                 snprintf(at, sizeof at, "%.3f", (double)st[i].at_max / (double)st[i].count);
         }
         const char *cv = m->conv == ND_CONV_CT ? "ct" : m->conv == ND_CONV_MODELOPT ? "modelopt" : m->conv == ND_CONV_DEEPSEEK ? "deepseek" : "-";
-        printf("%-48s %-6s %-8s %-13s %-11s %-11s %-9s %-9s %6s %5s %7s\n", m->path, wfmt_str(m), cv, shape, wg, ig,
+        printf("%-48s %-6s %-8s %-13s %-11s %-11s %-9s %-9s %6s %5s %7s\n", nd_term_safe(m->path, b1, sizeof b1), wfmt_str(m), cv, shape, wg, ig,
                mn, mx, z, na, at);
     }
     printf("\nw_global: weight dequant divisor (2688/amax(W) when healthy); in_global: activation quantizer\n"
@@ -220,9 +223,11 @@ static void print_table(const nd_ckpt *c, const nd_module *mods, const nd_scale_
     print_stack_list(ss, ND_BREAKS_NONE, 1);
     printf("; an error when it breaks a stack judged)\n");
     for (size_t i = 0; i < f->n; i++) {
-        printf("  %-7s %-20s %s: %s\n", nd_severity_str(f->v[i].sev), f->v[i].code, f->v[i].module, f->v[i].msg);
+        char msg[4 * sizeof f->v[i].msg];
+        printf("  %-7s %-20s %s: %s\n", nd_severity_str(f->v[i].sev), f->v[i].code, nd_term_safe(f->v[i].module, b1, sizeof b1),
+               nd_term_safe(f->v[i].msg, msg, sizeof msg));
         if (f->v[i].tensor[0] && (f->v[i].row >= 0 || f->v[i].col >= 0))
-            printf("          at: %s%s%lld%s%lld\n", f->v[i].tensor, f->v[i].row >= 0 ? " block row " : "", f->v[i].row >= 0 ? (long long)f->v[i].row : 0LL,
+            printf("          at: %s%s%lld%s%lld\n", nd_term_safe(f->v[i].tensor, b2, sizeof b2), f->v[i].row >= 0 ? " block row " : "", f->v[i].row >= 0 ? (long long)f->v[i].row : 0LL,
                    f->v[i].col >= 0 ? " block col " : "", f->v[i].col >= 0 ? (long long)f->v[i].col : 0LL);
         printf("          breaks_stacks: [");
         print_stack_list(ss, f->v[i].kind, 0);

@@ -169,5 +169,14 @@ run "report over its own trace" 2 "in.h5: is also an input of this run" -- repor
 long="$tmp/$(printf 'd%.0s' $(seq 1 200))"; mkdir -p "$long"; for c in e f h i j k; do long="$long/$(printf "$c%.0s" $(seq 1 200))"; done; long="$long/$(printf 'g%.0s' $(seq 1 200))/x.html"
 run "long output path: the reason survives" 2 "ggg/x.html: the folder to write the report in does not exist" -- report "$tmp/golden.h5" --html "$long"
 
+# a tensor name with a terminal escape: inspect's module table shows it escaped, never raw
+mkdir -p "$tmp/escname"; cp "$root/golden/clean-v4/config.json" "$tmp/escname/"
+perl -e 'local $/; my $b = <STDIN>; my $n = unpack("Q<", substr($b, 0, 8)); my $h = substr($b, 8, $n);
+  $h =~ s/"lm_head\.weight"/"lm_head\\u001b[31m.weight"/ or die "no lm_head";
+  $h =~ s/ +$//; $h .= " " x ((8 - length($h) % 8) % 8); print pack("Q<", length $h), $h, substr($b, 8 + $n)' \
+  <"$root/golden/clean-v4/model.safetensors" >"$tmp/escname/model.safetensors"
+run "inspect: an escape in a tensor name" 0 'lm_head\\x1b\[31m' -- inspect "$tmp/escname"
+grep -q "$(printf '\033')" "$tmp/out" && { echo "FAIL: raw ESC from inspect"; fail=$((fail + 1)); } || pass=$((pass + 1))
+
 echo "bad-input corpus: $pass passed, $fail failed"
 [ $fail -eq 0 ]
