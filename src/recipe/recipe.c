@@ -93,7 +93,15 @@ static int parse_stages(yctx *y, yaml_node_t *n, nd_stage_def **out, int *count)
     if (n->type != YAML_SEQUENCE_NODE) return bad(y, n, "a stage section must be a list");
     /* YAML allows a repeated key; a second section would leak the first and hide its stages */
     if (*out) return bad(y, n, "stage section given twice");
-    int cap = (int)(n->data.sequence.items.top - n->data.sequence.items.start);
+    const long len = (long)(n->data.sequence.items.top - n->data.sequence.items.start);
+    /* a real section holds tens of stages; each definition is a few KB, so a list grown by
+     * aliases or by hand must not decide how much memory the tool takes */
+    if (len > ND_RECIPE_MAX_STAGES) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "a stage section of %ld stages (at most %d)", len, ND_RECIPE_MAX_STAGES);
+        return bad(y, n, msg);
+    }
+    int cap = (int)len;
     *out = calloc(cap ? (size_t)cap : 1, sizeof **out);
     if (!*out) return nd_fail(y->e, ND_EXIT_INTERNAL, "%s: out of memory", y->path);
     *count = 0;

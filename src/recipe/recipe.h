@@ -17,6 +17,7 @@
 #include "util/err.h"
 
 #define ND_RECIPE_MAX_IO 6
+#define ND_RECIPE_MAX_STAGES 1024   /* per section; the largest shipped recipe has fewer than 100 */
 #define ND_RECIPE_MAX_ATTRS 24
 #define ND_RECIPE_MAX_MATCH 8
 #define ND_RECIPE_MAX_RENAME 96

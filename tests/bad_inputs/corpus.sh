@@ -169,6 +169,9 @@ run "report over its own trace" 2 "in.h5: is also an input of this run" -- repor
 long="$tmp/$(printf 'd%.0s' $(seq 1 200))"; mkdir -p "$long"; for c in e f h i j k; do long="$long/$(printf "$c%.0s" $(seq 1 200))"; done; long="$long/$(printf 'g%.0s' $(seq 1 200))/x.html"
 run "long output path: the reason survives" 2 "ggg/x.html: the folder to write the report in does not exist" -- report "$tmp/golden.h5" --html "$long"
 
+# a recipe whose layer section is 2000 stages long (aliases make that a few lines): refused by count
+{ echo "recipe: big"; echo "match: [nothing]"; echo "layer:"; for i in $(seq 1 2000); do echo "  - {stage: s$i, op: identity, in: x, out: x}"; done; } >"$tmp/big-recipe.yaml"
+run "recipe of 2000 stages" 2 "big-recipe.yaml:4: a stage section of 2000 stages (at most 1024)" -- trace "$root/golden/clean-v4" --recipe "$tmp/big-recipe.yaml" "${T[@]}"
 # a tensor name with a terminal escape: inspect's module table shows it escaped, never raw
 mkdir -p "$tmp/escname"; cp "$root/golden/clean-v4/config.json" "$tmp/escname/"
 perl -e 'local $/; my $b = <STDIN>; my $n = unpack("Q<", substr($b, 0, 8)); my $h = substr($b, 8, $n);
