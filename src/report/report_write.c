@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "report.h"
+#include "util/infile.h"
 #include "util/outfile.h"
 
 int nd_report_write(const char *out_path, const nd_trace *t, const nd_report_routing *rt, const char *source_name,
@@ -28,11 +29,7 @@ int nd_report_write(const char *out_path, const nd_trace *t, const nd_report_rou
 }
 
 int nd_report_is_ours(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
     char head[512];
-    const size_t n = fread(head, 1, sizeof head - 1, f);
-    fclose(f);
-    head[n] = 0;
+    nd_read_head(path, head, sizeof head);
     return !strncmp(head, "<!DOCTYPE html>", 15) && strstr(head, "<meta name=\"generator\" content=\"" ND_REPORT_GENERATOR "\">") != NULL;
 }

@@ -26,6 +26,7 @@
  *                         config, names and precision of a module: --from only (synth_static.h) */
 #include <errno.h>
 #include <unistd.h>
+#include "util/infile.h"
 #include "util/outfile.h"
 #include <math.h>
 #include <stdio.h>
@@ -281,12 +282,8 @@ int sy_faults_write(const sy_faults *fs, const char *path, nd_err *e) {
 }
 
 int sy_faults_is_ours(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
     char head[4096];
-    const size_t n = fread(head, 1, sizeof head - 1, f);
-    fclose(f);
-    head[n] = 0;
+    nd_read_head(path, head, sizeof head);
     const char *p = head;
     while (*p == ' ' || *p == '\n') p++;
     return *p == '[' && (strstr(p, "\"fault\":") || !strncmp(p, "[]", 2));

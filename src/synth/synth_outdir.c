@@ -114,6 +114,24 @@ static int remove_listed(const char *dir, int depth, nd_err *e) {
     return rc;
 }
 
+/* The existing folder dir may receive synth's output: *empty when it holds nothing; else only
+ * with force and when everything in it is listed in its manifest (nothing removed here). */
+static int replaceable(const char *dir, int force, int *empty, nd_err *e) {
+    struct stat st;
+    char left[512], man[SY_PATH];
+    ND_TRY(first_entry(dir, left, sizeof left, e));
+    snprintf(man, sizeof man, "%s/%s", dir, SY_OUTDIR_MANIFEST);
+    const int has_manifest = lstat(man, &st) == 0;
+    *empty = !left[0] && !has_manifest;
+    if (*empty) return 0;
+    if (!force)
+        return nd_fail(e, ND_EXIT_BADINPUT,
+                       "%s: exists and is not empty (it holds '%s'); synth writes only into a new or empty folder "
+                       "(--force replaces an earlier synth output, removing only what synth wrote)",
+                       dir, left[0] ? left : SY_OUTDIR_MANIFEST);
+    return check_listed(dir, 0, e);
+}
+
 static int mkdir_parents(const char *dir, nd_err *e) {
     char tmp[SY_PATH];
     size_t n = strlen(dir);
@@ -139,17 +157,9 @@ int sy_outdir_prepare(const char *dir, int force, nd_err *e) {
         return 0;
     }
     if (!S_ISDIR(st.st_mode)) return nd_fail(e, ND_EXIT_BADINPUT, "%s: exists and is not a directory", dir);
-    char left[512], man[SY_PATH];
-    ND_TRY(first_entry(dir, left, sizeof left, e));
-    snprintf(man, sizeof man, "%s/%s", dir, SY_OUTDIR_MANIFEST);
-    const int has_manifest = lstat(man, &st) == 0;
-    if (!left[0] && !has_manifest) return 0;
-    if (!force)
-        return nd_fail(e, ND_EXIT_BADINPUT,
-                       "%s: exists and is not empty (it holds '%s'); synth writes only into a new or empty folder "
-                       "(--force replaces an earlier synth output, removing only what synth wrote)",
-                       dir, left[0] ? left : SY_OUTDIR_MANIFEST);
-    ND_TRY(check_listed(dir, 0, e));
+    int empty = 0;
+    ND_TRY(replaceable(dir, force, &empty, e));
+    if (empty) return 0;
     return remove_listed(dir, 0, e);
 }
 
@@ -214,17 +224,8 @@ int sy_outdir_check(const char *dir, int force, const char *input, nd_err *e) {
                                 "writes a new checkpoint elsewhere", dir, input);
     }
     if (lstat(dir, &st) != 0) return 0;
-    char left[512], man[SY_PATH];
-    ND_TRY(first_entry(dir, left, sizeof left, e));
-    snprintf(man, sizeof man, "%s/%s", dir, SY_OUTDIR_MANIFEST);
-    const int has_manifest = lstat(man, &st) == 0;
-    if (!left[0] && !has_manifest) return 0;
-    if (!force)
-        return nd_fail(e, ND_EXIT_BADINPUT,
-                       "%s: exists and is not empty (it holds '%s'); synth writes only into a new or empty folder "
-                       "(--force replaces an earlier synth output, removing only what synth wrote)",
-                       dir, left[0] ? left : SY_OUTDIR_MANIFEST);
-    return check_listed(dir, 0, e);
+    int empty = 0;
+    return replaceable(dir, force, &empty, e);
 }
 
 int sy_stage_begin(const char *dir, char *stage, size_t cap, int *slot, nd_err *e) {

@@ -41,6 +41,17 @@ FILE *nd_fopen_regular(const char *path, const char **kind) {
     return f;
 }
 
+size_t nd_read_head(const char *path, char *buf, size_t cap) {
+    const char *kind;
+    buf[0] = 0;
+    FILE *f = nd_fopen_regular(path, &kind);
+    if (!f) return 0;
+    const size_t n = fread(buf, 1, cap - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return n;
+}
+
 int nd_input_regular(const char *path, nd_err *e) {
     const char *kind;
     int fd = nd_open_regular(path, &kind);

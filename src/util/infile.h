@@ -15,6 +15,11 @@ int nd_open_regular(const char *path, const char **kind);
  * and errno set when it cannot be opened. */
 FILE *nd_fopen_regular(const char *path, const char **kind);
 
+/* The first cap - 1 bytes of the regular file at path, NUL-terminated (a NUL inside ends the text
+ * early); 0 bytes when it cannot be read. Returns the bytes read. For "is this our own file?"
+ * checks before replacing an output. */
+size_t nd_read_head(const char *path, char *buf, size_t cap);
+
 /* 0 when path is a regular file or does not exist (the caller's open reports that); else exit 2
  * with "PATH: not a regular file (...)". */
 int nd_input_regular(const char *path, nd_err *e);
