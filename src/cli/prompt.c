@@ -1,4 +1,5 @@
 /* prompt.c — --prompt / --prompt-file / --chat: the text through the checkpoint's tokenizer. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +24,9 @@ const char *nd_prompt_text(const nd_prompt *p) { return p->buf ? p->buf : p->tex
 
 static int read_file(nd_prompt *p, size_t *len, nd_err *e) {
     ND_TRY(nd_input_regular(p->file, e));
-    FILE *f = fopen(p->file, "rb");
-    if (!f) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open the prompt file", p->file);
+    const char *kind;
+    FILE *f = nd_fopen_regular(p->file, &kind);
+    if (!f) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open the prompt file: %s", p->file, kind ? kind : strerror(errno));
     size_t cap = 1 << 16, n = 0;
     char *b = malloc(cap + 1);
     while (b) {
@@ -67,7 +69,9 @@ int nd_prompt_tokens(nd_prompt *p, const char *ckpt_dir, int have_tokens, int64_
     char tj[4096], cfg[4096];
     snprintf(tj, sizeof tj, "%s/tokenizer.json", ckpt_dir);
     snprintf(cfg, sizeof cfg, "%s/tokenizer_config.json", ckpt_dir);
-    FILE *f = fopen(tj, "rb");
+    const char *kind;
+    FILE *f = nd_fopen_regular(tj, &kind); /* never blocks on a FIFO */
+    if (!f && kind) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not a regular file (%s); refusing to read it", tj, kind);
     if (!f) return nd_fail(e, ND_EXIT_BADINPUT, "%s: no tokenizer next to config.json, needed for --prompt; give token ids with --tokens", tj);
     fclose(f);
     nd_tokenizer *t = NULL;
