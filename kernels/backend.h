@@ -366,7 +366,7 @@ int nd_backend_require(const nd_backend *b, int i, unsigned dtypes, nd_err *e);
 /* The same for a checkpoint dtype (nd_op_dtype_of); a dtype no op reads is named by its number. */
 int nd_backend_require_dt(const nd_backend *b, int i, nd_dtype dt, nd_err *e);
 
-/* Constructors. nd_backend_cuda_create returns ND_EXIT_INTERNAL with "no CUDA device" (and a
+/* Constructors. nd_backend_cuda_create returns ND_EXIT_BADINPUT with "no CUDA device" (and a
  * distinct message when the build has no CUDA) so callers can fall back or skip. */
 int nd_backend_cpu_create(nd_backend **out, nd_err *e);
 int nd_backend_cuda_create(nd_backend **out, int device, nd_err *e);

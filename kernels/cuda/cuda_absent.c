@@ -6,7 +6,7 @@
 int nd_backend_cuda_create(nd_backend **out, int device, nd_err *e) {
     (void)device;
     *out = NULL;
-    return nd_fail(e, ND_EXIT_INTERNAL, "cuda: this build of nvfp4dbg has no CUDA backend (nvcc was not found at build time)");
+    return nd_fail(e, ND_EXIT_BADINPUT, "cuda: this build of nvfp4dbg has no CUDA backend (nvcc was not found at build time); use --backend cpu or auto");
 }
 
 int nd_backend_cuda_available(void) { return 0; }

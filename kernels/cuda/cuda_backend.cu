@@ -172,7 +172,8 @@ extern "C" int nd_backend_cuda_create(nd_backend **out, int device, nd_err *e) {
     cudaError_t rc = cudaGetDeviceCount(&n);
     if (rc != cudaSuccess || n == 0) {
         (void)cudaGetLastError();
-        return nd_fail(e, ND_EXIT_INTERNAL, "cuda: no CUDA device (%s)",
+        /* no driver or no device is the machine, not a fault of ours: exit 2 (SPEC §3) */
+        return nd_fail(e, ND_EXIT_BADINPUT, "cuda: no CUDA device (%s); use --backend cpu or auto",
                        rc != cudaSuccess ? cudaGetErrorString(rc) : "none visible");
     }
     if (device < 0 || device >= n)

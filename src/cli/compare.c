@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -168,6 +169,14 @@ static int print_json(const nd_cmp_result *res, const char *run, const char *gol
 /* A trace compare can use: read, and finished. A run whose status is error is compared (its status
  * and missing stages are regressions); a golden must come from a run that finished. */
 static int load(const char *path, int golden, nd_trace **t, nd_err *e) {
+    /* a trace run to this path that did not end leaves PATH.incomplete and the earlier trace at
+     * PATH: gating that earlier trace would pass a run that never finished */
+    char inc[4096];
+    struct stat si, sp;
+    if (!golden && !nd_trace_incomplete_path(path, inc, sizeof inc) && stat(inc, &si) == 0 && stat(path, &sp) == 0 &&
+        (si.st_mtim.tv_sec > sp.st_mtim.tv_sec || (si.st_mtim.tv_sec == sp.st_mtim.tv_sec && si.st_mtim.tv_nsec >= sp.st_mtim.tv_nsec)))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s is newer: the last trace run to this path did not finish (killed, or a "
+                       "write failed), so %s is an earlier run's; not gating it", path, inc, path);
     ND_TRY(nd_trace_read(path, t, e));
     const char *why = !(*t)->has_summary ? "it has no /summary"
                       : !strcmp((*t)->summary.status, "incomplete") ? "status 'incomplete': the run that wrote it did not finish"

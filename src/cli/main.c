@@ -1,9 +1,12 @@
 /* main.c — command dispatch. Each command lives in its own file and returns an nd_exit code
  * (SPEC §3: 0 ok, 1 divergence/regression/finding, 2 bad usage or input, 3 internal/device). */
 #include "util/mapguard.h"
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli.h"
 #include "cli_args.h"
 #include "util/suggest.h"
@@ -40,15 +43,44 @@ static void usage(FILE *f) {
     fprintf(f, "\nexample: nvfp4dbg trace golden/seed-bug-v4\n");
 }
 
+/* Descriptors 0-2 must be open before any file is: a closed stdout would otherwise be the number
+ * the next open() gets, and printf would write into a trace or a checkpoint. A closed stdin or
+ * stderr gets /dev/null; a closed stdout is an error (what the command prints is its result). */
+static int std_fds_open(void) {
+    int stdout_closed = 0;
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+        if (fd == 1) stdout_closed = 1;
+        if (open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) != fd) return -1;
+    }
+    if (stdout_closed) {
+        fputs("nvfp4dbg: standard output is closed; nothing would be printed (redirect it to a file or /dev/null)\n", stderr);
+        return -1;
+    }
+    return 0;
+}
+
+/* What a command printed reached its destination: a full disk or a closed pipe behind stdout is
+ * the environment's failure, exit 2 (SPEC §3), never a silent success. */
+static int stdout_flushed(int rc) {
+    errno = 0;
+    const int flush_failed = fflush(stdout) != 0;
+    if (!flush_failed && !ferror(stdout)) return rc;
+    const int err = errno;
+    fprintf(stderr, "nvfp4dbg: cannot write standard output: %s\n", flush_failed && err ? strerror(err) : "a write failed");
+    return rc == 0 || rc == 1 ? ND_EXIT_BADINPUT : rc;
+}
+
 int main(int argc, char **argv) {
+    if (std_fds_open()) return ND_EXIT_BADINPUT;
     nd_tmpclean_install();
     nd_mapguard_install();
     /* a file-size limit (ulimit -f) reached by a write: an error the writer reports (EFBIG, exit 2,
      * temporaries removed), not a signal that kills the process mid-write */
     signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) { usage(stderr); return ND_EXIT_BADINPUT; }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) { usage(stdout); return 0; }
-    if (!strcmp(argv[1], "--version")) { printf("nvfp4dbg %s\n", ND_VERSION); return 0; }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) { usage(stdout); return stdout_flushed(0); }
+    if (!strcmp(argv[1], "--version")) { printf("nvfp4dbg %s\n", ND_VERSION); return stdout_flushed(0); }
     const size_t ncmd = sizeof commands / sizeof commands[0];
     for (size_t i = 0; i < ncmd; i++)
         if (!strcmp(argv[1], commands[i].name)) {
@@ -58,7 +90,7 @@ int main(int argc, char **argv) {
             int rc = nd_cli_args(commands[i].name, commands[i].run, &ac, &av);
             if (!rc) rc = commands[i].run(ac, av);
             nd_cli_args_free();
-            return rc;
+            return stdout_flushed(rc);
         }
     const char *names[sizeof commands / sizeof commands[0]];
     for (size_t i = 0; i < ncmd; i++) names[i] = commands[i].name;

@@ -76,8 +76,12 @@ int nd_cmd_repro(int argc, char **argv) {
     if (!ckpt) ckpt = t->checkpoint;
     if (!recipe) recipe = t->recipe;
     {
-        const char *inputs[] = {trace_path, ckpt, strchr(recipe, '/') ? recipe : NULL};
-        const nd_out_rules rules = {.what = "bundle", .inputs = inputs, .n_inputs = 3, .force = force, .ours = nd_bundle_is_ours};
+        const char *inputs[16] = {trace_path, ckpt};
+        int n_in = 2;
+        char rbuf[2048];
+        const char *recipe_args[] = {recipe, t->stack};
+        nd_recipe_inputs(recipe_args, 2, inputs, &n_in, 16, rbuf, sizeof rbuf);
+        const nd_out_rules rules = {.what = "bundle", .inputs = inputs, .n_inputs = n_in, .force = force, .ours = nd_bundle_is_ours};
         if ((rc = nd_out_check(out, &rules, &e))) { nd_cli_error(&e); goto out; }
     }
     if (!(b = calloc(1, sizeof *b))) { rc = ND_EXIT_INTERNAL; goto out; }

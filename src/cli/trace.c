@@ -16,10 +16,12 @@
 #include "trace_text.h"
 #include "quality_text.h"
 #include "util/shquote.h"
+#include "diagnose/next_command.h"
 #include "cli_args.h"
 #include "json_fields.h"
 #include "util/term.h"
 #include "util/outfile.h"
+#include "recipe/recipe.h"
 
 static const char *usage_text =
     "usage: nvfp4dbg trace CHECKPOINT [options]\n"
@@ -219,14 +221,9 @@ static int check_repair(const nd_trace_opts *o, const nd_trace_result *res, cons
     }
     if (!rc) {
         const nd_row *h0 = head_row(res->rows, res->nrows), *h1 = head_row(after.rows, after.nrows);
-        char cmd[4096] = "nvfp4dbg trace ";
+        char cmd[4096];
         /* every word shell-quoted: a path or override from the user's files is pasted as data */
-        nd_shquote_cat(cmd, sizeof cmd, o->ckpt_dir);
-#define ADD(opt, word) do { strncat(cmd, " " opt " ", sizeof cmd - strlen(cmd) - 1); nd_shquote_cat(cmd, sizeof cmd, (word)); } while (0)
-        if (o->stack && strcmp(o->stack, "exact")) ADD("--stack", o->stack);
-        if (o->ref_ckpt) ADD("--reference-checkpoint", o->ref_ckpt);
-        for (int i = 0; i < n; i++) ADD("--override", ovr[i]);
-#undef ADD
+        nd_next_command(o, (const char *const *)ovr + o->n_overrides, n - o->n_overrides, cmd, sizeof cmd);
         if (json) {
             json_t *c = json_object();
             json_object_set_new(c, "rounds", steps);
@@ -295,9 +292,9 @@ int nd_cmd_trace(int argc, char **argv) {
         if (pr) { i += pr - 1; continue; }
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage_text, stdout); goto out; }
         else if (!strcmp(a, "--recipe")) { NEED(); o.recipe = v; }
-        else if (!strcmp(a, "--tokens")) { NEED(); free(tokens); if (nd_tokens_parse(v, "--tokens", &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
+        else if (!strcmp(a, "--tokens")) { NEED(); o.tokens_opt = a; o.tokens_val = v; free(tokens); if (nd_tokens_parse(v, "--tokens", &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
         else if (!strcmp(a, "--max-memory")) { NEED(); if (nd_parse_size(v, &o.max_memory)) { rc = nd_cli_usage_error("trace", "--max-memory %s: expected a size such as 8G, 512M or 1.5G (at least 1M)", v); goto out; } }
-        else if (!strcmp(a, "--tokens-file")) { NEED(); tokens_file = v; free(tokens); if (nd_tokens_file(v, &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
+        else if (!strcmp(a, "--tokens-file")) { NEED(); tokens_file = v; o.tokens_opt = a; o.tokens_val = v; free(tokens); if (nd_tokens_file(v, &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
         else if (!strcmp(a, "--layers")) { NEED(); if (nd_parse_layers(v, &o.layer_lo, &o.layer_hi)) { rc = nd_cli_usage_error("trace", "--layers %s: expected N, A-B or all", v); goto out; } }
         else if (!strcmp(a, "--backend")) { NEED(); o.backend = v; }
         else if (!strcmp(a, "--device")) { NEED(); o.device = atoi(v); }
@@ -355,15 +352,20 @@ int nd_cmd_trace(int argc, char **argv) {
     }
     if (prompt.chat && !nd_prompt_given(&prompt)) { rc = nd_cli_usage_error("trace", "--chat needs --prompt or --prompt-file"); goto out; }
     {   /* the trace never replaces an input of the run, a link or a device (util/outfile.h) */
-        const char *inputs[] = {o.ckpt_dir, o.ref_ckpt, o.prod_dump, tokens_file, prompt.file,
-                                o.recipe && strchr(o.recipe, '/') ? o.recipe : NULL, o.stack && strchr(o.stack, '/') ? o.stack : NULL};
-        const nd_out_rules rules = {.what = "trace", .inputs = inputs, .n_inputs = 7, .force = force, .ours = nd_trace_is_ours};
+        const char *inputs[48] = {o.ckpt_dir, o.ref_ckpt, o.prod_dump, tokens_file, prompt.file};
+        int n_in = 5;
+        char rbuf[4096];
+        const char *recipe_args[] = {o.recipe, o.stack, stacks};
+        nd_recipe_inputs(recipe_args, 3, inputs, &n_in, 48, rbuf, sizeof rbuf);
+        const nd_out_rules rules = {.what = "trace", .inputs = inputs, .n_inputs = n_in, .force = force, .ours = nd_trace_is_ours};
         if (nd_out_check(o.out_path, &rules, &e)) { rc = nd_cli_error(&e); goto out; }
     }
     if (nd_prompt_given(&prompt)) {
         if (nd_prompt_tokens(&prompt, o.ckpt_dir, tokens != NULL, &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; }
         o.prompt_text = nd_prompt_text(&prompt);
         o.prompt_chat = prompt.chat_name;
+        o.tokens_opt = prompt.file ? "--prompt-file" : "--prompt";
+        o.tokens_val = prompt.file ? prompt.file : prompt.text;
     }
     o.tokens = tokens;
     o.ntok = ntok;
@@ -383,7 +385,13 @@ int nd_cmd_trace(int argc, char **argv) {
     if (!rc && json && !o.no_probes) rc = nd_trace_stack_findings(o.ckpt_dir, o.stack, 1, &findings, &e);
     if (rc) {
         nd_cli_error(&e);
-        if (res.nrows && !json) fprintf(stderr, "nvfp4dbg: the trace keeps the %lld rows written before the failure: %s\n", (long long)res.nrows, o.out_path);
+        if (res.nrows && !json) {
+            /* a run that could not write its trace whole leaves it at OUT.incomplete (trace.h) */
+            char inc[4096];
+            const int aside = !nd_trace_incomplete_path(o.out_path, inc, sizeof inc) && access(inc, F_OK) == 0;
+            fprintf(stderr, "nvfp4dbg: the trace keeps the %lld rows written before the failure: %s\n", (long long)res.nrows,
+                    aside ? inc : o.out_path);
+        }
         nd_trace_result_free(&res);
         goto out;
     }
@@ -426,8 +434,11 @@ int nd_cmd_trace(int argc, char **argv) {
     }
     int quantized = 0;
     for (int64_t i = 0; i < res.nrows && !quantized; i++) quantized = res.rows[i].quantized && !strcmp(res.rows[i].op, "linear");
-    if (!quantized && !json)
-        printf("note: %s holds no quantized stage: both paths ran the same weights, nothing quantized was compared\n", o.ckpt_dir);
+    if (!quantized && !json) {
+        char dir[1024];
+        printf("note: %s holds no quantized stage: both paths ran the same weights, nothing quantized was compared\n",
+               nd_term_safe(o.ckpt_dir, dir, sizeof dir));
+    }
     rc = strcmp(res.summary.status, "diverged") ? ND_EXIT_OK : ND_EXIT_FINDING;
     if (res.warning[0] && strstr(res.warning, "--override")) {
         /* a hypothesis that was never applied is not a result */

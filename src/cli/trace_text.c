@@ -46,7 +46,9 @@ void nd_trace_print_header(const nd_trace_opts *o, const nd_trace_result *res, i
     snprintf(device, sizeof device, "%s", res->device);
     device[strcspn(device, "(")] = 0;
     for (size_t n = strlen(device); n > 0 && device[n - 1] == ' '; n--) device[n - 1] = 0;
-    size_t len = (size_t)snprintf(line, sizeof line, "nvfp4dbg trace: %s  recipe %s  format %s  stack %s  backend %s (%s)  ", o->ckpt_dir,
+    char dir[1024]; /* the folder as given, made safe for the terminal (a name may hold escapes) */
+    size_t len = (size_t)snprintf(line, sizeof line, "nvfp4dbg trace: %s  recipe %s  format %s  stack %s  backend %s (%s)  ",
+                                  nd_term_safe(o->ckpt_dir, dir, sizeof dir),
                                   res->recipe, res->format, res->stack, res->backend, device[0] ? device : res->device);
     if (o->tokens && o->ntok && len < sizeof line) {
         len += (size_t)snprintf(line + len, sizeof line - len, "tokens %lld (", (long long)o->ntok);

@@ -1,5 +1,6 @@
 /* diagnose.c — counterfactual diagnosis (diagnose.h). */
 #include "diagnose.h"
+#include "next_command.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,7 +8,6 @@
 #include "catalogue.h"
 #include "ckpt_repair.h"
 #include "verdict.h"
-#include "util/shquote.h"
 
 static int is_static(const char *code) { return !strcmp(code, "nonfinite_scale") || !strcmp(code, "nan_weight_scale"); }
 
@@ -40,18 +40,13 @@ static int restored(const nd_row *base, const nd_row *t, double margin) {
     return !(t->sqnr_db <= base->sqnr_db);
 }
 
-/* The command that applies the repair to the whole run; every word from the user's files or command
- * line is shell-quoted (a folder named $(...) is pasted as a name, never run). */
+/* The command that applies the repair to the whole run (next_command.h) */
 static void command(const nd_trace_opts *o, const nd_diagnosis *d, char *out, size_t cap) {
-    snprintf(out, cap, "nvfp4dbg trace ");
-    nd_shquote_cat(out, cap, o->ckpt_dir);
-#define ADD(opt, word) do { strncat(out, " " opt " ", cap - strnlen(out, cap) - 1); nd_shquote_cat(out, cap, (word)); } while (0)
-    if (o->stack && strcmp(o->stack, "exact")) ADD("--stack", o->stack);
-    if (o->ref_ckpt) ADD("--reference-checkpoint", o->ref_ckpt);
-    for (int i = 0; i < o->n_overrides; i++) ADD("--override", o->overrides[i]);
     const nd_repair *rp = &d->tries[d->chosen].rep;
-    for (int i = 0; i < rp->n_ovr; i++) ADD("--override", rp->ovr[i]);
-#undef ADD
+    const char *ovr[ND_REPAIR_MAX_OVR];
+    int n = 0;
+    for (int i = 0; i < rp->n_ovr && n < ND_REPAIR_MAX_OVR; i++) ovr[n++] = rp->ovr[i];
+    nd_next_command(o, ovr, n, out, cap);
 }
 
 /* " (floor X dB)" for rows that have a floor (quantized linears); composite rows have none */

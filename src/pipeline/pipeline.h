@@ -148,6 +148,9 @@ typedef struct nd_trace_opts {
     /* --prompt/--prompt-file (issue 22): the text the tokens came from and the chat format applied
      * (NULL: ids given as ids; no chat), recorded in the trace */
     const char *prompt_text, *prompt_chat;
+    /* where the tokens came from, as given ("--tokens" and its list, "--tokens-file", "--prompt",
+     * "--prompt-file" and the value; NULL: the default ids), for the printed next command */
+    const char *tokens_opt, *tokens_val;
     /* single-stage replay (diagnosis, issue 13): run only the stage that produces the row named
      * only_row, in isolated mode, on the same reference inputs as a full run (everything before
      * it runs on the reference path, unreported); stop after it. info (may be NULL) is filled for

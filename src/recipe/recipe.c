@@ -225,6 +225,25 @@ const char *nd_recipe_dir(void) {
     return ND_SOURCE_RECIPES;
 }
 
+void nd_recipe_inputs(const char *const *names, int n_names, const char **in, int *n, int cap, char *buf, size_t bufcap) {
+    if (*n < cap) in[(*n)++] = nd_recipe_dir();
+    size_t used = 0;
+    for (int i = 0; i < n_names; i++) {
+        for (const char *p = names[i]; p && *p && *n < cap;) {
+            const char *comma = strchr(p, ',');
+            const size_t len = comma ? (size_t)(comma - p) : strlen(p);
+            const int is_path = memchr(p, '/', len) || (len > 5 && !memcmp(p + len - 5, ".yaml", 5));
+            if (is_path && used + len + 1 <= bufcap) {
+                memcpy(buf + used, p, len);
+                buf[used + len] = 0;
+                in[(*n)++] = buf + used;
+                used += len + 1;
+            }
+            p = comma ? comma + 1 : p + len;
+        }
+    }
+}
+
 /* "; did you mean 'llama'?" when a shipped recipe's name is close to the one asked for */
 static void suggest_recipe(const char *name, char *out, size_t cap) {
     char names[64][64];

@@ -13,6 +13,7 @@
  */
 #ifndef ND_RECIPE_H
 #define ND_RECIPE_H
+#include <stddef.h>
 
 #include "util/err.h"
 
@@ -93,5 +94,11 @@ static inline const char *nd_stage_file(const nd_recipe *r, const nd_stage_def *
 const char *nd_stage_attr(const nd_stage_def *s, const char *key);
 /* Resolve the recipes folder (for listing and for messages). */
 const char *nd_recipe_dir(void);
+/* The files a run reads for recipe and stack-profile arguments, as inputs that no output may
+ * replace (util/outfile.h): the recipe folder once (a recipe or profile named by its name or a
+ * model type lives there), then each entry of the comma-separated names that is a file path (has
+ * a '/' or ends in .yaml). Appends to in[*n] while *n < cap; the copies live in buf. NULL names
+ * are skipped. */
+void nd_recipe_inputs(const char *const *names, int n_names, const char **in, int *n, int cap, char *buf, size_t bufcap);
 
 #endif

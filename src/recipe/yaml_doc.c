@@ -103,6 +103,20 @@ int nd_ydoc_load(nd_ydoc *d, const char *path, const char *what, nd_err *e) {
                      p.problem ? p.problem : "parse error", p.context ? " " : "", p.context ? p.context : "");
     else
         d->loaded = 1;
+    /* one document per file: a second one ("---" and more keys below) would be silently ignored,
+     * so a line added below a reviewed tolerance file could never take effect unnoticed */
+    if (!rc && yaml_document_get_root_node(&d->doc)) {
+        yaml_document_t next;
+        if (!yaml_parser_load(&p, &next)) {
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: malformed YAML: %s%s%s", path, (int)p.problem_mark.line + 1,
+                         p.problem ? p.problem : "parse error", p.context ? " " : "", p.context ? p.context : "");
+        } else {
+            if (yaml_document_get_root_node(&next))
+                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: a second YAML document: a %s holds one (remove the '---' and "
+                             "merge its keys, or give it its own file)", path, (int)next.start_mark.line + 1, what);
+            yaml_document_delete(&next);
+        }
+    }
     yaml_parser_delete(&p);
     fclose(f);
     if (!rc) rc = check_expansion(d);

@@ -1,4 +1,5 @@
 /* synth_from.c — see synth_from.h. */
+#include "recipe/recipe.h"
 #include "util/infile.h"
 #include "util/outfile.h"
 #include <unistd.h>
@@ -217,6 +218,31 @@ static int copy_file(const char *from, const char *to, mode_t mode, nd_err *e) {
     return rc;
 }
 
+/* The new checkpoint is never more open than its source: the folder takes at most the source
+ * folder's permission bits, and the files synth writes itself (the weights, its manifest) at most
+ * those of the source's weights (copies keep their own source's bits, copy_file). */
+static void narrow_modes(const char *src, const char *stage) {
+    struct stat sd, sw, st;
+    if (stat(src, &sd) == 0 && stat(stage, &st) == 0) (void)chmod(stage, st.st_mode & sd.st_mode & 07777);
+    mode_t wmode = 0;
+    DIR *d = opendir(src);
+    for (struct dirent *de; d && (de = readdir(d));) {
+        const size_t len = strlen(de->d_name);
+        char p[2200];
+        if (len <= 12 || strcmp(de->d_name + len - 12, ".safetensors")) continue;
+        snprintf(p, sizeof p, "%s/%s", src, de->d_name);
+        if (stat(p, &sw) == 0 && S_ISREG(sw.st_mode)) wmode |= sw.st_mode & 0777;
+    }
+    if (d) closedir(d);
+    if (!wmode) return;
+    const char *own[] = {"model.safetensors", SY_OUTDIR_MANIFEST};
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
+        char p[2200];
+        snprintf(p, sizeof p, "%s/%s", stage, own[i]);
+        if (lstat(p, &st) == 0 && S_ISREG(st.st_mode)) (void)chmod(p, st.st_mode & wmode);
+    }
+}
+
 int nd_synth_from(const char *src, const char *outdir_arg, const char *const *injects, int n, int force, nd_err *e) {
     char outdir[1024];
     size_t ol = strlen(outdir_arg);
@@ -245,9 +271,12 @@ int nd_synth_from(const char *src, const char *outdir_arg, const char *const *in
     if (!rc) rc = sy_static_plan(ck, fs.f, fs.n, &sedits, e);
     char side[1100], stage[1200];
     snprintf(side, sizeof side, "%s.faults.json", outdir);
-    const nd_out_rules side_rules = {.what = "fault list", .force = force, .ours = sy_faults_is_ours};
+    /* the source checkpoint (and the recipe folder) are inputs: the fault list never replaces a file of them */
+    const char *inputs[2] = {src, nd_recipe_dir()};
+    const nd_out_rules side_rules = {.what = "fault list", .inputs = inputs, .n_inputs = 2, .force = force,
+                                     .ours = sy_faults_is_ours};
     int slot = -1, staged = 0;
-    if (!rc) rc = sy_outdir_check(outdir, force, src, e);
+    if (!rc) rc = sy_outdir_check(outdir, force, inputs, 2, e);
     /* everything goes into a staging folder beside OUTDIR, renamed onto it when complete */
     if (!rc) { rc = sy_stage_begin(outdir, stage, sizeof stage, &slot, e); staged = !rc; }
     if (!rc) rc = nd_out_check(side, &side_rules, e);
@@ -292,6 +321,7 @@ int nd_synth_from(const char *src, const char *outdir_arg, const char *const *in
     if (!rc) rc = sy_static_config(&sedits, stage, e);
     if (w) nd_st_writer_abort(w);
     if (!rc) rc = sy_outdir_record(stage, e);
+    if (!rc) narrow_modes(src, stage);
     if (!rc) { rc = sy_stage_commit(stage, slot, outdir, force, e); staged = 0; }
     if (staged) sy_stage_abort(stage, slot);
     if (!rc) rc = sy_faults_write(&fs, side, e);

@@ -196,7 +196,7 @@ static int path_inside(const char *a, const char *b) {
     return !strncmp(a, b, n) && (a[n] == 0 || a[n] == '/' || (n == 1 && b[0] == '/'));
 }
 
-int sy_outdir_check(const char *dir, int force, const char *input, nd_err *e) {
+int sy_outdir_check(const char *dir, int force, const char *const *inputs, int n, nd_err *e) {
     struct stat st;
     if (lstat(dir, &st) == 0) {
         if (S_ISLNK(st.st_mode))
@@ -206,23 +206,26 @@ int sy_outdir_check(const char *dir, int force, const char *input, nd_err *e) {
     } else if (errno != ENOENT) {
         return nd_fail(e, nd_io_exit(errno), "%s: %s", dir, strerror(errno));
     }
-    if (input) {
-        /* the output must not be the source, lie inside it or hold it */
-        char *in = realpath(input, NULL), *out = realpath(dir, NULL);
-        const int exists = out != NULL;
-        if (!out) { /* not there yet: its parent decides whether it would lie inside the source */
-            char parent[SY_PATH];
-            snprintf(parent, sizeof parent, "%s", dir);
-            char *sl = strrchr(parent, '/');
-            if (sl && sl != parent) *sl = 0; else snprintf(parent, sizeof parent, "%s", sl ? "/" : ".");
-            out = realpath(parent, NULL);
-        }
-        int bad = in && out && (exists ? path_inside(out, in) || path_inside(in, out) : path_inside(out, in));
-        free(in);
-        free(out);
-        if (bad) return nd_fail(e, ND_EXIT_BADINPUT, "%s: is, holds or lies inside the source checkpoint %s; synth --from "
-                                "writes a new checkpoint elsewhere", dir, input);
+    /* the output must not be an input, lie inside one or hold one: --force replaces it whole */
+    char *out = realpath(dir, NULL);
+    const int exists = out != NULL;
+    if (!out) { /* not there yet: its parent decides whether it would lie inside an input */
+        char parent[SY_PATH];
+        snprintf(parent, sizeof parent, "%s", dir);
+        char *sl = strrchr(parent, '/');
+        if (sl && sl != parent) *sl = 0; else snprintf(parent, sizeof parent, "%s", sl ? "/" : ".");
+        out = realpath(parent, NULL);
     }
+    int rc = 0;
+    for (int i = 0; !rc && out && i < n; i++) {
+        char *in = inputs[i] ? realpath(inputs[i], NULL) : NULL;
+        if (in && (exists ? path_inside(out, in) || path_inside(in, out) : path_inside(out, in)))
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: is, holds or lies inside %s, an input of this run; synth writes a new "
+                         "checkpoint elsewhere", dir, inputs[i]);
+        free(in);
+    }
+    free(out);
+    if (rc) return rc;
     if (lstat(dir, &st) != 0) return 0;
     int empty = 0;
     return replaceable(dir, force, &empty, e);
@@ -237,7 +240,9 @@ int sy_stage_begin(const char *dir, char *stage, size_t cap, int *slot, nd_err *
         snprintf(parent, sizeof parent, "%.*s", (int)(dl - 1), dir);
         ND_TRY(mkdir_parents(parent, e));
     }
-    if ((size_t)snprintf(stage, cap, "%.*s.%s.synth-XXXXXX", (int)dl, dir, dir + dl) >= cap)
+    /* the folder's name is cut so that the staging name still fits a file name (NAME_MAX) */
+    const size_t bl = strlen(dir + dl), keep = bl > NAME_MAX - 14 ? NAME_MAX - 14 : bl;
+    if ((size_t)snprintf(stage, cap, "%.*s.%.*s.synth-XXXXXX", (int)dl, dir, (int)keep, dir + dl) >= cap)
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: output path too long", dir);
     if (!mkdtemp(stage))
         return nd_fail(e, nd_io_exit(errno), "%s: cannot create a folder beside it: %s%s", dir, strerror(errno), nd_io_hint(errno));

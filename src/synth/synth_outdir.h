@@ -23,9 +23,9 @@ int sy_outdir_record(const char *dir, nd_err *e);
  * a half-written dir (which --force would then refuse), and dir is never touched before then.
  *
  * sy_outdir_check: what sy_outdir_prepare would refuse, refused now (nothing removed), and dir
- * must not be a symbolic link nor be or lie inside the folder `input` (synth --from's source;
- * NULL for none). */
-int sy_outdir_check(const char *dir, int force, const char *input, nd_err *e);
+ * must not be a symbolic link nor be, hold or lie inside any of the n inputs of the run (synth
+ * --from's source, the recipe folder, a recipe file; NULL entries skipped). */
+int sy_outdir_check(const char *dir, int force, const char *const *inputs, int n, nd_err *e);
 /* Create the staging folder (parents of dir created as needed) into stage[cap]; registered with
  * tmpclean so that SIGINT/SIGTERM/SIGHUP remove it. */
 int sy_stage_begin(const char *dir, char *stage, size_t cap, int *slot, nd_err *e);

@@ -1,4 +1,5 @@
 /* synth_run.c — nd_synth_run: plan, original, calibration, quantized checkpoint, side file. */
+#include "recipe/recipe.h"
 #include "util/outfile.h"
 #include <dirent.h>
 #include <errno.h>
@@ -142,10 +143,16 @@ int nd_synth_run(const nd_synth_opts *o, nd_err *e) {
     sy_faults faults = {0};
     char stage[4200];
     int slot = -1, staged = 0;
-    const nd_out_rules side_rules = {.what = "fault list", .force = o->force, .ours = sy_faults_is_ours};
+    /* inputs no output may replace: the recipe folder and a recipe given as a file */
+    const char *inputs[4];
+    int n_in = 0;
+    char rbuf[1200];
+    nd_recipe_inputs(&o->recipe, 1, inputs, &n_in, 4, rbuf, sizeof rbuf);
+    const nd_out_rules side_rules = {.what = "fault list", .inputs = inputs, .n_inputs = n_in, .force = o->force,
+                                     .ours = sy_faults_is_ours};
     int rc = sy_build_ex(&pl, o->recipe, o->size, o->layers, o->experts, e);
     if (!rc) rc = sy_faults_parse(&pl, o->injects, o->n_injects, &faults, e);
-    if (!rc) rc = sy_outdir_check(outdir, o->force, NULL, e);
+    if (!rc) rc = sy_outdir_check(outdir, o->force, inputs, n_in, e);
     /* everything is written into a staging folder beside OUTDIR, renamed onto it when complete */
     if (!rc) { rc = sy_stage_begin(outdir, stage, sizeof stage, &slot, e); staged = !rc; }
     if (!rc) rc = nd_out_check(side, &side_rules, e);

@@ -73,6 +73,8 @@ typedef struct nd_trace_summary {
 
 /* ---- writer ---- */
 typedef struct nd_trace_w nd_trace_w;
+/* "<out>.incomplete": where a trace is written until it ends (a name past NAME_MAX is cut). */
+int nd_trace_incomplete_path(const char *out, char *buf, size_t cap);
 int nd_trace_create(const char *path, const nd_trace_meta *meta, const int64_t *tokens, int64_t ntok,
                     nd_trace_w **out, nd_err *e);
 /* Append one row and flush the file. */
@@ -83,8 +85,10 @@ int nd_trace_put_tensor(nd_trace_w *w, const char *stage, const char *which, con
 /* /routing/<stage>/<which>: int32 [t, k] expert ids picked by a path. */
 int nd_trace_put_routing(nd_trace_w *w, const char *stage, const char *which, const int32_t *idx,
                          int64_t t, int64_t k, nd_err *e);
-/* Write /summary and close. Also closes on error paths when summary is NULL (status stays
- * "incomplete" then). */
+/* Write /summary, close, and move the file onto the target. Also closes on error paths when
+ * summary is NULL (status stays "incomplete" then). Until then the file is at the target's
+ * .incomplete name (nd_trace_incomplete_path): a killed run leaves it there, the target untouched;
+ * a write or close that fails leaves it there too. */
 int nd_trace_finish(nd_trace_w *w, const nd_trace_summary *summary, nd_err *e);
 
 /* ---- reader ---- */

@@ -158,12 +158,36 @@ static int by_badness(const void *a, const void *b) {
     return (x->order > y->order) - (x->order < y->order);
 }
 
-/* the number of decoder layers a trace's rows cover (the largest layer index + 1) */
-static int layers_of(const nd_trace *t) {
+/* The decoder layers a trace's rows cover, as a sorted list of distinct indices (at most cap;
+ * returns how many). Two traces gate each other only over the same layers: the same highest
+ * index is not enough (--layers 3 against --layers 0-3). */
+static int layers_of(const nd_trace *t, int *out, int cap) {
     int n = 0;
-    for (int64_t i = 0; i < t->nrows; i++)
-        if (t->rows[i].layer + 1 > n) n = t->rows[i].layer + 1;
+    for (int64_t i = 0; i < t->nrows; i++) {
+        const int l = t->rows[i].layer;
+        if (l < 0) continue;
+        int k = n;
+        while (k > 0 && out[k - 1] > l) k--;
+        if (k > 0 && out[k - 1] == l) continue;
+        if (n == cap) return -1;
+        memmove(out + k + 1, out + k, (size_t)(n - k) * sizeof *out);
+        out[k] = l;
+        n++;
+    }
     return n;
+}
+
+/* "0-3, 7" */
+static void layers_str(const int *l, int n, char *buf, size_t cap) {
+    size_t o = 0;
+    buf[0] = 0;
+    if (n <= 0) { snprintf(buf, cap, "none"); return; }
+    for (int i = 0; i < n && o < cap;) {
+        int j = i;
+        while (j + 1 < n && l[j + 1] == l[j] + 1) j++;
+        o += (size_t)snprintf(buf + o, cap - o, j > i ? "%s%d-%d" : "%s%d", i ? ", " : "", l[i], l[j]);
+        i = j + 1;
+    }
 }
 
 int nd_trace_comparable(const char *rp, const nd_trace *run, const char *op, const nd_trace *other, nd_err *e) {
@@ -172,10 +196,20 @@ int nd_trace_comparable(const char *rp, const nd_trace *run, const char *op, con
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: holds no stage rows: not a trace to compare against (a golden must hold the "
                        "stages it gates)", op);
     if (run->nrows == 0) return nd_fail(e, ND_EXIT_BADINPUT, "%s: holds no stage rows: nothing to compare", rp);
-    const int lr = layers_of(run), lo = layers_of(other);
-    if (lr != lo)
-        return nd_fail(e, ND_EXIT_BADINPUT, "%s and %s are not comparable: their rows cover %d and %d layers (another model, "
-                       "or another --layers)", rp, op, lr, lo);
+    enum { CAP = 4096 };
+    int *la = malloc(2 * CAP * sizeof *la);
+    if (!la) return nd_fail(e, ND_EXIT_INTERNAL, "compare: out of memory");
+    int *lb = la + CAP;
+    const int nr = layers_of(run, la, CAP), no = layers_of(other, lb, CAP);
+    if (nr != no || (nr > 0 && memcmp(la, lb, (size_t)nr * sizeof *la))) {
+        char a[256], b[256];
+        layers_str(la, nr, a, sizeof a);
+        layers_str(lb, no, b, sizeof b);
+        free(la);
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s and %s are not comparable: their rows cover layers %s and %s (another model, "
+                       "or another --layers)", rp, op, a, b);
+    }
+    free(la);
     if (run->ntokens != other->ntokens)
         return nd_fail(e, ND_EXIT_BADINPUT, "%s and %s are not comparable: made from %lld and %lld tokens", rp, op,
                        (long long)run->ntokens, (long long)other->ntokens);

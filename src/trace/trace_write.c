@@ -1,16 +1,19 @@
 /* trace_write.c — the trace writer (SPEC §6).
  *
- * Crash consistency: the file is built at a temporary name next to the target (skeleton: root
+ * Crash consistency: the file is built at "<target>.incomplete" beside the target (skeleton: root
  * attributes, /tokens, an empty extensible /stages, /summary with status "incomplete", empty
- * /tensors and /routing), switched to HDF5 SWMR write mode, and only then renamed into place. In
- * SWMR mode HDF5 orders its metadata writes (flush dependencies) so that the file on disk is
- * consistent for a reader at every moment, which is what lets a process killed at any point leave
- * a file that opens (with H5F_ACC_SWMR_READ, as nd_trace_read does) and holds every row whose
- * nd_trace_append returned. A kill before the rename leaves at most a stray ".NAME.XXXXXX.tmp" (none on SIGINT/SIGTERM/SIGHUP). */
+ * /tensors and /routing; under a hidden temporary name first, renamed once it is whole) and
+ * switched to HDF5 SWMR write mode. In SWMR mode HDF5 orders its
+ * metadata writes (flush dependencies) so that the file on disk is consistent for a reader at every
+ * moment: a process killed at any point leaves "<target>.incomplete", a file that opens (with
+ * H5F_ACC_SWMR_READ, as nd_trace_read does) and holds every row whose nd_trace_append returned.
+ * nd_trace_finish renames it onto the target, so a run that does not end (killed, out of memory)
+ * never replaces an earlier trace at the target; the next run replaces the stale .incomplete. */
 #include "util/outfile.h"
 #include "trace_h5.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +27,41 @@
 struct nd_trace_w {
     hid_t f, stages, rowtype, tensors, routing, summary, gcpl;
     int64_t nrows;
-    char *path;
+    char *path;     /* the target, named in messages */
+    char *inprog;   /* "<target>.incomplete", renamed onto the target when the run ends */
+    int failed;     /* a write failed (full disk, file-size limit): the file is not renamed */
 };
+
+int nd_trace_incomplete_path(const char *out, char *buf, size_t cap) {
+    const char *slash = strrchr(out, '/');
+    const char *base = slash ? slash + 1 : out;
+    const size_t dl = (size_t)(base - out);
+    /* the suffix must fit a file name: a target name near NAME_MAX is cut first */
+    const size_t keep = strlen(base) + sizeof ".incomplete" - 1 > 255 ? 255 - (sizeof ".incomplete" - 1) : strlen(base);
+    const int n = snprintf(buf, cap, "%.*s%.*s.incomplete", (int)dl, out, (int)keep, base);
+    return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+/* A stale "<target>.incomplete" of a run that was killed is removed; anything else at that name
+ * (not a regular file, or a file that is not HDF5) is refused, never replaced. */
+static int clear_stale(const char *inprog, const char *path, nd_err *e) {
+    struct stat st;
+    if (lstat(inprog, &st) != 0) return errno == ENOENT ? 0 : nd_fail(e, nd_io_exit(errno), "%s: %s", inprog, strerror(errno));
+    static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+    unsigned char head[8] = {0};
+    int ours = S_ISREG(st.st_mode) && st.st_size == 0;
+    if (S_ISREG(st.st_mode) && !ours) {
+        int fd = open(inprog, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+        ours = fd >= 0 && read(fd, head, sizeof head) == (ssize_t)sizeof head && !memcmp(head, sig, sizeof sig);
+        if (fd >= 0) close(fd);
+    }
+    if (!ours)
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: exists and is not a trace that an earlier run left unfinished; the trace of %s "
+                       "is written there while it runs: move it away", inprog, path);
+    if (unlink(inprog) != 0) return nd_fail(e, nd_io_exit(errno), "%s: cannot remove the unfinished trace of an earlier run: %s%s",
+                                            inprog, strerror(errno), nd_io_hint(errno));
+    return 0;
+}
 
 /* Groups that get members while the file is in SWMR mode store their links densely from the
  * start: HDF5 1.10 crashes when a compact group converts to dense storage under SWMR writing
@@ -150,12 +186,24 @@ int nd_trace_create(const char *path, const nd_trace_meta *meta, const int64_t *
         free(w->path); free(w);
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: exists and is not a regular file; not writing the trace over it", path);
     }
-    /* the name is reserved beside the target; HDF5 creates it exclusively (never through a link) */
+    char inprog[4096];
+    if (nd_trace_incomplete_path(path, inprog, sizeof inprog) || !(w->inprog = strdup(inprog))) {
+        free(w->path); free(w);
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: output path too long", path);
+    }
+    int rc = clear_stale(w->inprog, path, e);
+    if (rc) { free(w->inprog); free(w->path); free(w); return rc; }
+    /* the skeleton is built under a hidden name (created exclusively, never through a link) and
+     * renamed to the .incomplete name once it is a valid trace in SWMR mode */
     nd_outtmp ot;
-    if (nd_out_begin(&ot, path, NULL, e)) { free(w->path); free(w); return e->code; }
+    if ((rc = nd_out_begin(&ot, w->inprog, NULL, e))) {
+        char why[sizeof e->msg];
+        snprintf(why, sizeof why, "%s", e->msg);
+        rc = nd_fail(e, rc, "%s: cannot write the trace (%s)", path, why);
+        free(w->inprog); free(w->path); free(w);
+        return rc;
+    }
     const char *tmp = ot.tmp;
-
-    int rc = 0;
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     if (fapl < 0 || H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST) < 0) {
         rc = ND_H5_FAIL(e, ND_EXIT_INTERNAL, path, "cannot set up file access");
@@ -190,7 +238,7 @@ fail:
     close_all(w);
     nd_h5_close(fapl);
     nd_out_abort(&ot);
-    free(w->path); free(w);
+    free(w->inprog); free(w->path); free(w);
     return rc;
 }
 
@@ -230,6 +278,7 @@ int nd_trace_append(nd_trace_w *w, const nd_row *row, nd_err *e) {
         w->nrows++;
     }
     nd_h5_close(ms); nd_h5_close(fs);
+    if (rc == ND_EXIT_BADINPUT) w->failed = 1; /* a write the file refused (disk full, size limit), not a misuse */
     return rc;
 }
 
@@ -296,8 +345,10 @@ int nd_trace_put_tensor(nd_trace_w *w, const char *stage, const char *which, con
         if (shape[i] < 0) return nd_fail(e, ND_EXIT_INTERNAL, "%s: negative tensor dimension", w->path);
         dims[i] = (hsize_t)shape[i];
     }
-    return put_array(w, w->tensors, "tensors", stage, which, H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, sizeof(float),
-                     data, ndim, dims, e);
+    const int rc = put_array(w, w->tensors, "tensors", stage, which, H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, sizeof(float),
+                             data, ndim, dims, e);
+    if (rc == ND_EXIT_BADINPUT) w->failed = 1; /* a write the file refused (disk full, size limit), not a misuse */
+    return rc;
 }
 
 int nd_trace_put_routing(nd_trace_w *w, const char *stage, const char *which, const int32_t *idx,
@@ -306,8 +357,10 @@ int nd_trace_put_routing(nd_trace_w *w, const char *stage, const char *which, co
     if (t < 0 || k < 1) return nd_fail(e, ND_EXIT_INTERNAL, "%s: bad routing shape [%lld, %lld]", w->path,
                                        (long long)t, (long long)k);
     hsize_t dims[2] = {(hsize_t)t, (hsize_t)k};
-    return put_array(w, w->routing, "routing", stage, which, H5T_NATIVE_INT32, H5T_STD_I32LE, sizeof(int32_t),
-                     idx, 2, dims, e);
+    const int rc = put_array(w, w->routing, "routing", stage, which, H5T_NATIVE_INT32, H5T_STD_I32LE, sizeof(int32_t),
+                             idx, 2, dims, e);
+    if (rc == ND_EXIT_BADINPUT) w->failed = 1; /* a write the file refused (disk full, size limit), not a misuse */
+    return rc;
 }
 
 int nd_trace_finish(nd_trace_w *w, const nd_trace_summary *s, nd_err *e) {
@@ -335,6 +388,24 @@ int nd_trace_finish(nd_trace_w *w, const nd_trace_summary *s, nd_err *e) {
     nd_h5_close(w->rowtype); nd_h5_close(w->stages); nd_h5_close(w->tensors);
     nd_h5_close(w->routing); nd_h5_close(w->summary); nd_h5_close(w->gcpl);
     if (f >= 0 && H5Fclose(f) < 0 && !rc) rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, w->path, "cannot close the trace file");
+    /* the run ended: its trace takes the target's place (status ok, diverged, error, or incomplete
+     * when it ended without a summary: compare refuses that), unless a write failed (a full disk,
+     * a file-size limit): then the file may not be whole, the earlier file at the target stays, and
+     * the rows written stay in the .incomplete */
+    if (!rc && w->failed)
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: a write to the trace failed earlier in the run", w->path);
+    struct stat st;
+    if (!rc && lstat(w->path, &st) == 0 && !S_ISREG(st.st_mode))
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: became a link or a non-file while the trace was written; not replacing it "
+                     "(the trace is in %s)", w->path, w->inprog);
+    else if (!rc && rename(w->inprog, w->path) != 0)
+        rc = nd_fail(e, nd_io_exit(errno), "%s: cannot move the trace into place from %s: %s%s", w->path, w->inprog,
+                     strerror(errno), nd_io_hint(errno));
+    else if (rc && e) {
+        const size_t l = strlen(e->msg);
+        snprintf(e->msg + l, sizeof e->msg - l, " (the rows written before stay in %s; %s was not replaced)", w->inprog, w->path);
+    }
+    free(w->inprog);
     free(w->path);
     free(w);
     return rc;

@@ -67,8 +67,9 @@ int nd_read_text(const char *path, const char *what, size_t max, int missing_ok,
     FILE *f = nd_fopen_regular(path, &kind);
     if (!f && kind) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not a regular file (%s); refusing to read it", path, kind);
     if (!f) {
-        if (missing_ok && errno == ENOENT) return 0;
-        return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open %s", path, what);
+        const int err = errno;
+        if (missing_ok && err == ENOENT) return 0;
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open %s: %s", path, what, strerror(err));
     }
     char *buf = NULL;
     size_t n = 0, cap = 0;
@@ -80,14 +81,15 @@ int nd_read_text(const char *path, const char *what, size_t max, int missing_ok,
             if (!nb) { free(buf); fclose(f); return nd_fail(e, ND_EXIT_INTERNAL, "out of memory"); }
             buf = nb;
         }
+        errno = 0;
         size_t got = fread(buf + n, 1, 4096, f);
         n += got;
         if (n > max) { free(buf); fclose(f); return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s larger than %zu MiB", path, what, max >> 20); }
         if (got < 4096) break;
     }
-    const int err = ferror(f);
+    const int bad = ferror(f), err = errno;
     fclose(f);
-    if (err) { free(buf); return nd_fail(e, ND_EXIT_BADINPUT, "%s: read error", path); }
+    if (bad) { free(buf); return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot read %s: %s", path, what, err ? strerror(err) : "read error"); }
     buf[n] = 0;
     *out = buf;
     if (len) *len = n;

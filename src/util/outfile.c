@@ -83,7 +83,13 @@ int nd_out_check(const char *out, const nd_out_rules *r, nd_err *e) {
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: is %s; the %s is written only to a new path or over a regular file "
                        "(a link, folder or device is never replaced or written through)", out, kind_of(ost.st_mode), what);
     char *pdir = parent_real(out);
-    if (!pdir) return nd_fail(e, ND_EXIT_BADINPUT, "%s: the folder to write the %s in does not exist (%s)", out, what, strerror(errno));
+    if (!pdir) {
+        const int err = errno;
+        return err == ENOENT || err == ENOTDIR
+            ? nd_fail(e, ND_EXIT_BADINPUT, "%s: the folder to write the %s in does not exist (%s)", out, what, strerror(err))
+            : nd_fail(e, nd_io_exit(err), "%s: cannot resolve the folder to write the %s in: %s%s", out, what, strerror(err),
+                      err == ENAMETOOLONG ? " (the working folder's path is longer than PATH_MAX: give an absolute --out)" : nd_io_hint(err));
+    }
     int rc = 0;
     for (int i = 0; !rc && i < r->n_inputs; i++) {
         const char *in = r->inputs[i];
@@ -101,7 +107,7 @@ int nd_out_check(const char *out, const nd_out_rules *r, nd_err *e) {
             char *ireal = realpath(in, NULL);
             if (ireal && inside(pdir, ireal))
                 rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: is inside the input folder %s; writing the %s there would change "
-                             "the checkpoint: give a path outside it", out, in, what);
+                             "an input of this run: give a path outside it", out, in, what);
             free(ireal);
         }
     }
@@ -122,8 +128,10 @@ int nd_out_begin(nd_outtmp *o, const char *out, int *fd, nd_err *e) {
         free(o->out); o->out = NULL;
         return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", out);
     }
-    /* a hidden name beside the output: same file system, so the rename is atomic */
-    snprintf(o->tmp, n, "%.*s.%s.XXXXXX.tmp", (int)dl, out, out + dl);
+    /* a hidden name beside the output: same file system, so the rename is atomic; the output's
+     * name is cut so that the temporary's still fits a file name (NAME_MAX) */
+    const size_t bl = strlen(out + dl), keep = bl > NAME_MAX - 13 ? NAME_MAX - 13 : bl;
+    snprintf(o->tmp, n, "%.*s.%.*s.XXXXXX.tmp", (int)dl, out, (int)keep, out + dl);
     int f = mkstemps(o->tmp, 4);
     if (f < 0) {
         const int err = errno;

@@ -6,7 +6,9 @@
 
 /* Append s to out (NUL-terminated, capacity cap) as one shell word: as is when every byte is one of
  * A-Z a-z 0-9 _ . / : = , + - @ % (nothing a shell treats specially), else in single quotes with
- * each ' written as '\''. Returns the length the result would have (as snprintf), so a caller
+ * each ' written as '\''; a word with a control byte (ESC, newline, DEL) as $'...' with that byte
+ * written \xHH (bash, zsh, ksh; not dash), so that the printed command is safe on a terminal and
+ * still pastes as the same bytes. Returns the length the result would have (as snprintf), so a caller
  * can tell truncation; out stays NUL-terminated. */
 size_t nd_shquote_cat(char *out, size_t cap, const char *s);
 #endif

@@ -67,12 +67,13 @@ static void on_signal(int sig) {
 void nd_tmpclean_install(void) {
     if (installed) return;
     installed = 1;
-    const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    /* every signal whose default action ends the process and that a process can catch */
+    const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2, SIGXCPU, SIGVTALRM, SIGPROF};
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
         struct sigaction sa, old;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
+        sigfillset(&sa.sa_mask); /* one cleanup at a time */
         /* a signal the caller chose to ignore (nohup, a shell's background job) stays ignored */
         if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
         sigaction(sigs[i], &sa, NULL);

@@ -1,4 +1,4 @@
-/* tmpclean.h — temporaries that a SIGINT/SIGTERM/SIGHUP must not leave behind.
+/* tmpclean.h — temporaries that a signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGALRM, ...) must not leave behind.
  *
  * Every output is written to a temporary beside it and renamed into place when complete (trace,
  * report, bundle, safetensors shard). A writer registers the temporary's path while it exists;
@@ -11,7 +11,7 @@
 #define ND_TMPCLEAN_SLOTS 16
 #define ND_TMPCLEAN_PATH 4200
 
-/* Install the handlers for SIGINT, SIGTERM and SIGHUP (idempotent). */
+/* Install the handlers for every catchable signal whose default ends the process (idempotent). */
 void nd_tmpclean_install(void);
 /* Register a temporary; returns a slot (>= 0), or -1 when every slot is taken or the path is too
  * long (the file is then only cleaned by the writer's own error path). */

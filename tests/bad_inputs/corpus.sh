@@ -90,7 +90,8 @@ run "gate: other recipe" 2 "not comparable" -- compare "$tmp/other-recipe.h5" "$
 run "gate: external link" 2 "external-link.h5.*link" -- compare "$tmp/golden.h5" "$tmp/external-link.h5"
 # (issue 37) a golden with no stage rows passed everything; a run of another depth is another model
 run "gate: golden without stage rows" 2 "no-rows.h5: holds no stage rows: not a trace to compare against" -- compare "$tmp/golden.h5" "$tmp/no-rows.h5"
-run "gate: other depth" 2 "not comparable: their rows cover .* layers" -- compare "$tmp/other-layers.h5" "$tmp/golden.h5"
+run "gate: other depth" 2 "not comparable: their rows cover layers 9-11 and 0-1 " -- compare "$tmp/other-layers.h5" "$tmp/golden.h5"
+run "gate: same top layer, other layers" 2 "not comparable: their rows cover layers 0-1 and 1 " -- compare "$tmp/golden.h5" "$tmp/layer-gap.h5"
 run "report --against: other depth" 2 "not comparable: their rows cover" -- report "$tmp/other-layers.h5" --html "$tmp/r.html" --against "$tmp/golden.h5"
 # terminal escapes in a trace file's strings never reach the terminal raw (show, compare)
 run "show: escapes in a trace's strings" 0 'ok\\x1b\[31mred' -- show "$tmp/escapes.h5"
@@ -100,6 +101,9 @@ grep -q "$(printf '\033')" "$tmp/out" && { echo "FAIL: compare printed a raw ESC
 # duplicate keys: a line added below the reviewed one must not loosen the gate silently
 printf 'default:\n  cosine: {abs: 0.001}\n  cosine: {abs: 1}\n' >"$tmp/tol-dup.yaml"
 run "tolerance key twice" 2 "tol-dup.yaml:3: key 'cosine' given twice in one mapping (first at line 2)" -- compare "$tmp/golden.h5" "$tmp/golden.h5" --tolerances "$tmp/tol-dup.yaml"
+# a second document below the reviewed one: never silently ignored
+printf 'default:\n  cosine: {abs: 0.001}\n---\ndefault:\n  cosine: {abs: 1}\n' >"$tmp/tol-2doc.yaml"
+run "tolerance file with a second document" 2 "tol-2doc.yaml:3: a second YAML document" -- compare "$tmp/golden.h5" "$tmp/golden.h5" --tolerances "$tmp/tol-2doc.yaml"
 # aliases: a cycle, and anchors of anchors (a few lines for 10^9 nodes) refused at once
 printf 'stack: b\nx: &a [*a]\n' >"$tmp/stack-cycle.yaml"
 run "YAML alias cycle" 2 "stack-cycle.yaml: an alias refers to a node that contains it" -- trace "$root/golden/clean-v4" --stack "$tmp/stack-cycle.yaml" "${T[@]}"

@@ -67,6 +67,10 @@ int main(int argc, char **argv) {
     memcpy(r2, rows, sizeof rows);
     for (int i = 0; i < N; i++) r2[i].layer += 10;
     rc |= put("other-layers.h5", r2, N, "ok", tok, 4, NULL);
+    /* the same highest layer, another set of layers (--layers 1 against --layers 0-1) */
+    memcpy(r2, rows, sizeof rows);
+    for (int i = 0; i < N; i++) if (r2[i].layer == 0) r2[i].layer = 1;
+    rc |= put("layer-gap.h5", r2, N, "ok", tok, 4, NULL);
     /* strings of a trace file with terminal escapes: a verdict, a mode and an op */
     memcpy(r2, rows, sizeof rows);
     snprintf(r2[2].verdict, sizeof r2[2].verdict, "ok\033[31mred");

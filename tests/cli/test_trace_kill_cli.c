@@ -1,7 +1,9 @@
-/* SIGKILL `nvfp4dbg trace` at random points (issue 10): every trace file left behind opens, has
- * the schema, holds a prefix of the complete run's rows (every stage that finished before the
- * kill, with the same figures), says "incomplete" — and `compare` refuses it.
+/* SIGKILL `nvfp4dbg trace` at random points (issue 10): every trace file left behind (at
+ * "<out>.incomplete") opens, has the schema, holds a prefix of the complete run's rows (every stage
+ * that finished before the kill, with the same figures), says "incomplete" — and `compare`
+ * refuses it; the earlier trace at <out> is untouched by a run that was killed (issue 37).
  *   usage: test_trace_kill_cli NVFP4DBG CHECKPOINT */
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -37,9 +39,10 @@ int main(int argc, char **argv) {
     const char *bin = argv[1], *ck = argv[2];
     char dir[] = "/tmp/nd-kill-XXXXXX";
     if (!mkdtemp(dir)) return 2;
-    char full[256], part[256];
+    char full[256], part[256], inc[300];
     snprintf(full, sizeof full, "%s/full.h5", dir);
     snprintf(part, sizeof part, "%s/part.h5", dir);
+    if (nd_trace_incomplete_path(part, inc, sizeof inc)) return 2;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int rc = run_trace(bin, ck, full, -1);
@@ -55,14 +58,27 @@ int main(int argc, char **argv) {
     srand(seed);
     int trials = 24, with_file = 0, partial = 0;
     for (int i = 0; i < trials; i++) {
+        /* the earlier trace at the target: a copy of the complete one */
         unlink(part);
+        unlink(inc);
+        CHECK(link(full, part) == 0, "trial %d: cannot link the earlier trace: %s", i, strerror(errno));
         long when = (long)((double)rand() / RAND_MAX * (double)run_us * 1.1);
         run_trace(bin, ck, part, when);
-        if (access(part, F_OK) != 0) continue; /* killed before the file was renamed into place */
-        with_file++;
         nd_trace *t = NULL;
         nd_err e2 = {0};
-        int r = nd_trace_read(part, &t, &e2);
+        const char *at = inc;
+        if (access(inc, F_OK) != 0) {
+            /* killed before the .incomplete existed, or finished: then the target is the new trace */
+            at = part;
+        } else {
+            /* killed mid-run: the target is still the earlier trace, whole */
+            nd_trace *was = NULL;
+            CHECK(nd_trace_read(part, &was, &e2) == 0 && was->nrows == ref->nrows && strcmp(was->summary.status, "incomplete"),
+                  "trial %d (kill after %ld us): the earlier trace at the target was changed: %s", i, when, e2.msg);
+            nd_trace_free(was);
+        }
+        with_file++;
+        int r = nd_trace_read(at, &t, &e2);
         CHECK(r == 0, "trial %d (kill after %ld us): the trace does not open: %s", i, when, e2.msg);
         if (r) continue;
         CHECK(!strcmp(t->schema, ND_TRACE_SCHEMA), "trial %d: schema %s", i, t->schema);
@@ -76,7 +92,7 @@ int main(int argc, char **argv) {
         int complete = t->has_summary && strcmp(t->summary.status, "incomplete") != 0;
         if (!complete) {
             partial++;
-            char *av[] = {"compare", part, full, NULL};
+            char *av[] = {"compare", (char *)at, full, NULL};
             int crc = nd_cmd_compare(3, av);
             CHECK(crc == 2, "trial %d: compare of an incomplete trace exits %d, not 2", i, crc);
         } else {
@@ -88,6 +104,7 @@ int main(int argc, char **argv) {
     CHECK(partial >= 5, "too few kills landed mid-run (%d): the test did not exercise partial traces", partial);
     nd_trace_free(ref);
     unlink(part);
+    unlink(inc);
     unlink(full);
     rmdir(dir);
     return nd_test_report("trace_kill_cli");

@@ -1,8 +1,9 @@
 /* test_trace_kill.c — crash consistency: a child writes a trace and SIGKILLs itself from a timer
  * at a random moment (so the kill lands anywhere, also inside HDF5's own writes). After each
  * nd_trace_append returns, the child reports the row count through a pipe. The parent then checks
- * that the file opens, has the schema, and holds every reported row intact, and that compare
- * refuses the incomplete trace. */
+ * that the file it leaves ("<target>.incomplete") opens, has the schema, and holds every reported
+ * row intact, that compare refuses it, and that the earlier trace at the target is untouched (a
+ * run that does not end never replaces it). */
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -91,7 +92,11 @@ int main(void) {
     for (int trial = 0; trial < trials; trial++) {
         char name[64];
         snprintf(name, sizeof name, "killed%03d.h5", trial);
-        const char *p = fx_path(name);
+        char p[640], inc[700];
+        snprintf(p, sizeof p, "%s", fx_path(name));
+        CHECK_EQ_INT(nd_trace_incomplete_path(p, inc, sizeof inc), 0);
+        /* an earlier finished trace at the target, which the killed run must leave as it is */
+        CHECK_EQ_INT(fx_write(p, rows, 8, &ok, &e), 0);
         /* from "during create" to a few hundred rows in */
         unsigned usec = (unsigned)(rand() % window) + 1;
         int pfd[2];
@@ -107,13 +112,17 @@ int main(void) {
         CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "trial %d: child status %d", trial, st);
         killed += WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
 
+        nd_trace *before = NULL;
+        CHECK(nd_trace_read(p, &before, &e) == 0 && before->nrows == 8 && !strcmp(before->summary.status, "ok"),
+              "trial %d: the earlier trace at the target was changed by a run that was killed", trial);
+        nd_trace_free(before);
         struct stat sb;
         if (last < 0) {
-            /* killed inside nd_trace_create: the file is either absent or a valid empty trace */
-            if (stat(p, &sb) != 0) continue;
+            /* killed inside nd_trace_create: the .incomplete is either absent or a valid empty trace */
+            if (stat(inc, &sb) != 0) continue;
         }
         nd_trace *t = NULL;
-        int rc = nd_trace_read(p, &t, &e);
+        int rc = nd_trace_read(inc, &t, &e);
         CHECK(rc == 0, "trial %d (kill after %u us, %d rows reported): %s", trial, usec, last, e.msg);
         if (rc) continue;
         CHECK(!strcmp(t->schema, ND_TRACE_SCHEMA), "trial %d: schema %s", trial, t->schema);
@@ -134,9 +143,9 @@ int main(void) {
         nd_trace_free(t);
 
         /* compare refuses an incomplete trace (exit 2), as run and as golden */
-        char *av1[] = {"compare", (char *)p, (char *)golden, NULL};
+        char *av1[] = {"compare", inc, (char *)golden, NULL};
         CHECK_EQ_INT(nd_cmd_compare(3, av1), ND_EXIT_BADINPUT);
-        char *av2[] = {"compare", (char *)golden, (char *)p, NULL};
+        char *av2[] = {"compare", (char *)golden, inc, NULL};
         CHECK_EQ_INT(nd_cmd_compare(3, av2), ND_EXIT_BADINPUT);
     }
     fprintf(stderr, "%d trials killed, %d left rows (up to %d)\n", killed, with_rows, max_rows);

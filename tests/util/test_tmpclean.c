@@ -1,4 +1,4 @@
-/* test_tmpclean.c — a SIGTERM/SIGINT/SIGHUP while temporaries are registered removes them and the
+/* test_tmpclean.c — a SIGTERM/SIGINT/SIGHUP/SIGQUIT/SIGPIPE/SIGALRM/SIGUSR1/... while temporaries are registered removes them and the
  * process still dies of that signal; a dropped temporary is kept (its writer renamed it); an
  * ignored signal stays ignored. Each case runs in a forked child. */
 #include <signal.h>
@@ -39,7 +39,7 @@ static int child_raises(int sig, const char *a, const char *b, int ignore) {
 int main(void) {
     snprintf(dir, sizeof dir, "%s/nd-tmpclean-XXXXXX", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
-    const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
+    const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2, SIGXCPU};
     for (int i = 0; i < 3; i++) {
         char a[300], b[300];
         snprintf(a, sizeof a, "%s/out%d.tmp", dir, i);

@@ -1,0 +1,57 @@
+/* next_command.c — see next_command.h. */
+#include "next_command.h"
+#include <stdio.h>
+#include <string.h>
+#include "util/shquote.h"
+
+/* append " opt word" (word quoted; opt alone when word is NULL) */
+static void add(char *out, size_t cap, const char *opt, const char *word) {
+    const size_t n = strnlen(out, cap);
+    snprintf(out + n, cap - n, " %s%s", opt, word ? " " : "");
+    if (word) nd_shquote_cat(out, cap, word);
+}
+
+/* everything but the tokens' option and the overrides */
+static void head(const nd_trace_opts *o, char *out, size_t cap) {
+    snprintf(out, cap, "nvfp4dbg trace ");
+    nd_shquote_cat(out, cap, o->ckpt_dir);
+    if (o->recipe) add(out, cap, "--recipe", o->recipe);
+    if (o->stack && strcmp(o->stack, "exact")) add(out, cap, "--stack", o->stack);
+    if (o->ref_ckpt) add(out, cap, "--reference-checkpoint", o->ref_ckpt);
+    if (o->layer_hi >= 0) {
+        char l[48];
+        if (o->layer_lo == o->layer_hi) snprintf(l, sizeof l, "%d", o->layer_lo);
+        else snprintf(l, sizeof l, "%d-%d", o->layer_lo, o->layer_hi);
+        add(out, cap, "--layers", l);
+    }
+    if (o->modes == ND_MODES_ISOLATED) add(out, cap, "--mode", "isolated");
+    else if (o->modes == ND_MODES_CHAINED) add(out, cap, "--mode", "chained");
+    if (o->ref_numerics && strcmp(o->ref_numerics, "fp32")) add(out, cap, "--ref-numerics", o->ref_numerics);
+    if (o->ep > 1) {
+        char n[16];
+        snprintf(n, sizeof n, "%d", o->ep);
+        add(out, cap, "--ep", n);
+    }
+}
+
+void nd_next_command(const nd_trace_opts *o, const char *const *extra, int n, char *out, size_t cap) {
+    char buf[16384];
+    head(o, buf, sizeof buf);
+    const size_t head_len = strlen(buf);
+    if (o->tokens_opt) add(buf, sizeof buf, o->tokens_opt, o->tokens_val);
+    if (o->tokens_opt && o->prompt_chat) add(buf, sizeof buf, "--chat", NULL);
+    const size_t tok_len = strlen(buf) - head_len;
+    char tail[8192] = "";
+    for (int i = 0; i < o->n_overrides; i++) add(tail, sizeof tail, "--override", o->overrides[i]);
+    for (int i = 0; i < n; i++) add(tail, sizeof tail, "--override", extra[i]);
+    if (strlen(buf) + strlen(tail) < cap) {
+        snprintf(out, cap, "%s%s", buf, tail);
+        return;
+    }
+    /* too long for the field: the tokens' option (a long --prompt or --tokens) goes */
+    buf[head_len] = 0;
+    char note[96];
+    snprintf(note, sizeof note, "  # and this run's %s (too long to repeat here)", o->tokens_opt ? o->tokens_opt : "options");
+    if (tok_len && head_len + strlen(tail) + strlen(note) < cap) snprintf(out, cap, "%s%s%s", buf, tail, note);
+    else snprintf(out, cap, "%s", buf); /* cannot happen with the field sizes used; never a cut word */
+}
