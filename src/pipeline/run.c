@@ -269,9 +269,23 @@ static int run_all(nd_run *r, nd_err *e) {
     return rc;
 }
 
+/* A naming's detect names a tensor; one that names a module's weight (P.weight) also matches that
+ * module stored in any form an exporter writes (P.weight_packed + scales, FP8 P.weight +
+ * P.weight_scale, ...): a quantized checkpoint with the Hub's names has no P.weight. */
+static int detected(const nd_ckpt *ck, const char *detect) {
+    if (nd_ckpt_find(ck, detect)) return 1;
+    const size_t n = strlen(detect);
+    if (n <= 7 || strcmp(detect + n - 7, ".weight")) return 0;
+    for (size_t i = 0; i < nd_ckpt_module_count(ck); i++) {
+        const char *m = nd_ckpt_module_path(ck, i);
+        if (strlen(m) == n - 7 && !strncmp(m, detect, n - 7)) return 1;
+    }
+    return 0;
+}
+
 static const nd_naming *pick_naming(const nd_recipe *rc, const nd_ckpt *ck) {
     for (int i = 0; i < rc->n_namings; i++)
-        if (rc->namings[i].detect[0] && nd_ckpt_find(ck, rc->namings[i].detect)) return &rc->namings[i];
+        if (rc->namings[i].detect[0] && detected(ck, rc->namings[i].detect)) return &rc->namings[i];
     return NULL;
 }
 

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# One model under each naming the Hub uses (issue 32 item 1): the Mixtral fixture's NVFP4
+# checkpoint (llmcompressor: experts as gate/up/down_proj) rewritten with Mistral's expert names
+# w1/w3/w2 while quantized (weight_packed, weight_scale, the global scales: a RedHatAI-style
+# export), which has no `w1.weight` for the recipe's naming to detect. It must load, and trace to
+# the same rows as the original naming, figure by figure (compare exit 0).
+#   usage: hub_names.sh NVFP4DBG MK_RENAMED SOURCE_ROOT
+set -u
+bin="$1"; mk="$2"; root="$3"
+. "$(dirname "$0")/../lib.sh"
+src="$root/golden/conformance/mixtral/nvfp4"
+mkdir "$tmp/w123"; cp "$src"/*.json "$tmp/w123/"
+"$mk" "$src" "$tmp/w123/model.safetensors" .gate_proj.=.w1. .up_proj.=.w3. .down_proj.=.w2. >"$tmp/mk.out" 2>&1
+ok "the checkpoint rewritten with w1/w3/w2 ($(cat "$tmp/mk.out"))" '[ $? -eq 0 ] && [ -f "$tmp/w123/model.safetensors" ]'
+"$bin" inspect "$tmp/w123" >"$tmp/i.out" 2>&1; rc=$?
+ok "inspect of the w1/w3/w2 NVFP4 checkpoint: exit $rc" '[ $rc -eq 0 ] && grep -q "block_sparse_moe.experts.0.w1" "$tmp/i.out"'
+"$bin" trace "$tmp/w123" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/w.h5" >"$tmp/t.out" 2>&1; rc=$?
+ok "trace of it: exit $rc ($(tail -c 300 "$tmp/t.out"))" '[ $rc -eq 0 ]'
+"$bin" trace "$src" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/o.h5" >/dev/null 2>&1
+"$bin" compare "$tmp/w.h5" "$tmp/o.h5" >"$tmp/c.out" 2>&1; rc=$?
+ok "the same rows as the original naming: compare exit $rc ($(tail -1 "$tmp/c.out"))" '[ $rc -eq 0 ] && grep -q "0 regressions" "$tmp/c.out"'
+echo "hub names: $pass passed, $fail failed"
+[ $fail -eq 0 ]
