@@ -150,7 +150,7 @@ int nd_cmd_show(int argc, char **argv) {
     else {
         const int width = nd_term_width(1);
         char line[2048], nm[4 * ND_NAME_LEN];
-        snprintf(line, sizeof line, "nvfp4dbg trace %s: %s  recipe %s  format %s  stack %s  backend %s (%s)  tokens %lld  %s",
+        snprintf(line, sizeof line, "trace file %s: checkpoint %s  recipe %s  format %s  stack %s  backend %s (%s)  tokens %lld  %s",
                  path, t->checkpoint, t->recipe, t->checkpoint_format, t->stack, t->backend, t->device, (long long)t->ntokens,
                  t->has_summary ? t->summary.status : "no summary");
         nd_term_wrap(stdout, nd_term_safe(line, nm, sizeof nm), 2, 0, width);

@@ -13,7 +13,7 @@ ok "the trace has rows ($rows)" '[ "$rows" -gt 100 ]'
 ok "text: exit 0" '[ $? -eq 0 ]'
 ok "text: every row" '[ "$(grep -cE "^[^ ]+ +[^ ]+ +(isolated|chained) " "$tmp/s.txt")" -eq "$rows" ]'
 ok "text: the first divergence marked" 'grep -E "^layers\.0\.self_attn\.q_a_proj +linear +isolated" "$tmp/s.txt" | grep -qE "scale_inverted +<== first divergence"'
-ok "text: the header and the closing line" 'grep -q "^nvfp4dbg trace .*recipe deepseek_v4 .*diverged" "$tmp/s.txt" && grep -q "^first divergence at layers.0.self_attn.q_a_proj (isolated)" "$tmp/s.txt"'
+ok "text: the header and the closing line" 'grep -q "^trace file .*: checkpoint .*recipe deepseek_v4 .*diverged" "$tmp/s.txt" && grep -q "^first divergence at layers.0.self_attn.q_a_proj (isolated)" "$tmp/s.txt"'
 
 "$bin" show "$tmp/t.h5" --csv >"$tmp/s.csv"
 ok "csv: exit 0, a header and every row" '[ $? -eq 0 ] && [ "$(wc -l <"$tmp/s.csv")" -eq $((rows + 1)) ]'
