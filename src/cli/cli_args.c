@@ -120,6 +120,18 @@ int nd_cli_args(const char *cmd, int (*run)(int, char **), int *argc, char ***ar
         if (rest || a[0] != '-' || !a[1]) { own_argv[m++] = a; continue; }
         if (!strcmp(a, "--")) { rest = 1; own_argv[m++] = a; continue; }
         if (!strcmp(a, "-q")) { nd_progress_set_quiet(1); continue; }
+        /* a short option with its value attached, as getopt takes it: -svllm, -s=vllm */
+        int attached = 0;
+        if (a[1] != '-' && a[2]) {
+            for (size_t s = 0; s < sizeof shorts / sizeof shorts[0] && !attached; s++) {
+                const int k = a[1] == shorts[s].s[1] ? find(o, shorts[s].l, strlen(shorts[s].l)) : -1;
+                if (k < 0 || !o->takes_value[k]) continue;
+                own_argv[m++] = (char *)shorts[s].l;
+                own_argv[m++] = a + (a[2] == '=' ? 3 : 2);
+                attached = 1;
+            }
+        }
+        if (attached) continue;
         for (size_t s = 0; s < sizeof shorts / sizeof shorts[0]; s++)
             if (!strcmp(a, shorts[s].s) && find(o, shorts[s].l, strlen(shorts[s].l)) >= 0) { a = (char *)shorts[s].l; break; }
         if (a[1] != '-') { own_argv[m++] = a; continue; } /* -h, a negative number, a command's own */

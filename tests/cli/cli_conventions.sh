@@ -23,6 +23,10 @@ ok "--opt=value: same exit ($rc), file, status and first divergence" \
 rc=$?
 ok "short options -b -s -l -o -j: same run ($rc)" \
   '[ $rc -eq 1 ] && [ -s "$tmp/c.h5" ] && [ "$(first "$tmp/c.json")" = "$(first "$tmp/a.json")" ] && [ "$(stack "$tmp/c.json")" = vllm ]'
+"$bin" trace "$seed" -bcpu -s=vllm -l0 -o"$tmp/e.h5" -j >"$tmp/e.json" 2>"$tmp/err"
+rc=$?
+ok "short options with the value attached (-bcpu -s=vllm -l0 -oFILE), as getopt: same run ($rc)" \
+  '[ $rc -eq 1 ] && [ -s "$tmp/e.h5" ] && [ "$(first "$tmp/e.json")" = "$(first "$tmp/a.json")" ] && [ "$(stack "$tmp/e.json")" = vllm ]'
 "$bin" trace "$seed" --backend cpu --override=model.layers.0.self_attn.q_a_proj.input_global_scale=719.799134 --out "$tmp/d.h5" --json >"$tmp/d.json" 2>/dev/null
 ok "--override=NAME=VALUE splits at the first = only" '[ "$(first "$tmp/d.json")" = layers.0.self_attn.kv_proj ]'
 
