@@ -6,7 +6,7 @@
 void *nd_cpu_alloc(nd_backend *b, size_t bytes, nd_err *e) {
     (void)b;
     void *p = malloc(bytes ? bytes : 1);   /* a zero-byte buffer is still a distinct pointer */
-    if (!p) nd_fail(e, ND_EXIT_INTERNAL, "cpu: alloc: out of memory (%zu bytes)", bytes);
+    if (!p) nd_fail(e, ND_EXIT_BADINPUT, "cpu: alloc: out of memory (%zu bytes; the machine's memory or ulimit -v; --max-memory and --layers bound a run)", bytes);
     return p;
 }
 

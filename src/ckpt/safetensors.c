@@ -178,13 +178,17 @@ static int parse_header(nd_st_file *f, nd_err *e) {
     const char *P = f->path;
     uint64_t hlen = 0;
     for (int i = 0; i < 8; i++) hlen |= (uint64_t)f->map[i] << (8 * i);
+    /* the value is not printed when it cannot be one: its 8 bytes would be the start of whatever
+     * file this is (a link to a private file must not show its first bytes in a message) */
+    if (hlen + 8 > f->size) {
+        char lim[64] = "";
+        if (hlen > ND_ST_MAX_HEADER) snprintf(lim, sizeof lim, ", and larger than the %u-byte limit", ND_ST_MAX_HEADER);
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: not a safetensors file: the header length its first 8 bytes give runs past the "
+                       "end of the file (%zu bytes)%s", P, f->size, lim);
+    }
     if (hlen > ND_ST_MAX_HEADER)
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: header length %llu is larger than the %u-byte limit",
                        P, (unsigned long long)hlen, ND_ST_MAX_HEADER);
-    if (hlen + 8 > f->size)
-        return nd_fail(e, ND_EXIT_BADINPUT,
-                       "%s: header length %llu runs past the end of the file (%zu bytes)", P,
-                       (unsigned long long)hlen, f->size);
     f->data_start = 8 + (size_t)hlen;
     uint64_t data_size = f->size - f->data_start;
     /* jansson spends ~100 bytes a value: a header that is one long list of numbers would take
@@ -280,7 +284,8 @@ int nd_st_open(const char *path, nd_st_file **out, nd_err *e) {
     if (m == MAP_FAILED) {
         f->size = 0;
         nd_st_close(f);
-        return nd_fail(e, ND_EXIT_INTERNAL, "%s: mmap failed: %s", path, strerror(err));
+        /* no address space (ulimit -v) or memory is the machine's limit, not a fault of ours */
+        return nd_fail(e, err == ENOMEM ? ND_EXIT_BADINPUT : ND_EXIT_INTERNAL, "%s: mmap failed: %s", path, strerror(err));
     }
     f->map = m;
     f->guard = nd_mapguard_add(m, f->size, f->path);

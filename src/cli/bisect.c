@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
+#include "util/term.h"
 #include "tokens.h"
 #include "prompt.h"
 #include "pipeline/pipeline.h"
@@ -129,6 +130,7 @@ static int probe(bis *b, int lo, int hi, const unsigned char *keep, int *fails) 
 
 
 int nd_cmd_bisect(int argc, char **argv) {
+    char safe_dir[1024]; /* the folder as given, made safe for the terminal */
     bis b;
     memset(&b, 0, sizeof b);
     nd_err e = {0};
@@ -240,7 +242,7 @@ int nd_cmd_bisect(int argc, char **argv) {
         nd_progress_end(&b.pg);
         if (json) printf("{\"status\": \"no_symptom\", \"diverged\": %s, \"traces\": %d, \"stages\": []}\n", diverged ? "true" : "false", b.traces);
         else printf("nvfp4dbg bisect: %s: nothing to bisect (%s; final chained cosine %.5f, %lld NaN/Inf; clean chain %.5f, %lld NaN/Inf; threshold %.5f; %d quantized stages)\n",
-                    b.o.ckpt_dir, diverged ? "diverged" : "the trace shows no divergence", full.cos, (long long)full.nonfinite,
+                    nd_term_safe(b.o.ckpt_dir, safe_dir, sizeof safe_dir), diverged ? "diverged" : "the trace shows no divergence", full.cos, (long long)full.nonfinite,
                     clean.cos, (long long)clean.nonfinite, b.min_cos, b.n);
         rc = ND_EXIT_OK;
         goto out;
@@ -299,7 +301,7 @@ int nd_cmd_bisect(int argc, char **argv) {
         json_decref(root);
     } else {
         printf("nvfp4dbg bisect: %s: %d quantized stages; symptom: %s (threshold %.5f; as the checkpoint says: cosine %.5f, %lld NaN/Inf; clean chain: cosine %.5f)\n",
-               b.o.ckpt_dir, b.n, crit, b.min_cos, full.cos, (long long)full.nonfinite, clean.cos);
+               nd_term_safe(b.o.ckpt_dir, safe_dir, sizeof safe_dir), b.n, crit, b.min_cos, full.cos, (long long)full.nonfinite, clean.cos);
         printf("smallest set of stages whose NVFP4 execution shows the symptom (cosine %.5f, %lld NaN/Inf with only these):\n",
                found.cos, (long long)found.nonfinite);
         for (int i = j; i < k; i++)

@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <string.h>
 
@@ -173,7 +174,10 @@ static int load(const char *path, int golden, nd_trace **t, nd_err *e) {
      * PATH: gating that earlier trace would pass a run that never finished */
     char inc[4096];
     struct stat si, sp;
-    if (!golden && !nd_trace_incomplete_path(path, inc, sizeof inc) && stat(inc, &si) == 0 && stat(path, &sp) == 0 &&
+    char *real = realpath(path, NULL); /* a link to the trace: its .incomplete is beside the file it names */
+    const int have_inc = !nd_trace_incomplete_path(real ? real : path, inc, sizeof inc);
+    free(real);
+    if (!golden && have_inc && stat(inc, &si) == 0 && stat(path, &sp) == 0 &&
         (si.st_mtim.tv_sec > sp.st_mtim.tv_sec || (si.st_mtim.tv_sec == sp.st_mtim.tv_sec && si.st_mtim.tv_nsec >= sp.st_mtim.tv_nsec)))
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s is newer: the last trace run to this path did not finish (killed, or a "
                        "write failed), so %s is an earlier run's; not gating it", path, inc, path);

@@ -257,6 +257,17 @@ int nd_synth_from(const char *src, const char *outdir_arg, const char *const *in
     target *ts = calloc((size_t)(n ? n : 1), sizeof *ts);
     int nt = 0;
     int rc = fs.f && ts ? 0 : nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    /* the weights too are copied into the new checkpoint, which a user shares: a shard linked out of
+     * the source (anywhere but a Hugging Face cache's blobs/) is refused, as every other file is */
+    DIR *sd = rc ? NULL : opendir(src);
+    for (struct dirent *de; !rc && sd && (de = readdir(sd));) {
+        const size_t len = strlen(de->d_name);
+        if (len <= 12 || strcmp(de->d_name + len - 12, ".safetensors")) continue;
+        char p[2200];
+        snprintf(p, sizeof p, "%s/%s", src, de->d_name);
+        rc = nd_member_link_ok(src, p, e);
+    }
+    if (sd) closedir(sd);
     if (!rc) rc = nd_ckpt_open(src, &ck, e);
     for (int i = 0; !rc && i < n; i++) {
         rc = parse(ck, injects[i], &fs.f[i], ts, &nt, e);

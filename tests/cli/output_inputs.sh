@@ -126,6 +126,21 @@ mkdir -p "$w/bin" && ln -sf "$bin" "$w/bin/nvfp4dbg"
 (cd "$w" && PATH="$w/bin:$PATH" bash -c "$next --backend cpu --out e2.h5 --json" >"$tmp/out" 2>"$tmp/err"); rc=$?
 ok "pasted into bash it runs on that folder and repairs the stage: exit $rc ($(err))" '[ $rc -eq 0 ] || [ $rc -eq 1 ] && [ "$(row_verdict layers.0.self_attn.q_a_proj "$tmp/out")" = ok ]'
 
+# --- the third review: a weights file linked out of the source, escapes in bisect, a link to a stale trace ---
+cp -r "$seed" "$w/ls"; mv "$w/ls/model.safetensors" "$w/outside.st"; ln -s ../outside.st "$w/ls/model.safetensors"
+run "$bin" synth "$w/lsx" --from "$w/ls" --inject nibble-swap@layers.0.self_attn.q_a_proj
+ok "synth --from with the weights linked out of the source: exit $rc, nothing written ($(err))" '[ $rc -eq 2 ] && [ ! -e "$w/lsx" ] && grep -q "model.safetensors: a symbolic link out of the checkpoint folder" "$tmp/err"'
+mkdir "$w/sec"; cp "$ck/config.json" "$w/sec/"; printf 'root:*:20000:0:99999:7:::\n' >"$w/secret"; ln -s "$w/secret" "$w/sec/model.safetensors"
+run "$bin" inspect "$w/sec"
+ok "a weights link to a text file: exit $rc, its first bytes not shown as a number ($(err))" '[ $rc -eq 2 ] && ! grep -q "3619251681095544690\|[0-9]\{12,\}" "$tmp/err"'
+(cd "$w" && "$bin" bisect "$esc" --backend cpu >"$tmp/out" 2>"$tmp/err"); rc=$?
+shown='esc\x1b[31mdir'
+ok "bisect on a folder named with an ESC: exit $rc, no raw ESC printed" '! grep -q $'"'"'\033'"'"' "$tmp/out" && grep -qF "$shown" "$tmp/out"'
+run "$bin" trace "$ck" --backend cpu --out "$w/st.h5"
+cp "$w/st.h5" "$w/st.h5.incomplete"; touch -d '+1 min' "$w/st.h5.incomplete"; ln -s st.h5 "$w/latest.h5"
+run "$bin" compare "$w/latest.h5" "$w/golden.h5"
+ok "compare through a link to a trace whose .incomplete is newer: exit $rc ($(err))" '[ $rc -eq 2 ] && grep -q "is newer" "$tmp/err"'
+
 ok "no temporaries left" '[ -z "$(find "$w" -name ".*.tmp" -o -name ".*.synth-*" 2>/dev/null)" ]'
 echo "output inputs: $pass passed, $fail failed"
 [ $fail -eq 0 ]
