@@ -197,6 +197,12 @@ static int path_inside(const char *a, const char *b) {
 }
 
 int sy_outdir_check(const char *dir, int force, const char *const *inputs, int n, nd_err *e) {
+    /* OUTDIR is replaced as a whole (staged beside it, renamed onto it): "." or ".." names no place beside */
+    const char *base = strrchr(dir, '/');
+    base = base ? base + 1 : dir;
+    if (!strcmp(base, ".") || !strcmp(base, ".."))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: give the output folder by its name (not '.' or '..'): synth writes it "
+                       "beside itself and renames it into place", dir);
     struct stat st;
     if (lstat(dir, &st) == 0) {
         if (S_ISLNK(st.st_mode))

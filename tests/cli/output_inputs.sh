@@ -141,6 +141,9 @@ cp "$w/st.h5" "$w/st.h5.incomplete"; touch -d '+1 min' "$w/st.h5.incomplete"; ln
 run "$bin" compare "$w/latest.h5" "$w/golden.h5"
 ok "compare through a link to a trace whose .incomplete is newer: exit $rc ($(err))" '[ $rc -eq 2 ] && grep -q "is newer" "$tmp/err"'
 
+run "$bin" synth "$w/dot/." --recipe llama --layers 2
+ok "synth OUTDIR/. is refused before anything is made: exit $rc ($(err))" '[ $rc -eq 2 ] && [ ! -e "$w/dot" ]'
+
 ok "no temporaries left" '[ -z "$(find "$w" -name ".*.tmp" -o -name ".*.synth-*" 2>/dev/null)" ]'
 echo "output inputs: $pass passed, $fail failed"
 [ $fail -eq 0 ]
