@@ -218,22 +218,32 @@ static int copy_file(const char *from, const char *to, mode_t mode, nd_err *e) {
     return rc;
 }
 
-/* The new checkpoint is never more open than its source: the folder takes at most the source
- * folder's permission bits, and the files synth writes itself (the weights, its manifest) at most
- * those of the source's weights (copies keep their own source's bits, copy_file). */
-static void narrow_modes(const char *src, const char *stage) {
-    struct stat sd, sw, st;
-    if (stat(src, &sd) == 0 && stat(stage, &st) == 0) (void)chmod(stage, st.st_mode & sd.st_mode & 07777);
-    mode_t wmode = 0;
+/* The source's weight files (*.safetensors, one level): each must lie inside the source (a shard
+ * linked anywhere but a Hugging Face cache's blobs/ is refused: synth copies the weights into a
+ * checkpoint a user shares); *wmode gets the union of their permission bits. */
+static int source_weights(const char *src, mode_t *wmode, nd_err *e) {
+    *wmode = 0;
     DIR *d = opendir(src);
-    for (struct dirent *de; d && (de = readdir(d));) {
+    int rc = 0;
+    for (struct dirent *de; !rc && d && (de = readdir(d));) {
         const size_t len = strlen(de->d_name);
-        char p[2200];
         if (len <= 12 || strcmp(de->d_name + len - 12, ".safetensors")) continue;
+        char p[2200];
+        struct stat sw;
         snprintf(p, sizeof p, "%s/%s", src, de->d_name);
-        if (stat(p, &sw) == 0 && S_ISREG(sw.st_mode)) wmode |= sw.st_mode & 0777;
+        rc = nd_member_link_ok(src, p, e);
+        if (!rc && stat(p, &sw) == 0 && S_ISREG(sw.st_mode)) *wmode |= sw.st_mode & 0777;
     }
     if (d) closedir(d);
+    return rc;
+}
+
+/* The new checkpoint is never more open than its source: the folder takes at most the source
+ * folder's permission bits, and the files synth writes itself (the weights, its manifest) at most
+ * wmode, the source weights' (copies keep their own source's bits, copy_file). */
+static void narrow_modes(const char *src, const char *stage, mode_t wmode) {
+    struct stat sd, st;
+    if (stat(src, &sd) == 0 && stat(stage, &st) == 0) (void)chmod(stage, st.st_mode & sd.st_mode & 07777);
     if (!wmode) return;
     const char *own[] = {"model.safetensors", SY_OUTDIR_MANIFEST};
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
@@ -257,17 +267,8 @@ int nd_synth_from(const char *src, const char *outdir_arg, const char *const *in
     target *ts = calloc((size_t)(n ? n : 1), sizeof *ts);
     int nt = 0;
     int rc = fs.f && ts ? 0 : nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
-    /* the weights too are copied into the new checkpoint, which a user shares: a shard linked out of
-     * the source (anywhere but a Hugging Face cache's blobs/) is refused, as every other file is */
-    DIR *sd = rc ? NULL : opendir(src);
-    for (struct dirent *de; !rc && sd && (de = readdir(sd));) {
-        const size_t len = strlen(de->d_name);
-        if (len <= 12 || strcmp(de->d_name + len - 12, ".safetensors")) continue;
-        char p[2200];
-        snprintf(p, sizeof p, "%s/%s", src, de->d_name);
-        rc = nd_member_link_ok(src, p, e);
-    }
-    if (sd) closedir(sd);
+    mode_t wmode = 0;
+    if (!rc) rc = source_weights(src, &wmode, e);
     if (!rc) rc = nd_ckpt_open(src, &ck, e);
     for (int i = 0; !rc && i < n; i++) {
         rc = parse(ck, injects[i], &fs.f[i], ts, &nt, e);
@@ -332,7 +333,7 @@ int nd_synth_from(const char *src, const char *outdir_arg, const char *const *in
     if (!rc) rc = sy_static_config(&sedits, stage, e);
     if (w) nd_st_writer_abort(w);
     if (!rc) rc = sy_outdir_record(stage, e);
-    if (!rc) narrow_modes(src, stage);
+    if (!rc) narrow_modes(src, stage, wmode);
     if (!rc) { rc = sy_stage_commit(stage, slot, outdir, force, e); staged = 0; }
     if (staged) sy_stage_abort(stage, slot);
     if (!rc) rc = sy_faults_write(&fs, side, e);
