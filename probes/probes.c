@@ -18,6 +18,12 @@ double nd_probe_sqnr_db(const nd_cmp *c) {
     return v > ND_SQNR_CAP_DB ? ND_SQNR_CAP_DB : v;
 }
 
+/* every element has a NaN/Inf on one side: no pair was compared, and cosine 1 / SQNR 200 over
+ * an empty set would read as a perfect match (a captured tensor of NaN showed exactly that) */
+static int no_finite_pair(const nd_cmp *c) {
+    return c->n > 0 && (c->ref_nan + c->ref_inf >= c->n || c->prod_nan + c->prod_inf >= c->n);
+}
+
 void nd_probe_fill(nd_row *row, const nd_cmp *c) {
     row->numel = c->n;
     row->ref_amax = c->ref_amax;
@@ -30,6 +36,7 @@ void nd_probe_fill(nd_row *row, const nd_cmp *c) {
     row->rel_l2 = nd_probe_rel_l2(c);
     row->sqnr_db = nd_probe_sqnr_db(c);
     row->max_abs_err = c->max_abs_err;
+    if (no_finite_pair(c)) row->cosine = row->rel_l2 = row->sqnr_db = row->max_abs_err = NAN;
     row->worst_block = c->worst_block;
     row->worst_block_rel = nd_cmp_energy_ratio(c->worst_block_ee, c->worst_block_rr);
 }

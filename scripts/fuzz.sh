@@ -29,8 +29,8 @@ ninja -C "$B" libnd_core.a >/dev/null
 mkdir -p "$B/fuzz"
 # shellcheck disable=SC2046
 flags=(-Wall -Wextra -g -O1 -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -fsanitize=fuzzer,address,undefined
-       -fno-sanitize-recover=undefined -I"$B" -I. -Isrc -Ikernels -Iprobes -Itests $(pkg-config --cflags hdf5 jansson yaml-0.1 libpcre2-8))
-libs=("$B/libnd_core.a" $(pkg-config --libs hdf5 jansson yaml-0.1 libpcre2-8) -lm -lpthread)
+       -fno-sanitize-recover=undefined -I"$B" -I. -Isrc -Ikernels -Iprobes -Itests $(pkg-config --cflags hdf5 jansson yaml-0.1 libpcre2-8 openblas))
+libs=("$B/libnd_core.a" $(pkg-config --libs hdf5 jansson yaml-0.1 libpcre2-8 openblas) -lm -lpthread)
 for h in "${harnesses[@]}"; do
   extra=()
   [ "$h" = tokens ] && extra=(src/cli/tokens.c)

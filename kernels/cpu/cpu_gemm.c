@@ -1,9 +1,14 @@
-/* cpu_gemm.c — FP32 GEMM y = alpha * x @ w^T, register- and cache-blocked, split over threads.
+/* cpu_gemm.c — FP32 GEMM y = alpha * x @ w^T on the CPU, in two orders:
  *
- * Every y element is the plain FP32 sum Σ_k x[m,k] w[n,k] taken in increasing k, then times
- * alpha: blocking only changes which elements are computed together, never the order of one
- * sum, so the result is identical to a naive triple loop and independent of the thread count.
+ *  - ND_GEMM_F32 and ND_GEMM_BF16_EXACT (any summation order is allowed, as cuBLAS's on the GPU):
+ *    OpenBLAS's SGEMM, tens of GFLOP/s where the loop below does ~1.5;
+ *  - ND_GEMM_ORDERED (--ref-numerics transformers; the CUDA backend's gemm_ordered_kernel matches
+ *    it bit for bit): the loop below. Every y element is the plain FP32 sum Σ_k x[m,k] w[n,k]
+ *    taken in increasing k, then times alpha: blocking only changes which elements are computed
+ *    together, never the order of one sum, so the result is identical to a naive triple loop and
+ *    independent of the thread count.
  */
+#include <cblas.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -92,10 +97,34 @@ void nd_cpu_gemm_strided(const float *x, int64_t ldx, const float *w, int64_t ld
         if (started & (1 << t)) pthread_join(tid[t], NULL);
 }
 
+/* y[m, n] (row stride ldy) = alpha * x[m, k] @ w[n, k]^T in the BLAS's order */
+static void gemm_blas(const float *x, int64_t ldx, const float *w, int64_t ldw, float *y, int64_t ldy,
+                      int64_t m, int64_t n, int64_t k, float alpha) {
+    if (k == 0) {                          /* an empty sum; BLAS leaves y alone when k is 0 */
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t c = 0; c < n; c++) y[i * ldy + c] = 0.0f;
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)m, (blasint)n, (blasint)k, alpha, x,
+                (blasint)ldx, w, (blasint)ldw, 0.0f, y, (blasint)ldy);
+}
+
+/* BLAS takes 32-bit sizes (blasint): a larger operand goes through the ordered loop */
+static int blas_fits(int64_t m, int64_t n, int64_t k, int64_t ldx, int64_t ldw, int64_t ldy) {
+    const int64_t lim = (int64_t)1 << 30;
+    return sizeof(blasint) >= 8 || (m < lim && n < lim && k < lim && ldx < lim && ldw < lim && ldy < lim);
+}
+
+static void gemm_mode(int mode, const float *x, int64_t ldx, const float *w, int64_t ldw, float *y,
+                      int64_t ldy, int64_t m, int64_t n, int64_t k, float alpha) {
+    if (mode != ND_GEMM_ORDERED && blas_fits(m, n, k, ldx, ldw, ldy))
+        gemm_blas(x, ldx, w, ldw, y, ldy, m, n, k, alpha);
+    else
+        nd_cpu_gemm_strided(x, ldx, w, ldw, y, ldy, m, n, k, alpha);
+}
+
 int nd_cpu_gemm(nd_backend *b, const float *x, const float *w, float *y, int64_t m, int64_t n,
                 int64_t k, float alpha, int mode, nd_err *e) {
-    /* every mode is this order (ND_GEMM_ORDERED's definition); BF16-exact operands give the same
-     * products in FP32 */
     ND_CPU_REQUIRE(mode >= ND_GEMM_F32 && mode <= ND_GEMM_ORDERED, e, "gemm", "unknown mode");
     if (mode == ND_GEMM_BF16_EXACT) ND_TRY(nd_backend_require(b, ND_OP_gemm, ND_ODT_BF16, e));
     const char *op = "gemm";
@@ -104,7 +133,7 @@ int nd_cpu_gemm(nd_backend *b, const float *x, const float *w, float *y, int64_t
     ND_CPU_SIZES(e, op, n, k);
     ND_CPU_REQUIRE(m * n == 0 || (y && (k == 0 || (x && w))), e, op, "NULL buffer");
     if (m * n == 0) return 0;
-    nd_cpu_gemm_strided(x, k, w, k, y, n, m, n, k, alpha);
+    gemm_mode(mode, x, k, w, k, y, n, m, n, k, alpha);
     return 0;
 }
 
@@ -119,6 +148,6 @@ int nd_cpu_gemm_grouped(nd_backend *b, const float *x, const float *w, float *y,
     ND_CPU_REQUIRE(m * groups * n == 0 || (y && (k == 0 || (x && w))), e, op, "NULL buffer");
     if (m * groups * n == 0) return 0;
     for (int64_t g = 0; g < groups; g++)
-        nd_cpu_gemm_strided(x + g * k, groups * k, w + g * n * k, k, y + g * n, groups * n, m, n, k, alpha);
+        gemm_mode(mode, x + g * k, groups * k, w + g * n * k, k, y + g * n, groups * n, m, n, k, alpha);
     return 0;
 }

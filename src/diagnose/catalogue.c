@@ -187,6 +187,16 @@ static const nd_cause CAUSES[] = {
      "the stage's input already holds NaN/Inf on that path",
      "",
      "look at the stage where NaN/Inf appears first"},
+    {"stack_kernel",
+     "the serving stack's own output of this stage (captured with --prod-dump) differs from what the checkpoint "
+     "and the stack profile compute, while the same stage replayed here from the same input is healthy: the fault "
+     "is in the stack's kernel or its launch (a backend, a layout, a buffer), not in the checkpoint (field reports "
+     "N1-N12)",
+     "the captured row diverges; the isolated replay of the stage is within its floor, so no repair of the "
+     "checkpoint's values or the stack's parameters can restore the captured tensor",
+     "",
+     "capture the stage's input too (NAME.input) to judge the kernel alone, then switch the stack's backend for "
+     "this op (e.g. another MoE or GEMM backend) and capture again"},
     {"accumulated_error",
      "the error exceeds what NVFP4 quantization of this stage explains, and no single repair restores it (field "
      "report C40's layer-44 MoE before its cause was known)",

@@ -29,6 +29,9 @@ static int broken_output(const nd_row *r) {
  * that only lowers the floor (a multiplier moved away from 2688/amax makes the healthy
  * quantization worse too) proves nothing. */
 static int restored(const nd_row *base, const nd_row *t, double margin) {
+    /* a stage whose replay is healthy has nothing to restore: any repair that moves its SQNR up
+     * by noise would otherwise "prove" a cause on a clean checkpoint */
+    if (!nd_verdict_bad(base->verdict) && !broken_output(base)) return 0;
     if (nd_verdict_bad(t->verdict) || t->prod_nan + t->prod_inf + t->ref_nan + t->ref_inf > 0) return 0;
     /* a router that picked other experts: restored when it picks the reference's again */
     if (!strcmp(base->verdict, "routing_divergence")) return 1;
@@ -72,6 +75,20 @@ int nd_diagnose_row(const nd_trace_opts *o, const nd_row *row, nd_diagnosis *d, 
     nd_stage_rec *rec = NULL;
     int rc0 = nd_stage_replay(o, row->name, NULL, 0, &rec, &d->base, &d->info, e);
     if (rc0) { nd_stage_rec_free(rec); return rc0; }
+    if (!strcmp(row->mode, "captured") && !nd_verdict_bad(d->base.verdict) && !broken_output(&d->base)) {
+        /* the serving stack's own output diverged, but this stage replayed from the same
+         * reference input is healthy: nothing in the checkpoint or the stack profile explains it,
+         * and no repair of ours can change a captured tensor */
+        nd_stage_rec_free(rec);
+        char cap[160], rep[160];
+        nd_row_evidence(row, cap, sizeof cap);
+        nd_row_evidence(&d->base, rep, sizeof rep);
+        snprintf(d->cause, sizeof d->cause, "%s", row->in_nonfinite > 0 ? "nan_input" : "stack_kernel");
+        snprintf(d->evidence, sizeof d->evidence, "the captured output: %s%s; the replay of the stage: %s", cap,
+                 row->in_nonfinite > 0 ? " (its captured input holds NaN/Inf)" : "", rep);
+        d->base = *row;
+        return 0;
+    }
     nd_repair reps[ND_REPAIR_MAX];
     /* repairs read from the checkpoint (a scale the loader does not read) come first: they assume
      * least (the value is in the file) */

@@ -27,6 +27,7 @@ nd_buf *nd_run_captured(nd_run *r, const char *stage, const char *module, const 
         t = nd_st_find(r->loop->dump, name);
     }
     if (!t) return NULL;
+    if (r->loop->dump_used) r->loop->dump_used[t - nd_st_at(r->loop->dump, 0)] = 1;
     if (cols <= 0 || t->numel % cols || t->numel / cols != r->t) {
         nd_fail(e, ND_EXIT_BADINPUT, "%s: captured %s has %lld values, expected %lld tokens x %lld", t->file, t->name,
                 (long long)t->numel, (long long)r->t, (long long)cols);

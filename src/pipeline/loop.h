@@ -29,6 +29,7 @@ struct nd_loop {
     int progress;              /* print progress on stderr */
     int captured;              /* single-stage replay: the stage that makes the row ran (stop) */
     nd_st_file *dump;          /* --prod-dump file or NULL */
+    unsigned char *dump_used;  /* per tensor of dump: 1 once a stage looked it up */
     nd_sink sink;              /* what the ops hand over comes here (record.c) */
 };
 

@@ -14,6 +14,7 @@
 #include "probes.h"
 #include "verdict.h"
 #include "util/suggest.h"
+#include "util/term.h"
 #include "sink.h"
 #include "rowq.h"
 #include "nd_config.h"
@@ -307,6 +308,7 @@ static void run_close(nd_run *r) {
     if (r->ck) nd_ckpt_close(r->ck);
     if (r->ref_ck) nd_ckpt_close(r->ref_ck);
     if (r->loop->dump) nd_st_close(r->loop->dump);
+    free(r->loop->dump_used);
     if (r->be) r->be->destroy(r->be);
     nd_rows_free(r);
     free(r->pos);
@@ -397,6 +399,7 @@ uint64_t nd_pipeline_default_max_memory(void) {
 static const char *modes_str(int m) { return m == 3 ? "isolated,chained" : m == 1 ? "isolated" : "chained"; }
 
 static int check_dump_used(const nd_loop *lp, const char *path, nd_err *e);
+static void dump_unused_warning(const nd_loop *lp, const char *path, char *out, size_t cap);
 
 int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     memset(res, 0, sizeof *res);
@@ -421,6 +424,7 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     r.n_ref_only = o->n_ref_only;
     r.ref_only_floor = o->ref_only_floor;
     if (!rc && o->prod_dump) rc = nd_st_open(o->prod_dump, &lp.dump, e);
+    if (!rc && lp.dump && !(lp.dump_used = calloc(nd_st_count(lp.dump) + 1, 1))) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
     lp.modes = o->modes ? o->modes : ND_MODES_BOTH;
     if (!rc) rc = nd_run_ref_numerics(&r, o->ref_numerics, e);
     lp.layer_lo = o->layer_lo;
@@ -494,6 +498,8 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
         const char *unused;
         if (nd_stack_unused(&r.stack, &unused))
             snprintf(res->warning, sizeof res->warning, "--override %s matched no checkpoint scale or stage parameter", unused);
+        else if (lp.dump && !o->only_row)
+            dump_unused_warning(&lp, o->prod_dump, res->warning, sizeof res->warning);
     } else {
         snprintf(res->summary.status, sizeof res->summary.status, "error");
         snprintf(res->summary.message, sizeof res->summary.message, "%s", e->msg);
@@ -540,6 +546,24 @@ static int check_dump_used(const nd_loop *lp, const char *path, nd_err *e) {
                      path, nt, held, nt > 4 ? ", ..." : "", stages, near ? ": did you mean " : "", near ? near : "", near ? "?" : "");
     free(names);
     return rc;
+}
+
+/* Some tensors of a --prod-dump judged stages and others none: the others are named (a misspelt
+ * name among matched ones would otherwise drop its tensor without a word). */
+static void dump_unused_warning(const nd_loop *lp, const char *path, char *out, size_t cap) {
+    const size_t nt = nd_st_count(lp->dump);
+    size_t n_unused = 0, len = 0;
+    char names[160] = "";
+    for (size_t i = 0; i < nt; i++) {
+        if (lp->dump_used[i]) continue;
+        if (n_unused++ < 3 && len < sizeof names)
+            len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", n_unused > 1 ? ", " : "", nd_st_at(lp->dump, i)->name);
+    }
+    if (!n_unused) return;
+    char safe[200];
+    nd_term_safe(names, safe, sizeof safe);
+    snprintf(out, cap, "%s: %zu of its %zu tensors named no stage of this run and were not judged: %s%s", path, n_unused, nt,
+             safe, n_unused > 3 ? ", ..." : "");
 }
 
 void nd_trace_result_free(nd_trace_result *res) {

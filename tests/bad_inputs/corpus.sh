@@ -98,6 +98,8 @@ run "show: escapes in a trace's strings" 0 'ok\\x1b\[31mred' -- show "$tmp/escap
 grep -q "$(printf '\033')" "$tmp/out" && { echo "FAIL: show printed a raw ESC"; fail=$((fail + 1)); } || pass=$((pass + 1))
 run "compare: escapes in a trace's strings" 1 'verdict' -- compare "$tmp/escapes.h5" "$tmp/golden.h5"
 grep -q "$(printf '\033')" "$tmp/out" && { echo "FAIL: compare printed a raw ESC"; fail=$((fail + 1)); } || pass=$((pass + 1))
+# one file given as both traces: passes by construction, and is said to
+run "compare with itself" 0 "are the same file: the trace is compared with itself" -- compare "$tmp/golden.h5" "$tmp/golden.h5"
 # duplicate keys: a line added below the reviewed one must not loosen the gate silently
 printf 'default:\n  cosine: {abs: 0.001}\n  cosine: {abs: 1}\n' >"$tmp/tol-dup.yaml"
 run "tolerance key twice" 2 "tol-dup.yaml:3: key 'cosine' given twice in one mapping (first at line 2)" -- compare "$tmp/golden.h5" "$tmp/golden.h5" --tolerances "$tmp/tol-dup.yaml"

@@ -2,13 +2,28 @@
  * `--dump tensors` trace of golden/clean-v4 (the isolated production outputs, as a serving
  * stack's forward hook would save them, some under the stage name and some under the module
  * name), with one stage corrupted, must be judged stage by stage: the corrupted stage flagged in
- * mode "captured", the others ok, the first divergence the corrupted one. */
+ * mode "captured", the others ok, the first divergence the corrupted one. The diagnosis of a
+ * captured divergence whose stage replays healthy names the stack's kernel (stack_kernel), never
+ * a repair of the clean checkpoint; a capture that is all NaN gets no cosine or SQNR (not 1 / 200). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "nd_test.h"
 #include "pipeline/pipeline.h"
+#include "diagnose/diagnose.h"
+
+/* the first divergence's diagnosed cause, or "" */
+static void diagnosed(const nd_trace_opts *o, nd_trace_result *res, char *cause, size_t cap) {
+    nd_diagnosis *ds = NULL;
+    int n = 0;
+    nd_err e = {0};
+    cause[0] = 0;
+    int rc = nd_diagnose_run(o, res, 0, &ds, &n, &e);
+    CHECK(rc == 0 && n >= 1, "diagnosis: rc %d %s", rc, e.msg);
+    if (!rc && n >= 1) snprintf(cause, cap, "%s", ds[0].cause);
+    free(ds);
+}
 
 typedef struct cap { const char *stage, *save_as; int corrupt; } cap;
 
@@ -85,8 +100,49 @@ int main(void) {
         CHECK(!strcmp(res.summary.status, "diverged"), "status %s", res.summary.status);
         CHECK(!strcmp(res.summary.first_divergence, "layers.0.self_attn.kv_proj"), "first divergence %s", res.summary.first_divergence);
         CHECK(!strcmp(res.summary.first_divergence_mode, "captured"), "mode %s", res.summary.first_divergence_mode);
+        char cause[64];
+        diagnosed(&o, &res, cause, sizeof cause);
+        CHECK(!strcmp(cause, "stack_kernel"), "flushed capture of a clean stage: cause %s", cause);
     }
     nd_trace_result_free(&res);
+
+    /* every value of a captured output NaN: the row has no figures, the cause is the stack's */
+    {
+        int64_t shape[ND_TRACE_MAXDIM] = {0};
+        float *nan_out = NULL;
+        int nd = 0;
+        rc = nd_trace_read_tensor(trace, "layers.0.self_attn.q_a_proj@isolated", "prod", &nan_out, &nd, shape, &e);
+        CHECK(rc == 0 && nd == 2, "read: %s", e.msg);
+        for (int64_t j = 0; !rc && j < shape[0] * shape[1]; j++) nan_out[j] = __builtin_nanf("");
+        if (!rc) rc = nd_st_writer_open(dump, &w, &e);
+        if (!rc) rc = nd_st_writer_add(w, "layers.0.self_attn.q_a_proj", ND_DT_F32, 2, shape, nan_out, &e);
+        /* a misspelt name beside a matched one: not judged, and said so */
+        if (!rc) rc = nd_st_writer_add(w, "layers.0.self_attn.q_a_prj", ND_DT_F32, 2, shape, nan_out, &e);
+        if (!rc) rc = nd_st_writer_close(w, &e);
+        free(nan_out);
+        CHECK(rc == 0, "nan capture: %s", e.msg);
+        if (!rc) rc = nd_pipeline_trace(&o, &res, &e);
+        CHECK(rc == 0, "nan capture trace: %s", e.msg);
+        if (!rc) {
+            int seen = 0;
+            for (int64_t i = 0; i < res.nrows; i++) {
+                const nd_row *r = &res.rows[i];
+                if (strcmp(r->mode, "captured")) continue;
+                seen = 1;
+                CHECK(r->prod_nan == r->numel && r->numel > 0, "NaN count %lld of %lld", (long long)r->prod_nan, (long long)r->numel);
+                CHECK(r->cosine != r->cosine && r->sqnr_db != r->sqnr_db, "all-NaN capture: cosine %g, SQNR %g (no pair compared)",
+                      r->cosine, r->sqnr_db);
+            }
+            CHECK(seen, "no captured row");
+            CHECK(strstr(res.warning, "1 of its 2 tensors named no stage") && strstr(res.warning, "layers.0.self_attn.q_a_prj"),
+                  "the unmatched tensor is named: warning '%s'", res.warning);
+            CHECK(!strcmp(res.summary.first_divergence, "layers.0.self_attn.q_a_proj"), "first divergence %s", res.summary.first_divergence);
+            char cause[64];
+            diagnosed(&o, &res, cause, sizeof cause);
+            CHECK(!strcmp(cause, "stack_kernel"), "all-NaN capture of a clean stage: cause %s", cause);
+            nd_trace_result_free(&res);
+        }
+    }
 
     /* a capture of the wrong width is bad input, not a crash */
     float small[3] = {1, 2, 3};

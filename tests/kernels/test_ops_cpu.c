@@ -342,8 +342,12 @@ static void test_swiglu(void) {
 static void test_gemm(void) {
     const int64_t m = 70, n = 300, k = 260;   /* above the threading threshold */
     float *x = fvec(m * k, -1, 1), *w = fvec(n * k, -1, 1), *y = fvec(m * n, 0, 0);
-    CHECK_EQ_INT(be->gemm(be, x, w, y, m, n, k, 0.5f, 0, &e), 0);
-    double err = 0;
+    float *yo = fvec(m * n, 0, 0);
+    /* ND_GEMM_F32: the BLAS's order, within FP32 rounding of the exact sum; ND_GEMM_ORDERED: the
+     * sequential FP32 sum bit for bit (blocking and threads do not reorder it) */
+    CHECK_EQ_INT(be->gemm(be, x, w, y, m, n, k, 0.5f, ND_GEMM_F32, &e), 0);
+    CHECK_EQ_INT(be->gemm(be, x, w, yo, m, n, k, 0.5f, ND_GEMM_ORDERED, &e), 0);
+    double err = 0, err_o = 0;
     int seq_exact = 1;
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
@@ -351,10 +355,13 @@ static void test_gemm(void) {
             float fs = 0.0f;
             for (int64_t c = 0; c < k; c++) { a += (double)x[i * k + c] * w[j * k + c]; mag += fabs((double)x[i * k + c] * w[j * k + c]); fs += x[i * k + c] * w[j * k + c]; }
             err = fmax(err, fabs(y[i * n + j] - 0.5 * a) / (0.5 * mag));
-            seq_exact &= y[i * n + j] == fs * 0.5f;
+            err_o = fmax(err_o, fabs(yo[i * n + j] - 0.5 * a) / (0.5 * mag));
+            seq_exact &= yo[i * n + j] == fs * 0.5f;
         }
-    CHECK(err < 1e-6 * k, "gemm error %g of sum |x w|", err);
-    CHECK(seq_exact, "gemm equals the sequential FP32 sum (blocking and threads do not reorder)");
+    CHECK(err < 1e-6 * k, "gemm (f32) error %g of sum |x w|", err);
+    CHECK(err_o < 1e-6 * k, "gemm (ordered) error %g of sum |x w|", err_o);
+    CHECK(seq_exact, "ordered gemm equals the sequential FP32 sum (blocking and threads do not reorder)");
+    free(yo);
     /* grouped */
     const int64_t gm = 5, G = 3, gn = 7, gk = 33;
     float *gx = fvec(gm * G * gk, -1, 1), *gw = fvec(G * gn * gk, -1, 1), *gy = fvec(gm * G * gn, 0, 0);
