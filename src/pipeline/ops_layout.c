@@ -45,7 +45,15 @@ static int split_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     ND_TRY(nd_attr_num(r, c->st, "groups", 1, &groups, e));
     int64_t sz[ND_RECIPE_MAX_IO], G = (int64_t)groups, W = 0;
     const char *sizes = nd_stage_attr(c->st->def, "sizes");
-    int n = parse_sizes_cfg(r, sizes, sz, ND_RECIPE_MAX_IO);
+    nd_buf *x = in[0];
+    int n;
+    if (!sizes) { /* the descriptor's default: equal parts */
+        n = c->n_out;
+        if (G < 1 || n < 1 || x->cols % (G * n))
+            return nd_fail(e, ND_EXIT_BADINPUT, "stage %s: input width %lld does not split into %d equal parts of %lld groups",
+                           c->st->name, (long long)x->cols, n, (long long)G);
+        for (int i = 0; i < n; i++) sz[i] = x->cols / (G * n);
+    } else n = parse_sizes_cfg(r, sizes, sz, ND_RECIPE_MAX_IO);
     /* a $key the config lacks (or gives no positive number): name the key and the checkpoint */
     for (const char *p = sizes; n < 0 && p && (p = strchr(p, '$')); p++) {
         char key[96];
@@ -60,7 +68,6 @@ static int split_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     }
     if (n != c->n_out) return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s: 'sizes' must list one positive width (number or $config_key) per output", nd_stage_file(r->rc, c->st->def), c->st->def->line, c->st->def->name);
     for (int i = 0; i < n; i++) W += sz[i];
-    nd_buf *x = in[0];
     if (G < 1 || x->cols != G * W) return nd_fail(e, ND_EXIT_BADINPUT, "stage %s: input width %lld is not %lld groups of %lld", c->st->name, (long long)x->cols, (long long)G, (long long)W);
     int64_t off = 0;
     for (int i = 0; i < n; i++) {

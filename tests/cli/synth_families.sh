@@ -17,6 +17,7 @@ deepseek_v4 layers.0.self_attn.q_a_proj
 qwen3 layers.0.self_attn.q_proj
 qwen3_moe layers.0.self_attn.v_proj
 mixtral layers.0.self_attn.o_proj
+glm4 layers.0.mlp.gate_up_proj
 glm4_moe layers.0.mlp.up_proj
 gpt_oss layers.0.self_attn.q_proj
 qwen3_next layers.0.mlp.shared_expert.up_proj

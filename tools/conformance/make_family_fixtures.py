@@ -21,6 +21,10 @@ Kinds:
   glm4_moe Glm4MoeForCausalLM (GLM-4.5/4.6): partial rotary on the FIRST half of each head
            (partial_rotary_factor 0.5 under rope_parameters), q/k/v bias, a dense first layer, then
            DeepSeek-V3-style MoE (sigmoid, grouped top-k with correction bias, shared expert)
+  glm4     Glm4ForCausalLM (GLM-4-0414 dense): partial rotary on the FIRST half of each head with
+           ADJACENT pairs (repeat_interleave of cos/sin), q/k/v bias, sandwich norms (post_self_attn_layernorm
+           on the attention output, post_mlp_layernorm on the MLP output, before each residual add),
+           a fused gate_up_proj (gate = first half, up = second half)
   qwen3    Qwen3ForCausalLM: RMSNorm of each q and k head (q_norm / k_norm) before RoPE
   qwen3_moe Qwen3MoeForCausalLM: softmax top-k router with norm_topk_prob, no shared expert
   mixtral  MixtralForCausalLM: softmax over the experts, top-k renormalised
@@ -78,6 +82,10 @@ def config(kind):
                                 attention_bias=True, use_qk_norm=False,
                                 rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
                                                  "partial_rotary_factor": 0.5})
+    if kind == "glm4":
+        return tf.Glm4Config(**common, head_dim=16, attention_bias=True, pad_token_id=0,
+                             rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                              "partial_rotary_factor": 0.5})
     if kind == "qwen3":
         return tf.Qwen3Config(**common, head_dim=16, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
     if kind == "qwen3_moe":
@@ -114,12 +122,13 @@ def model_class(kind):
     import transformers as tf
     return {"qwen2": tf.Qwen2ForCausalLM, "llama31": tf.LlamaForCausalLM,
             "mistral3": tf.Mistral3ForConditionalGeneration, "glm4_moe": tf.Glm4MoeForCausalLM,
+            "glm4": tf.Glm4ForCausalLM,
             "qwen3": tf.Qwen3ForCausalLM, "qwen3_moe": tf.Qwen3MoeForCausalLM,
             "mixtral": tf.MixtralForCausalLM, "qwen3_next": tf.Qwen3NextForCausalLM,
             "qwen3_5_moe": tf.Qwen3_5MoeForCausalLM}[kind]
 
 
-QUANTIZE = ("glm4_moe", "qwen3", "qwen3_moe", "mixtral", "qwen3_next", "qwen3_5_moe", "qwen2", "llama31", "mistral3")
+QUANTIZE = ("glm4", "glm4_moe", "qwen3", "qwen3_moe", "mixtral", "qwen3_next", "qwen3_5_moe", "qwen2", "llama31", "mistral3")
 MOE = ("glm4_moe", "qwen3_moe", "mixtral", "qwen3_next", "qwen3_5_moe")
 # modules a family's published llmcompressor example leaves unquantized, beside lm_head and mlp.gate
 IGNORE = {"qwen3_next": ["re:.*mlp.shared_expert_gate$", "re:.*linear_attn.*"],
