@@ -18,6 +18,8 @@
 #include "ckpt/tp_split.h"
 #include "cli/inspect_kv.h"
 #include "pipeline/stack.h"
+#include "pipeline/pipeline.h"
+#include "recipe/recipe.h"
 
 static const char *wfmt_str(const nd_module *m) {
     switch (m->wfmt) {
@@ -177,8 +179,30 @@ static void print_stack_list(const stack_set *ss, nd_break_kind kind, int judged
         }
 }
 
+/* The family trace would replay this checkpoint as: the recipe matching its model_type and the
+ * naming of its tensors that recipe recognised (issue 32). recipe[0] = 0 when none matches (then
+ * why holds the reason); inspect itself needs no recipe. */
+typedef struct family_id {
+    char recipe[64], naming[32], why[1100];
+} family_id;
+
+static void identify_family(const nd_ckpt *c, family_id *fi) {
+    memset(fi, 0, sizeof *fi);
+    nd_err e = {0};
+    nd_recipe *r = NULL;
+    const nd_model_cfg *cfg = nd_ckpt_config(c);
+    if (nd_recipe_for_model_type(cfg->model_type, &r, &e)) {
+        snprintf(fi->why, sizeof fi->why, "none: %s", e.msg); /* trace would stop with this; inspect goes on */
+        return;
+    }
+    snprintf(fi->recipe, sizeof fi->recipe, "%s", r->name);
+    const nd_naming *nm = nd_naming_pick(r, c);
+    snprintf(fi->naming, sizeof fi->naming, "%s", nm ? nm->name : "canonical");
+    nd_recipe_free(r);
+}
+
 static void print_table(const nd_ckpt *c, const nd_module *mods, const nd_scale_stats *st, size_t n, const nd_findings *f,
-                        const stack_set *ss) {
+                        const stack_set *ss, const family_id *fi) {
     const nd_model_cfg *cfg = nd_ckpt_config(c);
     /* every string that came from the checkpoint's files is made safe for the terminal (issue 37) */
     char b1[4200], b2[1024], b3[1024];
@@ -189,6 +213,8 @@ static void print_table(const nd_ckpt *c, const nd_module *mods, const nd_scale_
     printf("\nmodel       %s%s%s%s, %lld layers, hidden %lld, vocab %lld\n", nd_term_safe(cfg->model_type, b2, sizeof b2),
            cfg->architecture[0] ? " (" : "", nd_term_safe(cfg->architecture, b3, sizeof b3), cfg->architecture[0] ? ")" : "",
            (long long)cfg->num_hidden_layers, (long long)cfg->hidden_size, (long long)cfg->vocab_size);
+    if (fi->recipe[0]) printf("family      recipe %s, naming %s\n", fi->recipe, fi->naming);
+    else printf("family      %s\n", nd_term_safe(fi->why, b2, sizeof b2));
     size_t un = nd_ckpt_unaccounted(c);
     printf("tensors     %zu, modules %zu, %zu tensor%s no loader of the format reads (inspect --json: audit)\n\n",
            nd_ckpt_count(c), n, un, un == 1 ? "" : "s");
@@ -301,6 +327,8 @@ int nd_cmd_inspect(int argc, char **argv) {
     for (size_t i = 0; !rc && i < n; i++) rc = nd_ckpt_module(c, nd_ckpt_module_path(c, i), &mods[i], &e);
     if (!rc && tp) rc = nd_tp_check(c, tp, &f, &e);
     if (!rc) judge_findings(&ss, &f);
+    family_id fi;
+    if (!rc) identify_family(c, &fi);
     if (rc) {
         rc = nd_cli_error(&e);
     } else if (as_json) {
@@ -313,6 +341,8 @@ int nd_cmd_inspect(int argc, char **argv) {
         json_object_set_new(root, "architecture", json_string(cfg->architecture));
         json_object_set_new(root, "num_hidden_layers", json_integer(cfg->num_hidden_layers));
         json_object_set_new(root, "hidden_size", json_integer(cfg->hidden_size));
+        json_object_set_new(root, "recipe", fi.recipe[0] ? json_string(fi.recipe) : json_null());
+        json_object_set_new(root, "naming", fi.recipe[0] ? json_string(fi.naming) : json_null());
         json_object_set_new(root, "tensors", json_integer((json_int_t)nd_ckpt_count(c)));
         json_t *ms = json_array();
         for (size_t i = 0; i < n; i++) json_array_append_new(ms, module_json(c, &mods[i], &st[i]));
@@ -340,7 +370,7 @@ int nd_cmd_inspect(int argc, char **argv) {
         fputc('\n', stdout);
         json_decref(root);
     } else {
-        print_table(c, mods, st, n, &f, &ss);
+        print_table(c, mods, st, n, &f, &ss, &fi);
     }
     if (!rc) rc = nd_findings_count(&f, ND_SEV_ERROR) ? ND_EXIT_FINDING : ND_EXIT_OK;
     fflush(stdout);

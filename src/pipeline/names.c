@@ -147,3 +147,23 @@ int nd_run_module(nd_run *r, int reference, const char *canonical, nd_module *m,
     if (!reference || !r->ref_ck) nd_stack_override_module(&r->stack, m);
     return 0;
 }
+
+/* A naming's detect names a tensor; one that names a module's weight (P.weight) also matches that
+ * module stored in any form an exporter writes (P.weight_packed + scales, FP8 P.weight +
+ * P.weight_scale, ...): a quantized checkpoint with the Hub's names has no P.weight. */
+static int detected(const nd_ckpt *ck, const char *detect) {
+    if (nd_ckpt_find(ck, detect)) return 1;
+    const size_t n = strlen(detect);
+    if (n <= 7 || strcmp(detect + n - 7, ".weight")) return 0;
+    for (size_t i = 0; i < nd_ckpt_module_count(ck); i++) {
+        const char *m = nd_ckpt_module_path(ck, i);
+        if (strlen(m) == n - 7 && !strncmp(m, detect, n - 7)) return 1;
+    }
+    return 0;
+}
+
+const nd_naming *nd_naming_pick(const nd_recipe *rc, const nd_ckpt *ck) {
+    for (int i = 0; i < rc->n_namings; i++)
+        if (rc->namings[i].detect[0] && detected(ck, rc->namings[i].detect)) return &rc->namings[i];
+    return NULL;
+}

@@ -212,6 +212,12 @@ int nd_stage_rec_fast(const nd_stage_rec *rec);
 /* Replay the recipe over the checkpoint, judging every row (probes/verdict). Returns 0 when the run
  * completed, else an exit code. res->summary holds the first diverged row by the figure rules
  * (nd_first_divergence); the cause a user sees comes from the diagnosis above (src/diagnose). */
+/* The recipe's alternate naming the checkpoint uses (its `detect` tensor, or that module stored in
+ * any quantized form, is there); NULL: the recipe's canonical names. */
+struct nd_recipe;
+struct nd_naming;
+const struct nd_naming *nd_naming_pick(const struct nd_recipe *rc, const nd_ckpt *ck);
+
 int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e);
 /* A lower bound of the activation bytes a run of ntok tokens holds at once: the reference and the
  * chained production path each hold the widest per-token activation of the model (the residual

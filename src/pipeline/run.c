@@ -270,26 +270,6 @@ static int run_all(nd_run *r, nd_err *e) {
     return rc;
 }
 
-/* A naming's detect names a tensor; one that names a module's weight (P.weight) also matches that
- * module stored in any form an exporter writes (P.weight_packed + scales, FP8 P.weight +
- * P.weight_scale, ...): a quantized checkpoint with the Hub's names has no P.weight. */
-static int detected(const nd_ckpt *ck, const char *detect) {
-    if (nd_ckpt_find(ck, detect)) return 1;
-    const size_t n = strlen(detect);
-    if (n <= 7 || strcmp(detect + n - 7, ".weight")) return 0;
-    for (size_t i = 0; i < nd_ckpt_module_count(ck); i++) {
-        const char *m = nd_ckpt_module_path(ck, i);
-        if (strlen(m) == n - 7 && !strncmp(m, detect, n - 7)) return 1;
-    }
-    return 0;
-}
-
-static const nd_naming *pick_naming(const nd_recipe *rc, const nd_ckpt *ck) {
-    for (int i = 0; i < rc->n_namings; i++)
-        if (rc->namings[i].detect[0] && detected(ck, rc->namings[i].detect)) return &rc->namings[i];
-    return NULL;
-}
-
 static int open_backend(const char *name, int device, nd_backend **be, nd_err *e) {
     if (!name || !strcmp(name, "auto")) {
         if (nd_backend_cuda_available() && !nd_backend_cuda_create(be, device, e)) return 0;
@@ -326,7 +306,7 @@ static int run_open(nd_run *r, const char *ckpt_dir, const char *recipe, const c
     if (recipe) ND_TRY(nd_recipe_load(recipe, &r->rc, e));
     else ND_TRY(nd_recipe_for_model_type(r->cfg->model_type, &r->rc, e));
     ND_TRY(nd_op_validate_recipe(r->rc, e));
-    r->naming = pick_naming(r->rc, r->ck);
+    r->naming = nd_naming_pick(r->rc, r->ck);
     ND_TRY(open_backend(backend, device, &r->be, e));
     if (!tokens || !ntok) {
         r->loop->own_tokens = malloc(sizeof default_tokens);
@@ -415,7 +395,7 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     if (!rc && o->stage_rec && !nd_stage_rec_fast(o->stage_rec)) nd_stage_rec_watch(o->stage_rec, &r.stack);
     if (!rc && o->ref_ckpt) {
         rc = nd_ckpt_open(o->ref_ckpt, &r.ref_ck, e);
-        if (!rc) r.ref_naming = pick_naming(r.rc, r.ref_ck);
+        if (!rc) r.ref_naming = nd_naming_pick(r.rc, r.ref_ck);
     }
     lp.opts = o;
     r.no_probes = o->no_probes;

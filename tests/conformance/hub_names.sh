@@ -14,6 +14,16 @@ mkdir "$tmp/w123"; cp "$src"/*.json "$tmp/w123/"
 ok "the checkpoint rewritten with w1/w3/w2 ($(cat "$tmp/mk.out"))" '[ $? -eq 0 ] && [ -f "$tmp/w123/model.safetensors" ]'
 "$bin" inspect "$tmp/w123" >"$tmp/i.out" 2>&1; rc=$?
 ok "inspect of the w1/w3/w2 NVFP4 checkpoint: exit $rc" '[ $rc -eq 0 ] && grep -q "block_sparse_moe.experts.0.w1" "$tmp/i.out"'
+ok "inspect names the family and the naming it recognised ($(grep '^family' "$tmp/i.out"))" \
+   'grep -qx "family      recipe mixtral, naming w123" "$tmp/i.out"'
+"$bin" inspect "$src" >"$tmp/i0.out" 2>&1
+ok "and the original naming as canonical ($(grep '^family' "$tmp/i0.out"))" \
+   'grep -qx "family      recipe mixtral, naming canonical" "$tmp/i0.out"'
+mkdir "$tmp/unknown"; cp "$src"/model.safetensors "$tmp/unknown/"
+sed 's/"model_type": *"mixtral"/"model_type": "nosuchfamily"/' "$src/config.json" >"$tmp/unknown/config.json"
+"$bin" inspect "$tmp/unknown" >"$tmp/iu.out" 2>&1; rc=$?
+ok "a model_type no recipe matches: inspect still exit 0 and says so ($(grep '^family' "$tmp/iu.out" | cut -c1-120))" \
+   '[ $rc -eq 0 ] && grep -q "^family      none: no recipe in .* matches model_type .nosuchfamily." "$tmp/iu.out"'
 "$bin" trace "$tmp/w123" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/w.h5" >"$tmp/t.out" 2>&1; rc=$?
 ok "trace of it: exit $rc ($(tail -c 300 "$tmp/t.out"))" '[ $rc -eq 0 ]'
 "$bin" trace "$src" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/o.h5" >/dev/null 2>&1
