@@ -352,6 +352,12 @@ int nd_cfg_number(const nd_model_cfg *c, const char *key, double *out) {
     for (size_t i = 0; i < sizeof derived / sizeof derived[0]; i++)
         if (!strcmp(derived[i].k, key) && derived[i].v > 0) { *out = derived[i].v; return 0; }
     if (!strcmp(key, "rotary_dim")) return rotary_dim(c, out);
+    /* the widths of q and of k (= v) in a fused qkv projection (Phi-3's qkv_proj) */
+    if (!strcmp(key, "q_dim") || !strcmp(key, "kv_dim")) {
+        const int64_t heads = key[0] == 'q' ? c->num_attention_heads : c->num_key_value_heads;
+        *out = (double)(heads * c->head_dim);
+        return *out > 0 ? 0 : ND_EXIT_BADINPUT;
+    }
     if (!strcmp(key, "linear_value_group_heads") || !strcmp(key, "linear_value_group_dim") ||
         !strcmp(key, "linear_key_dim") || !strcmp(key, "linear_value_dim"))
         return linear_dims(c, key, out);

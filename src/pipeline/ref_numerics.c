@@ -7,8 +7,9 @@
  * follows (attribute `tf`, read only in this mode):
  *   rmsnorm: tf: bf16_then_weight  (LlamaRMSNorm, DeepseekV3RMSNorm: `weight * h.to(bf16)`)
  *            tf: rsqrt_bf16        (DeepseekV4UnweightedRMSNorm: `x * rsqrt(...).to(bf16)`)
- *            absent                (DeepseekV4RMSNorm: one rounding, as fp32)
+ *            absent                (DeepseekV4RMSNorm, Olmo2RMSNorm `(weight * h).to(bf16)`: one rounding, as fp32)
  *   rope:    tf: bf16_products     (Llama / DeepseekV3: each product and the sum rounded)
+ *            tf: fp32              (Olmo2: FP32 cos/sin, the rotation in FP32, one rounding)
  *            absent                (DeepseekV4: BF16 cos/sin, FP32 rotation)
  *   router:  tf: bf16              (DeepseekV4 routers: BF16 gate weight, logits, scores, weights)
  *            tf: bf16_logits       (MixtralTopKRouter: BF16 logits, FP32 softmax, top-k, weights)
@@ -74,5 +75,6 @@ int nd_stage_norm_steps(const nd_run *r, const nd_stage *st) {
 
 int nd_stage_rope_steps(const nd_run *r, const nd_stage *st) {
     if (!r->ref_tf) return ND_ROPE_FP32;
+    if (nd_stage_tf(r, st, "fp32")) return ND_ROPE_FP32;
     return nd_stage_tf(r, st, "bf16_products") ? ND_ROPE_BF16_PRODUCTS : ND_ROPE_BF16_TRIG;
 }

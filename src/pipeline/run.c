@@ -99,6 +99,14 @@ int nd_loop_stage_body(nd_run *r, const nd_stage_def *def, int layer, int modes,
     char nm[256];
     if (def->when_has[0]) { nd_expand(def->when_has, layer, 0, nm, sizeof nm); if (!nd_run_tensor(r, 0, nm)) return 0; }
     if (def->when_missing[0]) { nd_expand(def->when_missing, layer, 0, nm, sizeof nm); if (nd_run_tensor(r, 0, nm)) return 0; }
+    if (def->when_config[0]) {
+        double v;
+        nd_expand(def->when_config, layer, 0, nm, sizeof nm);
+        if (nd_cfg_number(r->cfg, nm, &v))
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: stage %s runs only where '%s' is set (%s:%d), and it is "
+                           "missing or not a number or boolean", nd_ckpt_dir(r->ck), st.name, nm, nd_stage_file(r->rc, def), def->line);
+        if (v == 0) return 0;
+    }
     nd_op_fn fn = nd_op_lookup(def->op);
     if (!fn) return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: unknown op '%s'", nd_stage_file(r->rc, def), def->line, def->op);
     nd_opctx c;

@@ -57,6 +57,7 @@ int nd_recipe_stage_key(yctx *y, nd_stage_def *s, yaml_node_t *kn, yaml_node_t *
     if (!strcmp(k, "module")) return copy_str(y, vn, s->module, sizeof s->module, k);
     if (!strcmp(k, "when_has")) return copy_str(y, vn, s->when_has, sizeof s->when_has, k);
     if (!strcmp(k, "when_missing")) return copy_str(y, vn, s->when_missing, sizeof s->when_missing, k);
+    if (!strcmp(k, "when_config")) return copy_str(y, vn, s->when_config, sizeof s->when_config, k);
     if (!strcmp(k, "in")) return copy_list(y, vn, s->in, ND_RECIPE_MAX_IO, &s->n_in, k);
     if (!strcmp(k, "out")) return copy_list(y, vn, s->out, ND_RECIPE_MAX_IO, &s->n_out, k);
     /* everything else is an op attribute; one given again (an inherited stage's `set:`) replaces it */

@@ -41,6 +41,9 @@ typedef struct nd_stage_def {
     int n_out;
     char when_has[160];                 /* run only when this tensor exists (template) */
     char when_missing[160];             /* run only when this tensor does not exist */
+    char when_config[160];              /* run only when this config.json value ({L} expanded; a dotted
+                                         * path, list items by index) is nonzero / true (SmolLM3's
+                                         * no_rope_layers.{L}); absent is exit 2 */
     nd_attr attrs[ND_RECIPE_MAX_ATTRS];
     int n_attrs;
     int line;                           /* line in the YAML file, for messages */

@@ -25,6 +25,12 @@ Kinds:
            ADJACENT pairs (repeat_interleave of cos/sin), q/k/v bias, sandwich norms (post_self_attn_layernorm
            on the attention output, post_mlp_layernorm on the MLP output, before each residual add),
            a fused gate_up_proj (gate = first half, up = second half)
+  olmo2    Olmo2ForCausalLM (OLMo 2): post-norm (post_attention_layernorm on the attention output,
+           post_feedforward_layernorm on the MLP output, no pre-norms), RMSNorm of the whole q and k
+           projections (q_norm / k_norm over all heads), its norms `(weight * h).to(bf16)`
+  phi3     Phi3ForCausalLM (Phi-3 / Phi-4-mini): fused qkv_proj and gate_up_proj, partial rotary on
+           the first 3/4 of each head (NeoX halves; Phi-4-mini's partial_rotary_factor 0.75)
+  smollm3  SmolLM3ForCausalLM: Llama with no RoPE on every 4th layer (no_rope_layers)
   qwen3    Qwen3ForCausalLM: RMSNorm of each q and k head (q_norm / k_norm) before RoPE
   qwen3_moe Qwen3MoeForCausalLM: softmax top-k router with norm_topk_prob, no shared expert
   mixtral  MixtralForCausalLM: softmax over the experts, top-k renormalised
@@ -86,6 +92,17 @@ def config(kind):
         return tf.Glm4Config(**common, head_dim=16, attention_bias=True, pad_token_id=0,
                              rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
                                               "partial_rotary_factor": 0.5})
+    if kind == "olmo2":
+        return tf.Olmo2Config(**common, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                              rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    if kind == "phi3":
+        return tf.Phi3Config(**common, pad_token_id=0, bos_token_id=1, eos_token_id=2, sliding_window=None,
+                             rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                              "partial_rotary_factor": 0.75})
+    if kind == "smollm3":
+        return tf.SmolLM3Config(**dict(common, num_hidden_layers=4), pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                                no_rope_layer_interval=4, use_sliding_window=False,
+                                rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
     if kind == "qwen3":
         return tf.Qwen3Config(**common, head_dim=16, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
     if kind == "qwen3_moe":
@@ -122,13 +139,14 @@ def model_class(kind):
     import transformers as tf
     return {"qwen2": tf.Qwen2ForCausalLM, "llama31": tf.LlamaForCausalLM,
             "mistral3": tf.Mistral3ForConditionalGeneration, "glm4_moe": tf.Glm4MoeForCausalLM,
-            "glm4": tf.Glm4ForCausalLM,
+            "glm4": tf.Glm4ForCausalLM, "olmo2": tf.Olmo2ForCausalLM, "phi3": tf.Phi3ForCausalLM,
+            "smollm3": tf.SmolLM3ForCausalLM,
             "qwen3": tf.Qwen3ForCausalLM, "qwen3_moe": tf.Qwen3MoeForCausalLM,
             "mixtral": tf.MixtralForCausalLM, "qwen3_next": tf.Qwen3NextForCausalLM,
             "qwen3_5_moe": tf.Qwen3_5MoeForCausalLM}[kind]
 
 
-QUANTIZE = ("glm4", "glm4_moe", "qwen3", "qwen3_moe", "mixtral", "qwen3_next", "qwen3_5_moe", "qwen2", "llama31", "mistral3")
+QUANTIZE = ("glm4", "olmo2", "phi3", "smollm3", "glm4_moe", "qwen3", "qwen3_moe", "mixtral", "qwen3_next", "qwen3_5_moe", "qwen2", "llama31", "mistral3")
 MOE = ("glm4_moe", "qwen3_moe", "mixtral", "qwen3_next", "qwen3_5_moe")
 # modules a family's published llmcompressor example leaves unquantized, beside lm_head and mlp.gate
 IGNORE = {"qwen3_next": ["re:.*mlp.shared_expert_gate$", "re:.*linear_attn.*"],
