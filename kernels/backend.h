@@ -147,6 +147,8 @@ typedef struct nd_backend nd_backend;
      * that casts its FP32 accumulator to FP16 before applying its global scale (stack profile \
      * `epilogue: fp16`, docs/stacks.md). */ \
     X(cast_f16_scale, ND_ODT_F32, (nd_backend *b, float *x, int64_t n, float scale, nd_err *e)) \
+    /* x = x * s in place, one FP32 product per value (Gemma's embedding times sqrt(hidden_size)) */ \
+    X(scale, ND_ODT_F32, (nd_backend *b, float *x, int64_t n, float s, nd_err *e)) \
     /* y = w ⊙ (x · rsqrt(mean(x²) + eps)) per row of d; w may be NULL (no weight). steps \
      * (nd_norm_steps, numerics/nd_bf16_steps.h): ND_NORM_FP32, or transformers' BF16 roundings of \
      * the Llama/V3 or the V4 unweighted RMSNorm. */ \

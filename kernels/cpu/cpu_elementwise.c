@@ -41,6 +41,14 @@ int nd_cpu_rmsnorm(nd_backend *b, const float *x, const float *w, float eps, int
     return 0;
 }
 
+int nd_cpu_scale(nd_backend *b, float *x, int64_t n, float s, nd_err *e) {
+    (void)b;
+    ND_CPU_SIZES(e, "scale", n);
+    ND_CPU_REQUIRE(n == 0 || x, e, "scale", "NULL buffer");
+    for (int64_t i = 0; i < n; i++) x[i] = ND_SMUL(x[i], s);
+    return 0;
+}
+
 int nd_cpu_add(nd_backend *b, float *y, const float *x, int64_t n, nd_err *e) {
     (void)b;
     ND_CPU_SIZES(e, "add", n);

@@ -12,7 +12,7 @@ int nd_cpu_gate_mul(nd_backend *b, const float *x, const float *g, int64_t rows,
     ND_CPU_SIZES(e, op, rows, cols);
     ND_CPU_REQUIRE(gcols > 0 && cols % gcols == 0, e, op, "gate columns %lld do not divide %lld", (long long)gcols,
                    (long long)cols);
-    ND_CPU_REQUIRE(act == ND_GATE_SIGMOID || act == ND_GATE_SILU, e, op, "unknown activation %d", act);
+    ND_CPU_REQUIRE(act >= 0 && act < ND_GATE_N, e, op, "unknown activation %d", act);
     ND_CPU_REQUIRE(rows == 0 || cols == 0 || (x && g && out), e, op, "NULL buffer");
     const int64_t grp = cols / gcols;
     for (int64_t r = 0; r < rows; r++)

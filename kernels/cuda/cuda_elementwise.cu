@@ -1,4 +1,4 @@
-/* cuda_elementwise.cu — BF16 rounding, the FP16 cast epilogue, RMSNorm, residual add, clamped SwiGLU, rotary embedding.
+/* cuda_elementwise.cu — BF16 rounding, the FP16 cast epilogue, a scale, RMSNorm, residual add, clamped SwiGLU, rotary embedding.
  * Products and sums are written with __fmul_rn/__fadd_rn where the CPU's order of rounding can be
  * kept exactly (no FMA contraction); what still differs is stated per op in the cross-backend test. */
 #include "cuda_common.cuh"
@@ -28,6 +28,18 @@ int nd_cuda_cast_f16_scale(nd_backend *b, float *x, int64_t n, float scale, nd_e
     if (n == 0) return 0;
     cast_f16_scale_kernel<<<nd_cuda_grid(b, n, 256), 256, 0, nd_cu(b)->stream>>>(x, n, scale);
     ND_LAUNCHED("cast_f16_scale_kernel");
+    return 0;
+}
+
+__global__ void scale_kernel(float *x, int64_t n, float s) {
+    GRID_STRIDE(i, n) x[i] = __fmul_rn(x[i], s);
+}
+
+int nd_cuda_scale(nd_backend *b, float *x, int64_t n, float s, nd_err *e) {
+    if (n < 0) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: scale: negative size");
+    if (n == 0) return 0;
+    scale_kernel<<<nd_cuda_grid(b, n, 256), 256, 0, nd_cu(b)->stream>>>(x, n, s);
+    ND_LAUNCHED("scale_kernel");
     return 0;
 }
 

@@ -22,7 +22,7 @@ int nd_cuda_gate_mul(nd_backend *b, const float *x, const float *g, int64_t rows
     if (rows < 0 || cols < 0 || gcols <= 0 || cols % gcols)
         return nd_fail(e, ND_EXIT_INTERNAL, "cuda: gate_mul: bad sizes rows %lld cols %lld gate columns %lld",
                        (long long)rows, (long long)cols, (long long)gcols);
-    if (act != ND_GATE_SIGMOID && act != ND_GATE_SILU) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: gate_mul: unknown activation %d", act);
+    if (act < 0 || act >= ND_GATE_N) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: gate_mul: unknown activation %d", act);
     const int64_t n = rows * cols;
     if (n == 0) return 0;
     gate_mul_kernel<<<nd_cuda_grid(b, n, 256), 256, 0, nd_cu(b)->stream>>>(x, g, n, cols, gcols, cols / gcols, act,

@@ -16,17 +16,24 @@
 
 #include "nd_bf16_steps.h"
 
-enum nd_gate_act { ND_GATE_SIGMOID = 0, ND_GATE_SILU = 1 };
+enum nd_gate_act { ND_GATE_SIGMOID = 0, ND_GATE_SILU = 1, ND_GATE_GELU_TANH = 2, ND_GATE_N };
 
 ND_HD float nd_sigmoidf(float x) { return ND_SDIV(1.0f, ND_SADD(1.0f, expf(-x))); }
 ND_HD float nd_siluf(float x) { return ND_SDIV(x, ND_SADD(1.0f, expf(-x))); }
+/* GELU, tanh approximation (torch gelu(approximate="tanh"), transformers' gelu_pytorch_tanh: Gemma's MLP):
+ * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in FP32 as torch's CPU and CUDA kernels compute it */
+ND_HD float nd_gelu_tanhf(float x) {
+    const float beta = 0.7978845608028654f, kappa = 0.044715f;
+    const float inner = ND_SMUL(beta, ND_SADD(x, ND_SMUL(kappa, ND_SMUL(ND_SMUL(x, x), x))));
+    return ND_SMUL(ND_SMUL(0.5f, x), ND_SADD(1.0f, tanhf(inner)));
+}
 /* torch.nn.functional.softplus (beta 1, threshold 20) */
 ND_HD float nd_softplusf(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 
 /* x · act(g); bf16_act: act(g) rounded to BF16 first (`x * torch.sigmoid(gate)` on BF16 tensors);
  * without it the activation stays FP32 (Qwen3NextRMSNormGated: `h * silu(gate.to(float32))`) */
 ND_HD float nd_gate_elem(float x, float g, int act, int bf16_act) {
-    float a = act == ND_GATE_SILU ? nd_siluf(g) : nd_sigmoidf(g);
+    float a = act == ND_GATE_SILU ? nd_siluf(g) : act == ND_GATE_GELU_TANH ? nd_gelu_tanhf(g) : nd_sigmoidf(g);
     if (bf16_act) a = nd_bf16_round(a);
     return ND_SMUL(x, a);
 }

@@ -94,6 +94,10 @@ size_t nd_views_lower_bound(const nd_tview **v, size_t n, const char *key);
 
 /* config.c */
 int nd_cfg_parse(const char *path, nd_model_cfg *c, nd_err *e);
+/* config_legacy.c: older spellings transformers 5 converts on load (Gemma 3's rope_local_base_freq,
+ * sliding_window_pattern), converted in the parsed JSON the same way; exit 2 on a wrong type */
+struct json_t;
+int nd_cfg_legacy(struct json_t *root, const char *path, nd_err *e);
 /* Ranges of every key and the relations between them (config_check.c); exit 2 naming key and range. */
 int nd_cfg_check(const char *path, const nd_model_cfg *c, nd_err *e);
 void nd_cfg_free(nd_model_cfg *c);

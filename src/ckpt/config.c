@@ -232,6 +232,7 @@ int nd_cfg_parse(const char *path, nd_model_cfg *c, nd_err *e) {
     if (!root) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not valid JSON (line %d: %s)", path, jerr.line, jerr.text);
     if (!json_is_object(root)) { json_decref(root); return nd_fail(e, ND_EXIT_BADINPUT, "%s: not a JSON object", path); }
     c->json = root;
+    if (nd_cfg_legacy(root, path, e)) { nd_cfg_free(c); return e->code; }
     /* multimodal checkpoints (Mistral3, Gemma3, Llama4, Qwen2.5-VL ...) nest the language model's
      * settings under text_config: the decoder is what is replayed, so its keys are read there
      * (quantization_config stays at the top, read by quant_config.c) */
@@ -352,6 +353,15 @@ int nd_cfg_number(const nd_model_cfg *c, const char *key, double *out) {
     for (size_t i = 0; i < sizeof derived / sizeof derived[0]; i++)
         if (!strcmp(derived[i].k, key) && derived[i].v > 0) { *out = derived[i].v; return 0; }
     if (!strcmp(key, "rotary_dim")) return rotary_dim(c, out);
+    /* Gemma: the embedding's normaliser sqrt(hidden_size) and the attention's score scale
+     * query_pre_attn_scalar^-0.5 (transformers' Gemma3TextConfig default 256) */
+    if (!strcmp(key, "sqrt_hidden_size")) { *out = sqrt((double)c->hidden_size); return 0; }
+    if (!strcmp(key, "query_pre_attn_scale")) {
+        json_t *q = lookup(c, "query_pre_attn_scalar");
+        if (q && !json_is_null(q) && (!json_is_number(q) || !(json_number_value(q) > 0))) return ND_EXIT_BADINPUT;
+        *out = 1.0 / sqrt(q && !json_is_null(q) ? json_number_value(q) : 256.0);
+        return 0;
+    }
     /* the widths of q and of k (= v) in a fused qkv projection (Phi-3's qkv_proj) */
     if (!strcmp(key, "q_dim") || !strcmp(key, "kv_dim")) {
         const int64_t heads = key[0] == 'q' ? c->num_attention_heads : c->num_key_value_heads;

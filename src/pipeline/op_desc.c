@@ -19,7 +19,8 @@
 
 static const nd_op_desc OPS[] = {
     {"embedding", "the rows of the embedding matrix for the prompt's token ids", 0,
-     {REQ("weight", ND_AK_TENSOR, "the embedding matrix [vocab, hidden]")}},
+     {REQ("weight", ND_AK_TENSOR, "the embedding matrix [vocab, hidden]"),
+      OPT("scale", ND_AK_NUM, "1", "the rows times this (Gemma: $sqrt_hidden_size; tf: bf16_scale rounds it to BF16 first)")}},
     {"tensor", "a checkpoint tensor as a buffer (e.g. a learned bias added later)", 0,
      {REQ("weight", ND_AK_TENSOR, "the 2-D tensor")}},
     {"hc_expand", "hyper-connections: the residual stream copied into n streams", 0,
@@ -31,7 +32,10 @@ static const nd_op_desc OPS[] = {
       OPT("offset", ND_AK_NUM, "0", "added to the weight in FP32 first: 1 for the zero-centred (1 + w) norms of Qwen3-Next")}},
     {"rope", "rotary position embedding of the rotated part of each head", 0,
      {REQ("heads", ND_AK_NUM, "heads in the input"), A_HEAD_DIM,
-      REQ("rot_dim", ND_AK_NUM, "rotated values per head"), REQ("theta", ND_AK_NUM, "rope_theta"),
+      REQ("rot_dim", ND_AK_NUM, "rotated values per head"),
+      OPT("theta", ND_AK_NUM, "none (required without params)", "rope_theta"),
+      OPT("params", ND_AK_TEXT, "none", "a config object with this stage's rope_type (default, linear), rope_theta and "
+          "factor; {T} = the layer's layer_types entry (Gemma 3: rope_parameters.{T})"),
       OPT("inverse", ND_AK_FLAG, "0", "rotate by the negative angle (V4's output de-rotation)"),
       OPT("interleaved", ND_AK_FLAG, "1", "pairs are adjacent values (1) or the two halves (0, GPT-NeoX style)"),
       OPT("rot_first", ND_AK_FLAG, "0", "the rotated part is the first rot_dim values of a head (1) or the last (0)"),
@@ -113,7 +117,7 @@ static const nd_op_desc OPS[] = {
       OPT("pow2", ND_AK_FLAG, "1", "round the scales to powers of two")}},
     {"gate_mul", "the first input times act(second input), the gate one column per row or as wide as the input "
                  "(gated attention, RMSNormGated's SiLU gate, Qwen3-Next's shared-expert gate)", 0,
-     {OPT("act", ND_AK_TEXT, "sigmoid", "sigmoid or silu")}},
+     {OPT("act", ND_AK_TEXT, "sigmoid", "sigmoid, silu or gelu_tanh (Gemma's MLP: gelu(gate, tanh) * up)")}},
     {"causal_conv1d", "depthwise causal convolution over the tokens, optional SiLU (Gated DeltaNet)", 0,
      {REQ("weight", ND_AK_TENSOR, "the conv weight [channels, 1, kernel]"),
       OPT("act", ND_AK_TEXT, "none", "silu or none")}},

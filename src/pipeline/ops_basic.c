@@ -86,6 +86,15 @@ static int embed_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
         out[0] = nd_buf_new(r, r->t, d, e);
         rc = !out[0] ? e->code : r->be->to_f32(r->be, raw, t->dtype, r->t * d, out[0]->p, e);
     }
+    /* Gemma's scaled embedding: rows times `scale` (sqrt(hidden_size)); transformers' BF16 model
+     * multiplies by the scale cast to the weight's dtype (tf: bf16_scale) */
+    double sc = 1.0;
+    if (!rc) rc = nd_attr_num(r, c->st, "scale", 1.0, &sc, e);
+    if (!rc && sc != 1.0) {
+        float s = (float)sc;
+        if (nd_ref_bf16_steps(r, c->on_ref, nd_stage_tf(r, c->st, "bf16_scale"))) s = nd_bf16_round(s);
+        rc = r->be->scale(r->be, out[0]->p, r->t * d, s, e);
+    }
     if (raw) r->be->release(r->be, raw);
     free(host);
     return rc;

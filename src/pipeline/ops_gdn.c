@@ -23,10 +23,11 @@ static int gate_act(nd_opctx *c, const char *dflt, int *act, nd_err *e) {
     if (!v) v = dflt;
     if (!strcmp(v, "sigmoid")) *act = ND_GATE_SIGMOID;
     else if (!strcmp(v, "silu")) *act = ND_GATE_SILU;
+    else if (!strcmp(v, "gelu_tanh") && !strcmp(c->st->def->op, "gate_mul")) *act = ND_GATE_GELU_TANH;
     else if (!strcmp(v, "none")) *act = -1;
     else
         return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s: act '%s' (sigmoid, silu%s)", nd_stage_file(c->r->rc, c->st->def),
-                       c->st->def->line, c->st->def->name, v, strcmp(c->st->def->op, "gate_mul") ? ", none" : "");
+                       c->st->def->line, c->st->def->name, v, strcmp(c->st->def->op, "gate_mul") ? ", none" : ", gelu_tanh");
     return 0;
 }
 
@@ -35,7 +36,7 @@ static int gate_mul_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     int act;
     ND_TRY(gate_act(c, "sigmoid", &act, e));
     if (act < 0)
-        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s: gate_mul needs act sigmoid or silu", nd_stage_file(c->r->rc, c->st->def),
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s: gate_mul needs act sigmoid, silu or gelu_tanh", nd_stage_file(c->r->rc, c->st->def),
                        c->st->def->line, c->st->def->name);
     nd_buf *x = in[0], *g = in[1];
     if (g->rows != x->rows || g->cols < 1 || x->cols % g->cols)

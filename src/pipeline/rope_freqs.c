@@ -18,9 +18,48 @@ static double yarn_corr(double n_rot, double r, double orig, double base) {
     return r * log(orig / (n_rot * 2 * M_PI)) / (2 * log(base));
 }
 
+/* `params: PATH` (e.g. "rope_parameters.{T}", {T} = the layer's layer_types entry): this stage's
+ * rope_type, rope_theta and factor from that config object, as transformers 5 writes a rope per
+ * layer type (Gemma 3: sliding_attention / full_attention); only default and linear there. */
+static int stage_params(nd_run *r, const nd_stage *st, const char *tmpl, double *theta, char *rt, size_t rtcap,
+                        double *factor, nd_err *e) {
+    const nd_model_cfg *c = r->cfg;
+    char path[160], key[200];
+    size_t o = 0;
+    for (const char *t = tmpl; *t && o + 1 < sizeof path;) {
+        if (!strncmp(t, "{T}", 3)) {
+            if (st->layer < 0 || st->layer >= c->n_layer_types)
+                return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: stage %s reads the rope of its layer type, and "
+                               "layer_types has no entry %d", nd_ckpt_dir(r->ck), st->name, st->layer);
+            o += (size_t)snprintf(path + o, sizeof path - o, "%s", c->layer_types[st->layer]);
+            t += 3;
+        } else path[o++] = *t++;
+    }
+    path[o < sizeof path ? o : sizeof path - 1] = 0;
+    snprintf(key, sizeof key, "%s.rope_theta", path);
+    if (nd_cfg_number(c, key, theta) || !(*theta > 0))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: stage %s needs '%s' as a positive number", nd_ckpt_dir(r->ck),
+                       st->name, key);
+    snprintf(key, sizeof key, "%s.rope_type", path);
+    const char *t = nd_cfg_string(c, key);
+    snprintf(rt, rtcap, "%s", t ? t : "default");
+    snprintf(key, sizeof key, "%s.factor", path);
+    if (nd_cfg_number(c, key, factor)) *factor = 1.0;
+    if (strcmp(rt, "default") && strcmp(rt, "linear"))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: %s.rope_type '%s' is not supported by stage %s (default, linear)",
+                       nd_ckpt_dir(r->ck), path, rt, st->name);
+    if (!strcmp(rt, "linear") && !(*factor > 0))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: %s.factor must be positive for rope_type linear", nd_ckpt_dir(r->ck), path);
+    return 0;
+}
+
 int nd_rope_freqs(nd_run *r, const nd_stage *st, int64_t rot_dim, float *inv_freq, nd_err *e) {
     double theta, yarn, ctheta;
-    ND_TRY(nd_attr_req(r, st, "theta", &theta, e));
+    const char *params = nd_stage_attr(st->def, "params");
+    char prt[32] = "";
+    double pfactor = 1.0;
+    if (params) ND_TRY(stage_params(r, st, params, &theta, prt, sizeof prt, &pfactor, e));
+    else ND_TRY(nd_attr_req(r, st, "theta", &theta, e));
     ND_TRY(nd_attr_num(r, st, "yarn", 0, &yarn, e));
     ND_TRY(nd_attr_num(r, st, "compressed_theta", 0, &ctheta, e));
     const nd_model_cfg *c = r->cfg;
@@ -32,7 +71,8 @@ int nd_rope_freqs(nd_run *r, const nd_stage *st, int64_t rot_dim, float *inv_fre
         theta = ctheta;
         yarn = 1;
     }
-    const char *rt = c->rope_type;
+    const char *rt = params ? prt : c->rope_type;
+    const double factor = params ? pfactor : c->rope_factor;
     const int llama3 = !strcmp(rt, "llama3"), linear = !strcmp(rt, "linear");
     const int handles_yarn = yarn > 0 || nd_stage_attr(st->def, "compressed_theta") != NULL;
     if (rt[0] && strcmp(rt, "default") && !llama3 && !linear && !(!strcmp(rt, "yarn") && handles_yarn))
@@ -63,7 +103,7 @@ int nd_rope_freqs(nd_run *r, const nd_stage *st, int64_t rot_dim, float *inv_fre
             double smooth = 1 - ramp;
             f = f / c->rope_factor * (1 - smooth) + f * smooth;
         }
-        if (linear) f /= c->rope_factor;
+        if (linear) f /= factor;
         if (llama3) {
             /* in FP32 as transformers computes it from its FP32 inv_freq */
             const float ff = (float)f, factor = (float)c->rope_factor, lo = (float)c->rope_low_freq_factor,

@@ -314,6 +314,13 @@ static int run_open(nd_run *r, const char *ckpt_dir, const char *recipe, const c
     if (recipe) ND_TRY(nd_recipe_load(recipe, &r->rc, e));
     else ND_TRY(nd_recipe_for_model_type(r->cfg->model_type, &r->rc, e));
     ND_TRY(nd_op_validate_recipe(r->rc, e));
+    for (int i = 0; i < r->rc->n_unsupported; i++) {
+        double v;
+        const char *key = r->rc->unsupported[i], *sv = nd_cfg_string(r->cfg, key);
+        if (sv || (!nd_cfg_number(r->cfg, key, &v) && v != 0))
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: '%s' is set (not null, 0 or false), which recipe %s does "
+                           "not model (%s): its reference would be wrong", nd_ckpt_dir(r->ck), key, r->rc->name, r->rc->path);
+    }
     r->naming = nd_naming_pick(r->rc, r->ck);
     ND_TRY(open_backend(backend, device, &r->be, e));
     if (!tokens || !ntok) {

@@ -166,6 +166,10 @@ static int parse_root(yctx *y, nd_recipe *r) {
             char tmp[ND_RECIPE_MAX_MATCH][32];
             ND_TRY(copy_list(y, vn, tmp, ND_RECIPE_MAX_MATCH, &r->n_match, k));
             for (int i = 0; i < r->n_match; i++) strcpy(r->match[i], tmp[i]);
+        } else if (!strcmp(k, "unsupported")) {
+            char tmp[ND_RECIPE_MAX_MATCH][32];
+            ND_TRY(copy_list(y, vn, tmp, ND_RECIPE_MAX_MATCH, &r->n_unsupported, k));
+            for (int i = 0; i < r->n_unsupported; i++) strcpy(r->unsupported[i], tmp[i]);
         } else if (!strcmp(k, "thresholds")) ND_TRY(parse_thresholds(y, vn, &r->th));
         else if (!strcmp(k, "naming")) {
             if (vn->type != YAML_MAPPING_NODE) return bad(y, vn, "'naming' must be a mapping");

@@ -73,6 +73,9 @@ typedef struct nd_recipe {
     char files[ND_RECIPE_MAX_CHAIN][512]; /* path, then the recipes it extends, nearest first */
     int n_files;
     char match[ND_RECIPE_MAX_MATCH][64];  /* config.json model_type values */
+    char unsupported[ND_RECIPE_MAX_MATCH][64]; /* config keys the recipe does not model: set (not null,
+                                                * 0 or false) is exit 2 (Gemma's logit soft-capping) */
+    int n_unsupported;
     int n_match;
     nd_thresholds th;
     nd_naming namings[4];

@@ -7,7 +7,7 @@
  * Tolerances, and why:
  *  - bit-exact (NaN compared as "both NaN", since CUDA arithmetic returns the canonical NaN while
  *    x86 propagates the operand's payload and sign): dequant_nvfp4/mxfp4/fp8, to_f32, quant_nvfp4
- *    and quant_mxfp4 codes + scales + statistics, fake_quant_fp8, kv_fp8, swizzle/unswizzle, round_bf16, cast_f16_scale,
+ *    and quant_mxfp4 codes + scales + statistics, fake_quant_fp8, kv_fp8, swizzle/unswizzle, round_bf16, cast_f16_scale, scale,
  *    add, gather, scatter_add (same order of FP32 additions), hc_post (same order, no FMA).
  *  - TOL_GEMM rel-L2 1e-5: FP32 sums of K products in another order (cuBLAS blocks/splits K, the
  *    CPU sums in increasing k); the typical error of either is ~eps*sqrt(K), 2e-6 at K = 1040.
@@ -39,6 +39,7 @@
 #include "backend.h"
 #include "numerics/nd_numerics.h"
 #include "numerics/nd_bf16_steps.h"
+#include "numerics/nd_gdn.h"
 #include "nd_test.h"
 
 #define TOL_GEMM 1e-5
@@ -576,6 +577,22 @@ static void case_elementwise(void) {
     free(bits);
     /* add */
     float *a = rnd_floats(n, 2.0f), *c = rnd_floats(n, 1e-3f);
+    /* scale: one FP32 product, bit-exact, and the product itself */
+    {
+        const float s = 1.0f + 100.0f * (float)rnd_int(1000) / 1000.0f;
+        BOTH(be) {
+            nd_err e = {0};
+            void *d = dev_put(be, a, n * 4);
+            op_rc(be, "scale", g_be[be]->scale(g_be[be], d, n, s, &e), &e);
+            r[be] = dev_get(be, d, n * 4);
+            dev_free(be, d);
+        }
+        same_floats("scale", r[0], r[1], n);
+        int bad = 0;
+        for (int64_t i = 0; i < n; i++) bad += nd_f32_bits(r[0][i]) != nd_f32_bits(a[i] * s);
+        CHECK(bad == 0, "scale: %d values differ from x * %g", bad, (double)s);
+        free(r[0]); free(r[1]);
+    }
     BOTH(be) {
         nd_err e = {0};
         void *dy = dev_put(be, a, n * 4), *dx = dev_put(be, c, n * 4);
@@ -1322,16 +1339,18 @@ static void case_swiglu_oai(void) {
  * out, on both backends; the case named by fmt from d0, d1, d2, f0name[f0], bf; compared by cmp */
 typedef int (*op_x2)(nd_backend *, const float *, const float *, int64_t, int64_t, int64_t, int, int, float *, nd_err *);
 typedef struct x2_case {
-    const char *op, *fmt, *f0name[2];
+    const char *op, *fmt, *f0name[3];
+    int n_f0; /* values of the op's activation flag f0 */
     float sx, sy;
     int y_rows_d1;
     void (*cmp)(const char *wh, float *const o[2], int64_t n, int f0, int bf);
 } x2_case;
 static void run_x2(const x2_case *c, op_x2 fn[2], const int64_t (*shapes)[3], size_t nshapes) {
-    for (size_t s2 = 0; s2 < 4 * nshapes; s2++) {
-        const int64_t d0 = shapes[s2 / 4][0], d1 = shapes[s2 / 4][1], d2 = shapes[s2 / 4][2];
+    const size_t per = 2 * (size_t)c->n_f0; /* f0 x bf per shape */
+    for (size_t s2 = 0; s2 < per * nshapes; s2++) {
+        const int64_t d0 = shapes[s2 / per][0], d1 = shapes[s2 / per][1], d2 = shapes[s2 / per][2];
         const int64_t nx = d0 * d1, ny = (c->y_rows_d1 ? d1 : d0) * d2;
-        const int f0 = (int)(s2 & 1), bf = (int)((s2 >> 1) & 1);
+        const int f0 = (int)(s2 % per / 2), bf = (int)(s2 & 1);
         float *x = rnd_floats(nx, c->sx), *y = rnd_floats(ny, c->sy), *o[2];
         BOTH(be) {
             nd_err e = {0};
@@ -1359,12 +1378,12 @@ static void cmp_conv(const char *wh, float *const o[2], int64_t n, int silu, int
     else same_floats(wh, o[0], o[1], n);
 }
 static void case_gdn(void) {
-    static const x2_case gate_mul = {"gate_mul", "gate_mul %lldx%lld gate cols %lld act %s bf16 %d", {"sigmoid", "silu"},
-                                     2.0f, 4.0f, 0, cmp_gate_mul};
+    static const x2_case gate_mul = {"gate_mul", "gate_mul %lldx%lld gate cols %lld act %s bf16 %d",
+                                     {"sigmoid", "silu", "gelu_tanh"}, ND_GATE_N, 2.0f, 4.0f, 0, cmp_gate_mul};
     static const int64_t gshapes[][3] = {{5, 64, 64}, {7, 33, 1}, {3, 48, 3}, {0, 16, 16}, {130, 1024, 1}};
     RUN_X2(gate_mul, gshapes);
     static const x2_case causal_conv1d = {"causal_conv1d", "causal_conv1d t=%lld c=%lld kernel=%lld silu %s bf16 %d",
-                                          {"0", "1"}, 1.0f, 0.5f, 1, cmp_conv};
+                                          {"0", "1"}, 2, 1.0f, 0.5f, 1, cmp_conv};
     static const int64_t cshapes[][3] = {{1, 5, 4}, {17, 33, 4}, {64, 8192, 4}, {9, 16, 1}, {3, 7, 5}, {0, 8, 4}};
     RUN_X2(causal_conv1d, cshapes);
     /* t, nk, nv, dk, dv */
@@ -1413,7 +1432,7 @@ static const test_case g_cases[] = {
     {"kv_fp8", case_kv_fp8, "f32,fp8_e4m3"},
     {"swizzle_sf+unswizzle_sf", case_swizzle, "fp8_e4m3+fp8_e4m3"},
     {"gemm+gemm_grouped", case_gemm, "f32,bf16+f32,bf16"}, /* bf16: ND_GEMM_BF16_EXACT; f32: ND_GEMM_F32 and ND_GEMM_ORDERED */
-    {"round_bf16+cast_f16_scale+add+add_bias+swiglu+rmsnorm", case_elementwise, "f32+f32+f32+f32+f32+f32"},
+    {"round_bf16+cast_f16_scale+scale+add+add_bias+swiglu+rmsnorm", case_elementwise, "f32+f32+f32+f32+f32+f32+f32"},
     {"swiglu_oai", case_swiglu_oai, "f32"}, {"rope", case_rope, "f32"}, {"attention", case_attention, "f32"},
     {"hc_pre+hc_post+hc_head", case_hc, "f32+f32+f32"}, {"router_topk", case_router, "f32,i32"},
     {"gather_rows+scatter_add_rows", case_moe_rows, "f32+f32"},

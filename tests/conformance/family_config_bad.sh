@@ -8,10 +8,12 @@ set -u
 bin="$1"; root="$2"
 . "$(dirname "$0")/../lib.sh"
 
-bad() { # family name sed-expression (whole file as one line) expected-message-part
-  rm -rf "$tmp/ck" && cp -r "$root/golden/conformance/$1/bf16" "$tmp/ck"
+bad() { # family[/folder] name sed-expression (whole file as one line) expected-message-part
+  local src="$root/golden/conformance/$1"
+  case "$1" in */*) ;; *) src="$src/bf16" ;; esac
+  rm -rf "$tmp/ck" && cp -r "$src" "$tmp/ck"
   sed -z -i -E "$3" "$tmp/ck/config.json"
-  ok "$1 $2: config.json edited" '! cmp -s "$tmp/ck/config.json" "$root/golden/conformance/$1/bf16/config.json"'
+  ok "$1 $2: config.json edited" '! cmp -s "$tmp/ck/config.json" "$src/config.json"'
   "$bin" trace "$tmp/ck" --backend cpu --out "$tmp/t.h5" >"$tmp/out" 2>"$tmp/err"
   rc=$? want="$4"
   ok "$1 $2: exit 2 (got $rc: $(head -c 300 "$tmp/err"))" '[ $rc -eq 2 ]'
@@ -24,5 +26,18 @@ bad smollm3 "no_rope_layers too short" "s/$nrl/\"no_rope_layers\": [1, 1]/" "'no
 bad smollm3 "no_rope_layers of strings" "s/$nrl/\"no_rope_layers\": [\"yes\", \"yes\", \"yes\", \"yes\"]/" "'no_rope_layers.0' is set"
 # q/k/v widths that do not add up to qkv_proj's rows
 bad phi3 "4 key/value heads of 2" 's/"num_key_value_heads": 2/"num_key_value_heads": 4/' "stage layers.0.self_attn.qkv_split: input width"
+# Gemma 3 configs that set what the recipe does not model (Gemma 2's soft-capping, EmbeddingGemma's
+# bidirectional attention), and a per-type rope the rope stage does not know
+bad gemma3_text "attention soft-capping 50" 's/"attn_logit_softcapping": null/"attn_logit_softcapping": 50.0/' \
+    "'attn_logit_softcapping' is set (not null, 0 or false), which recipe gemma3_text does not model"
+bad gemma3_text "bidirectional attention" 's/"use_bidirectional_attention": false/"use_bidirectional_attention": true/' \
+    "'use_bidirectional_attention' is set"
+bad gemma3_text "global rope yarn" 's/"rope_type": "linear"/"rope_type": "yarn"/' \
+    "rope_parameters.full_attention.rope_type 'yarn' is not supported by stage layers.1.self_attn.q_rope"
+# the Hub originals' spelling, converted as transformers 5 does: a wrong type there is named
+bad gemma3_text/bf16-old-config "rope_local_base_freq a string" 's/"rope_local_base_freq": [0-9.]+/"rope_local_base_freq": "1e4"/' \
+    "key 'rope_local_base_freq' must be a number"
+bad gemma3_text/bf16-old-config "sliding_window_pattern 0" 's/"sliding_window_pattern": 2/"sliding_window_pattern": 0/' \
+    "key 'sliding_window_pattern' must be a positive integer"
 echo "family config bad inputs: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -31,6 +31,12 @@ Kinds:
   phi3     Phi3ForCausalLM (Phi-3 / Phi-4-mini): fused qkv_proj and gate_up_proj, partial rotary on
            the first 3/4 of each head (NeoX halves; Phi-4-mini's partial_rotary_factor 0.75)
   smollm3  SmolLM3ForCausalLM: Llama with no RoPE on every 4th layer (no_rope_layers)
+  gemma3_text Gemma3ForCausalLM (Gemma 3 text): embedding times sqrt(hidden_size), zero-centred RMSNorms
+           (1 + w) before and after attention and MLP, per-head q/k norms, score scale
+           query_pre_attn_scalar^-0.5, sliding-window and full layers with a rope each (local theta 1e4;
+           global 1e6 with linear scaling x8, as the 4B-27B releases), GELU-tanh MLP, tied lm_head;
+           bf16-old-config/ is the same model under the Hub originals' spelling (rope_theta,
+           rope_local_base_freq, rope_scaling, sliding_window_pattern; no layer_types / rope_parameters)
   qwen3    Qwen3ForCausalLM: RMSNorm of each q and k head (q_norm / k_norm) before RoPE
   qwen3_moe Qwen3MoeForCausalLM: softmax top-k router with norm_topk_prob, no shared expert
   mixtral  MixtralForCausalLM: softmax over the experts, top-k renormalised
@@ -103,6 +109,13 @@ def config(kind):
         return tf.SmolLM3Config(**dict(common, num_hidden_layers=4), pad_token_id=0, bos_token_id=1, eos_token_id=2,
                                 no_rope_layer_interval=4, use_sliding_window=False,
                                 rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    if kind == "gemma3_text":
+        return tf.Gemma3TextConfig(**dict(common, tie_word_embeddings=True), head_dim=16, pad_token_id=0, bos_token_id=2,
+                                   eos_token_id=1, query_pre_attn_scalar=24, sliding_window=8,
+                                   layer_types=["sliding_attention", "full_attention"],
+                                   rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                                                    "full_attention": {"rope_type": "linear", "rope_theta": 1000000.0,
+                                                                       "factor": 8.0}})
     if kind == "qwen3":
         return tf.Qwen3Config(**common, head_dim=16, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
     if kind == "qwen3_moe":
@@ -140,13 +153,13 @@ def model_class(kind):
     return {"qwen2": tf.Qwen2ForCausalLM, "llama31": tf.LlamaForCausalLM,
             "mistral3": tf.Mistral3ForConditionalGeneration, "glm4_moe": tf.Glm4MoeForCausalLM,
             "glm4": tf.Glm4ForCausalLM, "olmo2": tf.Olmo2ForCausalLM, "phi3": tf.Phi3ForCausalLM,
-            "smollm3": tf.SmolLM3ForCausalLM,
+            "smollm3": tf.SmolLM3ForCausalLM, "gemma3_text": tf.Gemma3ForCausalLM,
             "qwen3": tf.Qwen3ForCausalLM, "qwen3_moe": tf.Qwen3MoeForCausalLM,
             "mixtral": tf.MixtralForCausalLM, "qwen3_next": tf.Qwen3NextForCausalLM,
             "qwen3_5_moe": tf.Qwen3_5MoeForCausalLM}[kind]
 
 
-QUANTIZE = ("glm4", "olmo2", "phi3", "smollm3", "glm4_moe", "qwen3", "qwen3_moe", "mixtral", "qwen3_next", "qwen3_5_moe", "qwen2", "llama31", "mistral3")
+QUANTIZE = ("gemma3_text", "glm4", "olmo2", "phi3", "smollm3", "glm4_moe", "qwen3", "qwen3_moe", "mixtral", "qwen3_next", "qwen3_5_moe", "qwen2", "llama31", "mistral3")
 MOE = ("glm4_moe", "qwen3_moe", "mixtral", "qwen3_next", "qwen3_5_moe")
 # modules a family's published llmcompressor example leaves unquantized, beside lm_head and mlp.gate
 IGNORE = {"qwen3_next": ["re:.*mlp.shared_expert_gate$", "re:.*linear_attn.*"],
@@ -205,6 +218,24 @@ def old_style_config(bf16_dir, out_dir):
     rp = cfg.pop("rope_parameters")
     cfg["rope_theta"] = rp.pop("rope_theta")
     cfg["rope_scaling"] = rp
+    json.dump(cfg, open(path, "w"), indent=2)
+
+
+def gemma3_old_config(bf16_dir, out_dir):
+    """Gemma 3 as the Hub's original config.json spells it (transformers 4.5x): one rope_theta for the
+    global layers, rope_local_base_freq for the local ones, rope_scaling for the global, the layer
+    pattern as sliding_window_pattern, no layer_types, no rope_parameters, tie_word_embeddings left out."""
+    shutil.copytree(bf16_dir, out_dir)
+    path = os.path.join(out_dir, "config.json")
+    cfg = json.load(open(path))
+    rp = cfg.pop("rope_parameters")
+    lt = cfg.pop("layer_types")
+    assert lt == ["sliding_attention", "full_attention"]
+    cfg["sliding_window_pattern"] = 2
+    cfg["rope_theta"] = rp["full_attention"]["rope_theta"]
+    cfg["rope_local_base_freq"] = rp["sliding_attention"]["rope_theta"]
+    cfg["rope_scaling"] = {"rope_type": rp["full_attention"]["rope_type"], "factor": rp["full_attention"]["factor"]}
+    cfg.pop("tie_word_embeddings", None)
     json.dump(cfg, open(path, "w"), indent=2)
 
 
@@ -324,6 +355,8 @@ def make(kind, root):
         old_style_config(bf16, os.path.join(out, "bf16-rope-scaling"))
     if kind == "mistral3":
         other_prefix(bf16, os.path.join(out, "bf16-other-prefix"))
+    if kind == "gemma3_text":
+        gemma3_old_config(bf16, os.path.join(out, "bf16-old-config"))
     notes = {"model": kind, "tokens": TOKENS, "seed": SEED, "class": type(stock).__name__,
              "versions": versions(),
              "attn_implementation": "eager", "config": json.load(open(os.path.join(bf16, "config.json")))}

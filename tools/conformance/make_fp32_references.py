@@ -33,7 +33,7 @@ import make_fixtures as mf  # noqa: E402
 import make_gpt_oss_fixture as mgo  # noqa: E402
 
 OWN = ("llama", "deepseek_v3", "deepseek_v4")   # made by make_fixtures.py (reference.safetensors = nvfp4/)
-KINDS = OWN + ("glm4", "olmo2", "phi3", "smollm3", "qwen2", "llama31", "mistral3", "qwen3", "qwen3_moe", "mixtral", "glm4_moe", "qwen3_next", "qwen3_5_moe",
+KINDS = OWN + ("gemma3_text", "glm4", "olmo2", "phi3", "smollm3", "qwen2", "llama31", "mistral3", "qwen3", "qwen3_moe", "mixtral", "glm4_moe", "qwen3_next", "qwen3_5_moe",
                "gpt_oss")
 
 
