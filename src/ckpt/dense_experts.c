@@ -10,6 +10,14 @@
  * The weights are transposed copies made when the checkpoint is opened (held until it is closed);
  * the biases are views into the file. Only a pair gate_up_proj + down_proj of matching shapes is
  * read so; a lone one, or shapes that disagree, is bad input naming both.
+ *
+ * transformers 5 keeps the experts of Qwen2/3-MoE, Mixtral, GLM-4.x MoE, ... fused the other way
+ * round, and writes them so with save_pretrained(save_original_format=False):
+ *   P.gate_up_proj [E, 2I, H] (gate = the first I rows)   P.down_proj [E, H, I]
+ * (out-major: `linear(x, gate_up_proj[e]).chunk(2)`). Those become views into the file, no copy:
+ *   P.<e>.gate_proj.weight [I, H]   P.<e>.up_proj.weight [I, H]   P.<e>.down_proj.weight [H, I]
+ * The layout is told by hidden_size: down_proj [E, H, I] is out-major, [E, I, H] gpt-oss's; where
+ * I = H, gate_up_proj's last dimension (H out-major, 2I = 2H gpt-oss's) tells.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +43,7 @@ static const char *shape(const nd_tview *t, char *buf, size_t cap) {
 }
 
 /* one projection of all experts: the transposed weights and the views */
-typedef struct proj { const nd_tview *w, *b; char prefix[400]; const char *name; } proj;
+typedef struct proj { const nd_tview *w, *b; char prefix[400]; const char *name; int out_major; } proj;
 
 static void *owned(nd_ckpt *c, size_t bytes, nd_err *e) {
     void **no = realloc(c->owned, (c->n_owned + 1) * sizeof *no);
@@ -46,8 +54,44 @@ static void *owned(nd_ckpt *c, size_t bytes, nd_err *e) {
     return p;
 }
 
+/* one view [rows, cols] at byte offset off of w, named P.<x>.<name>.weight */
+static int view_of(nd_ckpt *c, const proj *p, int64_t x, const char *name, int64_t rows, int64_t cols, size_t off,
+                   nd_tview *views, size_t *nv, nd_err *e) {
+    char *nm = owned(c, strlen(p->prefix) + strlen(name) + 40, e);
+    if (!nm) return e->code;
+    sprintf(nm, "%s.%lld.%s.weight", p->prefix, (long long)x, name);
+    nd_tview *v = &views[(*nv)++];
+    memset(v, 0, sizeof *v);
+    v->name = nm;
+    v->dtype = p->w->dtype;
+    v->ndim = 2;
+    v->shape[0] = rows;
+    v->shape[1] = cols;
+    v->numel = rows * cols;
+    v->nbytes = (size_t)v->numel * nd_dtype_size(v->dtype);
+    v->data = (const unsigned char *)p->w->data + off;
+    v->file = p->w->file;
+    return 0;
+}
+
+/* transformers 5's out-major layout: slices of the stored tensor, gate_up split into its halves */
+static int expand_out_major(nd_ckpt *c, const proj *p, nd_tview *views, size_t *nv, nd_err *e) {
+    const nd_tview *w = p->w;
+    const int64_t E = w->shape[0], R = w->shape[1], K = w->shape[2];
+    const size_t es = nd_dtype_size(w->dtype), per = (size_t)(R * K) * es;
+    const int gu = !strcmp(p->name, "gate_up_proj");
+    for (int64_t x = 0; x < E; x++) {
+        if (gu) {
+            ND_TRY(view_of(c, p, x, "gate_proj", R / 2, K, (size_t)x * per, views, nv, e));
+            ND_TRY(view_of(c, p, x, "up_proj", R / 2, K, (size_t)x * per + per / 2, views, nv, e));
+        } else ND_TRY(view_of(c, p, x, p->name, R, K, (size_t)x * per, views, nv, e));
+    }
+    return 0;
+}
+
 /* appends the views of one projection to views[*nv]; names in names */
 static int expand(nd_ckpt *c, const proj *p, nd_tview *views, size_t *nv, nd_err *e) {
+    if (p->out_major) return expand_out_major(c, p, views, nv, e);
     const nd_tview *w = p->w;
     const int64_t E = w->shape[0], K = w->shape[1], N = w->shape[2];
     const size_t es = nd_dtype_size(w->dtype);
@@ -117,13 +161,20 @@ int nd_ckpt_expand_dense_experts(nd_ckpt *c, nd_err *e) {
         if ((rc = find_proj(c, prefix, "gate_up_proj", &ps[np], e)) || (rc = find_proj(c, prefix, "down_proj", &ps[np + 1], e))) break;
         const nd_tview *gu = ps[np].w, *dn = ps[np + 1].w;
         char s1[96], s2[96];
-        /* gate_up [E, H, 2I] and down [E, I, H] */
-        if (dn->shape[0] != gu->shape[0] || dn->shape[2] != gu->shape[1] || 2 * dn->shape[1] != gu->shape[2]) {
+        const int64_t H = c->cfg.hidden_size;
+        /* out-major (transformers 5): gate_up [E, 2I, H], down [E, H, I]; else gate_up [E, H, 2I], down [E, I, H] */
+        const int om = dn->shape[1] == H && dn->shape[2] != H ? 1 : dn->shape[2] == H && dn->shape[1] != H ? 0 : gu->shape[2] == H;
+        const int ok = om ? dn->shape[0] == gu->shape[0] && gu->shape[2] == H && dn->shape[1] == H && gu->shape[1] == 2 * dn->shape[2]
+                          : dn->shape[0] == gu->shape[0] && dn->shape[2] == gu->shape[1] && 2 * dn->shape[1] == gu->shape[2];
+        if (!ok || (om && (ps[np].b || ps[np + 1].b))) {
             rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: fused experts '%s': %s is %s and %s is %s; expected [E, H, 2I] and "
-                         "[E, I, H]", c->dir, prefix, gu->name, shape(gu, s1, sizeof s1), dn->name, shape(dn, s2, sizeof s2));
+                         "[E, I, H] (gpt-oss), or [E, 2I, H] and [E, H, I] without biases (transformers 5), H = hidden_size %lld",
+                         c->dir, prefix, gu->name, shape(gu, s1, sizeof s1), dn->name, shape(dn, s2, sizeof s2), (long long)H);
             break;
         }
-        for (int j = 0; j < 2; j++) nviews += (size_t)ps[np + j].w->shape[0] * (ps[np + j].b ? 2 : 1);
+        ps[np].out_major = ps[np + 1].out_major = om;
+        /* out-major gate_up gives two views per expert (gate and up) */
+        for (int j = 0; j < 2; j++) nviews += (size_t)ps[np + j].w->shape[0] * (om ? (j ? 1 : 2) : ps[np + j].b ? 2 : 1);
         np += 2;
     }
     nd_tview *views = !rc && nviews ? owned(c, nviews * sizeof *views, e) : NULL;

@@ -406,15 +406,38 @@ def versions():
     return mf.versions(("torch", "transformers", "compressed-tensors", "llmcompressor", "safetensors"))
 
 
+def add_fused_experts(kind, root):
+    """bf16-fused-experts/: the fixture's bf16/ as transformers 5 saves it with
+    save_pretrained(save_original_format=False): each layer's experts fused out-major
+    (mlp.experts.gate_up_proj [E, 2I, H], mlp.experts.down_proj [E, H, I]; Mixtral's
+    block_sparse_moe renamed mlp). The same model: reloaded, its forward equals bf16/'s under the
+    same transformers (the fixtures' reference.safetensors may come from another version)."""
+    out = os.path.join(root, kind)
+    dst = os.path.join(out, "bf16-fused-experts")
+    shutil.rmtree(dst, ignore_errors=True)
+    m = model_class(kind).from_pretrained(os.path.join(out, "bf16"), dtype=torch.bfloat16,
+                                          attn_implementation="eager").eval()
+    m.save_pretrained(dst, save_original_format=False)
+    again = model_class(kind).from_pretrained(dst, dtype=torch.bfloat16, attn_implementation="eager").eval()
+    ref, got = forward_record(m), forward_record(again)
+    assert all(torch.equal(got[k], ref[k]) for k in ref), "the fused-experts save does not reload to the same model"
+    print(kind, "bf16-fused-experts written; its forward equals bf16/'s")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="golden/conformance")
     ap.add_argument("--kinds", default="qwen2,llama31,mistral3")
     ap.add_argument("--add-nvfp4", action="store_true",
                     help="add nvfp4/ to fixtures made without it, keeping their files (add_nvfp4)")
+    ap.add_argument("--add-fused-experts", action="store_true",
+                    help="add bf16-fused-experts/ (transformers 5's own expert layout) beside bf16/")
     a = ap.parse_args()
     for k in a.kinds.split(","):
-        add_nvfp4(k, a.out) if a.add_nvfp4 else make(k, a.out)
+        if a.add_fused_experts:
+            add_fused_experts(k, a.out)
+        else:
+            add_nvfp4(k, a.out) if a.add_nvfp4 else make(k, a.out)
 
 
 if __name__ == "__main__":
