@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Faults planted into the issue-19 family fixtures (transformers' own classes, quantized by
-# llmcompressor: golden/conformance/{gemma3_text,glm4,olmo2,phi3,smollm3,glm4_moe,qwen3,qwen3_moe,mixtral,qwen3_next,qwen3_5_moe,qwen2,llama31,
+# llmcompressor: golden/conformance/{minimax_m2,olmo3,gemma3_text,glm4,olmo2,phi3,smollm3,glm4_moe,qwen3,qwen3_moe,mixtral,qwen3_next,qwen3_5_moe,qwen2,llama31,
 # mistral3}/nvfp4) with
 # `synth OUT --from CKPT --inject FAULT@MODULE`: a trace under the default stack must name the
 # planted module with the right cause, proven by repair or by a static fact, and the next command
@@ -60,6 +60,11 @@ gemma3_text layers.0.self_attn.k_proj input-scale-inverted scale_inverted
 gemma3_text layers.1.mlp.gate_proj input-scale-inverted scale_inverted
 gemma3_text layers.1.self_attn.q_proj nibble-swap weight_packing
 gemma3_text layers.0.mlp.down_proj weight-scale-nan nan_weight_scale
+minimax_m2 layers.0.self_attn.q_proj input-scale-inverted scale_inverted
+minimax_m2 layers.1.block_sparse_moe.experts.3.down_proj nibble-swap weight_packing
+minimax_m2 layers.1.self_attn.o_proj weight-scale-nan nan_weight_scale
+olmo3 layers.3.self_attn.v_proj input-scale-inverted scale_inverted
+olmo3 layers.0.mlp.gate_proj nibble-swap weight_packing
 LIST
 echo "planted faults on the family fixtures: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -28,6 +28,12 @@ Kinds:
   olmo2    Olmo2ForCausalLM (OLMo 2): post-norm (post_attention_layernorm on the attention output,
            post_feedforward_layernorm on the MLP output, no pre-norms), RMSNorm of the whole q and k
            projections (q_norm / k_norm over all heads), its norms `(weight * h).to(bf16)`
+  minimax_m2 MiniMaxM2ForCausalLM: q_norm / k_norm over the whole projections, partial rotary (first
+           half), sigmoid router on BF16 logits with a correction bias outside the gate, top-k by the
+           biased score, the unbiased scores renormalised; no shared expert
+  olmo3    Olmo3ForCausalLM (OLMo 3): OLMo 2 with sliding-window layers (3 of every 4) and a rope per
+           layer type; bf16-old-config/ is the same model as transformers 4.57 wrote it (rope_theta,
+           no layer_types, no rope_parameters)
   phi3     Phi3ForCausalLM (Phi-3 / Phi-4-mini): fused qkv_proj and gate_up_proj, partial rotary on
            the first 3/4 of each head (NeoX halves; Phi-4-mini's partial_rotary_factor 0.75)
   smollm3  SmolLM3ForCausalLM: Llama with no RoPE on every 4th layer (no_rope_layers)
@@ -101,6 +107,16 @@ def config(kind):
     if kind == "olmo2":
         return tf.Olmo2Config(**common, pad_token_id=0, bos_token_id=1, eos_token_id=2,
                               rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    if kind == "minimax_m2":
+        return tf.MiniMaxM2Config(**common, head_dim=16, num_local_experts=8, num_experts_per_tok=2, pad_token_id=0,
+                                  bos_token_id=1, eos_token_id=2,
+                                  rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                                   "partial_rotary_factor": 0.5})
+    if kind == "olmo3":
+        return tf.Olmo3Config(**dict(common, num_hidden_layers=4), pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                              sliding_window=8,
+                              rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 500000.0},
+                                               "full_attention": {"rope_type": "default", "rope_theta": 1000000.0}})
     if kind == "phi3":
         return tf.Phi3Config(**common, pad_token_id=0, bos_token_id=1, eos_token_id=2, sliding_window=None,
                              rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
@@ -152,15 +168,15 @@ def model_class(kind):
     import transformers as tf
     return {"qwen2": tf.Qwen2ForCausalLM, "llama31": tf.LlamaForCausalLM,
             "mistral3": tf.Mistral3ForConditionalGeneration, "glm4_moe": tf.Glm4MoeForCausalLM,
-            "glm4": tf.Glm4ForCausalLM, "olmo2": tf.Olmo2ForCausalLM, "phi3": tf.Phi3ForCausalLM,
+            "glm4": tf.Glm4ForCausalLM, "olmo2": tf.Olmo2ForCausalLM, "olmo3": tf.Olmo3ForCausalLM, "minimax_m2": tf.MiniMaxM2ForCausalLM, "phi3": tf.Phi3ForCausalLM,
             "smollm3": tf.SmolLM3ForCausalLM, "gemma3_text": tf.Gemma3ForCausalLM,
             "qwen3": tf.Qwen3ForCausalLM, "qwen3_moe": tf.Qwen3MoeForCausalLM,
             "mixtral": tf.MixtralForCausalLM, "qwen3_next": tf.Qwen3NextForCausalLM,
             "qwen3_5_moe": tf.Qwen3_5MoeForCausalLM}[kind]
 
 
-QUANTIZE = ("gemma3_text", "glm4", "olmo2", "phi3", "smollm3", "glm4_moe", "qwen3", "qwen3_moe", "mixtral", "qwen3_next", "qwen3_5_moe", "qwen2", "llama31", "mistral3")
-MOE = ("glm4_moe", "qwen3_moe", "mixtral", "qwen3_next", "qwen3_5_moe")
+QUANTIZE = ("minimax_m2", "gemma3_text", "glm4", "olmo2", "olmo3", "phi3", "smollm3", "glm4_moe", "qwen3", "qwen3_moe", "mixtral", "qwen3_next", "qwen3_5_moe", "qwen2", "llama31", "mistral3")
+MOE = ("minimax_m2", "glm4_moe", "qwen3_moe", "mixtral", "qwen3_next", "qwen3_5_moe")
 # modules a family's published llmcompressor example leaves unquantized, beside lm_head and mlp.gate
 IGNORE = {"qwen3_next": ["re:.*mlp.shared_expert_gate$", "re:.*linear_attn.*"],
           "qwen3_5_moe": ["re:.*mlp.shared_expert_gate$", "re:.*linear_attn.*"],
@@ -236,6 +252,20 @@ def gemma3_old_config(bf16_dir, out_dir):
     cfg["rope_local_base_freq"] = rp["sliding_attention"]["rope_theta"]
     cfg["rope_scaling"] = {"rope_type": rp["full_attention"]["rope_type"], "factor": rp["full_attention"]["factor"]}
     cfg.pop("tie_word_embeddings", None)
+    json.dump(cfg, open(path, "w"), indent=2)
+
+
+def olmo3_old_config(bf16_dir, out_dir):
+    """OLMo 3 as transformers 4.57 saved it: rope_theta at the top (the full layers'), no
+    rope_parameters, no layer_types (every 4th layer full). transformers 5 converts it back with the
+    sliding layers at the class default theta 5e5, which the fixture's sliding layers use."""
+    shutil.copytree(bf16_dir, out_dir)
+    path = os.path.join(out_dir, "config.json")
+    cfg = json.load(open(path))
+    rp = cfg.pop("rope_parameters")
+    assert cfg.pop("layer_types") == ["sliding_attention"] * 3 + ["full_attention"]
+    assert rp["sliding_attention"]["rope_theta"] == 500000.0
+    cfg["rope_theta"] = rp["full_attention"]["rope_theta"]
     json.dump(cfg, open(path, "w"), indent=2)
 
 
@@ -327,7 +357,7 @@ def quantize(kind, bf16_dir, out_dir, notes):
     import make_fixtures as mf
     ignore = ["lm_head", "re:.*mlp.gate$"] + IGNORE.get(kind, [])
     ref, dec_w = oneshot_nvfp4(model_class(kind), bf16_dir, out_dir, ignore, kind in MOE, keep_mapping_of=kind,
-                               fix_decompressed=stock_expert_names_file if kind == "mixtral" else None)
+                               fix_decompressed=stock_expert_names_file if kind in ("mixtral", "minimax_m2") else None)
     notes["quantized_by"] = ("llmcompressor.oneshot QuantizationModifier(targets='Linear', scheme='NVFP4', "
                              f"ignore={ignore!r}), save_compressed=True; calibration "
                              f"{mf.CALIB_SAMPLES} x {mf.CALIB_LEN} random ids (seed {mf.SEED + 1})")
@@ -357,6 +387,8 @@ def make(kind, root):
         other_prefix(bf16, os.path.join(out, "bf16-other-prefix"))
     if kind == "gemma3_text":
         gemma3_old_config(bf16, os.path.join(out, "bf16-old-config"))
+    if kind == "olmo3":
+        olmo3_old_config(bf16, os.path.join(out, "bf16-old-config"))
     notes = {"model": kind, "tokens": TOKENS, "seed": SEED, "class": type(stock).__name__,
              "versions": versions(),
              "attn_implementation": "eager", "config": json.load(open(os.path.join(bf16, "config.json")))}

@@ -33,7 +33,7 @@ import make_fixtures as mf  # noqa: E402
 import make_gpt_oss_fixture as mgo  # noqa: E402
 
 OWN = ("llama", "deepseek_v3", "deepseek_v4")   # made by make_fixtures.py (reference.safetensors = nvfp4/)
-KINDS = OWN + ("gemma3_text", "glm4", "olmo2", "phi3", "smollm3", "qwen2", "llama31", "mistral3", "qwen3", "qwen3_moe", "mixtral", "glm4_moe", "qwen3_next", "qwen3_5_moe",
+KINDS = OWN + ("minimax_m2", "gemma3_text", "glm4", "olmo2", "olmo3", "phi3", "smollm3", "qwen2", "llama31", "mistral3", "qwen3", "qwen3_moe", "mixtral", "glm4_moe", "qwen3_next", "qwen3_5_moe",
                "gpt_oss")
 
 
@@ -47,7 +47,7 @@ def to_stock(kind, deq_dir):
     """A decompressed checkpoint's expert names as stock transformers reads them: Mixtral's
     llmcompressor names -> w1/w3/w2, gpt-oss's per-expert Linears -> GptOssExperts' fused tensors
     (as make_family_fixtures.quantize and make_gpt_oss_fixture.quantize do)."""
-    if kind == "mixtral":
+    if kind in ("mixtral", "minimax_m2"):
         mff.stock_expert_names_file(deq_dir)
     elif kind == "gpt_oss":
         mgo.refuse(deq_dir)
