@@ -47,6 +47,8 @@ static const char *usage_text =
     "  --override NAME=VALUE     replace one checkpoint scale (model.<module>.input_global_scale=...)\n"
     "                            or one derived parameter (<stage>.quant_mult=..., <stage>.alpha=...)\n"
     "  --reference-checkpoint DIR  original unquantized model for the reference path\n"
+    "  --allow-unquantized       replay a checkpoint with no quantized module (else exit 2); the\n"
+    "                            summary says nothing quantized was compared\n"
     "  --ref-numerics fp32|fp32-exact|transformers  reference-path numerics: fp32 (default) = exact\n"
     "                            dequantized weights, FP32 math, BF16 per stage output; fp32-exact = no\n"
     "                            BF16 rounding at all (transformers' FP32 forward); transformers = also the\n"
@@ -301,6 +303,7 @@ int nd_cmd_trace(int argc, char **argv) {
         else if (!strcmp(a, "--stack")) { NEED(); o.stack = v; }
         else if (!strcmp(a, "--override")) { NEED(); ovr[o.n_overrides++] = v; }
         else if (!strcmp(a, "--reference-checkpoint")) { NEED(); o.ref_ckpt = v; }
+        else if (!strcmp(a, "--allow-unquantized")) o.allow_unquantized = 1;
         else if (!strcmp(a, "--mode")) {
             NEED();
             if (!strcmp(v, "isolated")) o.modes = ND_MODES_ISOLATED;
@@ -436,8 +439,8 @@ int nd_cmd_trace(int argc, char **argv) {
     for (int64_t i = 0; i < res.nrows && !quantized; i++) quantized = res.rows[i].quantized && !strcmp(res.rows[i].op, "linear");
     if (!quantized && !json) {
         char dir[1024];
-        printf("note: %s holds no quantized stage: both paths ran the same weights, nothing quantized was compared\n",
-               nd_term_safe(o.ckpt_dir, dir, sizeof dir));
+        printf("note: %s holds no quantized stage%s: both paths ran the same weights, nothing quantized was compared\n",
+               nd_term_safe(o.ckpt_dir, dir, sizeof dir), o.allow_unquantized ? " (--allow-unquantized)" : "");
     }
     rc = strcmp(res.summary.status, "diverged") ? ND_EXIT_OK : ND_EXIT_FINDING;
     if (res.warning[0] && strstr(res.warning, "--override")) {

@@ -145,6 +145,9 @@ typedef struct nd_trace_opts {
      * transformers' eager forward of a BF16 model takes inside stages; "fp32-exact" = no BF16
      * rounding at all on the reference path (transformers' FP32 forward; docs/conformance.md) */
     const char *ref_numerics;
+    /* --allow-unquantized: replay a checkpoint with no quantized module (else exit 2: both paths
+     * would run the same weights and the verdict would mean nothing) */
+    int allow_unquantized;
     /* --prompt/--prompt-file (issue 22): the text the tokens came from and the chat format applied
      * (NULL: ids given as ids; no chat), recorded in the trace */
     const char *prompt_text, *prompt_chat;

@@ -404,6 +404,10 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     memset(&lp, 0, sizeof lp);
     r.loop = &lp;
     int rc = run_open(&r, o->ckpt_dir, o->recipe, o->backend, o->device, o->tokens, o->ntok, e);
+    if (!rc && !o->allow_unquantized && !strcmp(nd_ckpt_format_str(r.ck), "unquantized"))
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: no quantized module (format unquantized): both paths would run the same "
+                     "weights and find nothing. Trace the NVFP4 checkpoint (with this one as --reference-checkpoint), or "
+                     "pass --allow-unquantized to replay it anyway", nd_ckpt_dir(r.ck));
     if (!rc) rc = nd_stack_load(o->stack ? o->stack : "exact", &r.stack, e);
     for (int i = 0; !rc && i < o->n_overrides; i++) rc = nd_stack_add_override(&r.stack, o->overrides[i], e);
     /* recording a single-stage replay: the override names the stages before it look up */

@@ -142,7 +142,8 @@ seq 0 256 >"$tmp/t257"
 run "prompt past the context" 2 "max_position_embeddings 256" -- trace "$root/golden/conformance/llama/nvfp4" --tokens-file "$tmp/t257" "${T[@]}"
 
 # 8. a checkpoint with nothing quantized says so; control characters never reach the terminal raw
-run "unquantized checkpoint" 0 "holds no quantized stage" -- trace "$root/golden/conformance/llama/bf16" "${T[@]}"
+run "unquantized checkpoint" 2 "no quantized module (format unquantized)" -- trace "$root/golden/conformance/llama/bf16" "${T[@]}"
+run "unquantized checkpoint, --allow-unquantized" 0 "holds no quantized stage (--allow-unquantized)" -- trace "$root/golden/conformance/llama/bf16" --allow-unquantized "${T[@]}"
 run "control characters in a name" 2 'no\\x1b\[31m' -- trace "$root/golden/clean-v4" --recipe "$(printf 'no\033[31mred')" "${T[@]}"
 grep -q "$(printf '\033')" "$tmp/out" && { echo "FAIL: raw ESC on the terminal"; fail=$((fail + 1)); } || pass=$((pass + 1))
 
