@@ -29,5 +29,18 @@ ok "trace of it: exit $rc ($(tail -c 300 "$tmp/t.out"))" '[ $rc -eq 0 ]'
 "$bin" trace "$src" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/o.h5" >/dev/null 2>&1
 "$bin" compare "$tmp/w.h5" "$tmp/o.h5" >"$tmp/c.out" 2>&1; rc=$?
 ok "the same rows as the original naming: compare exit $rc ($(tail -1 "$tmp/c.out"))" '[ $rc -eq 0 ] && grep -q "0 regressions" "$tmp/c.out"'
+# Kimi-K2 (moonshotai): the DeepSeek-V3 architecture under model_type kimi_k2 (its config.json names
+# DeepseekV3ForCausalLM with remote code): the deepseek_v3 fixture so relabelled traces to the same rows
+k2="$root/golden/conformance/deepseek_v3/nvfp4"
+mkdir "$tmp/kimi"; cp "$k2"/* "$tmp/kimi/"
+sed -i 's/"model_type": *"deepseek_v3"/"model_type": "kimi_k2"/' "$tmp/kimi/config.json"
+"$bin" inspect "$tmp/kimi" >"$tmp/ik.out" 2>&1; rc=$?
+ok "kimi_k2: inspect exit $rc names the deepseek_v3 recipe ($(grep '^family' "$tmp/ik.out"))" \
+   '[ $rc -eq 0 ] && grep -qx "family      recipe deepseek_v3, naming canonical" "$tmp/ik.out"'
+"$bin" trace "$tmp/kimi" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/k.h5" >/dev/null 2>&1; rc=$?
+ok "kimi_k2: trace exit $rc" '[ $rc -eq 0 ]'
+"$bin" trace "$k2" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/d.h5" >/dev/null 2>&1
+"$bin" compare "$tmp/k.h5" "$tmp/d.h5" >"$tmp/ck.out" 2>&1; rc=$?
+ok "kimi_k2: the deepseek_v3 checkpoint's rows: compare exit $rc ($(tail -1 "$tmp/ck.out"))" '[ $rc -eq 0 ] && grep -q "0 regressions" "$tmp/ck.out"'
 echo "hub names: $pass passed, $fail failed"
 [ $fail -eq 0 ]
