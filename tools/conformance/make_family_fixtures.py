@@ -456,17 +456,44 @@ def add_fused_experts(kind, root):
     print(kind, "bf16-fused-experts written; its forward equals bf16/'s")
 
 
+def add_modelopt(kind, root):
+    """modelopt/: bf16/ quantized by NVIDIA ModelOpt (NVFP4_DEFAULT_CFG, max calibration on the
+    calibration ids) and written by export_hf_checkpoint: the ModelOpt naming (weight + weight_scale
+    + weight_scale_2 + input_scale) of the same model, beside llmcompressor's nvfp4/."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import make_fixtures as mf
+    out = os.path.join(root, kind)
+    dst = os.path.join(out, "modelopt")
+    shutil.rmtree(dst, ignore_errors=True)
+    saved_cls = mf.model_class
+    mf.model_class = model_class   # modelopt_export loads the family's class
+    try:
+        notes = {}
+        mf.modelopt_export(kind, os.path.join(out, "bf16"), dst, notes)
+    finally:
+        mf.model_class = saved_cls
+    man = os.path.join(out, "manifest.json")
+    m = json.load(open(man))
+    m["modelopt"] = notes.get("modelopt")
+    json.dump(m, open(man, "w"), indent=1)
+    print(kind, "modelopt/ written:", len((notes.get("modelopt") or {}).get("nvfp4_modules", [])), "NVFP4 modules")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="golden/conformance")
     ap.add_argument("--kinds", default="qwen2,llama31,mistral3")
     ap.add_argument("--add-nvfp4", action="store_true",
                     help="add nvfp4/ to fixtures made without it, keeping their files (add_nvfp4)")
+    ap.add_argument("--add-modelopt", action="store_true",
+                    help="add modelopt/ (NVIDIA ModelOpt NVFP4 export of bf16/) beside nvfp4/")
     ap.add_argument("--add-fused-experts", action="store_true",
                     help="add bf16-fused-experts/ (transformers 5's own expert layout) beside bf16/")
     a = ap.parse_args()
     for k in a.kinds.split(","):
-        if a.add_fused_experts:
+        if a.add_modelopt:
+            add_modelopt(k, a.out)
+        elif a.add_fused_experts:
             add_fused_experts(k, a.out)
         else:
             add_nvfp4(k, a.out) if a.add_nvfp4 else make(k, a.out)
