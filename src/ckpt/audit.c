@@ -212,7 +212,7 @@ static const char *fmt_word(const nd_module *m) {
 static int known_ct_format(const char *f) {
     static const char *const k[] = {"nvfp4-pack-quantized", "mxfp4-pack-quantized", "float-quantized", "pack-quantized",
                                     "int-quantized", "naive-quantized", "mixed-precision", "dense", "marlin-24",
-                                    "sparse-24-bitmask", "sparse-bitmask"};
+                                    "sparse-24-bitmask", "sparse-bitmask", "mxfp8-quantized"};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
         if (!strcmp(f, k[i])) return 1;
     return 0;

@@ -166,10 +166,30 @@ static int ct_args(json_t *a, const char *file, const char *where, int *bits, ch
                    char *strategy, int *bn, int *bk, nd_err *e) {
     if (!a) return 0;
     if (!json_is_object(a)) return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s' must be an object", file, where);
-    ND_TRY(opt_int(a, "num_bits", file, where, bits, e));
+    /* every field a loader builds its scheme from is range-checked: a value no quantizer writes is
+     * exit 2 naming the key, never a scheme guessed around it (issue 33) */
+    int nb = -1, g = -1;
+    ND_TRY(opt_int(a, "num_bits", file, where, &nb, e));
+    if (nb != -1 && (nb < 1 || nb > 32))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s.num_bits' is %d (1 to 32)", file, where, nb);
+    if (nb != -1) *bits = nb;
     ND_TRY(opt_str(a, "type", file, where, type, 16, e));
-    ND_TRY(opt_int(a, "group_size", file, where, gs, e));
-    if (strategy) ND_TRY(opt_str(a, "strategy", file, where, strategy, 24, e));
+    if (type[0] && strcmp(type, "float") && strcmp(type, "int"))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s.type' is \"%s\" (float or int)", file, where, type);
+    ND_TRY(opt_int(a, "group_size", file, where, &g, e));
+    if (g != -1 && g < 1)
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s.group_size' is %d (a positive number of values per scale, or null "
+                       "for strategies without groups)", file, where, g);
+    if (g != -1) *gs = g;
+    if (strategy) {
+        static const char *const known[] = {"tensor", "channel", "group", "block", "token", "tensor_group", "attn_head"};
+        ND_TRY(opt_str(a, "strategy", file, where, strategy, 24, e));
+        int ok = !strategy[0];
+        for (size_t i = 0; i < sizeof known / sizeof known[0] && !ok; i++) ok = !strcmp(strategy, known[i]);
+        if (!ok)
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s.strategy' is \"%s\" (tensor, channel, group, block, token, "
+                           "tensor_group, attn_head)", file, where, strategy);
+    }
     json_t *bs = get(a, "block_structure");
     if (bs && bn) {
         if (json_is_array(bs) && json_array_size(bs) == 2 && json_is_integer(json_array_get(bs, 0)) &&

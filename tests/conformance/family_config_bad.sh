@@ -39,5 +39,13 @@ bad gemma3_text/bf16-old-config "rope_local_base_freq a string" 's/"rope_local_b
     "key 'rope_local_base_freq' must be a number"
 bad gemma3_text/bf16-old-config "sliding_window_pattern 0" 's/"sliding_window_pattern": 2/"sliding_window_pattern": 0/' \
     "key 'sliding_window_pattern' must be a positive integer"
+# quantization_config fields no quantizer writes (issue 33: group_size 0 passed silently): exit 2 naming the key
+bad qwen3/nvfp4 "weights group_size 0" 's/("weights": \{[^}]*"group_size": )16/\10/' \
+    "config_groups.group_0.weights.group_size' is 0 (a positive number of values per scale"
+bad qwen3/nvfp4 "activations group_size 0" 's/("input_activations": \{[^}]*"group_size": )16/\10/' \
+    "config_groups.group_0.input_activations.group_size' is 0"
+bad qwen3/nvfp4 "num_bits 99" 's/("weights": \{[^}]*"num_bits": )4/\199/' "weights.num_bits' is 99 (1 to 32)"
+bad qwen3/nvfp4 "type banana" 's/("weights": \{([^{}]|\{\})*"type": )"float"/\1"banana"/' "weights.type' is \"banana\" (float or int)"
+bad qwen3/nvfp4 "strategy vibes" 's/("weights": \{([^{}]|\{\})*"strategy": )"tensor_group"/\1"vibes"/' "weights.strategy' is \"vibes\""
 echo "family config bad inputs: $pass passed, $fail failed"
 [ $fail -eq 0 ]
