@@ -8,16 +8,11 @@ set -u
 bin="$1"; root="$2"
 . "$(dirname "$0")/../lib.sh"
 
-bad() { # family[/folder] name sed-expression (whole file as one line) expected-message-part
+. "$(dirname "$0")/edit_trace.sh"
+bad() { # family[/folder] name sed-expression expected-message-part (bf16/ when no folder is named)
   local src="$root/golden/conformance/$1"
   case "$1" in */*) ;; *) src="$src/bf16" ;; esac
-  rm -rf "$tmp/ck" && cp -r "$src" "$tmp/ck"
-  sed -z -i -E "$3" "$tmp/ck/config.json"
-  ok "$1 $2: config.json edited" '! cmp -s "$tmp/ck/config.json" "$src/config.json"'
-  "$bin" trace "$tmp/ck" --allow-unquantized --backend cpu --out "$tmp/t.h5" >"$tmp/out" 2>"$tmp/err"
-  rc=$? want="$4"
-  ok "$1 $2: exit 2 (got $rc: $(head -c 300 "$tmp/err"))" '[ $rc -eq 2 ]'
-  ok "$1 $2: the message names '$want' ($(head -c 300 "$tmp/err"))" 'grep -qF -- "$want" "$tmp/err"'
+  edited_trace_bad "$1 $2" "$src" config.json "$3" "$4"
 }
 nrl='"no_rope_layers": \[[^]]*\]'
 bad smollm3 "no_rope_layers missing" "s/$nrl,//" \

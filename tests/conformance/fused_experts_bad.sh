@@ -8,18 +8,13 @@ bin="$1"; root="$2"
 . "$(dirname "$0")/../lib.sh"
 src="$root/golden/conformance/qwen3_moe/bf16-fused-experts"
 
-bad() { # name header-edit (same length, sed -z on the file) expected-message-part
-  rm -rf "$tmp/ck" && cp -r "$src" "$tmp/ck"
-  LC_ALL=C sed -z -i "$2" "$tmp/ck/model.safetensors"
-  ok "$1: header edited, same size" '! cmp -s "$tmp/ck/model.safetensors" "$src/model.safetensors" &&
-     [ $(stat -c %s "$tmp/ck/model.safetensors") -eq $(stat -c %s "$src/model.safetensors") ]'
-  "$bin" trace "$tmp/ck" --allow-unquantized --backend cpu --out "$tmp/t.h5" >"$tmp/out" 2>"$tmp/err"
-  rc=$? want="$3"
-  ok "$1: exit 2 (got $rc: $(head -c 300 "$tmp/err"))" '[ $rc -eq 2 ]'
-  ok "$1: the message names '$want' ($(head -c 300 "$tmp/err"))" 'grep -qF -- "$want" "$tmp/err"'
+. "$(dirname "$0")/edit_trace.sh"
+bad() { # name header-edit (same length) expected-message-part
+  edited_trace_bad "$1" "$src" model.safetensors "$2" "$3"
+  ok "$1: the header edit kept the file's size" '[ $(stat -c %s "$tmp/ck/model.safetensors") -eq $(stat -c %s "$src/model.safetensors") ]'
 }
 # four experts' down_proj of width 64 beside eight gate_up_proj: the expert counts disagree
-bad "down_proj of 4 experts" 's/"model.layers.1.mlp.experts.down_proj":{"dtype":"BF16","shape":\[8,64,32\]/"model.layers.1.mlp.experts.down_proj":{"dtype":"BF16","shape":[4,64,64]/' \
+bad "down_proj of 4 experts" 's/"model.layers.1.mlp.experts.down_proj":\{"dtype":"BF16","shape":\[8,64,32\]/"model.layers.1.mlp.experts.down_proj":{"dtype":"BF16","shape":[4,64,64]/' \
     "fused experts 'model.layers.1.mlp.experts': model.layers.1.mlp.experts.gate_up_proj is BF16 [8, 64, 64] and model.layers.1.mlp.experts.down_proj is BF16 [4, 64, 64]"
 # a gate_up_proj without its down_proj (renamed away)
 bad "down_proj missing" 's/"model.layers.1.mlp.experts.down_proj"/"model.layers.1.mlp.experts.down_prox"/' \

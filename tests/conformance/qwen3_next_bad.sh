@@ -8,13 +8,8 @@ bin="$1"; root="$2"
 . "$(dirname "$0")/../lib.sh"
 src="$root/golden/conformance/qwen3_next/bf16"
 
-bad() { # name sed-expression expected-message-part
-  rm -rf "$tmp/ck" && cp -r "$src" "$tmp/ck" && sed -i "$2" "$tmp/ck/config.json"
-  "$bin" trace "$tmp/ck" --allow-unquantized --backend cpu --out "$tmp/t.h5" >"$tmp/out" 2>"$tmp/err"
-  rc=$? want="$3"
-  ok "$1: exit 2 (got $rc: $(head -c 300 "$tmp/err"))" '[ $rc -eq 2 ]'
-  ok "$1: the message names '$want' ($(head -c 300 "$tmp/err"))" 'grep -qF -- "$want" "$tmp/err"'
-}
+. "$(dirname "$0")/edit_trace.sh"
+bad() { edited_trace_bad "$1" "$src" config.json "$2" "$3"; } # name sed-expression expected-message-part
 # value heads not a multiple of key heads: the derived group width has no value
 bad "value heads 3 of 2 key heads" 's/"linear_num_value_heads": 4/"linear_num_value_heads": 3/' \
     "config.json: stage layers.0.linear_attn.qkvz_split needs 'linear_value_group_dim'"
