@@ -252,6 +252,15 @@ static int check_config(const nd_ckpt *c, const nd_module *m, const char *const 
     const scheme s = scheme_of(c, m->path);
     const int stored_q = m->wfmt != ND_WF_DENSE;
     const char *src = q->source[0] ? q->source : "config.json";
+    /* one rule for a high-precision role stored quantized (issue 33): where the config names it in
+     * its ignore list, config and tensors contradict each other (quant_config_mismatch, the role
+     * said); where the config quantizes it or says nothing, the role's policy is broken */
+    if (stored_q && role != ROLE_LINEAR && s.ignored_by && (m->wfmt == ND_WF_NVFP4 || m->wfmt == ND_WF_MXFP4))
+        return nd_findings_add(f, ND_BREAKS_ALL, "quant_config_mismatch", m->path, m->weight->name,
+                               "%s %s holds %s tensors but the %s quantization config ignores it (entry \"%s\"): a loader "
+                               "that follows the config builds it unquantized and cannot load them (and serving stacks "
+                               "keep this role in high precision anyway)",
+                               ROLE_NAME[role], m->path, fmt_word(m), src, s.ignored_by);
     if (stored_q && role != ROLE_LINEAR)
         return nd_findings_add(f, ND_BREAKS_ALL, "precision_policy_violation", m->path, m->weight->name,
                                "%s %s is stored as %s%s: serving stacks keep this role in high precision and build it "

@@ -410,6 +410,7 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
                      "pass --allow-unquantized to replay it anyway", nd_ckpt_dir(r.ck));
     if (!rc) rc = nd_stack_load(o->stack ? o->stack : "exact", &r.stack, e);
     for (int i = 0; !rc && i < o->n_overrides; i++) rc = nd_stack_add_override(&r.stack, o->overrides[i], e);
+    if (!rc) rc = nd_override_targets_check(&r, &r.stack, e);
     /* recording a single-stage replay: the override names the stages before it look up */
     if (!rc && o->stage_rec && !nd_stage_rec_fast(o->stage_rec)) nd_stage_rec_watch(o->stage_rec, &r.stack);
     if (!rc && o->ref_ckpt) {

@@ -189,4 +189,8 @@ int nd_run_ref_only(const nd_run *r, const char *stage);
 /* The captured activation of a stage (output, or `suffix` ".input"), as an nd_buf; NULL if absent. */
 nd_buf *nd_run_captured(nd_run *r, const char *stage, const char *module, const char *suffix, int64_t cols, nd_err *e);
 
+/* override_targets.c: every --override names a checkpoint tensor, or a module or stage of the run
+ * followed by a knob; else exit 2 with the nearest name (before the replay) */
+int nd_override_targets_check(const nd_run *r, const nd_stack *st, nd_err *e);
+
 #endif

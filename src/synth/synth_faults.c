@@ -24,6 +24,7 @@
  *                         the block scales' representation (synth_scales.h)
  *  config-ignore, dequantize, scale-renamed, weight-scale-renamed, scale-missing-expert, quantize
  *                         config, names and precision of a module: --from only (synth_static.h) */
+#include "util/suggest.h"
 #include <errno.h>
 #include <unistd.h>
 #include "util/infile.h"
@@ -62,6 +63,7 @@ static const struct { const char *name; int needs_value; } KINDS[SY_F_COUNT] = {
     [SY_F_SCALE_TRANSPOSED] = {"scale-transposed", 0},
     [SY_F_SCALE_ENCODING] = {"scale-encoding", 2}, /* a word: e8m0, u8 */
     [SY_F_ROUTER_BIAS_OFFSET] = {"router-bias-offset", 1},
+    [SY_F_QUANTIZE_UNIGNORED] = {"quantize-unignored", 0},
     [SY_F_SCALE_ROW_STRIDE] = {"scale-row-stride", 1},
     [SY_F_WEIGHT_MUL] = {"weight-mul", 1},
 };
@@ -90,7 +92,12 @@ int sy_fault_parse_spec(const char *spec, sy_fault *f, const char **module, nd_e
             strncat(list, KINDS[i].name, sizeof list - strlen(list) - 1);
             strncat(list, i + 1 < SY_F_COUNT ? ", " : "", sizeof list - strlen(list) - 1);
         }
-        return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': unknown fault '%s' (known: %s)", spec, fault, list);
+        const char *names[SY_F_COUNT];
+        for (int i = 0; i < SY_F_COUNT; i++) names[i] = KINDS[i].name;
+        const char *best = nd_suggest(fault, names, SY_F_COUNT);
+        char hint[128] = "";
+        if (best) snprintf(hint, sizeof hint, " (did you mean '%s'?)", best);
+        return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': unknown fault '%s'%s (known: %s)", spec, fault, hint, list);
     }
     f->kind = (sy_fault_kind)k;
     if (KINDS[k].needs_value == 2) {

@@ -84,9 +84,10 @@ static int parse(const nd_ckpt *ck, const char *spec, sy_fault *f, target *ts, i
         f->param = -1;
         return sy_kv_module(ck, spec, mod, attn, sizeof attn, e);
     }
-    char path[300];
+    char path[300], hint[360];
     if (!sy_module_path(ck, mod, path, sizeof path))
-        return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: no module '%s' (nor model.%s)", nd_ckpt_dir(ck), mod, mod);
+        return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: no module '%s' (nor model.%s)%s", nd_ckpt_dir(ck), mod, mod,
+                       sy_module_hint(ck, mod, hint, sizeof hint));
     int i;
     for (i = 0; i < *nt; i++)
         if (!strcmp(ts[i].m.path, path)) break;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <jansson.h>
 #include "util/json_load.h"
+#include "util/suggest.h"
 #include "synth/synth_static.h"
 #include "synth/synth_quant.h"
 #include "numerics/nd_numerics.h"
@@ -14,7 +15,8 @@
 
 int sy_static_fault(sy_fault_kind k) {
     return k == SY_F_CONFIG_IGNORE || k == SY_F_DEQUANTIZE || k == SY_F_SCALE_RENAMED || k == SY_F_WSCALE_RENAMED ||
-           k == SY_F_SCALE_MISSING_EXPERT || k == SY_F_QUANTIZE || k == SY_F_ROUTER_BIAS_OFFSET;
+           k == SY_F_SCALE_MISSING_EXPERT || k == SY_F_QUANTIZE || k == SY_F_ROUTER_BIAS_OFFSET ||
+           k == SY_F_QUANTIZE_UNIGNORED;
 }
 
 static sy_static_edit *edit(sy_static *st, nd_err *e) {
@@ -99,11 +101,28 @@ int sy_module_path(const nd_ckpt *ck, const char *mod, char *path, size_t cap) {
     return nd_ckpt_has_module(ck, path);
 }
 
+const char *sy_module_hint(const nd_ckpt *ck, const char *mod, char *buf, size_t cap) {
+    const size_t n = nd_ckpt_module_count(ck);
+    const char **cands = malloc((n ? n : 1) * sizeof *cands);
+    buf[0] = 0;
+    if (!cands) return buf;
+    const int bare = strncmp(mod, "model.", 6) != 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *p = nd_ckpt_module_path(ck, i);
+        cands[i] = bare && !strncmp(p, "model.", 6) ? p + 6 : p;
+    }
+    const char *best = nd_suggest(mod, cands, n);
+    if (best) snprintf(buf, cap, " (did you mean '%s'?)", best);
+    free(cands);
+    return buf;
+}
+
 /* the module's checkpoint path (sy_module_path) */
 static int resolve(const nd_ckpt *ck, const sy_fault *f, char *path, size_t cap, nd_err *e) {
+    char hint[360];
     if (!sy_module_path(ck, f->module, path, cap))
-        return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: %s: no module '%s' (nor model.%s)", nd_ckpt_dir(ck),
-                       sy_fault_name(f->kind), f->module, f->module);
+        return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: %s: no module '%s' (nor model.%s)%s", nd_ckpt_dir(ck),
+                       sy_fault_name(f->kind), f->module, f->module, sy_module_hint(ck, f->module, hint, sizeof hint));
     return 0;
 }
 
@@ -252,6 +271,15 @@ int sy_static_plan(const nd_ckpt *ck, sy_fault *fs, int n, sy_static *st, nd_err
         }
         case SY_F_DEQUANTIZE: ND_TRY(dequantize(ck, &m, st, f, e)); break;
         case SY_F_QUANTIZE: ND_TRY(quantize(ck, &m, st, f, e)); break;
+        case SY_F_QUANTIZE_UNIGNORED: {
+            /* quantized on purpose, the config saying so: the role's policy is broken, not the config */
+            ND_TRY(quantize(ck, &m, st, f, e));
+            char (*nu)[300] = realloc(st->unignore, (size_t)(st->n_unignore + 1) * sizeof *nu);
+            if (!nu) return nd_fail(e, ND_EXIT_INTERNAL, "synth --from: out of memory");
+            st->unignore = nu;
+            snprintf(st->unignore[st->n_unignore++], sizeof st->unignore[0], "%s", path);
+            break;
+        }
         case SY_F_SCALE_RENAMED: ND_TRY(rename_scale(ck, &m, st, f, 0, e)); break;
         case SY_F_WSCALE_RENAMED: ND_TRY(rename_scale(ck, &m, st, f, 1, e)); break;
         case SY_F_SCALE_MISSING_EXPERT: ND_TRY(missing_expert(ck, &m, st, f, e)); break;
@@ -275,7 +303,13 @@ int sy_static_add_new(const sy_static *st, nd_st_writer *w, nd_err *e) {
     return 0;
 }
 
-/* Append the ignored paths to the list at obj[key] (created when absent). */
+/* the entry names the module as exporters write it: its path, or the path without model. */
+static int names_module(const char *entry, const char *path) {
+    return !strcmp(entry, path) || (!strncmp(path, "model.", 6) && !strcmp(entry, path + 6));
+}
+
+/* Append the ignored paths to the list at obj[key] (created when absent); drop the entries that
+ * name an unignored one. */
 static void add_ignores(json_t *obj, const char *key, const sy_static *st) {
     json_t *a = json_object_get(obj, key);
     if (!json_is_array(a)) {
@@ -283,6 +317,11 @@ static void add_ignores(json_t *obj, const char *key, const sy_static *st) {
         json_object_set_new(obj, key, a);
     }
     for (int i = 0; i < st->n_ignore; i++) json_array_append_new(a, json_string(st->ignore[i]));
+    for (size_t j = json_array_size(a); j-- > 0;) {
+        const char *v = json_string_value(json_array_get(a, j));
+        for (int i = 0; v && i < st->n_unignore; i++)
+            if (names_module(v, st->unignore[i])) { json_array_remove(a, j); break; }
+    }
 }
 
 static int edit_json(const char *outdir, const char *file, const char *obj_key, const char *list_key, const sy_static *st,
@@ -303,7 +342,7 @@ static int edit_json(const char *outdir, const char *file, const char *obj_key, 
 }
 
 int sy_static_config(const sy_static *st, const char *outdir, nd_err *e) {
-    if (!st->n_ignore) return 0;
+    if (!st->n_ignore && !st->n_unignore) return 0;
     /* compressed-tensors and an embedded ModelOpt config: quantization_config.ignore */
     ND_TRY(edit_json(outdir, "config.json", "quantization_config", "ignore", st, e));
     return edit_json(outdir, "hf_quant_config.json", "quantization", "exclude_modules", st, e);
@@ -313,5 +352,6 @@ void sy_static_free(sy_static *st) {
     for (int i = 0; i < st->n; i++) free(st->v[i].owned);
     free(st->v);
     free(st->ignore);
+    free(st->unignore);
     memset(st, 0, sizeof *st);
 }

@@ -38,6 +38,8 @@ typedef struct sy_static {
     int n, cap;
     char (*ignore)[300];         /* module paths to add to the ignore lists */
     int n_ignore;
+    char (*unignore)[300];       /* module paths whose entries leave the ignore lists */
+    int n_unignore;
 } sy_static;
 
 /* 1 for the faults above. */
@@ -45,6 +47,9 @@ int sy_static_fault(sy_fault_kind k);
 /* MODULE (a stage name) -> its path in ck: model.MODULE, also under a multimodal checkpoint's
  * decoder prefix (nd_module_located), else MODULE as given. 1 when ck has it. */
 int sy_module_path(const nd_ckpt *ck, const char *mod, char *path, size_t cap);
+/* " (did you mean 'M'?)" for the checkpoint module nearest a misspelt one (as the user would type
+ * it: without the model. prefix when the user left it out), or "" */
+const char *sy_module_hint(const nd_ckpt *ck, const char *mod, char *buf, size_t cap);
 /* Plan every static fault among fs on ck (module checks: exit 2 naming the module and why). */
 int sy_static_plan(const nd_ckpt *ck, sy_fault *fs, int n, sy_static *st, nd_err *e);
 /* The edit of tensor t (renamed, replaced or dropped), or NULL. */

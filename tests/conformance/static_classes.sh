@@ -8,7 +8,8 @@
 #                                    divergence at the stage, cause scale_not_loaded proven by the repair
 #                                    that loads the orphan's (or the siblings') value, and the printed next
 #                                    command clears the stage
-#   quantize (lm_head, a router gate) inspect: precision_policy_violation, exit 1
+#   quantize (lm_head, a router gate) inspect: quant_config_mismatch (the config ignores the role), exit 1
+#   quantize-unignored (the same, dropped from the ignore list) inspect: precision_policy_violation, exit 1
 #   weight-global-scale-mul=4e-6     inspect: scale_underflow with the subnormal share and the first
 #                                    block's coordinates; trace --reference-checkpoint: scale_underflow,
 #                                    static fact
@@ -89,8 +90,11 @@ for fmt in nvfp4 modelopt; do
         'grep -A40 "\"name\": \"$stage\"" "$tmp/n.json" | grep -m1 "\"verdict\"" | grep -q "\"ok\""'
     done
 
-    # precision_policy_violation: a high-precision role quantized
-    static_case $fam $fmt quantize $role precision_policy_violation error
+    # a high-precision role quantized: where the config ignores it (the fixtures' configs do), config and
+    # tensors contradict each other: quant_config_mismatch (issue 33's miss: it was named
+    # precision_policy_violation); quantized with the config saying so: precision_policy_violation
+    static_case $fam $fmt quantize $role quant_config_mismatch error
+    static_case $fam $fmt quantize-unignored $role precision_policy_violation error
 
     # scale_underflow: block scales pushed into E4M3 subnormals, codes re-quantized
     # (exit 1: a weight global that small is also below 1 / above 1 in the format's convention, an error)
