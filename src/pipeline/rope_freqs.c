@@ -72,7 +72,7 @@ int nd_rope_freqs(nd_run *r, const nd_stage *st, int64_t rot_dim, float *inv_fre
         yarn = 1;
     }
     const char *rt = params ? prt : c->rope_type;
-    const double factor = params ? pfactor : c->rope_factor;
+    const double lin_factor = params ? pfactor : c->rope_factor; /* rope_type linear's divisor */
     const int llama3 = !strcmp(rt, "llama3"), linear = !strcmp(rt, "linear");
     const int handles_yarn = yarn > 0 || nd_stage_attr(st->def, "compressed_theta") != NULL;
     if (rt[0] && strcmp(rt, "default") && !llama3 && !linear && !(!strcmp(rt, "yarn") && handles_yarn))
@@ -103,7 +103,7 @@ int nd_rope_freqs(nd_run *r, const nd_stage *st, int64_t rot_dim, float *inv_fre
             double smooth = 1 - ramp;
             f = f / c->rope_factor * (1 - smooth) + f * smooth;
         }
-        if (linear) f /= factor;
+        if (linear) f /= lin_factor;
         if (llama3) {
             /* in FP32 as transformers computes it from its FP32 inv_freq */
             const float ff = (float)f, factor = (float)c->rope_factor, lo = (float)c->rope_low_freq_factor,
