@@ -179,8 +179,8 @@ static int load(const char *path, int golden, nd_trace **t, nd_err *e) {
     free(real);
     if (!golden && have_inc && stat(inc, &si) == 0 && stat(path, &sp) == 0 &&
         (si.st_mtim.tv_sec > sp.st_mtim.tv_sec || (si.st_mtim.tv_sec == sp.st_mtim.tv_sec && si.st_mtim.tv_nsec >= sp.st_mtim.tv_nsec)))
-        return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s is newer: the last trace run to this path did not finish (killed, or a "
-                       "write failed), so %s is an earlier run's; not gating it", path, inc, path);
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s is newer: the last trace run to this path did not finish (killed, a "
+                       "write failed, or it ended in an error), so %s is an earlier run's; not gating it", path, inc, path);
     ND_TRY(nd_trace_read(path, t, e));
     const char *why = !(*t)->has_summary ? "it has no /summary"
                       : !strcmp((*t)->summary.status, "incomplete") ? "status 'incomplete': the run that wrote it did not finish"

@@ -88,7 +88,9 @@ int nd_trace_put_routing(nd_trace_w *w, const char *stage, const char *which, co
 /* Write /summary, close, and move the file onto the target. Also closes on error paths when
  * summary is NULL (status stays "incomplete" then). Until then the file is at the target's
  * .incomplete name (nd_trace_incomplete_path): a killed run leaves it there, the target untouched;
- * a write or close that fails leaves it there too. */
+ * a write or close that fails leaves it there too, and so does a run that ended in an error
+ * (status "error" or no summary) where a file is already at the target: an earlier good trace is
+ * never replaced by a failed run's (with nothing there, the failed run's trace takes the name). */
 int nd_trace_finish(nd_trace_w *w, const nd_trace_summary *summary, nd_err *e);
 
 /* ---- reader ---- */

@@ -8,7 +8,8 @@
  * moment: a process killed at any point leaves "<target>.incomplete", a file that opens (with
  * H5F_ACC_SWMR_READ, as nd_trace_read does) and holds every row whose nd_trace_append returned.
  * nd_trace_finish renames it onto the target, so a run that does not end (killed, out of memory)
- * never replaces an earlier trace at the target; the next run replaces the stale .incomplete. */
+ * or ends in an error never replaces an earlier trace at the target; the next run replaces the
+ * stale .incomplete. */
 #include "util/outfile.h"
 #include "trace_h5.h"
 
@@ -395,6 +396,16 @@ int nd_trace_finish(nd_trace_w *w, const nd_trace_summary *s, nd_err *e) {
     if (!rc && w->failed)
         rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: a write to the trace failed earlier in the run", w->path);
     struct stat st;
+    /* a run that ended in an error (or without a summary) never replaces an earlier trace: that
+     * one may be a good run a later step still reads; the failed run's rows stay in the
+     * .incomplete, which compare sees (it refuses OUT while a newer OUT.incomplete exists) */
+    const int failed_run = !s || !strcmp(s->status, "error");
+    if (!rc && failed_run && lstat(w->path, &st) == 0) {
+        free(w->inprog);
+        free(w->path);
+        free(w);
+        return 0;
+    }
     if (!rc && lstat(w->path, &st) == 0 && !S_ISREG(st.st_mode))
         rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: became a link or a non-file while the trace was written; not replacing it "
                      "(the trace is in %s)", w->path, w->inprog);

@@ -5,7 +5,8 @@
 #     input: --out/--force never replace it (trace, repro), synth's fault list never replaces its
 #     recipe, synth OUTDIR is never the recipe folder, synth --from's fault list never replaces a
 #     file of the source (a weights file linked to it);
-#   - a trace that does not end (SIGTERM, a file-size limit) leaves the earlier trace at --out as it
+#   - a trace that does not end (SIGTERM, a file-size limit) or ends in an error (exit 2 or 3 after
+#     the replay started) leaves the earlier trace at --out as it
 #     was, its rows in OUT.incomplete, and the next run needs no --force; compare refuses to gate
 #     the earlier trace while a newer OUT.incomplete says the last run did not end;
 #   - synth --from never makes the new folder or its weights more open than the source's;
@@ -79,6 +80,22 @@ run "$bin" trace "$ck" --backend cpu --out "$w/t.h5"
 ok "the next trace replaces the stale .incomplete without --force: exit $rc ($(err))" '[ $rc -eq 0 ] && [ ! -e "$w/t.h5.incomplete" ]'
 run "$bin" compare "$w/t.h5" "$w/golden.h5"
 ok "then the gate runs on it: exit $rc ($(err))" '[ $rc -eq 0 ]'
+# a run that fails after its replay started (exit 3 at a stage; exit 2: a --prod-dump naming no
+# stage) keeps the earlier trace too; its rows and status "error" are in the .incomplete
+t1=$(sum "$w/t.h5")
+NVFP4DBG_TEST_FAULT_STAGE=layers.1.self_attn.q_b_proj run "$bin" trace "$ck" --backend cpu --out "$w/t.h5"
+ok "a run failing at layer 1 (exit $rc): the earlier trace kept, its rows in t.h5.incomplete ($(err))" '[ $rc -eq 3 ] && [ "$(sum "$w/t.h5")" = "$t1" ] && [ -f "$w/t.h5.incomplete" ] && grep -q "rows written before the failure: .*t.h5.incomplete" "$tmp/err"'
+run "$bin" show "$w/t.h5.incomplete"
+ok "the failed run's trace says status error: exit $rc" 'grep -q "error" "$tmp/out"'
+run "$bin" compare "$w/t.h5" "$w/golden.h5"
+ok "the gate refuses the earlier trace while the failed run's is newer: exit $rc" '[ $rc -eq 2 ] && grep -q "is newer" "$tmp/err"'
+cp "$root/golden/conformance/llama/dequant.safetensors" "$w/nomatch.safetensors"
+run "$bin" trace "$ck" --backend cpu --out "$w/t.h5" --prod-dump "$w/nomatch.safetensors"
+ok "a --prod-dump naming no stage (exit $rc): the earlier trace kept" '[ $rc -eq 2 ] && [ "$(sum "$w/t.h5")" = "$t1" ]'
+NVFP4DBG_TEST_FAULT_STAGE=layers.1.self_attn.q_b_proj run "$bin" trace "$ck" --backend cpu --out "$w/fresh.h5"
+ok "with nothing at OUT, the failed run's trace takes the name (exit $rc)" '[ $rc -eq 3 ] && [ -f "$w/fresh.h5" ] && [ ! -e "$w/fresh.h5.incomplete" ]'
+run "$bin" trace "$ck" --backend cpu --out "$w/t.h5"
+ok "the next good run replaces both: exit $rc" '[ $rc -eq 0 ] && [ ! -e "$w/t.h5.incomplete" ]'
 echo "mine" >"$w/u.h5.incomplete"
 run "$bin" trace "$ck" --backend cpu --out "$w/u.h5"
 ok "a file of the user's at OUT.incomplete is not replaced: exit $rc" '[ $rc -eq 2 ] && [ "$(cat "$w/u.h5.incomplete")" = mine ] && [ ! -e "$w/u.h5" ]'
