@@ -272,6 +272,7 @@ static void print_diagnosis(const nd_diagnosis *d, int i, int full, int sentence
     }
     /* a command is never wrapped: it is copied and pasted as one line */
     if (d->next_command[0]) printf("  next: %s\n", nd_term_safe(d->next_command, nx, sizeof nx));
+    else if (d->next_step[0]) { printf("  next: "); nd_term_wrap(stdout, nd_term_safe(d->next_step, nx, sizeof nx), 4, 8, width); }
     else if (c && c->next_step[0]) { printf("  next: "); nd_term_wrap(stdout, c->next_step, 4, 8, width); }
 }
 

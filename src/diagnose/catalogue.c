@@ -92,13 +92,19 @@ static const nd_cause CAUSES[] = {
      "re-export the weight global scale (weight_global_scale / weight_scale_2) with the value the block scales were "
      "made with"},
     {"gate_up_order",
-     "the serving stack reads the fused gate/up projection in the other order (W31 where the checkpoint is W13, or "
-     "the reverse): SwiGLU computes act(up) * gate instead of act(gate) * up (field reports C04, C05 (3c))",
+     "gate and up in the other order: the serving stack reads the fused gate/up projection in the other order (W31 "
+     "where the checkpoint is W13, or the reverse), so SwiGLU computes act(up) * gate instead of act(gate) * up "
+     "(field reports C04, C05 (3c)); or the checkpoint itself stores an MLP's or expert's gate_proj and up_proj "
+     "(w1 and w3) under each other's names",
      "replaying the MLP block (or the routed experts) with gate and up in the other order makes it healthy again "
-     "(the cosine and magnitude of a clean NVFP4 block); every projection's own row is clean either way",
-     "gate_up_swap: <stage>.gate_up_swap toggled (0: act(gate)*up, 1: act(up)*gate)",
-     "fix the loader's W13/W31 choice for this MoE runner or MLP kernel (sglang PR #39388 for MegaMoE); the "
-     "--override shown applies the other order to the stage"},
+     "(the cosine and magnitude of a clean NVFP4 block), every projection's own row clean either way; for the "
+     "checkpoint's exchange (with --reference-checkpoint), replaying the projection with its sibling's tensors "
+     "brings it back to the floor",
+     "gate_up_swap: <stage>.gate_up_swap toggled (0: act(gate)*up, 1: act(up)*gate); gate_up_tensors_swapped: "
+     "<mlp or expert>.gate_up_tensors_swapped=1 reads the checkpoint's gate and up tensors in each other's place",
+     "fix the loader's W13/W31 choice for this MoE runner or MLP kernel (sglang PR #39388 for MegaMoE), or "
+     "re-export the checkpoint with gate and up under their own names; the --override shown applies the fix to "
+     "the run"},
     {"moe_output_scale",
      "the routed experts' output is scaled by routed_scaling_factor twice (or never) instead of once: the "
      "combine is off by exactly that factor (field reports C16, A2, A3)",

@@ -42,15 +42,41 @@ static double sibling_input(const nd_ckpt *c, const nd_module *m, int *count) {
     return isfinite(best) ? (mo ? 1.0 / best : best) : NAN;
 }
 
+/* A gate_proj/up_proj (w1/w3) row whose sibling the checkpoint has: both read in each other's
+ * place (the checkpoint stored them exchanged), by the override on the row's MLP or expert. Only
+ * against the original (--reference-checkpoint): without it both paths would read the sibling, and
+ * any fault of the row's own tensors (an inverted input scale) would be "restored" by that. */
+static int gate_up_repair(const nd_ckpt *c, const nd_row *row, const nd_stage_info *in, nd_repair *out, int cap) {
+    static const char *const pair[][2] = {{"gate_proj", "up_proj"}, {"w1", "w3"}};
+    if (!in->has_original) return 0;
+    const char *mdot = strrchr(in->module, '.'), *rdot = strrchr(row->name, '.');
+    if (!mdot || !rdot) return 0;
+    for (size_t i = 0; i < sizeof pair / sizeof pair[0]; i++)
+        for (int j = 0; j < 2; j++) {
+            if (strcmp(mdot + 1, pair[i][j])) continue;
+            char sib[sizeof in->module + 16];
+            snprintf(sib, sizeof sib, "%.*s.%s", (int)(mdot - in->module), in->module, pair[i][!j]);
+            if (!nd_ckpt_has_module(c, sib)) return 0;
+            int n = 0;
+            nd_repair *r = add(out, &n, cap, "gate_up_tensors_swapped");
+            if (!r) return 0;
+            snprintf(r->cause, sizeof r->cause, "gate_up_order");
+            snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%.*s.gate_up_tensors_swapped=1", (int)(rdot - row->name), row->name);
+            snprintf(r->what, sizeof r->what, "the checkpoint's %s read as %s and %s as %s (stored exchanged)", in->module,
+                     pair[i][!j], sib, pair[i][j]);
+            return n;
+        }
+    return 0;
+}
+
 int nd_ckpt_repairs_for(const char *ckpt_dir, const nd_row *row, const nd_stage_info *in, nd_repair *out, int cap) {
-    (void)row;
     if (!in->found || in->composite || !in->module[0]) return 0;
-    if (in->has_input_scale && usable(in->weight_div)) return 0;
     nd_ckpt *c = NULL;
     nd_err e = {0};
     if (nd_ckpt_open(ckpt_dir, &c, &e)) return 0;
+    int n = gate_up_repair(c, row, in, out, cap);
+    if (in->has_input_scale && usable(in->weight_div)) { nd_ckpt_close(c); return n; }
     nd_module m;
-    int n = 0;
     if (!nd_ckpt_module(c, in->module, &m, &e) && m.wfmt == ND_WF_NVFP4) {
         const int mo = m.conv == ND_CONV_MODELOPT;
         for (int w = 1; w >= 0; w--) {

@@ -160,6 +160,11 @@ int nd_diagnose_row(const nd_trace_opts *o, const nd_row *row, nd_diagnosis *d, 
     } else {
         snprintf(d->cause, sizeof d->cause, "%s", broken_output(&d->base) ? "unknown" : "accumulated_error");
         snprintf(d->evidence, sizeof d->evidence, "%s; none of %d candidate repairs restores it", before, d->n_tries);
+        /* the catalogue's next step suggests the original, which this run already has */
+        if (o->ref_ckpt)
+            snprintf(d->next_step, sizeof d->next_step, "the original was given and no repair explains the difference: "
+                     "make a bundle of the stage (nvfp4dbg repro TRACE --stage %s) and compare its operands with the "
+                     "original's, or try another --stack", d->row);
     }
     if (d->chosen >= 0) command(o, d, d->next_command, sizeof d->next_command);
     return 0;

@@ -32,6 +32,7 @@ typedef struct nd_diagnosis {
     nd_diag_try tries[ND_REPAIR_MAX];
     char evidence[256];        /* one sentence */
     char next_command[1024];   /* the whole-run command with the repair ("" when none) */
+    char next_step[320];       /* without a command: what to do, when the catalogue's words do not fit the run */
 } nd_diagnosis;
 
 /* Diagnose one diverged row of a run made with opts o. */

@@ -129,11 +129,32 @@ const nd_tview *nd_run_tensor(nd_run *r, int reference, const char *canonical) {
     return nd_ckpt_find(ck, located(ck, disk_name(nm, canonical, buf, sizeof buf), 1, alt, sizeof alt));
 }
 
+/* canonical's gate_proj <-> up_proj (w1 <-> w3) when the override <parent>.gate_up_tensors_swapped
+ * is set for its MLP or expert (the stage-style name: "model." dropped), written into out. */
+static const char *gate_up_swapped(nd_run *r, const char *canonical, char *out, size_t cap) {
+    static const char *const pair[][2] = {{"gate_proj", "up_proj"}, {"w1", "w3"}};
+    const char *dot = strrchr(canonical, '.');
+    if (!dot) return canonical;
+    for (size_t i = 0; i < sizeof pair / sizeof pair[0]; i++)
+        for (int j = 0; j < 2; j++) {
+            if (strcmp(dot + 1, pair[i][j])) continue;
+            char parent[256];
+            const char *p = !strncmp(canonical, "model.", 6) ? canonical + 6 : canonical;
+            snprintf(parent, sizeof parent, "%.*s", (int)(dot - p), p);
+            if (!nd_stack_gate_up_tensors_swapped(&r->stack, parent)) return canonical;
+            snprintf(out, cap, "%.*s.%s", (int)(dot - canonical), canonical, pair[i][!j]);
+            return out;
+        }
+    return canonical;
+}
+
 int nd_run_module(nd_run *r, int reference, const char *canonical, nd_module *m, nd_err *e) {
     char buf[320];
     nd_ckpt *ck = reference && r->ref_ck ? r->ref_ck : r->ck;
     const nd_naming *nm = reference && r->ref_ck ? r->ref_naming : r->naming;
-    char alt[352];
+    char alt[352], swapped[320];
+    /* the checkpoint under test read with its gate and up exchanged (a repair); the original not */
+    if (ck == r->ck) canonical = gate_up_swapped(r, canonical, swapped, sizeof swapped);
     const char *name = located(ck, disk_name(nm, canonical, buf, sizeof buf), 0, alt, sizeof alt);
     /* tied embeddings: a checkpoint without lm_head reads the embedding matrix (as transformers ties
      * them); only when the config says so, else the missing lm_head is an error */

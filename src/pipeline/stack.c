@@ -146,7 +146,7 @@ int nd_stack_add_override(nd_stack *s, const char *arg, nd_err *e) {
         {".block_scale_encoding", 0, 4, "0 (e4m3; MXFP4: its own e8m0), 1 (e8m0), 2 (u8), 3 (e8m0_bias125) or 4 (e8m0_bias128)"}, {".tp", 1, 4096, "an integer from 1 to 4096"},
         {".pad_garbage", 0, 1, "0 or 1"}, {".scale_layout", 0, 3, "0 (linear), 1 (swizzled_128x4), 2 (transposed) or 3 (padded: rows of the stored tensor's length)"},
         {".scale_encoding", 0, 4, "0 (e4m3; MXFP4: its own e8m0), 1 (e8m0), 2 (u8), 3 (e8m0_bias125) or 4 (e8m0_bias128)"}, {".block_scale_refit", 0, 1, "0 or 1"},
-        {".global_scale_baked", 0, 1, "0 or 1"}, {".router_bias_bf16", 0, 1, "0 or 1"}};
+        {".global_scale_baked", 0, 1, "0 or 1"}, {".router_bias_bf16", 0, 1, "0 or 1"}, {".gate_up_tensors_swapped", 0, 1, "0 or 1"}};
     for (size_t i = 0; i < sizeof sw / sizeof sw[0]; i++) {
         size_t ls = strlen(sw[i].suffix);
         if (n > ls && !strncmp(arg + n - ls, sw[i].suffix, ls) && !(v >= sw[i].min && v <= sw[i].max && v == (int)v))
@@ -236,6 +236,7 @@ static int ov_int(nd_stack *s, const char *prefix, const char *key, int dflt) {
 }
 
 int nd_stack_gate_up_swap(nd_stack *s, const char *stage) { return ov_flag(s, stage, "gate_up_swap", s->gate_up_w31); }
+int nd_stack_gate_up_tensors_swapped(nd_stack *s, const char *prefix) { return ov_flag(s, prefix, "gate_up_tensors_swapped", 0); }
 int nd_stack_routed_scaling(nd_stack *s, const char *stage) { return ov_int(s, stage, "routed_scaling", s->routed_scaling); }
 int nd_stack_epilogue_fp16(nd_stack *s, const char *stage) { return ov_int(s, stage, "epilogue_fp16", s->epilogue_fp16); }
 int nd_stack_router_bias_bf16(nd_stack *s, const char *stage) {

@@ -102,6 +102,10 @@ void nd_stack_params(nd_stack *s, const nd_module *m, const nd_module *fused, in
  *                                its output cast to FP16 after alpha (2)
  * nd_stack_add_override refuses other values of these names (exit 2). */
 int nd_stack_gate_up_swap(nd_stack *s, const char *stage);
+/* <prefix>.gate_up_tensors_swapped=0|1 on the stage-style name of an MLP or an expert
+ * ("layers.0.mlp", "layers.0.mlp.experts.3"): the checkpoint's gate_proj and up_proj (w1 and w3)
+ * read in each other's place (a checkpoint that stores them exchanged; a diagnosis repair) */
+int nd_stack_gate_up_tensors_swapped(nd_stack *s, const char *prefix);
 int nd_stack_routed_scaling(nd_stack *s, const char *stage);
 int nd_stack_epilogue_fp16(nd_stack *s, const char *stage);
 /* <stage>.router_bias_bf16=0|1 on a router stage, else the profile's router_bias */

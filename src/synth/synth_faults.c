@@ -22,7 +22,8 @@
  *                         activations (fp16_overflow under an FP16 stack, clean under BF16)
  *  scale-pow2, scale-swizzled, scale-transposed, scale-encoding=E, scale-row-stride=M
  *                         the block scales' representation (synth_scales.h)
- *  config-ignore, dequantize, scale-renamed, weight-scale-renamed, scale-missing-expert, quantize
+ *  config-ignore, dequantize, scale-renamed, weight-scale-renamed, scale-missing-expert, quantize,
+ *  quantize-unignored, gate-up-swap
  *                         config, names and precision of a module: --from only (synth_static.h) */
 #include "util/suggest.h"
 #include <errno.h>
@@ -66,6 +67,7 @@ static const struct { const char *name; int needs_value; } KINDS[SY_F_COUNT] = {
     [SY_F_QUANTIZE_UNIGNORED] = {"quantize-unignored", 0},
     [SY_F_SCALE_ROW_STRIDE] = {"scale-row-stride", 1},
     [SY_F_WEIGHT_MUL] = {"weight-mul", 1},
+    [SY_F_GATE_UP_SWAP] = {"gate-up-swap", 0},
 };
 
 const char *sy_fault_name(sy_fault_kind k) { return k < SY_F_COUNT ? KINDS[k].name : "?"; }

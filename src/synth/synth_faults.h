@@ -19,6 +19,7 @@ typedef enum sy_fault_kind {
     SY_F_SCALE_ROW_STRIDE,   /* synth_scales.h: the block scales stored in rows padded to a multiple */
     SY_F_WEIGHT_MUL,         /* the weight times F through its global scale (codes and block scales kept) */
     SY_F_QUANTIZE_UNIGNORED, /* synth_static.h: quantize, and the module's entry dropped from the config's ignore list */
+    SY_F_GATE_UP_SWAP,       /* synth_static.h: gate_proj's and up_proj's tensors stored under each other's names */
     SY_F_COUNT
 } sy_fault_kind;
 

@@ -16,7 +16,7 @@
 int sy_static_fault(sy_fault_kind k) {
     return k == SY_F_CONFIG_IGNORE || k == SY_F_DEQUANTIZE || k == SY_F_SCALE_RENAMED || k == SY_F_WSCALE_RENAMED ||
            k == SY_F_SCALE_MISSING_EXPERT || k == SY_F_QUANTIZE || k == SY_F_ROUTER_BIAS_OFFSET ||
-           k == SY_F_QUANTIZE_UNIGNORED;
+           k == SY_F_QUANTIZE_UNIGNORED || k == SY_F_GATE_UP_SWAP;
 }
 
 static sy_static_edit *edit(sy_static *st, nd_err *e) {
@@ -200,6 +200,39 @@ static int rename_scale(const nd_ckpt *ck, const nd_module *m, sy_static *st, sy
     return 0;
 }
 
+/* every tensor of P.gate_proj and P.up_proj (P.w1, P.w3) renamed to the other's name */
+static int gate_up_swap(const nd_ckpt *ck, const nd_module *m, sy_static *st, sy_fault *f, nd_err *e) {
+    static const char *const pair[][2] = {{"gate_proj", "up_proj"}, {"w1", "w3"}};
+    const char *dot = strrchr(m->path, '.');
+    const char *other = NULL, *self = NULL;
+    for (size_t i = 0; dot && !other && i < sizeof pair / sizeof pair[0]; i++)
+        for (int j = 0; j < 2; j++)
+            if (!strcmp(dot + 1, pair[i][j])) { self = pair[i][j]; other = pair[i][!j]; break; }
+    if (!other) return not_for(ck, f, m->path, "is not a gate_proj, up_proj, w1 or w3", e);
+    const int pl = (int)(dot - m->path);
+    char sib[400];
+    snprintf(sib, sizeof sib, "%.*s.%s", pl, m->path, other);
+    if (!nd_ckpt_has_module(ck, sib)) return not_for(ck, f, m->path, "has no sibling to exchange with", e);
+    char pre[2][420];
+    snprintf(pre[0], sizeof pre[0], "%.*s.%s.", pl, m->path, self);
+    snprintf(pre[1], sizeof pre[1], "%.*s.%s.", pl, m->path, other);
+    int moved = 0;
+    for (size_t i = 0; i < nd_ckpt_count(ck); i++) {
+        const nd_tview *t = nd_ckpt_at(ck, i);
+        for (int s = 0; s < 2; s++) {
+            const size_t l = strlen(pre[s]);
+            if (strncmp(t->name, pre[s], l)) continue;
+            sy_static_edit *x = edit_of(st, t, e);
+            if (!x) return ND_EXIT_INTERNAL;
+            snprintf(x->name, sizeof x->name, "%s%s", pre[!s], t->name + l);
+            moved++;
+        }
+    }
+    snprintf(f->tensor, sizeof f->tensor, "%s*", pre[0]);
+    f->count = moved;
+    return 0;
+}
+
 static const char *last_name(const char *n) {
     const char *d = strrchr(n, '.');
     return d ? d + 1 : n;
@@ -284,6 +317,7 @@ int sy_static_plan(const nd_ckpt *ck, sy_fault *fs, int n, sy_static *st, nd_err
         case SY_F_WSCALE_RENAMED: ND_TRY(rename_scale(ck, &m, st, f, 1, e)); break;
         case SY_F_SCALE_MISSING_EXPERT: ND_TRY(missing_expert(ck, &m, st, f, e)); break;
         case SY_F_ROUTER_BIAS_OFFSET: ND_TRY(router_bias_offset(ck, &m, st, f, e)); break;
+        case SY_F_GATE_UP_SWAP: ND_TRY(gate_up_swap(ck, &m, st, f, e)); break;
         default: break;
         }
         f->applied = 1;

@@ -16,6 +16,9 @@
  *                         with its own scales (global 2688/amax, compressed-tensors' rules) under the
  *                         format's names, no input scale, config unchanged: precision_policy_violation
  *                         for the roles that must stay high precision
+ *   gate-up-swap          an MLP's or expert's gate_proj and up_proj (w1 and w3) stored under each
+ *                         other's names, every tensor of both (MODULE: either one): gate_up_order,
+ *                         proven by reading them exchanged (<parent>.gate_up_tensors_swapped=1)
  * (weight-global-scale-mul=F is a value fault of synth_faults.c and works without --from too.) */
 #ifndef ND_SYNTH_STATIC_H
 #define ND_SYNTH_STATIC_H

@@ -8,6 +8,8 @@
 # on attention or a dense MLP, one on a routed expert that the prompt's tokens reach (MoE families; the
 # dense Qwen2, Llama 3.1 and Mistral 3: a second one on attention or the MLP); Qwen3-Next also one
 # on its sigmoid-gated shared expert and one on a gated-attention q_proj (its gate half included).
+# A checkpoint that stores an expert's or an MLP's gate_proj and up_proj exchanged (gate-up-swap,
+# traced with its original) is gate_up_order, proven by reading them in each other's place.
 # The seed bug (input-scale-inverted: input_global_scale stored as its reciprocal) in every family;
 # on Qwen3-Next's and Qwen3.5's full-attention projections (inputs of amax about 10, global scale
 # about 270) it costs only 2 to 4 dB, caught by the verdict's far-multiplier rule (probes/verdict.c
@@ -65,6 +67,11 @@ minimax_m2 layers.1.block_sparse_moe.experts.3.down_proj nibble-swap weight_pack
 minimax_m2 layers.1.self_attn.o_proj weight-scale-nan nan_weight_scale
 olmo3 layers.3.self_attn.v_proj input-scale-inverted scale_inverted
 olmo3 layers.0.mlp.gate_proj nibble-swap weight_packing
+qwen3_moe layers.1.mlp.experts.3.gate_proj gate-up-swap gate_up_order
+mixtral layers.1.block_sparse_moe.experts.4.gate_proj gate-up-swap gate_up_order
+llama31 layers.0.mlp.gate_proj gate-up-swap gate_up_order
 LIST
+# planted at an up_proj: the MLP's gate_proj row (replayed first) is the first to diverge
+check smollm3 nvfp4 layers.2.mlp.up_proj layers.2.mlp.gate_proj gate-up-swap gate_up_order
 echo "planted faults on the family fixtures: $pass passed, $fail failed"
 [ $fail -eq 0 ]

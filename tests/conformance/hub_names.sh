@@ -29,6 +29,17 @@ ok "trace of it: exit $rc ($(tail -c 300 "$tmp/t.out"))" '[ $rc -eq 0 ]'
 "$bin" trace "$src" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/o.h5" >/dev/null 2>&1
 "$bin" compare "$tmp/w.h5" "$tmp/o.h5" >"$tmp/c.out" 2>&1; rc=$?
 ok "the same rows as the original naming: compare exit $rc ($(tail -1 "$tmp/c.out"))" '[ $rc -eq 0 ] && grep -q "0 regressions" "$tmp/c.out"'
+# under the w1/w3 names, an expert's w1 and w3 stored exchanged (traced with the BF16 original, whose
+# names are gate_proj/up_proj) is gate_up_order, proven by reading them in each other's place
+"$bin" synth "$tmp/w13x" --from "$tmp/w123" --inject gate-up-swap@layers.1.block_sparse_moe.experts.4.w1 >"$tmp/s.out" 2>&1
+"$bin" trace "$tmp/w13x" --backend "${ND_TEST_BACKEND:-cpu}" --reference-checkpoint "$root/golden/conformance/mixtral/bf16" \
+  --out "$tmp/x.h5" >"$tmp/x.out" 2>&1; rc=$?
+ok "w1/w3 stored exchanged: exit $rc, $(grep -m1 '^cause' "$tmp/x.out" | cut -c1-60)" \
+   '[ $rc -eq 1 ] && grep -q "^first divergence at layers.1.block_sparse_moe.experts.4.gate_proj" "$tmp/x.out" && grep -q "^cause gate_up_order (proven by repair)" "$tmp/x.out"'
+next=$(sed -n 's/^  next: nvfp4dbg trace //p' "$tmp/x.out")
+read -r -a argv <<<"$next"
+"$bin" trace "${argv[@]}" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/x2.h5" >"$tmp/x2.out" 2>&1; rc=$?
+ok "its next command, run as printed: exit $rc ($(grep -m1 'divergence' "$tmp/x2.out"))" '[ $rc -eq 0 ]'
 # Kimi-K2 (moonshotai): the DeepSeek-V3 architecture under model_type kimi_k2 (its config.json names
 # DeepseekV3ForCausalLM with remote code): the deepseek_v3 fixture so relabelled traces to the same rows
 k2="$root/golden/conformance/deepseek_v3/nvfp4"
