@@ -157,11 +157,15 @@ static const nd_cause CAUSES[] = {
      "re-export a checkpoint that stored them swizzled or transposed"},
     {"scale_encoding_mismatch",
      "the block-scale bytes are decoded with another encoding than they were written in: E4M3 bytes read as E8M0 "
-     "exponents or as integers (a U8-typed tensor converted numerically), E8M0 bytes read as E4M3 (field reports "
-     "C26, C27, A18)",
+     "exponents or as integers (a U8-typed tensor converted numerically), E8M0 bytes read as E4M3, or bytes written "
+     "with the exponent bias off (E8M0 bias 125, C26; E4M3 scales all 2^-k of their value) (field reports C26, C27, "
+     "A18)",
      "replaying the stage with the bytes decoded as E4M3 (stack behaviour), or, with --reference-checkpoint, as "
-     "E8M0 (a checkpoint whose scales are E8M0 exponents) brings it back to the floor",
-     "block_scale_e4m3: <stage>.block_scale_encoding=0; scale_encoding: model.<module>.scale_encoding=1 (e8m0)",
+     "E8M0 (a checkpoint whose scales are E8M0 exponents) brings it back to the floor; an exponent written k too "
+     "low: reading the scales 2^k larger restores it, and the largest block scale is exactly 448/2^k while the "
+     "global scale maps the original's amax exactly (a wrong global instead leaves the largest at 448)",
+     "block_scale_e4m3: <stage>.block_scale_encoding=0; scale_encoding: model.<module>.scale_encoding=1 (e8m0); "
+     "scale_exponent_shift: model.<module>.scale_exponent_shift=k",
      "decode the scale tensor by its format, not by its dtype tag (F8_E4M3 for NVFP4, E8M0 with bias 127 for MX); "
      "re-export scales written in the other encoding"},
     {"padding_scale_contamination",

@@ -38,6 +38,27 @@ static void set_weight(nd_repair *r, const nd_stage_info *in, double old_div, do
 
 static int usable(double v) { return isfinite(v) && v > 0; }
 
+/* k in 1..8 when the fit wants the divisor 2^k smaller (within 2%) and the largest stored block
+ * scale is exactly 448 / 2^k; else 0 */
+static int exponent_shift(const nd_stage_info *in) {
+    if (!in->has_original || !usable(in->weight_div_fit) || !usable(in->weight_div) || !usable(in->sf_max)) return 0;
+    const double k = log2(in->weight_div / in->weight_div_fit);
+    const int kr = (int)lround(k);
+    if (kr < 1 || kr > 8 || fabs(k - kr) > 0.03) return 0;
+    return in->sf_max == ldexp(448.0, -kr) ? kr : 0;
+}
+
+/* the stored weight divisor is 2688 / amax of the original weight (within 0.5%) */
+static int global_maps_amax(const nd_stage_info *in) {
+    return usable(in->orig_amax) && usable(in->weight_div) && fabs(in->weight_div * in->orig_amax / 2688.0 - 1) < 5e-3;
+}
+
+static void shift_repair(nd_repair *r, const nd_stage_info *in, int k) {
+    snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.scale_exponent_shift=%d", in->module, k);
+    snprintf(r->what, sizeof r->what, "%s's block scales read x 2^%d (max %.6g = 448/2^%d; global %s 2688/amax of the original)",
+             in->module, k, in->sf_max, k, global_maps_amax(in) ? "=" : "!=");
+}
+
 /* A KV-cache row (FP8 cache, ops_kvcache.c): the checkpoint's scales applied once on write and read
  * (the stack dropped them or used them on one side only: kv_scale_ignored), then each scale set to
  * its calibrated value amax/448 where the one used is unusable or more than 4x off it. */
@@ -192,11 +213,21 @@ int nd_repairs_for(const nd_row *row, const nd_stage_info *in, nd_repair *out, i
         snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.block_scale_refit=1", in->module);
         snprintf(r->what, sizeof r->what, "the power-of-two block scales of %s refitted to the original weight, codes kept", in->module);
     }
+    /* with the original weights: block scales whose E4M3 exponent was written k too low (an
+     * exponent bias off by k): the fit wants the divisor 2^k smaller, and the scales top out at
+     * exactly 448 / 2^k (a calibrated weight's largest block scale is 448). Listed before the
+     * divisor fit when the stored global maps the original's amax exactly (2688 / amax): then the
+     * global is right and the block scales are not (diagnose.c keeps the first that restores) */
+    const int shift = exponent_shift(in);
+    if (shift && global_maps_amax(in) && (r = add(out, &n, cap, "scale_exponent_shift", "scale_encoding_mismatch")))
+        shift_repair(r, in, shift);
     /* with the original weights: the weight divisor that fits the stored codes and block scales,
      * when the stored one is more than 5% away from it */
     if (usable(in->weight_div_fit) && usable(in->weight_div) && fabs(in->weight_div_fit / in->weight_div - 1) > 0.05 &&
         (r = add(out, &n, cap, "weight_scale_fit", in->n_fused > 1 ? "fused_scale_mismatch" : "weight_global_mismatch")))
         set_weight(r, in, in->weight_div, in->weight_div_fit);
+    if (shift && !global_maps_amax(in) && (r = add(out, &n, cap, "scale_exponent_shift", "scale_encoding_mismatch")))
+        shift_repair(r, in, shift);
     /* a zero or non-finite weight global: with the original, its calibrated value is the fit */
     if (usable(in->weight_div_fit) && !usable(in->weight_div) && (r = add(out, &n, cap, "weight_scale_calibrated", "nonfinite_scale")))
         set_weight(r, in, in->weight_div, in->weight_div_fit);

@@ -118,6 +118,8 @@ static void stage_info(const nd_run *r, const nd_lin *l, nd_stage_info *in) {
         in->has_original = r->ref_ck != NULL;
         int64_t nz, p2, cols = (int64_t)l->m.weight_scale->nbytes / l->m.out_features;
         nd_sf_pow2_share(l->m.weight_scale->data, (int64_t)l->m.weight_scale->nbytes, &nz, &p2);
+        if (l->m.weight_scale->dtype == ND_DT_F8_E4M3)
+            in->sf_max = nd_sf_e4m3_max(l->m.weight_scale->data, (int64_t)l->m.weight_scale->nbytes);
         in->sf_all_pow2 = nz >= 16 && p2 == nz;
         in->sf_swizzle_fits = l->m.out_features % 128 == 0 && cols % 4 == 0;
         if (l->m.weight_scale->ndim == 2 && l->m.weight_scale->shape[1] > l->m.in_features / 16)
@@ -458,6 +460,7 @@ int nd_lin_stage(nd_run *r, const nd_stage *st, nd_lin *l, const nd_buf *x_ref, 
             nd_cmp cw;
             ND_TRY(r->be->compare(r->be, l->w_ref, l->w_prod, l->m.out_features * l->m.in_features, 16, &cw, e));
             if (cw.sum_rp > 0) in->weight_div_fit = cw.sum_pp / cw.sum_rp;
+            in->orig_amax = cw.ref_amax;
         }
     }
     nd_row fig;

@@ -104,6 +104,8 @@ typedef struct nd_stage_info {
     double weight_div_fit;          /* --reference-checkpoint: the weight divisor g that makes the stored
                                      * codes x block scales / g closest to the original weight (least
                                      * squares); NaN without an original */
+    double orig_amax;               /* --reference-checkpoint: amax of the original weight (NaN without) */
+    double sf_max;                  /* the largest finite stored E4M3 block scale (NVFP4; NaN else) */
     /* the run that replayed it (nd_stage_replay fills these for every row) */
     char backend[16], device[128], stack[32];
     char warning[256];              /* e.g. an override that matched nothing */

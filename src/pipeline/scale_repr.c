@@ -112,6 +112,15 @@ void nd_sf_pow2_share(const uint8_t *sf, int64_t n, int64_t *nonzero, int64_t *p
     }
 }
 
+float nd_sf_e4m3_max(const uint8_t *sf, int64_t n) {
+    float m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const float v = fabsf(nd_e4m3_to_f32(sf[i]));
+        if (isfinite(v) && v > m) m = v;
+    }
+    return m;
+}
+
 int nd_sf_e4m3_pow2_ceil(uint8_t *sf, int64_t n) {
     int halve = 0;
     for (int64_t i = 0; i < n; i++)

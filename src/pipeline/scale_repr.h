@@ -70,6 +70,8 @@ float nd_sf_pow2_ceil(float v);
 int nd_sf_is_pow2(float v);
 /* Of n E4M3 scale bytes: how many are finite and nonzero, and how many of those powers of two. */
 void nd_sf_pow2_share(const uint8_t *sf, int64_t n, int64_t *nonzero, int64_t *pow2);
+/* The largest finite |value| among n E4M3 block scales (0 when none). */
+float nd_sf_e4m3_max(const uint8_t *sf, int64_t n);
 
 /* ---- checkpoint-side transforms (synth faults) ---- */
 /* Round every E4M3 scale up to a power of two in place (codes untouched). Powers of two past 256

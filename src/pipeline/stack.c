@@ -146,7 +146,8 @@ int nd_stack_add_override(nd_stack *s, const char *arg, nd_err *e) {
         {".block_scale_encoding", 0, 4, "0 (e4m3; MXFP4: its own e8m0), 1 (e8m0), 2 (u8), 3 (e8m0_bias125) or 4 (e8m0_bias128)"}, {".tp", 1, 4096, "an integer from 1 to 4096"},
         {".pad_garbage", 0, 1, "0 or 1"}, {".scale_layout", 0, 3, "0 (linear), 1 (swizzled_128x4), 2 (transposed) or 3 (padded: rows of the stored tensor's length)"},
         {".scale_encoding", 0, 4, "0 (e4m3; MXFP4: its own e8m0), 1 (e8m0), 2 (u8), 3 (e8m0_bias125) or 4 (e8m0_bias128)"}, {".block_scale_refit", 0, 1, "0 or 1"},
-        {".global_scale_baked", 0, 1, "0 or 1"}, {".router_bias_bf16", 0, 1, "0 or 1"}, {".gate_up_tensors_swapped", 0, 1, "0 or 1"}};
+        {".global_scale_baked", 0, 1, "0 or 1"}, {".router_bias_bf16", 0, 1, "0 or 1"}, {".gate_up_tensors_swapped", 0, 1, "0 or 1"},
+        {".scale_exponent_shift", -8, 8, "an integer from -8 to 8"}};
     for (size_t i = 0; i < sizeof sw / sizeof sw[0]; i++) {
         size_t ls = strlen(sw[i].suffix);
         if (n > ls && !strncmp(arg + n - ls, sw[i].suffix, ls) && !(v >= sw[i].min && v <= sw[i].max && v == (int)v))
@@ -179,6 +180,10 @@ static nd_override *find_ov(nd_stack *s, const char *prefix, const char *suffix)
 
 void nd_stack_override_module(nd_stack *s, nd_module *m) {
     nd_override *o;
+    /* block scales whose E4M3 exponent was written k too low (every scale 2^-k of its value): read
+     * 2^k larger. E4M3 cannot hold 448 x 2^k, so the factor goes into the weight's divisor, where it
+     * is exact (a power of two) and means the same for both paths: codes x (s 2^k) / g */
+    if ((o = find_ov(s, m->path, "scale_exponent_shift"))) m->weight_global_div = (float)ldexp(m->weight_global_div, -(int)o->value);
     if (m->conv == ND_CONV_MODELOPT) {
         if ((o = find_ov(s, m->path, "input_scale"))) m->input_global_mult = (float)(1.0 / o->value);
         if ((o = find_ov(s, m->path, "weight_scale_2"))) m->weight_global_div = (float)(1.0 / o->value);

@@ -129,6 +129,8 @@ double nd_stack_scalar(nd_stack *s, const char *tensor, double dflt);
  *   model.<module>.scale_encoding=E   block-scale bytes stored in encoding E, decoded with it
  *   model.<module>.block_scale_refit=1  block scales refitted to the original weight (needs
  *                                       --reference-checkpoint; powers of two read unrounded) */
+/*   model.<module>.scale_exponent_shift=k  block scales written with their exponent k too low, read
+ *                                          2^k larger (nd_stack_override_module) */
 typedef struct nd_module_repair {
     int nibble_swap, block_scale_fix;
     int scale_layout, scale_encoding, block_scale_refit;

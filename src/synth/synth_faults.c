@@ -68,6 +68,7 @@ static const struct { const char *name; int needs_value; } KINDS[SY_F_COUNT] = {
     [SY_F_SCALE_ROW_STRIDE] = {"scale-row-stride", 1},
     [SY_F_WEIGHT_MUL] = {"weight-mul", 1},
     [SY_F_GATE_UP_SWAP] = {"gate-up-swap", 0},
+    [SY_F_SCALE_EXPONENT] = {"scale-exponent-shift", 1},
 };
 
 const char *sy_fault_name(sy_fault_kind k) { return k < SY_F_COUNT ? KINDS[k].name : "?"; }
@@ -216,7 +217,7 @@ void sy_faults_apply(sy_faults *fs, long param, nd_synth_format fmt, const char 
             m->wglobal = ct ? (float)(m->wglobal / f->value) : (float)(m->wglobal * f->value);
             f->stored = m->wglobal; t = wg_name; break;
         case SY_F_SCALE_POW2: case SY_F_SCALE_SWIZZLED: case SY_F_SCALE_TRANSPOSED: case SY_F_SCALE_ENCODING:
-        case SY_F_SCALE_ROW_STRIDE:
+        case SY_F_SCALE_ROW_STRIDE: case SY_F_SCALE_EXPONENT:
             t = sy_scale_fault_apply(f, ct, m);
             break;
         default: break;

@@ -4,10 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pipeline/scale_repr.h"
+#include "numerics/nd_numerics.h"
 
 int sy_scale_fault(sy_fault_kind k) {
     return k == SY_F_SCALE_POW2 || k == SY_F_SCALE_SWIZZLED || k == SY_F_SCALE_TRANSPOSED || k == SY_F_SCALE_ENCODING ||
-           k == SY_F_SCALE_ROW_STRIDE;
+           k == SY_F_SCALE_ROW_STRIDE || k == SY_F_SCALE_EXPONENT;
 }
 
 int sy_scale_fault_value(const char *spec, const char *word, sy_fault *f, nd_err *e) {
@@ -30,6 +31,9 @@ int sy_scale_fault_check(const sy_fault *f, int64_t n, int64_t k, const char *sp
         return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': the swizzled 128x4 layout pads [%lld, %lld] block scales to "
                        "[%lld, %lld]: scale-swizzled needs rows %% 128 == 0 and K/16 %% 4 == 0 (the tensor keeps its shape)",
                        spec, (long long)n, (long long)(k / 16), (long long)((n + 127) / 128 * 128), (long long)((k / 16 + 3) / 4 * 4));
+    if (f->kind == SY_F_SCALE_EXPONENT && (f->value != (int)f->value || f->value < 1 || f->value > 8))
+        return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject '%s': scale-exponent-shift takes the binades the exponent is "
+                       "written too low, an integer from 1 to 8, not %g", spec, f->value);
     if (f->kind == SY_F_SCALE_ROW_STRIDE) {
         const double v = f->value;
         if (v != (int)v || v < 2 || v > 128 || ((int)v & ((int)v - 1)))
@@ -60,6 +64,12 @@ const char *sy_scale_fault_apply(sy_fault *f, int ct, sy_qmod *m) {
         break;
     case SY_F_SCALE_ENCODING:
         nd_sf_to_e8m0_requant(m->packed, m->sf, m->n, m->k);
+        break;
+    case SY_F_SCALE_EXPONENT:
+        /* an encoder whose exponent bias is off by K: every scale 2^-K of its value (exact for
+         * normal E4M3 values; the smallest round to E4M3's subnormals), global and codes kept */
+        for (int64_t i = 0; i < ns; i++)
+            m->sf[i] = nd_e4m3_from_f32_satfinite((float)ldexp(nd_e4m3_to_f32(m->sf[i]), -(int)f->value));
         break;
     case SY_F_SCALE_ROW_STRIDE:
         /* the caller sized sf for n rows of the padded length (sy_faults_sf_cols) */

@@ -15,6 +15,10 @@
  *                       padded buffer; a loader reading the [N, K/16] it expects from those bytes
  *                       shifts every row (scale_layout_mismatch; the reverse, dense scales read
  *                       with a padded stride, is the stack key block_scale_layout: padded_128x4)
+ *   scale-exponent-shift=K  every scale written with its E4M3 exponent K too low (an encoder's
+ *                       exponent bias off by K): each 2^-K of its value, global and codes kept, so the
+ *                       largest is 448/2^K (scale_encoding_mismatch, told from a global mismatch by
+ *                       that range)
  * The transforms are src/pipeline/scale_repr.h's. */
 #ifndef ND_SYNTH_SCALES_H
 #define ND_SYNTH_SCALES_H

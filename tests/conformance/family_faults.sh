@@ -10,6 +10,9 @@
 # on its sigmoid-gated shared expert and one on a gated-attention q_proj (its gate half included).
 # A checkpoint that stores an expert's or an MLP's gate_proj and up_proj exchanged (gate-up-swap,
 # traced with its original) is gate_up_order, proven by reading them in each other's place.
+# Block scales written with their exponent K too low (scale-exponent-shift=K) are
+# scale_encoding_mismatch, and a global scale off by the same factor (weight-mul) stays
+# weight_global_mismatch: both repairs restore either, the block-scale range tells them apart.
 # The seed bug (input-scale-inverted: input_global_scale stored as its reciprocal) in every family;
 # on Qwen3-Next's and Qwen3.5's full-attention projections (inputs of amax about 10, global scale
 # about 270) it costs only 2 to 4 dB, caught by the verdict's far-multiplier rule (probes/verdict.c
@@ -70,7 +73,13 @@ olmo3 layers.0.mlp.gate_proj nibble-swap weight_packing
 qwen3_moe layers.1.mlp.experts.3.gate_proj gate-up-swap gate_up_order
 mixtral layers.1.block_sparse_moe.experts.4.gate_proj gate-up-swap gate_up_order
 llama31 layers.0.mlp.gate_proj gate-up-swap gate_up_order
+llama31 layers.0.self_attn.o_proj scale-exponent-shift=2 scale_encoding_mismatch
+qwen3 layers.1.mlp.down_proj scale-exponent-shift=3 scale_encoding_mismatch
+llama31 layers.0.self_attn.o_proj weight-mul=0.25 weight_global_mismatch
+qwen3 layers.1.mlp.down_proj weight-mul=0.125 weight_global_mismatch
 LIST
+# the exponent shift in ModelOpt's convention (weight_scale_2 a multiplier)
+check glm4 modelopt layers.1.self_attn.o_proj layers.1.self_attn.o_proj scale-exponent-shift=2 scale_encoding_mismatch
 # planted at an up_proj: the MLP's gate_proj row (replayed first) is the first to diverge
 check smollm3 nvfp4 layers.2.mlp.up_proj layers.2.mlp.gate_proj gate-up-swap gate_up_order
 echo "planted faults on the family fixtures: $pass passed, $fail failed"

@@ -19,7 +19,7 @@ check() { # family format module-in-checkpoint stage fault cause
   if ! "$bin" synth "$ck" --from "$src" --inject "$fault@$mod" >/dev/null 2>"$tmp/err"; then
     echo "FAIL synth --from $fam/$fmt $fault@$mod: $(cat "$tmp/err")"; fail=$((fail + 1)); return
   fi
-  case "$fault" in nibble-swap|gate-up-swap) extra=(--reference-checkpoint "$conf/$fam/bf16") ;; esac
+  case "$fault" in nibble-swap|gate-up-swap|scale-exponent-shift=*|weight-mul=*) extra=(--reference-checkpoint "$conf/$fam/bf16") ;; esac
   "$bin" trace "$ck" --backend "${ND_TEST_BACKEND:-cpu}" --json --out "$tmp/t.h5" "${extra[@]}" >"$tmp/o.json" 2>"$tmp/err"
   local rc=$? got_stage got_cause proof next
   got_stage=$(json_field first_divergence "$tmp/o.json")
