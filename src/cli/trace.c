@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include "nd_config.h"
 #include "cli.h"
 #include "tokens.h"
 #include "prompt.h"
@@ -266,6 +268,27 @@ static void print_slice(const nd_trace_opts *o, const nd_trace_result *res) {
     printf("\n");
 }
 
+/* A run that failed before it began its trace (exit 2/3: a bad option, checkpoint, recipe, ...)
+ * leaves an earlier trace at OUT as it was; an OUT.incomplete saying so makes compare refuse that
+ * earlier trace as this run's (docs/ci-gate.md), as it does after a run that failed later. */
+static void mark_failed_run(const nd_trace_opts *o, int rc, const nd_err *e) {
+    char inc[4096];
+    struct stat st;
+    if (!o->out_path || lstat(o->out_path, &st) || !S_ISREG(st.st_mode) || !nd_trace_is_ours(o->out_path) ||
+        nd_trace_incomplete_path(o->out_path, inc, sizeof inc) || lstat(inc, &st) == 0)
+        return;
+    char msg[sizeof e->msg + 64];
+    snprintf(msg, sizeof msg, "the trace run to this path failed before its replay (exit %d)%s%s", rc, e->msg[0] ? ": " : "",
+             e->msg);
+    const nd_trace_meta meta = {.tool_version = ND_VERSION, .checkpoint = o->ckpt_dir ? o->ckpt_dir : ""};
+    nd_err e2 = {0};
+    char safe[4096];
+    nd_term_safe(o->out_path, safe, sizeof safe);
+    if (nd_trace_mark_failed(o->out_path, &meta, msg, &e2) == 0)
+        fprintf(stderr, "nvfp4dbg: the earlier trace %s is kept; %s.incomplete records this failed run, so compare refuses "
+                "the earlier one until a trace run to it finishes\n", safe, safe);
+}
+
 int nd_cmd_trace(int argc, char **argv) {
     nd_trace_opts o;
     memset(&o, 0, sizeof o);
@@ -275,7 +298,7 @@ int nd_cmd_trace(int argc, char **argv) {
     o.progress = 1;
     const char **ovr = calloc((size_t)argc, sizeof *ovr);
     int64_t *tokens = NULL, ntok = 0;
-    int json = 0, no_color = 0, rc = 0, explain_all = 0, apply_repair = 0, force = 0;
+    int json = 0, no_color = 0, rc = 0, explain_all = 0, apply_repair = 0, force = 0, began = 0, help = 0;
     const char *tokens_file = NULL;
     nd_diagnosis *diag = NULL;
     int ndiag = 0;
@@ -292,7 +315,7 @@ int nd_cmd_trace(int argc, char **argv) {
         int pr = nd_prompt_option(&prompt, a, v);
         if (pr < 0) { rc = nd_cli_usage_error("trace", "%s needs a value", a); goto out; }
         if (pr) { i += pr - 1; continue; }
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage_text, stdout); goto out; }
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage_text, stdout); help = 1; goto out; }
         else if (!strcmp(a, "--recipe")) { NEED(); o.recipe = v; }
         else if (!strcmp(a, "--tokens")) { NEED(); o.tokens_opt = a; o.tokens_val = v; free(tokens); if (nd_tokens_parse(v, "--tokens", &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
         else if (!strcmp(a, "--max-memory")) { NEED(); if (nd_parse_size(v, &o.max_memory)) { rc = nd_cli_usage_error("trace", "--max-memory %s: expected a size such as 8G, 512M or 1.5G (at least 1M)", v); goto out; } }
@@ -376,6 +399,7 @@ int nd_cmd_trace(int argc, char **argv) {
     nd_trace_result res;
     o.defer_finish = 1;
     rc = nd_pipeline_trace(&o, &res, &e);
+    began = res.trace_created;
     /* the diagnosis above the pipeline: replay the diverged stage under candidate repairs */
     if (!rc && !o.no_probes) rc = nd_diagnose_run(&o, &res, explain_all ? 4 : 0, &diag, &ndiag, &e);
     if (res.tw) {
@@ -450,6 +474,7 @@ int nd_cmd_trace(int argc, char **argv) {
     } else if (res.warning[0]) fprintf(stderr, "nvfp4dbg: warning: %s\n", res.warning);
     nd_trace_result_free(&res);
 out:
+    if (rc != ND_EXIT_OK && rc != ND_EXIT_FINDING && !began && !help) mark_failed_run(&o, rc, &e);
     free(diag);
     if (check) json_decref(check);
     if (sweep) json_decref(sweep);

@@ -189,6 +189,7 @@ typedef struct nd_trace_result {
     nd_trace_w *tw;             /* defer_finish: the open trace, for nd_trace_finish() */
     double floor_margin_db;     /* the recipe's floor_margin_db (the verdict's allowed gap below the floor) */
     char note[160];             /* added to the summary message (--ep: the diverging expert's rank) */
+    int trace_created;          /* the run began its trace file (OUT.incomplete) */
 } nd_trace_result;
 
 /* The one entry point of a single-stage replay (issue 23; stage_rec.c): replay the stage that makes

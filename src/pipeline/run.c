@@ -469,6 +469,7 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
         meta.prompt_chat = o->prompt_chat;
         meta.reference_checkpoint = o->ref_ckpt;
         rc = nd_trace_create(o->out_path, &meta, r.tokens, r.t, &lp.tw, e);
+        res->trace_created = !rc;
     }
     nd_loop_sink(&r); /* what the ops hand over: rows, routing, the replayed stage's description */
     struct timespec t0, t1;

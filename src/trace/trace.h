@@ -92,6 +92,11 @@ int nd_trace_put_routing(nd_trace_w *w, const char *stage, const char *which, co
  * (status "error" or no summary) where a file is already at the target: an earlier good trace is
  * never replaced by a failed run's (with nothing there, the failed run's trace takes the name). */
 int nd_trace_finish(nd_trace_w *w, const nd_trace_summary *summary, nd_err *e);
+/* A trace run to `path` that failed before it began its trace (bad input, exit 2/3) while an
+ * earlier trace is at `path`: an OUT.incomplete with no rows, status "error" and `message`, so that
+ * compare refuses the earlier trace as this run's (a CI job that ignores trace's exit code). The
+ * earlier trace is kept. */
+int nd_trace_mark_failed(const char *path, const nd_trace_meta *meta, const char *message, nd_err *e);
 
 /* ---- reader ---- */
 typedef struct nd_trace {

@@ -364,6 +364,17 @@ int nd_trace_put_routing(nd_trace_w *w, const char *stage, const char *which, co
     return rc;
 }
 
+int nd_trace_mark_failed(const char *path, const nd_trace_meta *meta, const char *message, nd_err *e) {
+    nd_trace_w *w = NULL;
+    ND_TRY(nd_trace_create(path, meta, NULL, 0, &w, e));
+    nd_trace_summary s;
+    memset(&s, 0, sizeof s);
+    snprintf(s.status, sizeof s.status, "error");
+    snprintf(s.message, sizeof s.message, "%s", message);
+    s.sqnr_before_db = s.sqnr_after_db = s.floor_db = NAN;
+    return nd_trace_finish(w, &s, e);
+}
+
 int nd_trace_finish(nd_trace_w *w, const nd_trace_summary *s, nd_err *e) {
     if (!w) return 0;
     int rc = 0;

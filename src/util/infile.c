@@ -91,6 +91,13 @@ int nd_read_text(const char *path, const char *what, size_t max, int missing_ok,
     fclose(f);
     if (bad) { free(buf); return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot read %s: %s", path, what, err ? strerror(err) : "read error"); }
     buf[n] = 0;
+    /* a text read as a C string would end at a NUL byte and drop the rest without a word */
+    const char *nul = memchr(buf, 0, n);
+    if (nul) {
+        const size_t at = (size_t)(nul - buf);
+        free(buf);
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: a NUL byte at byte offset %zu: not a text file (%s)", path, at, what);
+    }
     *out = buf;
     if (len) *len = n;
     return 0;

@@ -26,7 +26,7 @@ int nd_input_regular(const char *path, nd_err *e);
 
 /* The whole of a regular file as a NUL-terminated text (*out malloc'd, *len its bytes). A missing
  * file: 0 with *out NULL when missing_ok, else exit 2 "PATH: cannot open WHAT". Larger than max
- * bytes: exit 2 "PATH: WHAT larger than N MiB". */
+ * bytes: exit 2 "PATH: WHAT larger than N MiB". A NUL byte inside: exit 2 naming its offset. */
 int nd_read_text(const char *path, const char *what, size_t max, int missing_ok, char **out, size_t *len, nd_err *e);
 
 /* Files of a checkpoint folder are read (and copied by synth --from) only when they lie inside it:

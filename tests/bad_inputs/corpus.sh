@@ -138,6 +138,8 @@ run "--layers past the model" 2 "--layers 7-7: .* has 2 layers" -- trace "$root/
 run "--override matching nothing" 2 "nothing.by.this.name" -- trace "$root/golden/clean-v4" --override nothing.by.this.name=1 "${T[@]}"
 seq 0 999999 | awk '{ print $1 % 256 }' >"$tmp/million"
 run "10^6 tokens" 2 "1000000 tokens need at least" -- trace "$root/golden/seed-bug-v4" --tokens-file "$tmp/million" --max-memory 1G "${T[@]}"
+printf '1,2,3\0004,5,6,7,8\n' >"$tmp/tnul"
+run "--tokens-file with a NUL byte (was cut there: ids after it dropped)" 2 "tnul: a NUL byte at byte offset 5" -- trace "$root/golden/clean-v4" --tokens-file "$tmp/tnul" "${T[@]}"
 seq 0 256 >"$tmp/t257"
 run "prompt past the context" 2 "max_position_embeddings 256" -- trace "$root/golden/conformance/llama/nvfp4" --tokens-file "$tmp/t257" "${T[@]}"
 

@@ -96,6 +96,24 @@ NVFP4DBG_TEST_FAULT_STAGE=layers.1.self_attn.q_b_proj run "$bin" trace "$ck" --b
 ok "with nothing at OUT, the failed run's trace takes the name (exit $rc)" '[ $rc -eq 3 ] && [ -f "$w/fresh.h5" ] && [ ! -e "$w/fresh.h5.incomplete" ]'
 run "$bin" trace "$ck" --backend cpu --out "$w/t.h5"
 ok "the next good run replaces both: exit $rc" '[ $rc -eq 0 ] && [ ! -e "$w/t.h5.incomplete" ]'
+# a run that fails before its replay (a bad config, a missing folder, an unknown recipe, a bad
+# option after --out) leaves the earlier trace and an OUT.incomplete saying so: compare refuses
+# the earlier trace as this run's (it passed it before: a CI job ignoring trace's exit code)
+mkdir "$w/badcfg"; cp "$ck/model.safetensors" "$w/badcfg/"
+sed 's/"vocab_size": *[0-9]*/"vocab_size": 0/' "$ck/config.json" >"$w/badcfg/config.json"
+t2=$(sum "$w/t.h5")
+for args in "$w/badcfg" "$w/nosuchfolder" "$ck --recipe nosuchrecipe" "$ck --stack nosuchstack" "$ck --layers 7"; do
+  rm -f "$w/t.h5.incomplete"
+  read -r -a av <<<"$args"
+  run "$bin" trace "${av[@]}" --backend cpu --out "$w/t.h5"
+  e1=$(head -c 150 "$tmp/err" | tr '\n' ' ')
+  run "$bin" compare "$w/t.h5" "$w/golden.h5"
+  ok "trace ${args##*/} failing before its replay: the earlier trace kept, then compare exit $rc ($e1)" '[ "$(sum "$w/t.h5")" = "$t2" ] && [ -f "$w/t.h5.incomplete" ] && [ $rc -eq 2 ] && grep -q "is newer" "$tmp/err"'
+done
+run "$bin" trace "$ck" --backend cpu --out "$w/t.h5"
+ok "a good run then clears it: exit $rc" '[ $rc -eq 0 ] && [ ! -e "$w/t.h5.incomplete" ]'
+run "$bin" trace "$ck" --backend cpu --out "$w/never.h5" --recipe nosuchrecipe
+ok "with no earlier trace, a failed run writes nothing (exit $rc)" '[ $rc -eq 2 ] && [ ! -e "$w/never.h5" ] && [ ! -e "$w/never.h5.incomplete" ]'
 echo "mine" >"$w/u.h5.incomplete"
 run "$bin" trace "$ck" --backend cpu --out "$w/u.h5"
 ok "a file of the user's at OUT.incomplete is not replaced: exit $rc" '[ $rc -eq 2 ] && [ "$(cat "$w/u.h5.incomplete")" = mine ] && [ ! -e "$w/u.h5" ]'
