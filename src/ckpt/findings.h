@@ -19,6 +19,8 @@
  *   missing_scale         all      a quantized weight without its global scale, or a W4A4 module
  *                                  without its input scale
  *   scale_dtype           all      a global or input scale stored in a dtype other than F32
+ *   unreplayable          all      trace cannot replay the checkpoint: a tensor its recipe reads is
+ *                                  missing or malformed (inspect's load check, cli/inspect_load.h)
  *   global_misfit         none     the largest block scale is far below 448 (< 112): the global scale
  *                                  does not fit the weight (precision is lost)
  *   block_saturation      none     more than a quarter of the blocks (and more than one) sit at 448:

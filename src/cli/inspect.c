@@ -12,6 +12,7 @@
 #include <jansson.h>
 #include "util/term.h"
 #include "cli.h"
+#include "inspect_load.h"
 #include "ckpt/ckpt.h"
 #include "ckpt/findings.h"
 #include "ckpt/audit.h"
@@ -184,6 +185,7 @@ static void print_stack_list(const stack_set *ss, nd_break_kind kind, int judged
  * why holds the reason); inspect itself needs no recipe. */
 typedef struct family_id {
     char recipe[64], naming[32], why[1100];
+    char load[160];  /* the load check (inspect_load.h): "" when no recipe matched */
 } family_id;
 
 static void identify_family(const nd_ckpt *c, family_id *fi) {
@@ -213,7 +215,7 @@ static void print_table(const nd_ckpt *c, const nd_module *mods, const nd_scale_
     printf("\nmodel       %s%s%s%s, %lld layers, hidden %lld, vocab %lld\n", nd_term_safe(cfg->model_type, b2, sizeof b2),
            cfg->architecture[0] ? " (" : "", nd_term_safe(cfg->architecture, b3, sizeof b3), cfg->architecture[0] ? ")" : "",
            (long long)cfg->num_hidden_layers, (long long)cfg->hidden_size, (long long)cfg->vocab_size);
-    if (fi->recipe[0]) printf("family      recipe %s, naming %s\n", fi->recipe, fi->naming);
+    if (fi->recipe[0]) printf("family      recipe %s, naming %s\nreplay      %s\n", fi->recipe, fi->naming, fi->load);
     else printf("family      %s\n", nd_term_safe(fi->why, b2, sizeof b2));
     size_t un = nd_ckpt_unaccounted(c);
     printf("tensors     %zu, modules %zu, %zu tensor%s no loader of the format reads (inspect --json: audit)\n\n",
@@ -329,6 +331,16 @@ int nd_cmd_inspect(int argc, char **argv) {
     if (!rc) judge_findings(&ss, &f);
     family_id fi;
     if (!rc) identify_family(c, &fi);
+    /* a checkpoint trace cannot read is an error finding (never "0 errors"); the static findings
+     * are still listed */
+    if (!rc && fi.recipe[0]) {
+        rc = nd_inspect_load_check(c, fi.load, sizeof fi.load, &e);
+        if (rc == ND_EXIT_BADINPUT) {
+            snprintf(fi.load, sizeof fi.load, "failed (finding unreplayable)");
+            rc = nd_findings_add(&f, ND_BREAKS_ALL, "unreplayable", "-", "", "%s", e.msg);
+            e = (nd_err){0};
+        }
+    }
     if (rc) {
         rc = nd_cli_error(&e);
     } else if (as_json) {
@@ -343,6 +355,7 @@ int nd_cmd_inspect(int argc, char **argv) {
         json_object_set_new(root, "hidden_size", json_integer(cfg->hidden_size));
         json_object_set_new(root, "recipe", fi.recipe[0] ? json_string(fi.recipe) : json_null());
         json_object_set_new(root, "naming", fi.recipe[0] ? json_string(fi.naming) : json_null());
+        json_object_set_new(root, "replay", fi.load[0] ? json_string(fi.load) : json_null());
         json_object_set_new(root, "tensors", json_integer((json_int_t)nd_ckpt_count(c)));
         json_t *ms = json_array();
         for (size_t i = 0; i < n; i++) json_array_append_new(ms, module_json(c, &mods[i], &st[i]));

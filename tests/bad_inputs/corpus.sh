@@ -187,7 +187,20 @@ perl -e 'local $/; my $b = <STDIN>; my $n = unpack("Q<", substr($b, 0, 8)); my $
   $h =~ s/"lm_head\.weight"/"lm_head\\u001b[31m.weight"/ or die "no lm_head";
   $h =~ s/ +$//; $h .= " " x ((8 - length($h) % 8) % 8); print pack("Q<", length $h), $h, substr($b, 8 + $n)' \
   <"$root/golden/clean-v4/model.safetensors" >"$tmp/escname/model.safetensors"
-run "inspect: an escape in a tensor name" 0 'lm_head\\x1b\[31m' -- inspect "$tmp/escname"
+# a checkpoint trace cannot load is never "0 errors" in inspect (its load check replays one token):
+# no tensors at all, a layer left out, one module left out
+mkdir -p "$tmp/st0"; cp "$root/golden/clean-v4/config.json" "$tmp/st0/"; printf '\006\0\0\0\0\0\0\0{}    ' >"$tmp/st0/model.safetensors"
+run "inspect: a weights file with no tensors" 1 "unreplayable .*missing tensor model.embed_tokens.weight" -- inspect "$tmp/st0"
+for cut in model.layers.1. model.layers.0.self_attn.q_a_proj.; do
+  d="$tmp/cut-$cut"; mkdir -p "$d"; cp "$root/golden/clean-v4/config.json" "$d/"
+  perl -e 'my $cut = shift; local $/; my $b = <STDIN>; my $n = unpack("Q<", substr($b, 0, 8)); my $h = substr($b, 8, $n);
+    my $k = () = $h =~ s/"\Q$cut\E[^"]*":\{[^}]*\},?//g; die "nothing cut" unless $k; $h =~ s/,\}$/}/;
+    $h =~ s/ +$//; $h .= " " x ((8 - length($h) % 8) % 8); print pack("Q<", length $h), $h, substr($b, 8 + $n)' "$cut" \
+    <"$root/golden/clean-v4/model.safetensors" >"$d/model.safetensors"
+  run "inspect: tensors $cut* left out" 1 "error   unreplayable .*trace cannot replay this checkpoint: stage layers" -- inspect "$d"
+done
+# (exit 1: lm_head is missing under its own name, so trace could not replay it: finding unreplayable)
+run "inspect: an escape in a tensor name" 1 'lm_head\\x1b\[31m' -- inspect "$tmp/escname"
 grep -q "$(printf '\033')" "$tmp/out" && { echo "FAIL: raw ESC from inspect"; fail=$((fail + 1)); } || pass=$((pass + 1))
 
 echo "bad-input corpus: $pass passed, $fail failed"
