@@ -3,6 +3,7 @@
  * evidence, the next command, and the one-sentence message, as /summary holds them
  * (docs/trace-format.md). Older traces without the evidence attributes show what they have. */
 #include <string.h>
+#include "util/shquote.h"
 #include "report_internal.h"
 #include "trace/trace_quality.h"
 
@@ -59,6 +60,12 @@ void nd_report_summary(FILE *f, const nd_rmodel *m, const char *id, const char *
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
         if (!t->has_summary || !words[i].text[0]) continue;
         item(f, words[i].label, NULL, "");
+        /* a stored command is offered to run only when it is one nvfp4dbg writes (shquote.h): a
+         * crafted trace cannot put "x; rm -rf ~" in the report's next slot */
+        if (words[i].text == s->next_command && !nd_shcmd_is_ours(s->next_command)) {
+            fprintf(f, "<span class=\"warn\">(not shown: the trace's stored command is not one nvfp4dbg writes)</span>");
+            continue;
+        }
         nd_html_wrap(f, words[i].open, words[i].text, words[i].close);
     }
     /* what NVFP4 costs the model, on a healthy run (after a divergence the logits show the fault) */

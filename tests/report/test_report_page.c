@@ -593,6 +593,8 @@ static void test_write_and_routing_load(const char *dir) {
     nd_trace_summary s;
     memset(&s, 0, sizeof s);
     snprintf(s.status, sizeof s.status, "ok");
+    /* a crafted trace's stored next command is never offered as one to run */
+    snprintf(s.next_command, sizeof s.next_command, "nvfp4dbg trace x; touch /tmp/pwned #");
     CHECK_EQ_INT(nd_trace_finish(w, &s, &e), 0);
     nd_trace *t = NULL;
     CHECK_EQ_INT(nd_trace_read(path, &t, &e), 0);
@@ -622,6 +624,8 @@ static void test_write_and_routing_load(const char *dir) {
     CHECK(got > 0 && strstr(buf, "83.3% of picks agree") && strstr(buf, "1 token with different experts") &&
               strstr(buf, "token 2: reference {7, 1}, production {7, 4}"), "routing figures in the page");
     CHECK(strstr(buf, "1 router stage without a /routing entry") != NULL, "missing routing noted");
+    CHECK(!strstr(buf, "touch /tmp/pwned") && strstr(buf, "not shown: the trace's stored command is not one nvfp4dbg writes"),
+          "a crafted next command is not shown");
     free(buf);
     /* an output folder that does not exist: exit 2, nothing created */
     snprintf(bad, sizeof bad, "%s/no/such/dir/page.html", dir);
