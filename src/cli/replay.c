@@ -53,6 +53,29 @@ static int same_name(const char *a, const char *b) {
     return na == nb && !strncmp(a, b, na);
 }
 
+/* An error about the files replay unpacked into its temporary folder names the bundle and the part
+ * of it they came from instead (that folder is gone when the message is read). */
+static void bundle_names(nd_err *e, const char *dir, const char *bundle) {
+    static const struct { const char *file, *part; } parts[] = {
+        {"/model.safetensors", " (its /tensors)"}, {"/recipe.yaml", " (its /text/stage_yaml)"},
+        {"/stack.yaml", " (its stack profile)"}, {"/config.json", " (its config)"}, {"", ""}};
+    const size_t dl = strlen(dir);
+    if (!dl) return;
+    char out[sizeof e->msg];
+    size_t n = 0;
+    for (const char *p = e->msg; *p && n + 1 < sizeof out;) {
+        if (strncmp(p, dir, dl)) { out[n++] = *p++; continue; }
+        p += dl;
+        size_t k = 0;
+        while (parts[k].file[0] && strncmp(p, parts[k].file, strlen(parts[k].file))) k++;
+        p += strlen(parts[k].file);
+        n += (size_t)snprintf(out + n, sizeof out - n, "%s%s", bundle, parts[k].part);
+        if (n >= sizeof out) n = sizeof out - 1;
+    }
+    out[n] = 0;
+    snprintf(e->msg, sizeof e->msg, "%s", out);
+}
+
 int nd_cmd_replay(int argc, char **argv) {
     const char *path = NULL, *backend = "auto";
     int device = 0, json = 0, rc = 0, n_user = 0;
@@ -108,7 +131,7 @@ int nd_cmd_replay(int argc, char **argv) {
     if (!rc && !nd_stage_rec_fast(rec))
         rc = nd_fail(&e, ND_EXIT_INTERNAL, "%s: stage %s was not replayed from the bundle's inputs", path, b->stage);
     nd_stage_rec_free(rec);
-    if (rc) { nd_cli_error(&e); goto out; }
+    if (rc) { bundle_names(&e, dir, path); nd_cli_error(&e); goto out; }
     const nd_row *row = &replayed;
     nd_trace_result res; /* the run's identity (backend, stack) for the report */
     memset(&res, 0, sizeof res);

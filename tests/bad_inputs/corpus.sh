@@ -5,9 +5,9 @@
 # the gate's regressions), the file or key named in the message, and never exit 3 or a signal.
 # The cases in depth live beside the code (bad_config.sh, test_compare.c, test_trace_badfiles.c,
 # synth_outdir.sh, max_memory.sh, test_tmpclean.c); this is the one list that covers them all.
-#   usage: corpus.sh NVFP4DBG MK_GATE_CASES SOURCE_ROOT
+#   usage: corpus.sh NVFP4DBG MK_GATE_CASES SOURCE_ROOT MK_BUNDLE_LIE
 set -u
-bin="$1"; mk="$2"; root="$(cd "$3" && pwd)"
+bin="$1"; mk="$2"; root="$(cd "$3" && pwd)"; mk_lie="$4"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 pass=0; fail=0
@@ -187,6 +187,13 @@ perl -e 'local $/; my $b = <STDIN>; my $n = unpack("Q<", substr($b, 0, 8)); my $
   $h =~ s/"lm_head\.weight"/"lm_head\\u001b[31m.weight"/ or die "no lm_head";
   $h =~ s/ +$//; $h .= " " x ((8 - length($h) % 8) % 8); print pack("Q<", length $h), $h, substr($b, 8 + $n)' \
   <"$root/golden/clean-v4/model.safetensors" >"$tmp/escname/model.safetensors"
+# a bundle whose stage names a module its tensors lack: replay's message names the bundle (and the
+# part of it), never the temporary folder it unpacked the bundle into (gone when the message is read)
+"$bin" trace "$root/golden/seed-bug-v4" --backend cpu --out "$tmp/lie-t.h5" >/dev/null 2>&1
+"$bin" repro "$tmp/lie-t.h5" --out "$tmp/lie-b.h5" >/dev/null 2>&1
+"$mk_lie" "$tmp/lie-b.h5" "$tmp/lie.h5"
+run "replay of a bundle whose stage names a missing module" 2 "lie.h5 (its /text/stage_yaml): no stage of the recipe makes" -- replay "$tmp/lie.h5" --backend cpu
+grep -q "nvfp4dbg-replay-" "$tmp/out" && { echo "FAIL: replay names its temporary folder: $(head -c 300 "$tmp/out")"; fail=$((fail + 1)); } || pass=$((pass + 1))
 # a checkpoint trace cannot load is never "0 errors" in inspect (its load check replays one token):
 # no tensors at all, a layer left out, one module left out
 mkdir -p "$tmp/st0"; cp "$root/golden/clean-v4/config.json" "$tmp/st0/"; printf '\006\0\0\0\0\0\0\0{}    ' >"$tmp/st0/model.safetensors"
