@@ -29,8 +29,19 @@ static int first_entry(const char *dir, char *out, size_t cap, nd_err *e) {
     return 0;
 }
 
-/* The manifest of dir as one buffer of names separated by NUL (a name of this folder only:
- * nothing outside it is ever listed). NULL with a message when it is absent or unreadable. */
+/* A manifest line: NAME, a tab, then the entry's inode, size and modification time as synth left
+ * it ("ino size sec.nsec"; a folder: "ino 0 0"). An entry is synth's only while it still has those:
+ * a manifest that names a file synth did not write (one a user added later, or a manifest shipped
+ * inside a folder) never gets that file removed by --force. */
+static void entry_stamp(const struct stat *st, char *out, size_t cap) {
+    if (S_ISDIR(st->st_mode)) snprintf(out, cap, "%llu 0 0", (unsigned long long)st->st_ino);
+    else snprintf(out, cap, "%llu %lld %lld.%09ld", (unsigned long long)st->st_ino, (long long)st->st_size,
+                  (long long)st->st_mtim.tv_sec, (long)st->st_mtim.tv_nsec);
+}
+
+/* The manifest of dir as one buffer of "NAME\tSTAMP" entries separated by NUL (a name of this
+ * folder only: nothing outside it is ever listed). NULL with a message when it is absent or
+ * unreadable. */
 static char *read_manifest(const char *dir, size_t *len, nd_err *e) {
     char path[SY_PATH], line[1024];
     snprintf(path, sizeof path, "%s/%s", dir, SY_OUTDIR_MANIFEST);
@@ -48,7 +59,12 @@ static char *read_manifest(const char *dir, size_t *len, nd_err *e) {
     while (fgets(line, sizeof line, f)) {
         line[strcspn(line, "\r\n")] = 0;
         size_t l = strlen(line);
-        if (!l || skip_entry(line) || strchr(line, '/') || !strcmp(line, SY_OUTDIR_MANIFEST) || n + l + 1 > cap) continue;
+        char *tab = strchr(line, '\t');
+        if (!tab) continue; /* a line without its stamp (an older manifest, a hand-written one) lists nothing */
+        *tab = 0;
+        const int bad = !line[0] || skip_entry(line) || strchr(line, '/') || !strcmp(line, SY_OUTDIR_MANIFEST);
+        *tab = '\t';
+        if (bad || n + l + 1 > cap) continue;
         memcpy(buf + n, line, l + 1);
         n += l + 1;
     }
@@ -57,9 +73,16 @@ static char *read_manifest(const char *dir, size_t *len, nd_err *e) {
     return buf;
 }
 
-static int listed(const char *names, size_t len, const char *nm) {
+/* nm (in dir) is listed with the stamp it has now */
+static int listed(const char *names, size_t len, const char *dir, const char *nm) {
+    char p[SY_PATH], stamp[96];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/%s", dir, nm);
+    if (lstat(p, &st)) return 0;
+    entry_stamp(&st, stamp, sizeof stamp);
+    const size_t l = strlen(nm);
     for (size_t i = 0; i < len; i += strlen(names + i) + 1)
-        if (!strcmp(names + i, nm)) return 1;
+        if (!strncmp(names + i, nm, l) && names[i + l] == '\t' && !strcmp(names + i + l + 1, stamp)) return 1;
     return 0;
 }
 
@@ -78,9 +101,9 @@ static int check_listed(const char *dir, int depth, nd_err *e) {
         char p[SY_PATH];
         snprintf(p, sizeof p, "%s/%s", dir, nm);
         struct stat st;
-        if (!listed(names, len, nm))
-            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: holds '%s', which synth did not write; nothing replaced (--force "
-                         "removes only what synth wrote)", dir, nm);
+        if (!listed(names, len, dir, nm))
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: holds '%s', which synth did not write (or which changed since); "
+                         "nothing replaced (--force removes only what synth wrote, as it wrote it)", dir, nm);
         else if (!lstat(p, &st) && S_ISDIR(st.st_mode))
             rc = depth >= 2 ? nd_fail(e, ND_EXIT_BADINPUT, "%s: nested too deep to replace", p) : check_listed(p, depth + 1, e);
     }
@@ -98,8 +121,10 @@ static int remove_listed(const char *dir, int depth, nd_err *e) {
     for (size_t i = 0; !rc && i < len; i += strlen(names + i) + 1) {
         char p[SY_PATH];
         struct stat st;
-        snprintf(p, sizeof p, "%s/%s", dir, names + i);
-        if (lstat(p, &st)) continue; /* already gone */
+        char nm[1024];
+        snprintf(nm, sizeof nm, "%.*s", (int)strcspn(names + i, "\t"), names + i);
+        snprintf(p, sizeof p, "%s/%s", dir, nm);
+        if (lstat(p, &st) || !listed(names, len, dir, nm)) continue; /* gone, or not as synth wrote it */
         if (S_ISDIR(st.st_mode)) {
             rc = depth >= 2 ? nd_fail(e, ND_EXIT_BADINPUT, "%s: nested too deep to replace", p) : remove_listed(p, depth + 1, e);
             if (!rc && rmdir(p)) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot remove: %s", p, strerror(errno));
@@ -180,7 +205,13 @@ int sy_outdir_record(const char *dir, nd_err *e) {
         if (skip_entry(nm) || !strcmp(nm, SY_OUTDIR_MANIFEST) || (l > 4 && !strcmp(nm + l - 4, ".tmp") &&
                                                                    !strncmp(nm, SY_OUTDIR_MANIFEST, l - 4)))
             continue;
-        fprintf(f, "%s\n", nm);
+        char p[SY_PATH], stamp[96];
+        struct stat st;
+        snprintf(p, sizeof p, "%s/%s", dir, nm);
+        /* a name a line cannot hold is not listed (--force then refuses the folder) */
+        if (strpbrk(nm, "\t\n\r") || lstat(p, &st)) continue;
+        entry_stamp(&st, stamp, sizeof stamp);
+        fprintf(f, "%s\t%s\n", nm, stamp);
     }
     closedir(d);
     int rc = 0;

@@ -24,7 +24,7 @@ ok "the user's file is untouched" '[ "$(cat "$tmp/user/model-00001-of-00002.safe
 # a new folder (parents created), then the same folder again
 run "$tmp/a/b/ck" --recipe llama
 ok "new folder with parents: exit $rc (want 0)" '[ $rc -eq 0 ] && [ -f "$tmp/a/b/ck/model.safetensors" ] && [ -f "$tmp/a/b/ck/original/model.safetensors" ]'
-ok "manifest lists what synth wrote" 'grep -qx config.json "$tmp/a/b/ck/.nvfp4dbg-synth" && grep -qx original "$tmp/a/b/ck/.nvfp4dbg-synth" && grep -qx model.safetensors "$tmp/a/b/ck/original/.nvfp4dbg-synth"'
+ok "manifest lists what synth wrote (each with its inode, size and time)" 'grep -q "^config.json	[0-9]* [0-9]* [0-9.]*$" "$tmp/a/b/ck/.nvfp4dbg-synth" && grep -q "^original	[0-9]* 0 0$" "$tmp/a/b/ck/.nvfp4dbg-synth" && grep -q "^model.safetensors	" "$tmp/a/b/ck/original/.nvfp4dbg-synth"'
 run "$tmp/a/b/ck" --recipe llama
 ok "an earlier synth output without --force: exit $rc (want 2)" '[ $rc -eq 2 ] && grep -q -- "--force" "$tmp/err"'
 run "$tmp/a/b/ck" --recipe llama --format modelopt --force
@@ -37,7 +37,17 @@ ok "replaced output equals a fresh one" '[ "$(sum "$tmp/a/b/ck")" = "$(sum "$tmp
 before="$(sum "$tmp/a/b/ck")"
 echo notes >"$tmp/a/b/ck/notes.txt"
 run "$tmp/a/b/ck" --recipe llama --force
-ok "--force with a foreign file: exit $rc (want 2), names it" '[ $rc -eq 2 ] && grep -q "holds .notes.txt., which synth did not write; nothing replaced" "$tmp/err"'
+ok "--force with a foreign file: exit $rc (want 2), names it" '[ $rc -eq 2 ] && grep -q "holds .notes.txt., which synth did not write" "$tmp/err"'
+# ... also when the manifest names it (added by hand, or shipped with the folder): synth lists a
+# file with the inode, size and time it wrote it with, which the user's file does not have
+printf 'notes.txt\t1 6 0.000000000\n' >>"$tmp/a/b/ck/.nvfp4dbg-synth"
+run "$tmp/a/b/ck" --recipe llama --force
+ok "--force with a foreign file the manifest names: exit $rc (want 2), the file kept" '[ $rc -eq 2 ] && [ "$(cat "$tmp/a/b/ck/notes.txt")" = notes ]'
+sed -i '/^notes.txt/d' "$tmp/a/b/ck/.nvfp4dbg-synth"
+echo "notes.txt" >>"$tmp/a/b/ck/.nvfp4dbg-synth"
+run "$tmp/a/b/ck" --recipe llama --force
+ok "... or names it without a stamp (an older manifest's line): exit $rc (want 2), the file kept" '[ $rc -eq 2 ] && [ "$(cat "$tmp/a/b/ck/notes.txt")" = notes ]'
+sed -i '/^notes.txt$/d' "$tmp/a/b/ck/.nvfp4dbg-synth"
 rm "$tmp/a/b/ck/notes.txt"
 ok "nothing removed" '[ "$(sum "$tmp/a/b/ck")" = "$before" ]'
 echo mine >"$tmp/a/b/ck/original/mine.safetensors"
@@ -48,7 +58,7 @@ ok "nothing removed (original/)" '[ "$(sum "$tmp/a/b/ck")" = "$before" ]'
 
 # a manifest cannot reach outside the folder
 echo keep >"$tmp/outside"
-printf '../outside\n/etc/passwd\n' >>"$tmp/a/b/ck/.nvfp4dbg-synth"
+printf '../outside\t1 1 0.0\n/etc/passwd\t1 1 0.0\n' >>"$tmp/a/b/ck/.nvfp4dbg-synth"
 run "$tmp/a/b/ck" --recipe llama --force
 ok "manifest entries with '/' ignored: exit $rc (want 0)" '[ $rc -eq 0 ] && [ "$(cat "$tmp/outside")" = keep ]'
 
@@ -63,7 +73,7 @@ M=layers.0.self_attn.q_proj
 run "$tmp/user" --from "$src" --inject "nibble-swap@$M"
 ok "--from into a non-empty folder: exit $rc (want 2)" '[ $rc -eq 2 ] && [ "$(cat "$tmp/user/model-00001-of-00002.safetensors")" = mine ]'
 run "$tmp/from" --from "$src" --inject "nibble-swap@$M"
-ok "--from into a new folder: exit $rc (want 0)" '[ $rc -eq 0 ] && grep -qx model.safetensors "$tmp/from/.nvfp4dbg-synth"'
+ok "--from into a new folder: exit $rc (want 0)" '[ $rc -eq 0 ] && grep -q "^model.safetensors	" "$tmp/from/.nvfp4dbg-synth"'
 run "$tmp/from" --from "$src" --inject "nibble-swap@$M"
 ok "--from again without --force: exit $rc (want 2)" '[ $rc -eq 2 ]'
 run "$tmp/from" --from "$src" --inject "input-scale-inverted@$M" --force
