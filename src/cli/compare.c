@@ -15,7 +15,7 @@
 #include "json_fields.h"
 
 static const char usage[] =
-    "usage: nvfp4dbg compare RUN.h5 GOLDEN.h5 [--tolerances FILE.yaml] [--json]\n"
+    "usage: nvfp4dbg compare RUN.h5 GOLDEN.h5 [--tolerances FILE.yaml] [--max N] [--json]\n"
     "\n"
     "Compares a trace with a golden trace: stages are matched by (name, mode); every figure must\n"
     "stay within |run - golden| <= abs + rel * |golden| (defaults: recipes/tolerances.yaml).\n"
@@ -23,7 +23,9 @@ static const char usage[] =
     "a changed first divergence or status. Extra stages are reported only.\n"
     "\n"
     "  --tolerances FILE  override the default tolerances (per figure, per op kind, per stage glob)\n"
-    "  --json             print one JSON document instead of the table\n"
+    "  --max N            table rows shown, worst first (default 20; 0: all); the rest are\n"
+    "                     counted per figure\n"
+    "  --json             print one JSON document instead of the table (every row)\n"
     "\n"
     "Exit: 0 no regression, 1 regression, 2 bad usage or input (also an unfinished trace).\n"
     "\n"
@@ -75,7 +77,37 @@ static void print_closing(const nd_cmp_result *res) {
     printf("\n");
 }
 
-static void print_table(const nd_cmp_result *res, const char *tolpath) {
+/* The rows past --max, counted per figure ("cosine 300, sqnr_db 200, ..."), most first. */
+static void print_rest(const nd_cmp_result *res, int shown) {
+    enum { MAXK = 48 };
+    const char *what[MAXK];
+    int count[MAXK], nk = 0, other = 0;
+    for (int i = shown; i < res->nitems; i++) {
+        int k = 0;
+        while (k < nk && strcmp(what[k], res->items[i].what)) k++;
+        if (k == nk) {
+            if (nk == MAXK) { other++; continue; }
+            what[nk] = res->items[i].what;
+            count[nk++] = 0;
+        }
+        count[k]++;
+    }
+    printf("... %d more row%s not shown (--max 0 shows all; --json lists all): ", res->nitems - shown,
+           res->nitems - shown == 1 ? "" : "s");
+    for (int j = 0; j < nk; j++) {
+        int best = j;
+        for (int k = j + 1; k < nk; k++)
+            if (count[k] > count[best]) best = k;
+        const char *tw = what[j]; what[j] = what[best]; what[best] = tw;
+        const int tc = count[j]; count[j] = count[best]; count[best] = tc;
+        printf("%s%s %d", j ? ", " : "", what[j], count[j]);
+    }
+    if (other) printf(", other %d", other);
+    printf("\n");
+}
+
+static void print_table(const nd_cmp_result *res, const char *tolpath, int max) {
+    const int shown = max > 0 && max < res->nitems ? max : res->nitems;
     if (res->nitems) {
         int w = 5;
         for (int i = 0; i < res->nitems; i++) {
@@ -85,7 +117,7 @@ static void print_table(const nd_cmp_result *res, const char *tolpath) {
         if (w > 64) w = 64;
         printf("%-*s  %-9s %-16s %14s %14s %12s %12s\n", w, "stage", "mode", "figure", "golden", "run", "delta",
                "tolerance");
-        for (int i = 0; i < res->nitems; i++) {
+        for (int i = 0; i < shown; i++) {
             const nd_cmp_item *it = &res->items[i];
             char g[160], r[160], d[32], t[32];
             cells(it, g, r, d, t);
@@ -95,6 +127,7 @@ static void print_table(const nd_cmp_result *res, const char *tolpath) {
                    it->mode[0] ? nd_term_safe(it->mode, md, sizeof md) : "-", it->what, nd_term_safe(g, gs, sizeof gs),
                    nd_term_safe(r, rs, sizeof rs), d, t);
         }
+        if (shown < res->nitems) print_rest(res, shown);
     }
     print_compared(res, tolpath);
     print_closing(res);
@@ -197,7 +230,7 @@ static int load(const char *path, int golden, nd_trace **t, nd_err *e) {
 
 int nd_cmd_compare(int argc, char **argv) {
     const char *cmd = "compare", *pos[2] = {NULL, NULL}, *tolpath = NULL;
-    int npos = 0, json = 0;
+    int npos = 0, json = 0, max = 20;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -210,6 +243,13 @@ int nd_cmd_compare(int argc, char **argv) {
             tolpath = argv[i];
         } else if (!strncmp(a, "--tolerances=", 13)) {
             tolpath = a + 13;
+        } else if (!strcmp(a, "--max") || !strncmp(a, "--max=", 6)) {
+            const char *v = a[5] == '=' ? a + 6 : ++i < argc ? argv[i] : NULL;
+            char *end = NULL;
+            long m = v && *v ? strtol(v, &end, 10) : -1;
+            if (!v || !*v || *end || m < 0 || m > 1000000000L)
+                return nd_cli_usage_error(cmd, "--max needs a row count (0: all)");
+            max = (int)m;
         } else if (a[0] == '-' && a[1]) {
             return nd_cli_usage_error(cmd, "unknown option %s", a);
         } else if (npos < 2) {
@@ -240,7 +280,7 @@ int nd_cmd_compare(int argc, char **argv) {
         rc = nd_cli_error(&e);
     } else {
         if (json) rc = print_json(&res, pos[0], pos[1], tolpath);
-        else print_table(&res, tolpath);
+        else print_table(&res, tolpath, max);
         fflush(stdout);
         if (!rc) rc = res.nregressions ? ND_EXIT_FINDING : ND_EXIT_OK;
     }

@@ -203,8 +203,45 @@ static void identify_family(const nd_ckpt *c, family_id *fi) {
     nd_recipe_free(r);
 }
 
+/* What the text output shows of the modules: the table when asked (--modules), never with
+ * --findings, and by default only when there are no findings and at most this many modules (a deep
+ * model's table runs to thousands of lines; the findings are what a user reads first). */
+enum { SHOW_DEFAULT, SHOW_MODULES, SHOW_FINDINGS };
+#define INSPECT_TABLE_MAX 100
+
+static void print_findings(const nd_findings *f, const stack_set *ss) {
+    char b1[4200], b2[1024];
+    for (size_t i = 0; i < f->n; i++) {
+        char msg[4 * sizeof f->v[i].msg];
+        printf("  %-7s %-20s %s: %s\n", nd_severity_str(f->v[i].sev), f->v[i].code, nd_term_safe(f->v[i].module, b1, sizeof b1),
+               nd_term_safe(f->v[i].msg, msg, sizeof msg));
+        if (f->v[i].tensor[0] && (f->v[i].row >= 0 || f->v[i].col >= 0))
+            printf("          at: %s%s%lld%s%lld\n", nd_term_safe(f->v[i].tensor, b2, sizeof b2), f->v[i].row >= 0 ? " block row " : "", f->v[i].row >= 0 ? (long long)f->v[i].row : 0LL,
+                   f->v[i].col >= 0 ? " block col " : "", f->v[i].col >= 0 ? (long long)f->v[i].col : 0LL);
+        printf("          breaks_stacks: [");
+        print_stack_list(ss, f->v[i].kind, 0);
+        printf("]\n");
+    }
+}
+
+/* "modules: 1234 (nvfp4 1200, dense 34)" */
+static void print_module_counts(const nd_module *mods, size_t n) {
+    const char *names[8];
+    size_t count[8], k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *w = wfmt_str(&mods[i]);
+        size_t j = 0;
+        while (j < k && strcmp(names[j], w)) j++;
+        if (j == k && k < 8) { names[k] = w; count[k++] = 0; }
+        if (j < k) count[j]++;
+    }
+    printf("modules: %zu (", n);
+    for (size_t j = 0; j < k; j++) printf("%s%s %zu", j ? ", " : "", names[j], count[j]);
+    printf("); inspect --modules lists them\n");
+}
+
 static void print_table(const nd_ckpt *c, const nd_module *mods, const nd_scale_stats *st, size_t n, const nd_findings *f,
-                        const stack_set *ss, const family_id *fi) {
+                        const stack_set *ss, const family_id *fi, int show) {
     const nd_model_cfg *cfg = nd_ckpt_config(c);
     /* every string that came from the checkpoint's files is made safe for the terminal (issue 37) */
     char b1[4200], b2[1024], b3[1024];
@@ -220,6 +257,16 @@ static void print_table(const nd_ckpt *c, const nd_module *mods, const nd_scale_
     size_t un = nd_ckpt_unaccounted(c);
     printf("tensors     %zu, modules %zu, %zu tensor%s no loader of the format reads (inspect --json: audit)\n\n",
            nd_ckpt_count(c), n, un, un == 1 ? "" : "s");
+    /* the findings first: what a user came for */
+    if (f->n) {
+        printf("findings:\n");
+        print_findings(f, ss);
+        printf("\n");
+    }
+    const int table = show == SHOW_MODULES || (show == SHOW_DEFAULT && !f->n && n <= INSPECT_TABLE_MAX);
+    if (!table) {
+        if (show != SHOW_FINDINGS) print_module_counts(mods, n);
+    } else {
     printf("%-48s %-6s %-8s %-13s %-11s %-11s %-9s %-9s %6s %5s %7s\n", "module", "format", "conv", "shape",
            "w_global", "in_global", "bs_min", "bs_max", "zeros", "nan", "at448");
     for (size_t i = 0; i < n; i++) {
@@ -244,27 +291,18 @@ static void print_table(const nd_ckpt *c, const nd_module *mods, const nd_scale_
     }
     printf("\nw_global: weight dequant divisor (2688/amax(W) when healthy); in_global: activation quantizer\n"
            "multiplier (2688/amax(x)); both normalised from the checkpoint's convention.\n");
-    nd_inspect_kv_print(c);
+    }
+    if (show != SHOW_FINDINGS) nd_inspect_kv_print(c);
+    /* the closing line: the count, as the exit code judges it */
     size_t ne = nd_findings_count(f, ND_SEV_ERROR), nw = nd_findings_count(f, ND_SEV_WARNING);
     printf("\nfindings: %zu error%s, %zu warning%s (judged against: ", ne, ne == 1 ? "" : "s", nw,
            nw == 1 ? "" : "s");
     print_stack_list(ss, ND_BREAKS_NONE, 1);
     printf("; an error when it breaks a stack judged)\n");
-    for (size_t i = 0; i < f->n; i++) {
-        char msg[4 * sizeof f->v[i].msg];
-        printf("  %-7s %-20s %s: %s\n", nd_severity_str(f->v[i].sev), f->v[i].code, nd_term_safe(f->v[i].module, b1, sizeof b1),
-               nd_term_safe(f->v[i].msg, msg, sizeof msg));
-        if (f->v[i].tensor[0] && (f->v[i].row >= 0 || f->v[i].col >= 0))
-            printf("          at: %s%s%lld%s%lld\n", nd_term_safe(f->v[i].tensor, b2, sizeof b2), f->v[i].row >= 0 ? " block row " : "", f->v[i].row >= 0 ? (long long)f->v[i].row : 0LL,
-                   f->v[i].col >= 0 ? " block col " : "", f->v[i].col >= 0 ? (long long)f->v[i].col : 0LL);
-        printf("          breaks_stacks: [");
-        print_stack_list(ss, f->v[i].kind, 0);
-        printf("]\n");
-    }
 }
 
 static void usage(FILE *o) {
-    fprintf(o, "usage: nvfp4dbg inspect CKPT [--stack NAME|FILE|all]... [--tp N] [--json]\n\n"
+    fprintf(o, "usage: nvfp4dbg inspect CKPT [--stack NAME|FILE|all]... [--tp N] [--modules|--findings] [--json]\n\n"
                "Format, architecture, per-module quantization (format, shapes, global scales, block-scale\n"
                "statistics) and static scale findings of a checkpoint folder. Each finding lists the\n"
                "serving-stack profiles (recipes/stack-*.yaml) it breaks (breaks_stacks); it is an error\n"
@@ -277,6 +315,10 @@ static void usage(FILE *o) {
                "  --tp N                 also check the tensor-parallel split of every NVFP4 linear over N\n"
                "                         ranks: partial 16-blocks and kernel-tile remainders per rank\n"
                "                         (padding_scale_contamination)\n"
+               "  --modules              list every module (format, shape, scales, block-scale statistics);\n"
+               "                         by default the list is shown only when there are no findings and\n"
+               "                         at most 100 modules, else counted on one line\n"
+               "  --findings             the findings only (no module list or KV-cache table)\n"
                "  --json                 one JSON document (each finding with severity, breaks_stacks and\n"
                "                         coordinates; audit: the config against the tensors per module)\n\n"
                "Exit 0: no error finding; 1: an error finding; 2: bad usage, unknown stack profile or\n"
@@ -287,11 +329,13 @@ static void usage(FILE *o) {
 
 int nd_cmd_inspect(int argc, char **argv) {
     const char *dir = NULL;
-    int as_json = 0, nst = 0, tp = 0;
+    int as_json = 0, nst = 0, tp = 0, show = SHOW_DEFAULT;
     char *stack_args[MAX_STACKS];
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
         else if (!strcmp(argv[i], "--json")) as_json = 1;
+        else if (!strcmp(argv[i], "--modules")) show = SHOW_MODULES;
+        else if (!strcmp(argv[i], "--findings")) show = SHOW_FINDINGS;
         else if (!strcmp(argv[i], "--tp") || !strncmp(argv[i], "--tp=", 5)) {
             char *v = argv[i][4] == '=' ? argv[i] + 5 : i + 1 < argc ? argv[++i] : NULL, *end = NULL;
             long t = v ? strtol(v, &end, 10) : 0;
@@ -383,7 +427,7 @@ int nd_cmd_inspect(int argc, char **argv) {
         fputc('\n', stdout);
         json_decref(root);
     } else {
-        print_table(c, mods, st, n, &f, &ss, &fi);
+        print_table(c, mods, st, n, &f, &ss, &fi, show);
     }
     if (!rc) rc = nd_findings_count(&f, ND_SEV_ERROR) ? ND_EXIT_FINDING : ND_EXIT_OK;
     fflush(stdout);

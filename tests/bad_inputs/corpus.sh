@@ -207,7 +207,7 @@ for cut in model.layers.1. model.layers.0.self_attn.q_a_proj.; do
   run "inspect: tensors $cut* left out" 1 "error   unreplayable .*trace cannot replay this checkpoint: stage layers" -- inspect "$d"
 done
 # (exit 1: lm_head is missing under its own name, so trace could not replay it: finding unreplayable)
-run "inspect: an escape in a tensor name" 1 'lm_head\\x1b\[31m' -- inspect "$tmp/escname"
+run "inspect: an escape in a tensor name" 1 'lm_head\\x1b\[31m' -- inspect "$tmp/escname" --modules
 grep -q "$(printf '\033')" "$tmp/out" && { echo "FAIL: raw ESC from inspect"; fail=$((fail + 1)); } || pass=$((pass + 1))
 
 echo "bad-input corpus: $pass passed, $fail failed"

@@ -23,6 +23,17 @@ done
 rc=$?
 ok "a perturbed multiplier fails the gate (exit $rc)" '[ $rc -eq 1 ]'
 ok "and the report names the stage" 'grep -q "layers.1.self_attn.q_b_proj" "$tmp/cmp"'
+# output that fits (issue 36 item 4): the seed bug against the clean golden regresses in hundreds of
+# rows; the table shows the 20 worst and counts the rest per figure; --max 0 shows all
+"$bin" trace "$root/golden/seed-bug-v4" --backend cpu --out "$tmp/seed.h5" >/dev/null 2>&1
+"$bin" compare "$tmp/seed.h5" "$root/golden/traces/clean-v4.h5" >"$tmp/cmp" 2>&1; rc=$?
+nall=$("$bin" compare "$tmp/seed.h5" "$root/golden/traces/clean-v4.h5" --max 0 2>&1 | wc -l)
+ok "compare of a broken run: exit $rc, $(wc -l <"$tmp/cmp") lines (--max 0: $nall), the rest counted ($(grep -o '^\.\.\. [0-9]* more rows' "$tmp/cmp"))" \
+   '[ $rc -eq 1 ] && [ "$(wc -l <"$tmp/cmp")" -eq 24 ] && [ "$nall" -gt 100 ] && grep -q "^\.\.\. $((nall - 23)) more rows not shown (--max 0 shows all; --json lists all): .*cosine [0-9]" "$tmp/cmp"'
+"$bin" compare "$tmp/seed.h5" "$root/golden/traces/clean-v4.h5" --max 5 >"$tmp/cmp" 2>&1
+ok "--max 5: 5 rows under the header" '[ "$(wc -l <"$tmp/cmp")" -eq 9 ]'
+"$bin" compare "$tmp/seed.h5" "$root/golden/traces/clean-v4.h5" --max=-1 >"$tmp/cmp" 2>&1; rc=$?
+ok "--max -1 is a usage error (exit $rc)" '[ $rc -eq 2 ]'
 # and with the wider cross-backend tolerances too
 "$bin" compare "$tmp/perturbed.h5" "$root/golden/traces/clean-v4.h5" --tolerances "$root/recipes/tolerances-cross-backend.yaml" >"$tmp/cmp" 2>&1
 rc=$?
