@@ -112,11 +112,13 @@ void nd_trace_print_table(const nd_row *rows, int64_t nrows, int64_t first, int 
 /* ---- the summary: one line per layer ---- */
 
 typedef struct layer_line {
-    char label[16];          /* "in", the layer number, "head" */
+    char label[24];          /* "in", the layer number, "head"; "A-B" for a run of quiet layers */
     int64_t worst;           /* row index */
     int n_bad;               /* diverged rows in the group */
     int64_t nan;             /* the largest NaN/Inf count of a production output in the group */
     int has_first;
+    int n_layers;            /* layers the line stands for (a run of quiet layers: more than one) */
+    int n_drift;             /* of those, layers whose line shows drift */
 } layer_line;
 
 /* How far a healthy-looking row is below its floor (larger: worse); isolated rows only, as chained
@@ -150,6 +152,39 @@ static void group_add(layer_line *g, const nd_trace_result *res, int64_t i, int6
     if (badness(r) > badness(w)) g->worst = i;
 }
 
+/* A deep model's summary keeps to a screen: past this many layer lines, runs of consecutive quiet
+ * layers (no diverged row, no NaN: verdict ok, or drift) are one line "A-B" showing the worst row
+ * of the run and how many of its layers drift; every layer with a finding keeps its own line. */
+#define LAYER_LINES_MAX 16
+
+static int quiet(const layer_line *l, const nd_row *rows) {
+    return l->worst >= 0 && !l->n_bad && !l->nan && !l->has_first && !nd_verdict_bad(rows[l->worst].verdict);
+}
+
+/* Merge runs of quiet layer lines g[1..ng-2] in place; returns the new ng. */
+static int collapse_quiet(layer_line *g, int ng, const nd_row *rows) {
+    int layers = 0;
+    for (int k = 1; k < ng - 1; k++) layers += g[k].worst >= 0;
+    if (layers <= LAYER_LINES_MAX) return ng;
+    int out = 1;
+    for (int k = 1; k < ng - 1;) {
+        int j = k + 1;
+        if (quiet(&g[k], rows))
+            while (j < ng - 1 && quiet(&g[j], rows)) j++;
+        layer_line m = g[k];
+        for (int x = k + 1; x < j; x++) {
+            m.n_layers += g[x].n_layers;
+            m.n_drift += g[x].n_drift;
+            if (badness(&rows[g[x].worst]) > badness(&rows[m.worst])) m.worst = g[x].worst;
+        }
+        if (j - k > 1) snprintf(m.label, sizeof m.label, "%s-%s", g[k].label, g[j - 1].label);
+        g[out++] = m;
+        k = j;
+    }
+    g[out++] = g[ng - 1];
+    return out;
+}
+
 /* the stage's name without its "layers.N." prefix: the layer column says N */
 static const char *in_layer(const char *name, int layer) {
     char pre[32];
@@ -164,7 +199,7 @@ void nd_trace_print_layers(const nd_trace_result *res, int64_t first, int color,
     for (int k = 0; k < ng; k++) g[k].worst = -1;
     snprintf(g[0].label, sizeof g[0].label, "in");
     snprintf(g[ng - 1].label, sizeof g[ng - 1].label, "head");
-    for (int k = 1; k < ng - 1; k++) snprintf(g[k].label, sizeof g[k].label, "%d", k - 1);
+    for (int k = 1; k < ng - 1; k++) { snprintf(g[k].label, sizeof g[k].label, "%d", k - 1); g[k].n_layers = 1; }
     int seen_layer = 0;
     for (int64_t i = 0; i < res->nrows; i++) {
         const nd_row *r = &res->rows[i];
@@ -175,36 +210,44 @@ void nd_trace_print_layers(const nd_trace_result *res, int64_t first, int color,
     }
     /* the rows before the first layer (embedding) only when something there diverged */
     if (g[0].worst >= 0 && !g[0].n_bad && !g[0].nan) g[0].worst = -1;
+    for (int k = 0; k < ng; k++) g[k].n_drift = g[k].worst >= 0 && !strcmp(res->rows[g[k].worst].verdict, ND_VERDICT_DRIFT);
+    const int nlines = collapse_quiet(g, ng, res->rows);
+    int labw = 5;
+    for (int k = 0; k < nlines; k++)
+        if (g[k].worst >= 0 && (int)strlen(g[k].label) > labw) labw = (int)strlen(g[k].label);
     size_t namew = 5;
     char nm[4 * ND_NAME_LEN];
-    for (int k = 0; k < ng; k++)
+    for (int k = 0; k < nlines; k++)
         if (g[k].worst >= 0) {
             const nd_row *r = &res->rows[g[k].worst];
             size_t l = strlen(nd_term_safe(in_layer(r->name, r->layer), nm, sizeof nm));
             if (l > namew) namew = l;
         }
     /* mode, cosine, rel L2, NaN and the start of the verdict; a longer verdict wraps */
-    const int vcol = 6 + (int)namew + 1 + 9 + 8 + 8 + 7;
+    const int vcol = labw + 1 + (int)namew + 1 + 9 + 8 + 8 + 7;
     const int own_line = width > 0 && vcol + 14 > width;
     const int nw = own_line ? 0 : (int)namew;
-    printf("\nlayer ");
-    if (own_line) printf("stage (worst of the layer)\n      ");
+    printf("\n%-*s ", labw, "layer");
+    if (own_line) printf("stage (worst of the layer)\n%*s", labw + 1, "");
     else printf("%-*s ", nw, "stage");
     printf("%-8s %7s %7s %5s  %s\n", "mode", "cosine", "rel_l2", "NaN", "verdict");
     int n_drift = 0;
-    for (int k = 0; k < ng; k++) {
+    for (int k = 0; k < nlines; k++) {
         if (g[k].worst < 0) continue;
         const nd_row *r = &res->rows[g[k].worst];
-        n_drift += !strcmp(r->verdict, ND_VERDICT_DRIFT);
+        n_drift += g[k].n_drift;
         char cs[16], sq[16], rl[16], verdict[ND_VERDICT_LEN + 64];
         figures(r, cs, sizeof cs, sq, sizeof sq, rl, sizeof rl);
         /* the verdict, then what fits: how many rows of the layer diverged, the first-divergence mark
          * in words (an arrow alone on a narrow terminal: the closing line names the stage) */
         snprintf(verdict, sizeof verdict, "%s", r->verdict);
-        const int vc = own_line ? 6 + 9 + 8 + 8 + 7 : vcol;
+        const int vc = own_line ? labw + 1 + 9 + 8 + 8 + 7 : vcol;
         const int room = width > 0 ? width - vc : 1 << 20;
         char more[48] = "";
         if (g[k].n_bad > 1) snprintf(more, sizeof more, " (%d rows)", g[k].n_bad);
+        else if (g[k].n_layers > 1 && g[k].n_drift)
+            snprintf(more, sizeof more, " (%d layers, %d with drift)", g[k].n_layers, g[k].n_drift);
+        else if (g[k].n_layers > 1) snprintf(more, sizeof more, " (%d layers)", g[k].n_layers);
         const char *mark = g[k].has_first ? "  <== first divergence" : "";
         if ((int)(strlen(verdict) + strlen(more) + strlen(mark)) > room && *mark) {
             mark = " <==";
@@ -215,8 +258,8 @@ void nd_trace_print_layers(const nd_trace_result *res, int64_t first, int color,
         if (color && g[k].has_first) { on = RED; off = OFF; }
         else if (color && g[k].n_bad) { on = YELLOW; off = OFF; }
         nd_term_safe(in_layer(r->name, r->layer), nm, sizeof nm);
-        printf("%s%-5s ", on, g[k].label);
-        if (own_line) printf("%s%s\n      %s", nm, off, on);
+        printf("%s%-*s ", on, labw, g[k].label);
+        if (own_line) printf("%s%s\n%*s%s", nm, off, labw + 1, "", on);
         else printf("%-*s ", nw, nm);
         printf("%-8s %7s %7s %5lld  ", r->mode, cs, rl, (long long)g[k].nan);
         if (*on) {

@@ -14,11 +14,15 @@ COLUMNS=80 "$bin" trace clean --backend "${ND_TEST_BACKEND:-cpu}" --out t.h5 >s.
 rc=$?
 ok "clean: exit 0 (got $rc: $(head -c 200 err.txt))" '[ $rc -eq 0 ]'
 ok "the conclusion is no divergence" 'grep -q "^no divergence in [0-9]* rows" s.txt'
-verdicts=$(grep -E "^[0-9]+ " s.txt | awk '{print $NF}' | sort -u | tr '\n' ' ')
+# a layer line is "N ..." or, for a run of quiet layers, "A-B ... (K layers, D with drift)"
+verdicts=$(grep -E "^[0-9]+(-[0-9]+)? " s.txt | awk '{print $7}' | sort -u | tr '\n' ' ')
 ok "layer lines say only ok or drift (got: $verdicts)" '[ -n "$verdicts" ] && [ -z "$(echo $verdicts | tr " " "\n" | grep -vxE "ok|drift")" ]'
-ndrift=$(grep -cE "^[0-9]+ .* drift$" s.txt)
+ndrift=$(( $(grep -cE "^[0-9]+ .* drift$" s.txt) + $(grep -oE "[0-9]+ with drift" s.txt | awk '{ n += $1 } END { print n + 0 }') ))
 ok "the deep layers drift ($ndrift layers)" '[ "$ndrift" -ge 10 ]'
 ok "the drift note counts them" 'grep -q "^drift ($ndrift layers): chained routing moved by earlier error; not a divergence$" s.txt'
+# the summary keeps to a screen (issue 36 item 4): quiet layers run together, at 80 columns
+rows=$(awk '{ n += int((length($0) + 79) / 80) + (length($0) == 0) } END { print n }' s.txt)
+ok "the 60-layer summary takes $rows terminal rows at 80 columns (at most 24)" '[ "$rows" -le 24 ] && grep -qE "^[0-9]+-[0-9]+ .*\([0-9]+ layers" s.txt'
 "$bin" show t.h5 --json >t.json
 ok "JSON: summary status ok, no first divergence" \
   'grep -q "\"status\": \"ok\"" t.json && grep -q "\"first_divergence\": \"\"" t.json'

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Summary first (issue 22): on a 60-layer DeepSeek-V4 with an inverted input scale planted in
 # layer 41, `trace` prints at most 80 lines by default, on an 80-column terminal and into a pipe,
-# one line per layer, the planted stage marked, and the verdict with its cause and next command at
+# a line per layer with a finding and one per run of quiet layers, the planted stage marked, and the verdict with its cause and next command at
 # the end; --table prints every row, --stage filters them; names are never cut.
 #   usage: trace_summary.sh NVFP4DBG
 set -u
@@ -20,7 +20,10 @@ long=$(grep -v "^  next: " s80.txt | awk 'length($0) > 80' | head -1)
 ok "80 columns: no line is wider than 80 but the next command (got: $long)" '[ -z "$long" ]'
 ok "the header names checkpoint, format, stack, backend and tokens" \
   'tr "\n" " " <s80.txt | grep -q "nvfp4dbg trace: bad .*format compressed-tensors .*stack exact .*backend $be .*tokens 16"'
-ok "one line per layer, 0 to 59" '[ "$(grep -cE "^[0-9]+ " s80.txt)" -eq 60 ] && grep -qE "^0 " s80.txt && grep -qE "^59 " s80.txt'
+# every layer 0 to 59 has a line of its own or lies in a run of quiet layers ("A-B ... (K layers")
+covered=$(grep -oE "^[0-9]+(-[0-9]+)? " s80.txt | awk -F- '{ a = $1 + 0; b = (NF > 1 ? $2 : $1) + 0; for (i = a; i <= b; i++) print i }' | sort -n | uniq | tr '\n' ' ')
+ok "every layer 0 to 59 covered once by the layer lines, runs of quiet layers together ($(grep -cE "^[0-9]+(-[0-9]+)? " s80.txt) lines)" \
+  '[ "$covered" = "$(seq 0 59 | tr "\n" " ")" ] && [ "$(grep -cE "^[0-9]+(-[0-9]+)? " s80.txt)" -lt 20 ]'
 ok "layer 41 shows the planted stage, its all-zero output and the mark" \
   'grep -E "^41 +self_attn\.q_b_proj +isolated +0\.00000 +1\.0000 +0 +scale_inverted" s80.txt | grep -q "<=="'
 ok "the head line is there" 'grep -qE "^head " s80.txt'
