@@ -246,13 +246,13 @@ void nd_trace_print_layers(const nd_trace_result *res, int64_t first, int color,
         char more[48] = "";
         if (g[k].n_bad > 1) snprintf(more, sizeof more, " (%d rows)", g[k].n_bad);
         else if (g[k].n_layers > 1 && g[k].n_drift)
-            snprintf(more, sizeof more, " (%d layers, %d with drift)", g[k].n_layers, g[k].n_drift);
+            snprintf(more, sizeof more, " (%d layers, %d drift)", g[k].n_layers, g[k].n_drift);
         else if (g[k].n_layers > 1) snprintf(more, sizeof more, " (%d layers)", g[k].n_layers);
         const char *mark = g[k].has_first ? "  <== first divergence" : "";
         if ((int)(strlen(verdict) + strlen(more) + strlen(mark)) > room && *mark) {
             mark = " <==";
             if ((int)(strlen(verdict) + strlen(more) + strlen(mark)) > room) more[0] = 0;
-        } else if ((int)(strlen(verdict) + strlen(more)) > room) more[0] = 0;
+        } else if ((int)(strlen(verdict) + strlen(more)) > room && g[k].n_layers <= 1) more[0] = 0; /* a run's count wraps */
         snprintf(verdict + strlen(verdict), sizeof verdict - strlen(verdict), "%s%s", more, mark);
         const char *on = "", *off = "";
         if (color && g[k].has_first) { on = RED; off = OFF; }

@@ -14,10 +14,10 @@ COLUMNS=80 "$bin" trace clean --backend "${ND_TEST_BACKEND:-cpu}" --out t.h5 >s.
 rc=$?
 ok "clean: exit 0 (got $rc: $(head -c 200 err.txt))" '[ $rc -eq 0 ]'
 ok "the conclusion is no divergence" 'grep -q "^no divergence in [0-9]* rows" s.txt'
-# a layer line is "N ..." or, for a run of quiet layers, "A-B ... (K layers, D with drift)"
+# a layer line is "N ..." or, for a run of quiet layers, "A-B ... (K layers, D drift)" (may wrap)
 verdicts=$(grep -E "^[0-9]+(-[0-9]+)? " s.txt | awk '{print $7}' | sort -u | tr '\n' ' ')
 ok "layer lines say only ok or drift (got: $verdicts)" '[ -n "$verdicts" ] && [ -z "$(echo $verdicts | tr " " "\n" | grep -vxE "ok|drift")" ]'
-ndrift=$(( $(grep -cE "^[0-9]+ .* drift$" s.txt) + $(grep -oE "[0-9]+ with drift" s.txt | awk '{ n += $1 } END { print n + 0 }') ))
+ndrift=$(( $(grep -cE "^[0-9]+ .* drift$" s.txt) + $(tr '\n' ' ' <s.txt | tr -s ' ' | grep -oE "[0-9]+ drift\)" | awk '{ n += $1 } END { print n + 0 }') ))
 ok "the deep layers drift ($ndrift layers)" '[ "$ndrift" -ge 10 ]'
 ok "the drift note counts them" 'grep -q "^drift ($ndrift layers): chained routing moved by earlier error; not a divergence$" s.txt'
 # the summary keeps to a screen (issue 36 item 4): quiet layers run together, at 80 columns
