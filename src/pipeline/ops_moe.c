@@ -90,6 +90,11 @@ static int route(nd_opctx *c, router_ctx *rx, const nd_buf *b, nd_buf **out, nd_
             if (rx->hash->dtype == ND_DT_I64) memcpy(&ex, row + 8 * s, 8);
             else { int32_t v; memcpy(&v, row + 4 * s, 4); ex = v; }
             if (ex < 0 || ex >= E) return nd_fail(e, ND_EXIT_BADINPUT, "%s: tid2eid names expert %lld of %lld", rx->hash->file, (long long)ex, (long long)E);
+            /* a token routes to k distinct experts: a row naming one twice is a broken table */
+            for (int64_t u = 0; u < s; u++)
+                if (o->idx[i * k + u] == ex)
+                    return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s: the row of token %lld names expert %lld twice (a token routes to %d "
+                                   "distinct experts)", rx->hash->file, rx->hash->name, (long long)id, (long long)ex, (int)k);
             float sc = nd_router_score_steps(lg[ex], rx->cfg.score_func, mx, bf);
             if (rx->cfg.score_func == ND_SCORE_SOFTMAX) sc = bf ? nd_bf16_round(sc / denom) : sc / denom;
             o->idx[i * k + s] = (int32_t)ex;
@@ -369,12 +374,13 @@ int nd_op_mlp(nd_opctx *c, nd_err *e) {
     return rc;
 }
 
-/* tokens (and weights) a routing sends to expert ex */
+/* tokens (and weights) a routing sends to expert ex: at most one entry per token (routings are
+ * checked for distinct experts where they are made or read; rows holds one slot per token) */
 static int64_t tokens_of(const nd_buf *rt, int ex, int32_t *rows, float *w) {
     int64_t n = 0;
     for (int64_t i = 0; i < rt->rows; i++)
         for (int s = 0; s < rt->k; s++)
-            if (rt->idx[i * rt->k + s] == ex) { rows[n] = (int32_t)i; w[n] = rt->w[i * rt->k + s]; n++; }
+            if (rt->idx[i * rt->k + s] == ex) { rows[n] = (int32_t)i; w[n] = rt->w[i * rt->k + s]; n++; break; }
     return n;
 }
 

@@ -359,6 +359,15 @@ static int read_routing(hid_t f, nd_bundle *b, const char *path, nd_err *e) {
             in->k = (int)dims[1];
             rc = read_exact(h, "ids", H5T_INTEGER, H5T_NATIVE_INT32, sizeof(int32_t), dims[0], dims[1], (void **)&in->idx, in->name, path, e);
         }
+        /* a token routes to k distinct experts */
+        for (hsize_t r = 0; !rc && r < dims[0]; r++)
+            for (hsize_t s = 1; !rc && s < dims[1]; s++)
+                for (hsize_t u = 0; u < s; u++)
+                    if (in->idx[r * dims[1] + s] == in->idx[r * dims[1] + u]) {
+                        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: /routing/%s/ids: row %llu names expert %d twice (a token routes "
+                                     "to distinct experts)", path, in->name, (unsigned long long)r, (int)in->idx[r * dims[1] + s]);
+                        break;
+                    }
         if (!rc && H5Lexists(h, "weights", H5P_DEFAULT) > 0)
             rc = read_exact(h, "weights", H5T_FLOAT, H5T_NATIVE_FLOAT, sizeof(float), dims[0], dims[1], (void **)&in->w, in->name, path, e);
         if (!rc && H5Lexists(h, "logits", H5P_DEFAULT) > 0)

@@ -194,6 +194,15 @@ perl -e 'local $/; my $b = <STDIN>; my $n = unpack("Q<", substr($b, 0, 8)); my $
 "$mk_lie" "$tmp/lie-b.h5" "$tmp/lie.h5"
 run "replay of a bundle whose stage names a missing module" 2 "lie.h5 (its /text/stage_yaml): no stage of the recipe makes" -- replay "$tmp/lie.h5" --backend cpu
 grep -q "nvfp4dbg-replay-" "$tmp/out" && { echo "FAIL: replay names its temporary folder: $(head -c 300 "$tmp/out")"; fail=$((fail + 1)); } || pass=$((pass + 1))
+# a hash router's table (tid2eid) whose rows name one expert twice: exit 2 naming it (it overran the
+# per-expert token lists: heap corruption, or a trace cut short with exit 0)
+mkdir -p "$tmp/tid"; cp "$root/golden/clean-v4/config.json" "$tmp/tid/"
+perl -e 'local $/; my $b = <STDIN>; my $n = unpack("Q<", substr($b, 0, 8)); my $h = substr($b, 8, $n);
+  $h =~ /"model\.layers\.0\.mlp\.gate\.tid2eid":\{[^}]*"data_offsets":\[(\d+),(\d+)\]/ or die "no tid2eid";
+  substr($b, 8 + $n + $1, $2 - $1) = pack("l<", 7) x (($2 - $1) / 4); print $b' \
+  <"$root/golden/clean-v4/model.safetensors" >"$tmp/tid/model.safetensors"
+run "tid2eid rows naming an expert twice" 2 "tid2eid: the row of token [0-9]* names expert 7 twice" -- trace "$tmp/tid" --tokens 0,1,100 "${T[@]}"
+run "... and inspect's load check" 1 "unreplayable .*names expert 7 twice" -- inspect "$tmp/tid"
 # a checkpoint trace cannot load is never "0 errors" in inspect (its load check replays one token):
 # no tensors at all, a layer left out, one module left out
 mkdir -p "$tmp/st0"; cp "$root/golden/clean-v4/config.json" "$tmp/st0/"; printf '\006\0\0\0\0\0\0\0{}    ' >"$tmp/st0/model.safetensors"

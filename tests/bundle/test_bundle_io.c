@@ -143,9 +143,10 @@ int main(void) {
     rc = read_code(bad, msg, sizeof msg);
     CHECK(rc == ND_EXIT_BADINPUT && strstr(msg, bad), "missing: rc %d: %s", rc, msg);
     /* routing ids whose rows are not the input's, and a k of 0 */
-    const hsize_t lie[2][2] = {{3, 2}, {2, 0}};
-    const char *want[2] = {"the input has 2 rows", "k must be 1..4096"};
-    for (int i = 0; i < 2; i++) {
+    /* ... and rows that name one expert twice (the expert's token list would overrun) */
+    const hsize_t lie[3][2] = {{3, 2}, {2, 0}, {2, 2}};
+    const char *want[3] = {"the input has 2 rows", "k must be 1..4096", "row 0 names expert 0 twice"};
+    for (int i = 0; i < 3; i++) {
         rc = nd_bundle_write(bad, &b, &e);
         CHECK(rc == 0, "write: %s", e.msg);
         hid_t hf = H5Fopen(bad, H5F_ACC_RDWR, H5P_DEFAULT);
