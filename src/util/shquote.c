@@ -1,5 +1,6 @@
 /* shquote.c — see shquote.h. */
 #include "shquote.h"
+#include <stdio.h>
 #include <string.h>
 
 static int plain(unsigned char c) {
@@ -38,12 +39,50 @@ static const char *word_end(const char *p) {
     return p;
 }
 
+/* the options a next command repeats (diagnose/next_command.c), and whether each takes a value;
+ * never --out, --force, --dump or anything else that writes */
+static int known_option(const char *w, size_t n, int *takes_value) {
+    static const char *const with[] = {"--recipe", "--stack", "--reference-checkpoint", "--layers", "--mode",
+                                       "--ref-numerics", "--ep", "--tokens", "--tokens-file", "--prompt",
+                                       "--prompt-file", "--override"};
+    for (size_t i = 0; i < sizeof with / sizeof with[0]; i++)
+        if (strlen(with[i]) == n && !strncmp(w, with[i], n)) { *takes_value = 1; return 1; }
+    *takes_value = 0;
+    return n == 6 && !strncmp(w, "--chat", 6);
+}
+
 int nd_shcmd_is_ours(const char *cmd) {
     if (!cmd || strncmp(cmd, "nvfp4dbg trace ", 15)) return 0;
-    for (const char *p = cmd + 15;;) {
+    /* a command too long for the trace's field ends with this note (next_command.c) */
+    char buf[16384];
+    snprintf(buf, sizeof buf, "%s", cmd);
+    char *note = strstr(buf, "  # and this run's ");
+    if (note) {
+        static const char *const forms[] = {"--tokens", "--tokens-file", "--prompt", "--prompt-file", "options"};
+        int exact = 0;
+        for (size_t i = 0; i < sizeof forms / sizeof forms[0] && !exact; i++) {
+            char want[96];
+            snprintf(want, sizeof want, "  # and this run's %s (too long to repeat here)", forms[i]);
+            exact = !strcmp(note, want);
+        }
+        if (!exact) return 0;
+        *note = 0;
+    }
+    int idx = 0, value_next = 0;
+    for (const char *p = buf + 15;; idx++) {
         const char *end = word_end(p);
         if (!end) return 0;
-        if (!*end) return 1;
+        int takes = 0;
+        if (idx == 0) {
+            if (*p == '-') return 0; /* the checkpoint comes first */
+        } else if (value_next) {
+            value_next = 0;
+        } else if (!known_option(p, (size_t)(end - p), &takes)) {
+            return 0;
+        } else {
+            value_next = takes;
+        }
+        if (!*end) return !value_next;
         p = end + 1;
     }
 }

@@ -11,6 +11,9 @@
 int main(void) {
     srand(12345);
     const char alphabet[] = "ab/._-=$'\"\\`;|&()<> \t\n\x1b\x7f%@,+:*?~#!{}[]";
+    /* the options next_command.c repeats, each with a random value (the checkpoint first) */
+    const char *opts[] = {"--recipe", "--stack", "--reference-checkpoint", "--layers", "--mode", "--ref-numerics", "--ep",
+                          "--tokens", "--tokens-file", "--prompt", "--prompt-file", "--override"};
     for (int trial = 0; trial < 2000; trial++) {
         char cmd[4096] = "nvfp4dbg trace";
         const int words = 1 + rand() % 4;
@@ -19,11 +22,19 @@ int main(void) {
             const int n = 1 + rand() % 20;
             for (int i = 0; i < n; i++) word[i] = alphabet[rand() % (int)(sizeof alphabet - 1)];
             word[n] = 0;
+            if (w == 0 && word[0] == '-') word[0] = 'c'; /* the checkpoint: a plain '-' word would read as an option */
+            if (w) {
+                strcat(cmd, " ");
+                strcat(cmd, opts[rand() % (int)(sizeof opts / sizeof opts[0])]);
+            }
             strcat(cmd, " ");
             nd_shquote_cat(cmd, sizeof cmd, word);
         }
+        if (rand() % 4 == 0) strcat(cmd, " --chat");
         CHECK(nd_shcmd_is_ours(cmd), "a command of quoted words is not recognised: %s", cmd);
     }
+    CHECK(nd_shcmd_is_ours("nvfp4dbg trace ck --override a=1  # and this run's --prompt (too long to repeat here)"),
+          "the too-long note is ours");
     const char *crafted[] = {
         "nvfp4dbg trace x; touch /tmp/pwned #",
         "nvfp4dbg trace $(touch /tmp/pwned)",
@@ -37,6 +48,12 @@ int main(void) {
         "rm -rf ~",
         "nvfp4dbg trace",
         "nvfp4dbg trace $HOME",
+        "nvfp4dbg trace -o /tmp/x --force /tmp/y",
+        "nvfp4dbg trace ck -o /etc/passwd --force",
+        "nvfp4dbg trace ck --dump tensors --out /dev/sda --force",
+        "nvfp4dbg trace ck --override",
+        "nvfp4dbg trace ck --chat x",
+        "nvfp4dbg trace ck  # and this run's --prompt; rm -rf ~ (too long to repeat here)",
     };
     for (size_t i = 0; i < sizeof crafted / sizeof crafted[0]; i++)
         CHECK(!nd_shcmd_is_ours(crafted[i]), "crafted command taken as ours: %s", crafted[i]);
