@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "util/term.h"
 #include "bundle/bundle.h"
 #include "pipeline/pipeline.h"
 #include "recipe/recipe.h"
@@ -66,6 +67,16 @@ int nd_cmd_repro(int argc, char **argv) {
         goto out;
     }
     if ((rc = nd_trace_read(trace_path, &t, &e))) { nd_cli_error(&e); goto out; }
+    if (t->reference_checkpoint[0]) {
+        /* a bundle carries the checkpoint's tensors, not the original's: replayed without them the
+         * stage would be judged against its own weights (a planted packing fault replays "ok") */
+        char safe[4096];
+        nd_term_safe(t->reference_checkpoint, safe, sizeof safe);
+        rc = nd_cli_usage_error("repro", "%s: the trace was made with --reference-checkpoint %s; a bundle carries the "
+                                "checkpoint's own tensors only, and replayed without the original it would judge another "
+                                "thing: make the bundle from a trace without --reference-checkpoint", trace_path, safe);
+        goto out;
+    }
     if (!stage) {
         if (!t->has_summary || !t->summary.first_divergence[0]) {
             rc = nd_cli_usage_error("repro", "%s: the trace has no divergence; name a stage with --stage", trace_path);

@@ -194,6 +194,10 @@ perl -e 'local $/; my $b = <STDIN>; my $n = unpack("Q<", substr($b, 0, 8)); my $
 "$mk_lie" "$tmp/lie-b.h5" "$tmp/lie.h5"
 run "replay of a bundle whose stage names a missing module" 2 "lie.h5 (its /text/stage_yaml): no stage of the recipe makes" -- replay "$tmp/lie.h5" --backend cpu
 grep -q "nvfp4dbg-replay-" "$tmp/out" && { echo "FAIL: replay names its temporary folder: $(head -c 300 "$tmp/out")"; fail=$((fail + 1)); } || pass=$((pass + 1))
+# a trace made against the original cannot become a bundle (it carries the checkpoint's tensors
+# only; replayed alone a packing fault read "ok", exit 0)
+"$bin" trace "$root/golden/clean-v4" --reference-checkpoint "$root/golden/clean-v4/original" --backend cpu --out "$tmp/rt.h5" >/dev/null 2>&1
+run "repro of a trace made with --reference-checkpoint" 2 "rt.h5: the trace was made with --reference-checkpoint" -- repro "$tmp/rt.h5" --stage layers.0.self_attn.q_a_proj --out "$tmp/rb.h5"
 # a hash router's table (tid2eid) whose rows name one expert twice: exit 2 naming it (it overran the
 # per-expert token lists: heap corruption, or a trace cut short with exit 0)
 mkdir -p "$tmp/tid"; cp "$root/golden/clean-v4/config.json" "$tmp/tid/"
