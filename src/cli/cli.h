@@ -6,6 +6,9 @@
 
 int nd_cmd_inspect(int argc, char **argv);
 int nd_cmd_trace(int argc, char **argv);
+/* trace's arguments were refused before nd_cmd_trace ran (an unknown option: exit rc): the output
+ * they name (-o/--out, else the default) gets the failed-run mark when an earlier trace is there */
+void nd_trace_args_refused(int argc, char **argv, int rc);
 int nd_cmd_compare(int argc, char **argv);
 int nd_cmd_synth(int argc, char **argv);
 int nd_cmd_repro(int argc, char **argv);

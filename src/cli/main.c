@@ -88,6 +88,7 @@ int main(int argc, char **argv) {
             int ac = argc - 1;
             char **av = argv + 1;
             int rc = nd_cli_args(commands[i].name, commands[i].run, &ac, &av);
+            if (rc && commands[i].run == nd_cmd_trace) nd_trace_args_refused(argc - 1, argv + 1, rc);
             if (!rc) rc = commands[i].run(ac, av);
             nd_cli_args_free();
             return stdout_flushed(rc);

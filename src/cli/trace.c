@@ -289,6 +289,21 @@ static void mark_failed_run(const nd_trace_opts *o, int rc, const nd_err *e) {
                 "the earlier one until a trace run to it finishes\n", safe, safe);
 }
 
+void nd_trace_args_refused(int argc, char **argv, int rc) {
+    nd_trace_opts o;
+    memset(&o, 0, sizeof o);
+    o.out_path = "nvfp4dbg-trace.h5";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if ((!strcmp(a, "--out") || !strcmp(a, "-o")) && i + 1 < argc) o.out_path = argv[++i];
+        else if (!strncmp(a, "--out=", 6)) o.out_path = a + 6;
+        else if (!strncmp(a, "-o", 2) && a[2]) o.out_path = a[2] == '=' ? a + 3 : a + 2;
+    }
+    nd_err e = {0};
+    nd_fail(&e, rc, "the command line was refused");
+    mark_failed_run(&o, rc, &e);
+}
+
 int nd_cmd_trace(int argc, char **argv) {
     nd_trace_opts o;
     memset(&o, 0, sizeof o);
@@ -393,6 +408,7 @@ int nd_cmd_trace(int argc, char **argv) {
         o.tokens_opt = prompt.file ? "--prompt-file" : "--prompt";
         o.tokens_val = prompt.file ? prompt.file : prompt.text;
     }
+    if (stacks && nd_trace_stacks_check(stacks, &e)) { rc = nd_cli_error(&e); goto out; }
     o.tokens = tokens;
     o.ntok = ntok;
     o.overrides = ovr;
@@ -400,6 +416,10 @@ int nd_cmd_trace(int argc, char **argv) {
     o.defer_finish = 1;
     rc = nd_pipeline_trace(&o, &res, &e);
     began = res.trace_created;
+    /* an override that matched nothing: the run tested nothing, and its trace never replaces an
+     * earlier one (finished without a summary: a failed run's, trace.h) */
+    if (!rc && res.warning[0] && strstr(res.warning, "--override"))
+        rc = nd_fail(&e, ND_EXIT_BADINPUT, "%s (in the replayed layers): the run tests nothing", res.warning);
     /* the diagnosis above the pipeline: replay the diverged stage under candidate repairs */
     if (!rc && !o.no_probes) rc = nd_diagnose_run(&o, &res, explain_all ? 4 : 0, &diag, &ndiag, &e);
     if (res.tw) {
@@ -467,11 +487,7 @@ int nd_cmd_trace(int argc, char **argv) {
                nd_term_safe(o.ckpt_dir, dir, sizeof dir), o.allow_unquantized ? " (--allow-unquantized)" : "");
     }
     rc = strcmp(res.summary.status, "diverged") ? ND_EXIT_OK : ND_EXIT_FINDING;
-    if (res.warning[0] && strstr(res.warning, "--override")) {
-        /* a hypothesis that was never applied is not a result */
-        fprintf(stderr, "nvfp4dbg: %s (in the replayed layers); the trace was written but tests nothing\n", res.warning);
-        rc = ND_EXIT_BADINPUT;
-    } else if (res.warning[0]) fprintf(stderr, "nvfp4dbg: warning: %s\n", res.warning);
+    if (res.warning[0]) fprintf(stderr, "nvfp4dbg: warning: %s\n", res.warning); /* (an unused override ended the run above) */
     nd_trace_result_free(&res);
 out:
     if (rc != ND_EXIT_OK && rc != ND_EXIT_FINDING && !began && !help) mark_failed_run(&o, rc, &e);

@@ -20,6 +20,17 @@ static int stack_names(const char *spec, char (*out)[64], int cap, int *n, nd_er
     return 0;
 }
 
+int nd_trace_stacks_check(const char *spec, nd_err *e) {
+    char names[32][64];
+    int n;
+    ND_TRY(stack_names(spec, names, 32, &n, e));
+    for (int i = 0; i < n; i++) {
+        nd_stack s;
+        if (nd_stack_load(names[i], &s, e)) return nd_wrap(e, "--stacks");
+    }
+    return 0;
+}
+
 int nd_trace_stack_sweep(const nd_trace_opts *base, const char *spec, int json, json_t **out, nd_err *e) {
     char names[32][64];
     int n;

@@ -183,7 +183,8 @@ void nd_stack_override_module(nd_stack *s, nd_module *m) {
     /* block scales whose E4M3 exponent was written k too low (every scale 2^-k of its value): read
      * 2^k larger. E4M3 cannot hold 448 x 2^k, so the factor goes into the weight's divisor, where it
      * is exact (a power of two) and means the same for both paths: codes x (s 2^k) / g */
-    if ((o = find_ov(s, m->path, "scale_exponent_shift"))) m->weight_global_div = (float)ldexp(m->weight_global_div, -(int)o->value);
+    if (m->wfmt == ND_WF_NVFP4 && (o = find_ov(s, m->path, "scale_exponent_shift")))
+        m->weight_global_div = (float)ldexp(m->weight_global_div, -(int)o->value);
     if (m->conv == ND_CONV_MODELOPT) {
         if ((o = find_ov(s, m->path, "input_scale"))) m->input_global_mult = (float)(1.0 / o->value);
         if ((o = find_ov(s, m->path, "weight_scale_2"))) m->weight_global_div = (float)(1.0 / o->value);
@@ -261,6 +262,12 @@ double nd_stack_scalar(nd_stack *s, const char *tensor, double dflt) {
 }
 
 void nd_stack_module_repair(nd_stack *s, const nd_module *m, nd_module_repair *out) {
+    /* the byte repairs mean something for FP4 weights only: on another module the override is
+     * never looked up, so the run says it matched nothing (exit 2), never a silent no-op */
+    memset(out, 0, sizeof *out);
+    out->scale_layout = ND_SF_LINEAR;
+    out->scale_encoding = ND_SF_E4M3;
+    if (m->wfmt != ND_WF_NVFP4 && m->wfmt != ND_WF_MXFP4) return;
     out->nibble_swap = ov_flag(s, m->path, "nibble_swap", 0);
     out->block_scale_fix = ov_flag(s, m->path, "block_scale_fix", 0);
     out->scale_layout = ov_int(s, m->path, "scale_layout", ND_SF_LINEAR);

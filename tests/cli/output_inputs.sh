@@ -102,7 +102,8 @@ ok "the next good run replaces both: exit $rc" '[ $rc -eq 0 ] && [ ! -e "$w/t.h5
 mkdir "$w/badcfg"; cp "$ck/model.safetensors" "$w/badcfg/"
 sed 's/"vocab_size": *[0-9]*/"vocab_size": 0/' "$ck/config.json" >"$w/badcfg/config.json"
 t2=$(sum "$w/t.h5")
-for args in "$w/badcfg" "$w/nosuchfolder" "$ck --recipe nosuchrecipe" "$ck --stack nosuchstack" "$ck --layers 7"; do
+for args in "$w/badcfg" "$w/nosuchfolder" "$ck --recipe nosuchrecipe" "$ck --stack nosuchstack" "$ck --layers 7" \
+            "$ck --nosuchoption" "$ck --stacks nosuchstack" "$ck --reference-checkpoint $ck/original --override lm_head.nibble_swap=1"; do
   rm -f "$w/t.h5.incomplete"
   read -r -a av <<<"$args"
   run "$bin" trace "${av[@]}" --backend cpu --out "$w/t.h5"

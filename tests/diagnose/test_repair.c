@@ -189,6 +189,7 @@ static void test_fused_rule(void) {
     snprintf(sh[1].path, sizeof sh[1].path, "model.layers.0.self_attn.kv_proj");
     sh[0].input_global_mult = 700; sh[1].input_global_mult = 900;
     sh[0].weight_global_div = 5000; sh[1].weight_global_div = 6500;
+    sh[0].wfmt = sh[1].wfmt = ND_WF_NVFP4;
     for (int rule = 0; rule < ND_FUSED_NRULES; rule++) {
         nd_stack s;
         memset(&s, 0, sizeof s);
@@ -228,6 +229,17 @@ static void test_fused_rule(void) {
     CHECK(mr.nibble_swap == 1 && mr.block_scale_fix == 0, "kv_proj: swap only");
     nd_stack_module_repair(&s, &sh[0], &mr);
     CHECK(mr.nibble_swap == 0, "q_a_proj untouched");
+    /* on a module that is not FP4 the byte repairs are not looked up: the override stays unused
+     * (the run then says it matched nothing), never a silent no-op */
+    nd_stack d;
+    memset(&d, 0, sizeof d);
+    CHECK(!nd_stack_add_override(&d, "model.layers.0.self_attn.kv_proj.nibble_swap=1", &e), "%s", e.msg);
+    nd_module dense = sh[1];
+    dense.wfmt = ND_WF_DENSE;
+    nd_stack_module_repair(&d, &dense, &mr);
+    const char *unused = NULL;
+    CHECK(mr.nibble_swap == 0 && nd_stack_unused(&d, &unused) && unused && strstr(unused, "nibble_swap"),
+          "a dense module's nibble_swap override is left unused");
 }
 
 /* The runtime-behaviour repairs (issue 18): each names the stage's own switch with the value that
