@@ -44,7 +44,7 @@ static const char *usage_text =
     "  --recipe NAME|FILE, --tokens 1,2,3, --tokens-file FILE, --layers A-B|N|all,\n"
     "  --backend auto|cpu|cuda, --device N, --stack NAME, --override NAME=VALUE (repeatable),\n"
     "  --reference-checkpoint DIR, --max-memory SIZE, --prompt TEXT, --prompt-file FILE,\n"
-    "  --chat                                           as for trace\n"
+    "  --chat, --tokenizer DIR|FILE                     as for trace\n"
     "  --min-cosine X    the symptom: final chained cosine below X (default: halfway between the\n"
     "                    full NVFP4 run's and the clean chain's, every stage at its NVFP4 floor)\n"
     "  --off floor|reference  how the stages outside a probed set run: NVFP4 the healthy way\n"
@@ -196,6 +196,7 @@ int nd_cmd_bisect(int argc, char **argv) {
     b.traces++;
     b.o.modes = ND_MODES_BOTH; /* the diagnosis (isolated rows) decides whether there is a divergence */
     rc = nd_pipeline_trace(&b.o, &res, &e);
+    if (rc) nd_prompt_explain_vocab(&prompt, &e);
     b.o.modes = ND_MODES_CHAINED;
     if (rc) { nd_cli_error(&e); nd_trace_result_free(&res); goto out; }
     if (res.warning[0]) fprintf(stderr, "nvfp4dbg: warning: %s\n", res.warning);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "prompt.h"
 #include "tokenizer/tokenizer.h"
 #include "util/infile.h"
@@ -11,6 +12,11 @@
 
 int nd_prompt_option(nd_prompt *p, const char *a, const char *v) {
     if (!strcmp(a, "--chat")) { p->chat = 1; return 1; }
+    if (!strcmp(a, "--tokenizer")) {
+        if (!v) return -1;
+        p->tokenizer = v;
+        return 2;
+    }
     if (strcmp(a, "--prompt") && strcmp(a, "--prompt-file")) return 0;
     if (!v) return -1;
     if (!strcmp(a, "--prompt")) p->text = v, p->file = NULL;
@@ -67,13 +73,25 @@ int nd_prompt_tokens(nd_prompt *p, const char *ckpt_dir, int have_tokens, int64_
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: not valid UTF-8 at byte offset %zu (byte 0x%02X); the prompt must be UTF-8 text",
                        what, bad, (unsigned char)text[bad]);
     char tj[4096], cfg[4096];
-    snprintf(tj, sizeof tj, "%s/tokenizer.json", ckpt_dir);
-    snprintf(cfg, sizeof cfg, "%s/tokenizer_config.json", ckpt_dir);
+    struct stat st;
+    if (p->tokenizer && stat(p->tokenizer, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        /* a tokenizer.json file: its tokenizer_config.json (chat template) beside it */
+        const char *slash = strrchr(p->tokenizer, '/');
+        snprintf(tj, sizeof tj, "%s", p->tokenizer);
+        snprintf(cfg, sizeof cfg, "%.*stokenizer_config.json", slash ? (int)(slash - p->tokenizer + 1) : 0, p->tokenizer);
+    } else {
+        const char *dir = p->tokenizer ? p->tokenizer : ckpt_dir;
+        snprintf(tj, sizeof tj, "%s/tokenizer.json", dir);
+        snprintf(cfg, sizeof cfg, "%s/tokenizer_config.json", dir);
+    }
     const char *kind;
     FILE *f = nd_fopen_regular(tj, &kind); /* never blocks on a FIFO */
     if (!f && kind) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not a regular file (%s); refusing to read it", tj, kind);
-    if (!f) return nd_fail(e, ND_EXIT_BADINPUT, "%s: no tokenizer next to config.json, needed for --prompt; give token ids with --tokens", tj);
+    if (!f && p->tokenizer) return nd_fail(e, ND_EXIT_BADINPUT, "%s: no tokenizer.json (--tokenizer %s)", tj, p->tokenizer);
+    if (!f) return nd_fail(e, ND_EXIT_BADINPUT, "%s: no tokenizer next to config.json, needed for --prompt; give one with "
+                           "--tokenizer DIR|FILE, or token ids with --tokens", tj);
     fclose(f);
+    snprintf(p->tokenizer_used, sizeof p->tokenizer_used, "%s", tj);
     nd_tokenizer *t = NULL;
     ND_TRY(nd_tokenizer_load(tj, &t, e));
     char *chat = NULL;
@@ -89,6 +107,13 @@ int nd_prompt_tokens(nd_prompt *p, const char *ckpt_dir, int have_tokens, int64_
     free(chat);
     nd_tokenizer_free(t);
     return rc;
+}
+
+void nd_prompt_explain_vocab(const nd_prompt *p, nd_err *e) {
+    if (!e->code || !p->tokenizer_used[0] || !strstr(e->msg, "is outside the vocabulary")) return;
+    const size_t l = strlen(e->msg);
+    snprintf(e->msg + l, sizeof e->msg - l, ": the prompt was tokenized with %s, a tokenizer of another model? (--tokenizer "
+             "names the checkpoint's own)", p->tokenizer_used);
 }
 
 void nd_prompt_free(nd_prompt *p) {

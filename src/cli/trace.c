@@ -40,6 +40,9 @@ static const char *usage_text =
     "  --prompt-file FILE        the prompt from a UTF-8 text file, likewise\n"
     "  --chat                    apply the checkpoint's chat template (one user turn and the\n"
     "                            generation prompt) before tokenizing --prompt/--prompt-file\n"
+    "  --tokenizer DIR|FILE      tokenize --prompt with this tokenizer.json (a folder holding it\n"
+    "                            and its tokenizer_config.json, or the file) instead of the\n"
+    "                            checkpoint's\n"
     "  --max-memory SIZE         activations the run may hold (8G, 512M; default half the machine's\n"
     "                            memory); a prompt that needs more is refused up front (exit 2)\n"
     "  --layers 0-3|N|all        layers to replay (earlier layers run on the reference path only)\n"
@@ -416,6 +419,7 @@ int nd_cmd_trace(int argc, char **argv) {
     o.defer_finish = 1;
     rc = nd_pipeline_trace(&o, &res, &e);
     began = res.trace_created;
+    nd_prompt_explain_vocab(&prompt, &e);
     /* an override that matched nothing: the run tested nothing, and its trace never replaces an
      * earlier one (finished without a summary: a failed run's, trace.h) */
     if (!rc && res.warning[0] && strstr(res.warning, "--override"))

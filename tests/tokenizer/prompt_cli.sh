@@ -108,11 +108,27 @@ rm "$ck/chat_template.jinja"
 bad "--chat with neither a chat_template nor chat_template.jinja" "no chat_template, and no chat_template.jinja beside it" --prompt "hi" --chat
 cp "$cfg_save" "$ck/tokenizer_config.json"
 rm "$tj"
-bad "no tokenizer.json" "tokenizer.json: no tokenizer next to config.json" --prompt "hi"
+bad "no tokenizer.json" "tokenizer.json: no tokenizer next to config.json.*--tokenizer DIR" --prompt "hi"
+# --tokenizer (issue 36 item 3): a folder or the file itself; the ids are the tokenizers package's
+"$bin" trace "$ck" --backend cpu --prompt "Hello world" --tokenizer "$tk" --out "$tmp/tk1.h5" -q >/dev/null 2>"$tmp/err"
+ok "--tokenizer DIR on a checkpoint without one: the ids of tokenizers ($(head -c 160 "$tmp/err"))" \
+  '[ "$(got "$tmp/tk1.h5")" = "$(expected text "Hello world")" ]'
+"$bin" trace "$ck" --backend cpu --prompt "Hello world" --tokenizer "$tk/tokenizer.json" --out "$tmp/tk2.h5" -q >/dev/null 2>"$tmp/err"
+ok "--tokenizer FILE: the same ids" '[ "$(got "$tmp/tk2.h5")" = "$(expected text "Hello world")" ]'
+bad "--tokenizer naming a folder without one" "nosuch/tokenizer.json: no tokenizer.json \(--tokenizer" --prompt "hi" --tokenizer "$tmp/nosuch"
+# another model's tokenizer gives ids past the vocabulary: the message names that tokenizer
+bad "a prompt tokenized with another model's tokenizer" "token id [0-9]* is outside the vocabulary \(256\): the prompt was tokenized with .*llama3/tokenizer.json, a tokenizer of another model" \
+  --prompt "Hello world, and the quick brown fox" --tokenizer "$root/golden/tokenizers/llama3"
 cp "$save" "$tj"
 printf '{"chat_template": "{{ messages[0].content }}", "bos_token": "<s>"}' >"$ck/tokenizer_config.json"
 bad "an unknown chat template" "tokenizer_config.json: chat_template not recognised.*--prompt without --chat" --prompt "hi" --chat
 
+# the shipped checkpoints carry a tokenizer (golden/tokenizers/tiny's), so --prompt works from the README
+for g in seed-bug-v4 clean-v4; do
+  "$bin" trace "$root/golden/$g" --backend cpu --prompt "Hello world" --out "$tmp/g.h5" -q >/dev/null 2>"$tmp/err"; rc=$?
+  ok "golden/$g --prompt: exit $rc, the ids of tokenizers ($(head -c 120 "$tmp/err"))" \
+    '[ $rc -le 1 ] && [ "$(got "$tmp/g.h5")" = "$(expected text "Hello world")" ]'
+done
 # report's progress (issue 22 item 6): plain lines off a terminal, nothing with --quiet
 NVFP4DBG_PROGRESS_INTERVAL=0 "$bin" report "$tmp/p.h5" --html "$tmp/p.html" >/dev/null 2>"$tmp/err"
 ok "report: its steps as plain lines" 'grep -q "^nvfp4dbg: report: 0/3 steps (0%), reading the trace" "$tmp/err" && grep -q "^nvfp4dbg: report: 2/3 steps (67%), writing the page" "$tmp/err" && grep -q "^nvfp4dbg: report: done, 3/3 steps" "$tmp/err"'
