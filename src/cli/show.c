@@ -99,6 +99,17 @@ static int print_json(const nd_trace *t, const char *path, const char *stage) {
         {"cause", s->cause}, {"message", s->message}, {"repair", s->repair}, {"evidence", s->evidence},
         {"next_command", s->next_command}};
     for (size_t i = 0; i < sizeof ss / sizeof ss[0]; i++) json_object_set_new(sum, ss[i].k, json_string(ss[i].v));
+    if (s->applied_status[0]) {
+        json_t *ap = json_object();
+        json_object_set_new(ap, "command", json_string(s->applied_command));
+        json_object_set_new(ap, "status_after", json_string(s->applied_status));
+        json_object_set_new(ap, "first_divergence_after", json_string(s->applied_first));
+        const struct { const char *k; double v; } f[] = {{"kl_before", s->kl_before}, {"kl_after", s->kl_after},
+                                                           {"top1_before", s->top1_before}, {"top1_after", s->top1_after}};
+        for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+            json_object_set_new(ap, f[i].k, isfinite(f[i].v) ? json_real(f[i].v) : json_null());
+        json_object_set_new(sum, "apply_repair", ap);
+    }
     json_object_set_new(root, "summary", t->has_summary ? sum : json_null());
     if (!t->has_summary) json_decref(sum);
     for (int64_t i = 0; i < t->nrows; i++) {
@@ -174,6 +185,18 @@ int nd_cmd_show(int argc, char **argv) {
             char msg[4 * sizeof t->summary.message];
             printf("\n");
             nd_term_wrap(stdout, nd_term_safe(t->summary.message, msg, sizeof msg), 2, 0, width);
+        }
+        const nd_trace_summary *s = &t->summary;
+        if (t->has_summary && s->applied_status[0]) {
+            /* trace --apply-repair's outcome, as the run printed it */
+            char line[1400], cmd[4 * sizeof s->applied_command];
+            snprintf(line, sizeof line, "--apply-repair: final logits KL %.4g -> %.4g, top-1 %.1f%% -> %.1f%%; after the repairs: %s%s",
+                     s->kl_before, s->kl_after, 100 * s->top1_before, 100 * s->top1_after,
+                     strcmp(s->applied_status, "ok") ? "diverged at " : "no divergence left (the healthy NVFP4 figures)",
+                     strcmp(s->applied_status, "ok") ? s->applied_first : "");
+            printf("\n");
+            nd_term_wrap(stdout, nd_term_safe(line, cmd, sizeof cmd), 2, 0, width);
+            printf("  command: %s\n", nd_term_safe(s->applied_command, cmd, sizeof cmd));
         }
     }
     nd_trace_free(t);

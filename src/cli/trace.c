@@ -174,10 +174,14 @@ static const nd_row *head_row(const nd_row *rows, int64_t n) {
  * and a repair proves its cause too, that one is added, up to 8 rounds. The result is the set of
  * overrides that makes the whole run clean, each proven on its stage, and its effect on the logits. */
 #define APPLY_ROUNDS 8
-static int check_repair(const nd_trace_opts *o, const nd_trace_result *res, const nd_diagnosis *d0, int json, json_t **out, nd_err *e) {
+/* --apply-repair: the whole model re-run with each proven repair in turn. The text goes to txt
+ * (printed after the table), the JSON to *out, and the figures into res->summary (the trace keeps
+ * them: written before the trace is finished). */
+static int check_repair(const nd_trace_opts *o, nd_trace_result *res, const nd_diagnosis *d0, int json, json_t **out, FILE *txt,
+                        nd_err *e) {
     const char *rep[ND_REPAIR_MAX_OVR];
     if (!nd_diagnosis_overrides(d0, rep, ND_REPAIR_MAX_OVR)) {
-        if (!json) printf("\n--apply-repair: no repair proved the cause; nothing to apply\n");
+        if (!json) fprintf(txt, "\n--apply-repair: no repair proved the cause; nothing to apply\n");
         return 0;
     }
     int cap = o->n_overrides + APPLY_ROUNDS * ND_REPAIR_MAX_OVR, n = o->n_overrides;
@@ -192,7 +196,7 @@ static int check_repair(const nd_trace_opts *o, const nd_trace_result *res, cons
     nd_trace_result after;
     memset(&after, 0, sizeof after);
     json_t *steps = json ? json_array() : NULL;
-    if (!json) printf("\n--apply-repair: the whole model, repairs added while each proves the next divergence's cause:\n");
+    if (!json) fprintf(txt, "\n--apply-repair: the whole model, repairs added while each proves the next divergence's cause:\n");
     for (;;) {
         const char *add[ND_REPAIR_MAX_OVR];
         int na = nd_diagnosis_overrides(d, add, ND_REPAIR_MAX_OVR);
@@ -207,7 +211,7 @@ static int check_repair(const nd_trace_opts *o, const nd_trace_result *res, cons
             json_object_set_new(st, "repair", json_string(d->tries[d->chosen].rep.name));
             json_array_append_new(steps, st);
         } else {
-            printf("  round %d: %s at %s: %s\n", rounds + 1, d->cause, d->row, d->tries[d->chosen].rep.what);
+            fprintf(txt, "  round %d: %s at %s: %s\n", rounds + 1, d->cause, d->row, d->tries[d->chosen].rep.what);
         }
         rounds++;
         nd_trace_opts r = *o;
@@ -231,6 +235,14 @@ static int check_repair(const nd_trace_opts *o, const nd_trace_result *res, cons
         char cmd[4096];
         /* every word shell-quoted: a path or override from the user's files is pasted as data */
         nd_next_command(o, (const char *const *)ovr + o->n_overrides, n - o->n_overrides, cmd, sizeof cmd);
+        nd_trace_summary *s = &res->summary;
+        snprintf(s->applied_command, sizeof s->applied_command, "%s", cmd);
+        snprintf(s->applied_status, sizeof s->applied_status, "%s", after.summary.status);
+        snprintf(s->applied_first, sizeof s->applied_first, "%s", after.summary.first_divergence);
+        s->kl_before = h0 ? h0->kl_div : NAN;
+        s->kl_after = h1 ? h1->kl_div : NAN;
+        s->top1_before = h0 ? h0->top1_agree : NAN;
+        s->top1_after = h1 ? h1->top1_agree : NAN;
         if (json) {
             json_t *c = json_object();
             json_object_set_new(c, "rounds", steps);
@@ -245,11 +257,16 @@ static int check_repair(const nd_trace_opts *o, const nd_trace_result *res, cons
             *out = c;
         } else {
             if (h0 && h1)
-                printf("  final logits (%s, production chained vs reference): KL %.4g -> %.4g, top-1 agreement %.1f%% -> %.1f%%\n",
+                fprintf(txt, "  final logits (%s, production chained vs reference): KL %.4g -> %.4g, top-1 agreement %.1f%% -> %.1f%%\n",
                        h1->name, h0->kl_div, h1->kl_div, 100 * h0->top1_agree, 100 * h1->top1_agree);
-            else printf("  (no head row: the run did not reach the logits; use all layers)\n");
-            printf("  after the repairs: %s\n", strcmp(after.summary.status, "ok") ? after.summary.message : "no divergence left");
-            printf("  command: %s\n", cmd);
+            else fprintf(txt, "  (no head row: the run did not reach the logits; use all layers)\n");
+            fprintf(txt, "  after the repairs: %s\n", strcmp(after.summary.status, "ok") ? after.summary.message : "no divergence left");
+            /* a repaired run with nothing left diverging is this checkpoint's healthy NVFP4 path:
+             * its figures are what NVFP4 itself costs, not a fault left over */
+            if (!strcmp(after.summary.status, "ok") && h1)
+                fprintf(txt, "  (top-1 %.1f%% and KL %.4g are the healthy NVFP4 figures of this checkpoint on these tokens: "
+                        "nothing diverges after the repairs)\n", 100 * h1->top1_agree, h1->kl_div);
+            fprintf(txt, "  command: %s\n", cmd);
         }
     }
     if (steps) json_decref(steps);
@@ -317,6 +334,8 @@ int nd_cmd_trace(int argc, char **argv) {
     const char **ovr = calloc((size_t)argc, sizeof *ovr);
     int64_t *tokens = NULL, ntok = 0;
     int json = 0, no_color = 0, rc = 0, explain_all = 0, apply_repair = 0, force = 0, began = 0, help = 0;
+    char *apply_txt = NULL; /* --apply-repair's text, printed after the table */
+    size_t apply_len = 0;
     const char *tokens_file = NULL;
     nd_diagnosis *diag = NULL;
     int ndiag = 0;
@@ -426,12 +445,17 @@ int nd_cmd_trace(int argc, char **argv) {
         rc = nd_fail(&e, ND_EXIT_BADINPUT, "%s (in the replayed layers): the run tests nothing", res.warning);
     /* the diagnosis above the pipeline: replay the diverged stage under candidate repairs */
     if (!rc && !o.no_probes) rc = nd_diagnose_run(&o, &res, explain_all ? 4 : 0, &diag, &ndiag, &e);
+    /* --apply-repair before the trace is finished: its figures go into /summary */
+    if (!rc && apply_repair && ndiag) {
+        FILE *txt = open_memstream(&apply_txt, &apply_len);
+        rc = txt ? check_repair(&o, &res, &diag[0], json, &check, txt, &e) : nd_fail(&e, ND_EXIT_INTERNAL, "out of memory");
+        if (txt) fclose(txt);
+    }
     if (res.tw) {
         int rc2 = nd_trace_finish(res.tw, rc ? NULL : &res.summary, &e);
         res.tw = NULL;
         if (!rc) rc = rc2;
     }
-    if (!rc && apply_repair && ndiag && json) rc = check_repair(&o, &res, &diag[0], json, &check, &e);
     if (!rc && stacks && json) rc = nd_trace_stack_sweep(&o, stacks, 1, &sweep, &e);
     if (!rc && json && !o.no_probes) rc = nd_trace_stack_findings(o.ckpt_dir, o.stack, 1, &findings, &e);
     if (rc) {
@@ -470,11 +494,7 @@ int nd_cmd_trace(int argc, char **argv) {
         /* what NVFP4 costs, on a healthy run only: after a divergence the logits show the fault */
         if (!strcmp(res.summary.status, "ok")) nd_trace_print_quality(&quality, o.ref_ckpt != NULL, width);
         nd_trace_print_verdict(&res, diag, ndiag, table, width);
-        if (apply_repair && ndiag && (rc = check_repair(&o, &res, &diag[0], json, &check, &e))) {
-            nd_cli_error(&e);
-            nd_trace_result_free(&res);
-            goto out;
-        }
+        if (apply_txt) fputs(apply_txt, stdout);
         if (stacks && (rc = nd_trace_stack_sweep(&o, stacks, 0, NULL, &e))) {
             nd_cli_error(&e);
             nd_trace_result_free(&res);
@@ -496,6 +516,7 @@ int nd_cmd_trace(int argc, char **argv) {
 out:
     if (rc != ND_EXIT_OK && rc != ND_EXIT_FINDING && !began && !help) mark_failed_run(&o, rc, &e);
     free(diag);
+    free(apply_txt);
     if (check) json_decref(check);
     if (sweep) json_decref(sweep);
     if (findings) json_decref(findings);

@@ -398,6 +398,7 @@ static void dump_unused_warning(const nd_loop *lp, const char *path, char *out, 
 
 int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     memset(res, 0, sizeof *res);
+    res->summary.kl_before = res->summary.kl_after = res->summary.top1_before = res->summary.top1_after = NAN;
     nd_run r;
     memset(&r, 0, sizeof r);
     nd_loop lp;

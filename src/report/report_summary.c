@@ -52,9 +52,11 @@ void nd_report_summary(FILE *f, const nd_rmodel *m, const char *id, const char *
         nd_html_wrap(f, "", s->cause, "</code>)</span>");
     }
     /* the diagnosis in words, each under its label where the trace has it */
+    /* after --apply-repair the next command is the one with every repair it proved (all shards) */
+    const char *next = s->applied_command[0] ? s->applied_command : s->next_command;
     const struct { const char *label, *text, *open, *close; } words[] = {
         {"evidence", s->evidence, "", ""},
-        {"next", s->next_command, "<code class=\"cmd\">", "</code>"},
+        {"next", next, "<code class=\"cmd\">", "</code>"},
         {"in words", s->message, "", ""},
     };
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
@@ -62,7 +64,7 @@ void nd_report_summary(FILE *f, const nd_rmodel *m, const char *id, const char *
         item(f, words[i].label, NULL, "");
         /* a stored command is offered to run only when it is one nvfp4dbg writes (shquote.h): a
          * crafted trace cannot put "x; rm -rf ~" in the report's next slot */
-        if (words[i].text == s->next_command && !nd_shcmd_is_ours(s->next_command)) {
+        if (words[i].text == next && !nd_shcmd_is_ours(next)) {
             fprintf(f, "<span class=\"warn\">(not shown: the trace's stored command is not one nvfp4dbg writes)</span>");
             continue;
         }
@@ -80,6 +82,16 @@ void nd_report_summary(FILE *f, const nd_rmodel *m, const char *id, const char *
             fprintf(f, "; layer outputs' rel L2 (chained):");
             for (int k = 0; k < q.npoints; k++) fprintf(f, "%s %.3g (layer %d)", k ? "," : "", q.rel_l2[k], q.layer[k]);
         }
+    }
+    /* trace --apply-repair: the figures before and after every proven repair */
+    if (t->has_summary && s->applied_status[0]) {
+        item(f, "after the repairs", id, "-applied");
+        fprintf(f, "final logits: KL %.4g &rarr; %.4g nats, top-1 %.1f%% &rarr; %.1f%%; ", s->kl_before, s->kl_after,
+                100 * s->top1_before, 100 * s->top1_after);
+        if (!strcmp(s->applied_status, "ok"))
+            fprintf(f, "no divergence left: the figures after are this checkpoint's healthy NVFP4 cost on these tokens");
+        else
+            nd_html_wrap(f, "still diverges at <code>", s->applied_first, "</code>");
     }
     fprintf(f, "</dl></div>\n");
 }

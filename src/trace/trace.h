@@ -69,6 +69,12 @@ typedef struct nd_trace_summary {
     char evidence[256];       /* how the cause was proven, in words */
     char next_command[1024];  /* the options that apply the repair to the whole run */
     double sqnr_before_db, sqnr_after_db, floor_db; /* the stage's SQNR without and with the repair */
+    /* trace --apply-repair (issue 36 item 2; optional on read, "" / NaN when not run): the whole
+     * model re-run with every repair proven in turn */
+    char applied_command[1024];  /* the command with all of them */
+    char applied_status[16];     /* the status of that run: "ok" = no divergence left */
+    char applied_first[ND_NAME_LEN]; /* its first divergence when one is left */
+    double kl_before, kl_after, top1_before, top1_after; /* final logits against the reference */
 } nd_trace_summary;
 
 /* ---- writer ---- */

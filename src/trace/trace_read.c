@@ -239,10 +239,14 @@ static int read_summary(hid_t f, nd_trace *t, const char *path, nd_err *e) {
                           STR_ATTR(s, cause), STR_ATTR(s, message)};
     int rc = read_str_attrs(g, a, sizeof a / sizeof a[0], "%s: /summary has no %s attribute", path, e);
     /* the diagnosis's evidence: optional (traces written before it existed lack it) */
-    const str_attr o[] = {STR_ATTR(s, repair), STR_ATTR(s, evidence), STR_ATTR(s, next_command)};
+    const str_attr o[] = {STR_ATTR(s, repair), STR_ATTR(s, evidence), STR_ATTR(s, next_command),
+                          STR_ATTR(s, applied_command), STR_ATTR(s, applied_status),
+                          {"applied_first_divergence", s->applied_first, sizeof s->applied_first}};
     if (!rc) rc = read_str_attrs(g, o, sizeof o / sizeof o[0], NULL, path, e);
     struct { const char *name; double *dst; } d[] = {
-        {"sqnr_before_db", &s->sqnr_before_db}, {"sqnr_after_db", &s->sqnr_after_db}, {"floor_db", &s->floor_db}};
+        {"sqnr_before_db", &s->sqnr_before_db}, {"sqnr_after_db", &s->sqnr_after_db}, {"floor_db", &s->floor_db},
+        {"kl_before", &s->kl_before}, {"kl_after", &s->kl_after}, {"top1_before", &s->top1_before},
+        {"top1_after", &s->top1_after}};
     for (size_t i = 0; i < sizeof d / sizeof d[0] && !rc; i++) {
         *d[i].dst = NAN;
         rc = nd_h5_get_f64_attr(g, d[i].name, d[i].dst, path, e);

@@ -163,6 +163,11 @@ static int create_summary(nd_trace_w *w, nd_err *e) {
     ND_TRY(nd_h5_put_f64_attr(w->summary, "sqnr_before_db", NAN, w->path, e));
     ND_TRY(nd_h5_put_f64_attr(w->summary, "sqnr_after_db", NAN, w->path, e));
     ND_TRY(nd_h5_put_f64_attr(w->summary, "floor_db", NAN, w->path, e));
+    ND_TRY(nd_h5_put_str_attr(w->summary, "applied_command", "", sizeof s.applied_command, w->path, e));
+    ND_TRY(nd_h5_put_str_attr(w->summary, "applied_status", "", sizeof s.applied_status, w->path, e));
+    ND_TRY(nd_h5_put_str_attr(w->summary, "applied_first_divergence", "", sizeof s.applied_first, w->path, e));
+    static const char *const q[] = {"kl_before", "kl_after", "top1_before", "top1_after"};
+    for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) ND_TRY(nd_h5_put_f64_attr(w->summary, q[i], NAN, w->path, e));
     return 0;
 }
 
@@ -372,6 +377,7 @@ int nd_trace_mark_failed(const char *path, const nd_trace_meta *meta, const char
     snprintf(s.status, sizeof s.status, "error");
     snprintf(s.message, sizeof s.message, "%s", message);
     s.sqnr_before_db = s.sqnr_after_db = s.floor_db = NAN;
+    s.kl_before = s.kl_after = s.top1_before = s.top1_after = NAN;
     return nd_trace_finish(w, &s, e);
 }
 
@@ -390,6 +396,13 @@ int nd_trace_finish(nd_trace_w *w, const nd_trace_summary *s, nd_err *e) {
         if (!rc) rc = nd_h5_set_f64_attr(w->summary, "sqnr_before_db", s->sqnr_before_db, w->path, e);
         if (!rc) rc = nd_h5_set_f64_attr(w->summary, "sqnr_after_db", s->sqnr_after_db, w->path, e);
         if (!rc) rc = nd_h5_set_f64_attr(w->summary, "floor_db", s->floor_db, w->path, e);
+        if (!rc) rc = nd_h5_set_str_attr(w->summary, "applied_command", s->applied_command, w->path, e);
+        if (!rc) rc = nd_h5_set_str_attr(w->summary, "applied_status", s->applied_status, w->path, e);
+        if (!rc) rc = nd_h5_set_str_attr(w->summary, "applied_first_divergence", s->applied_first, w->path, e);
+        if (!rc) rc = nd_h5_set_f64_attr(w->summary, "kl_before", s->kl_before, w->path, e);
+        if (!rc) rc = nd_h5_set_f64_attr(w->summary, "kl_after", s->kl_after, w->path, e);
+        if (!rc) rc = nd_h5_set_f64_attr(w->summary, "top1_before", s->top1_before, w->path, e);
+        if (!rc) rc = nd_h5_set_f64_attr(w->summary, "top1_after", s->top1_after, w->path, e);
         /* status last: a reader that sees a final status sees the rest of the summary too */
         if (!rc && H5Fflush(w->f, H5F_SCOPE_GLOBAL) < 0)
             rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, w->path, "cannot flush the trace file");

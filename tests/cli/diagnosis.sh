@@ -36,6 +36,21 @@ ok "apply-repair: no divergence left" 'tr -d "\n " <"$tmp/a.json" | grep -q "\"s
 ok "apply-repair: two rounds (q_a_proj, kv_proj)" '[ "$(grep -c "\"repair\": \"input_scale_reciprocal\"" "$tmp/a.json")" -ge 2 ]'
 ok "apply-repair: KL $kl0 -> $kl1 falls by 4x, top-1 $t0 -> $t1 rises" \
   'awk -v a="$kl0" -v b="$kl1" -v c="$t0" -v d="$t1" "BEGIN{exit !(b * 4 < a && d > c)}"'
+# ... and the trace keeps it (issue 36 item 2): show, show --json, the report (whose next is the
+# command with both shards), and that command, run as printed, leaves no divergence
+"$bin" show "$tmp/a.h5" >"$tmp/as.txt" 2>&1
+ok "show: the apply-repair outcome, with the healthy figures named" \
+  'grep -q "^--apply-repair: final logits KL .* -> .*, top-1 0.0% -> .*; after the repairs: no divergence left (the healthy NVFP4 figures)" "$tmp/as.txt"'
+"$bin" show "$tmp/a.h5" --json >"$tmp/aj.json" 2>&1
+ok "show --json: summary.apply_repair with the same KL after ($kl1)" \
+  'tr -d "\n " <"$tmp/aj.json" | grep -q "\"apply_repair\":{\"command\":\"nvfp4dbgtrace.*\"status_after\":\"ok\".*\"kl_after\":$kl1"'
+"$bin" report "$tmp/a.h5" --html "$tmp/a.html" -q >/dev/null 2>&1
+ok "report: the after-the-repairs item, and next repairs both shards" \
+  'grep -q "id=\"verdict-applied\">final logits: KL" "$tmp/a.html" && grep -o "<dt>next<dd><code class=\"cmd\">[^<]*" "$tmp/a.html" | grep -q "q_a_proj.input_global_scale=.*kv_proj.input_global_scale="'
+cmd=$(sed -n 's/^  command: nvfp4dbg trace //p' "$tmp/as.txt")
+read -r -a argv <<<"$cmd"
+"$bin" trace "${argv[@]}" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/a2.h5" >/dev/null 2>&1; rc=$?
+ok "the stored command, run as printed: exit $rc (no divergence)" '[ $rc -eq 0 ]'
 
 # the stack sweep on the clean checkpoint: the stacks that keep the checkpoint's meaning serve it,
 # the reciprocal-taking profile does not (and the sweep says where it breaks)
