@@ -2,17 +2,29 @@
  * with PCRE2 and its five behaviours, ByteLevel, Metaspace; Digits is a Split on \p{N}) over the
  * pieces between added tokens, as tokenizers applies them: each step on every piece, empty pieces
  * dropped. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tok_internal.h"
 
 #define OOM() nd_fail(e, ND_EXIT_INTERNAL, "out of memory")
 
-/* s with every occurrence of a replaced by b (and pre prepended); malloc'd */
+/* The normalized text of a prompt may grow (Replace "a" -> "aa" in a chain doubles it each step),
+ * but never past this: a prompt is at most 16 MB, and a tokenizer whose normalizers blow it up
+ * further is refused before the memory goes. */
+#define TOK_NORM_MAX ((size_t)64 << 20)
+
+/* s with every occurrence of a replaced by b (and pre prepended); malloc'd. NULL with *outlen
+ * SIZE_MAX when the result would pass TOK_NORM_MAX. */
 static char *rewrite(const char *s, size_t len, const char *pre, const char *a, const char *b, size_t *outlen) {
     size_t lp = pre ? strlen(pre) : 0, la = a ? strlen(a) : 0, lb = b ? strlen(b) : 0, cnt = 0;
     if (la) for (size_t i = 0; i + la <= len; ) { if (!memcmp(s + i, a, la)) { cnt++; i += la; } else i++; }
+    if (lp > TOK_NORM_MAX || len > TOK_NORM_MAX || (lb && cnt > (TOK_NORM_MAX - lp - len) / lb)) {
+        *outlen = SIZE_MAX;
+        return NULL;
+    }
     size_t n = lp + len + cnt * lb;   /* an upper bound */
+    if (n > TOK_NORM_MAX) { *outlen = SIZE_MAX; return NULL; }
     char *o = malloc(n + 1), *w = o;
     if (!o) return NULL;
     if (lp) { memcpy(w, pre, lp); w += lp; }
@@ -34,7 +46,9 @@ static int replace_piece(tok_piece *p, char *s, size_t len) {
 }
 
 int tok_normalize(const nd_tokenizer *t, tok_pieces *v, const char *what, nd_err *e) {
-    (void)what;
+    /* total: the normalized text; work: the bytes all steps wrote (a long chain of Prepends on a
+     * long text grows quadratically in time without growing past the size limit) */
+    size_t total = 0, work = 0;
     for (size_t i = 0; i < v->n; i++) {
         tok_piece *p = &v->p[i];
         if (p->tok >= 0 || !p->len) continue;
@@ -44,8 +58,18 @@ int tok_normalize(const nd_tokenizer *t, tok_pieces *v, const char *what, nd_err
             if (m->kind == TOK_NORM_NFC) continue;   /* checked on the whole text before (tok_encode.c) */
             char *s = m->kind == TOK_NORM_PREPEND ? rewrite(p->s, p->len, m->a, NULL, NULL, &len)
                                                   : rewrite(p->s, p->len, NULL, m->a, m->b, &len);
+            if (!s && len == SIZE_MAX)
+                return nd_fail(e, ND_EXIT_BADINPUT, "%s: its normalizers (step %d of %d) grow %s past %zu MB: refused", t->path, k + 1,
+                               t->nnorm, what, TOK_NORM_MAX >> 20);
             if (replace_piece(p, s, len)) return OOM();
+            work += len;
+            if (work > 16 * TOK_NORM_MAX)
+                return nd_fail(e, ND_EXIT_BADINPUT, "%s: its %d normalizers rewrite %s past %zu MB in all: refused", t->path,
+                               t->nnorm, what, (16 * TOK_NORM_MAX) >> 20);
         }
+        total += p->len;
+        if (total > TOK_NORM_MAX)
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: its normalizers grow %s past %zu MB: refused", t->path, what, TOK_NORM_MAX >> 20);
     }
     return 0;
 }

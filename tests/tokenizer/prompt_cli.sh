@@ -123,6 +123,17 @@ cp "$save" "$tj"
 printf '{"chat_template": "{{ messages[0].content }}", "bos_token": "<s>"}' >"$ck/tokenizer_config.json"
 bad "an unknown chat template" "tokenizer_config.json: chat_template not recognised.*--prompt without --chat" --prompt "hi" --chat
 
+# a tokenizer whose normalizers blow the text up (40 chained Replace "a" -> "aa": 2^40 bytes; 5000
+# Prepends of 10 kB: quadratic work) is refused within the limits, not run out of memory
+mkdir -p "$tmp/blow"
+# norm ITEM COUNT: the tiny tokenizer with COUNT copies of the normalizer ITEM in a Sequence
+norm() { perl -e 'my ($item, $k) = @ARGV; local $/; my $j = <STDIN>; my $n = join(", ", ($item) x $k);
+  $j =~ s/"normalizer": \{.*?\n  \},\n/"normalizer": {"type": "Sequence", "normalizers": [$n]},\n/s or die; print $j' "$1" "$2" \
+  <"$tk/tokenizer.json" >"$tmp/blow/tokenizer.json"; }
+norm '{"type": "Replace", "pattern": {"String": "a"}, "content": "aa"}' 40
+bad "40 chained Replace a -> aa" "blow/tokenizer.json: its normalizers \\(step [0-9]* of 40\\) grow --prompt past 64 MB: refused" --prompt "a" --tokenizer "$tmp/blow"
+norm "{\"type\": \"Prepend\", \"prepend\": \"$(printf 'x%.0s' $(seq 10000))\"}" 5000
+bad "5000 Prepends of 10 kB" "blow/tokenizer.json: its 5000 normalizers rewrite --prompt past 1024 MB in all: refused" --prompt "a" --tokenizer "$tmp/blow"
 # the shipped checkpoints carry a tokenizer (golden/tokenizers/tiny's), so --prompt works from the README
 for g in seed-bug-v4 clean-v4; do
   "$bin" trace "$root/golden/$g" --backend cpu --prompt "Hello world" --out "$tmp/g.h5" -q >/dev/null 2>"$tmp/err"; rc=$?
