@@ -72,6 +72,9 @@ int nd_prompt_tokens(nd_prompt *p, const char *ckpt_dir, int have_tokens, int64_
     if (nd_utf8_check(text, len, &bad))
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: not valid UTF-8 at byte offset %zu (byte 0x%02X); the prompt must be UTF-8 text",
                        what, bad, (unsigned char)text[bad]);
+    /* the checkpoint's tokenizer files are read only when they lie inside it (a link out of the
+     * folder is refused before anything is read: a parse error would print the start of the file) */
+    if (!p->tokenizer) ND_TRY(nd_dir_links_ok(ckpt_dir, e));
     char tj[4096], cfg[4096];
     struct stat st;
     if (p->tokenizer && stat(p->tokenizer, &st) == 0 && !S_ISDIR(st.st_mode)) {
