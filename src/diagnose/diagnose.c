@@ -178,6 +178,24 @@ int nd_diagnosis_overrides(const nd_diagnosis *d, const char **out, int cap) {
     return n;
 }
 
+/* The proven repair's overrides name what it repairs ("<prefix>.<knob>=v"; a module path or a
+ * stage name): a row of that stage or below it ("layers.1.mlp.experts.4" covers both of the
+ * expert's exchanged projections) is explained by the same cause. */
+static int covered_by_repair(const nd_diagnosis *d, const char *row) {
+    if (d->chosen < 0) return 0;
+    const nd_repair *rp = &d->tries[d->chosen].rep;
+    for (int k = 0; k < rp->n_ovr; k++) {
+        const char *o = rp->ovr[k], *eq = strchr(o, '=');
+        if (!eq) continue;
+        const char *dot = eq;
+        while (dot > o && *dot != '.') dot--;
+        if (!strncmp(o, "model.", 6)) o += 6;
+        const size_t l = dot > o ? (size_t)(dot - o) : 0;
+        if (l && !strncmp(row, o, l) && (row[l] == 0 || row[l] == '.')) return 1;
+    }
+    return 0;
+}
+
 int nd_diagnose_run(const nd_trace_opts *o, nd_trace_result *res, int max_extra, nd_diagnosis **out, int *n_out, nd_err *e) {
     *out = NULL;
     *n_out = 0;
@@ -202,6 +220,19 @@ int nd_diagnose_run(const nd_trace_opts *o, nd_trace_result *res, int max_extra,
     for (int i = 0; i < n; i++) {
         int rc = nd_diagnose_row(o, todo[i], &ds[i], e);
         if (rc) { free(ds); return nd_wrap(e, "diagnosing %s", todo[i]->name); }
+    }
+    /* a proven cause is the diverged stage's verdict: its rows (in memory and in the trace) say it,
+     * so that the table, the rows and the closing line agree (a row's verdict is its cause code,
+     * SPEC §6; the row's own rules may have said only accumulated_error) */
+    for (int i = 0; i < n; i++) {
+        if (ds[i].proof == ND_PROOF_NONE) continue;
+        for (int64_t j = 0; j < res->nrows; j++) {
+            nd_row *row = &res->rows[j];
+            if (!nd_verdict_bad(row->verdict) || !strcmp(row->verdict, ds[i].cause)) continue;
+            if (strcmp(row->name, ds[i].row) && !covered_by_repair(&ds[i], row->name)) continue;
+            snprintf(row->verdict, sizeof row->verdict, "%s", ds[i].cause);
+            if (res->tw && nd_trace_set_verdict(res->tw, j, row, e)) { free(ds); return e->code; }
+        }
     }
     const nd_diagnosis *d = &ds[0];
     const nd_cause *c = nd_cause_find(d->cause);

@@ -85,6 +85,9 @@ int nd_trace_create(const char *path, const nd_trace_meta *meta, const int64_t *
                     nd_trace_w **out, nd_err *e);
 /* Append one row and flush the file. */
 int nd_trace_append(nd_trace_w *w, const nd_row *row, nd_err *e);
+/* Rewrite row `index` (appended before) with *row: the diagnosis puts the proven cause in the
+ * diverged row's verdict (flushed when the trace is finished). */
+int nd_trace_set_verdict(nd_trace_w *w, int64_t index, const nd_row *row, nd_err *e);
 /* /tensors/<stage>/<which> (which = "ref" or "prod"), float32, chunked + deflate. */
 int nd_trace_put_tensor(nd_trace_w *w, const char *stage, const char *which, const float *data,
                         int ndim, const int64_t *shape, nd_err *e);

@@ -288,6 +288,28 @@ int nd_trace_append(nd_trace_w *w, const nd_row *row, nd_err *e) {
     return rc;
 }
 
+int nd_trace_set_verdict(nd_trace_w *w, int64_t index, const nd_row *row, nd_err *e) {
+    if (!w || w->f < 0) return nd_fail(e, ND_EXIT_INTERNAL, "trace: write to a closed trace");
+    if (index < 0 || index >= w->nrows) return nd_fail(e, ND_EXIT_INTERNAL, "%s: no row %lld to rewrite", w->path, (long long)index);
+    nd_row r = *row;
+    ND_TRY(clean_str(r.name, row->name, sizeof r.name, "name", w->path, e));
+    ND_TRY(clean_str(r.op, row->op, sizeof r.op, "op", w->path, e));
+    ND_TRY(clean_str(r.mode, row->mode, sizeof r.mode, "mode", w->path, e));
+    ND_TRY(clean_str(r.verdict, row->verdict, sizeof r.verdict, "verdict", w->path, e));
+    hsize_t off = (hsize_t)index, one = 1;
+    hid_t fs = -1, ms = -1;
+    int rc = 0;
+    /* an element rewritten in place: allowed in SWMR mode (no new object appears) */
+    if ((fs = H5Dget_space(w->stages)) < 0 || (ms = H5Screate_simple(1, &one, NULL)) < 0 ||
+        H5Sselect_hyperslab(fs, H5S_SELECT_SET, &off, NULL, &one, NULL) < 0)
+        rc = ND_H5_FAIL(e, ND_EXIT_INTERNAL, w->path, "cannot select a /stages row");
+    else if (H5Dwrite(w->stages, w->rowtype, ms, fs, H5P_DEFAULT, &r) < 0)
+        rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, w->path, "cannot rewrite a /stages row");
+    nd_h5_close(ms); nd_h5_close(fs);
+    if (rc == ND_EXIT_BADINPUT) w->failed = 1;
+    return rc;
+}
+
 static int check_names(nd_trace_w *w, const char *stage, const char *which, nd_err *e) {
     if (!w || w->f < 0) return nd_fail(e, ND_EXIT_INTERNAL, "trace: write to a closed trace");
     if (!stage || !stage[0] || strchr(stage, '/') || !strcmp(stage, ".") || !strcmp(stage, ".."))

@@ -36,6 +36,11 @@ ok "the same rows as the original naming: compare exit $rc ($(tail -1 "$tmp/c.ou
   --out "$tmp/x.h5" >"$tmp/x.out" 2>&1; rc=$?
 ok "w1/w3 stored exchanged: exit $rc, $(grep -m1 '^cause' "$tmp/x.out" | cut -c1-60)" \
    '[ $rc -eq 1 ] && grep -q "^first divergence at layers.1.block_sparse_moe.experts.4.gate_proj" "$tmp/x.out" && grep -q "^cause gate_up_order (proven by repair)" "$tmp/x.out"'
+# the layer line and the rows say the proven cause too (not accumulated_error above it)
+ok "the layer line names the proven cause: $(grep -E '^1 ' "$tmp/x.out" | tr -s ' ' | cut -c1-80)" \
+   'grep -qE "^1 +block_sparse_moe.experts.4.gate_proj .* gate_up_order" "$tmp/x.out"'
+"$bin" show "$tmp/x.h5" --json >"$tmp/x.json" 2>&1
+ok "and the stored rows of that stage" '[ "$(grep -c "\"verdict\": \"gate_up_order\"" "$tmp/x.json")" -ge 1 ] && ! grep -q "accumulated_error" "$tmp/x.json"'
 next=$(sed -n 's/^  next: nvfp4dbg trace //p' "$tmp/x.out")
 read -r -a argv <<<"$next"
 "$bin" trace "${argv[@]}" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/x2.h5" >"$tmp/x2.out" 2>&1; rc=$?
