@@ -379,7 +379,7 @@ int nd_cmd_inspect(int argc, char **argv) {
      * are still listed */
     if (!rc && fi.recipe[0]) {
         rc = nd_inspect_load_check(c, fi.load, sizeof fi.load, &e);
-        if (rc == ND_EXIT_BADINPUT) {
+        if (rc == ND_EXIT_BADINPUT && strncmp(e.msg, "NVFP4DBG_INSPECT_LOAD_LIMIT", 27)) {
             snprintf(fi.load, sizeof fi.load, "failed (finding unreplayable)");
             rc = nd_findings_add(&f, ND_BREAKS_ALL, "unreplayable", "-", "", "%s", e.msg);
             e = (nd_err){0};

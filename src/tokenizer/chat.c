@@ -42,6 +42,13 @@ static const chat_fmt formats[] = {
     {"mistral-tekken", {"\"[INST]\" + message[\"content\"] + \"[/INST]\"", NULL, NULL}, NULL, 1, NO_TRIM, "[INST]", "[/INST]"},
 };
 
+/* The family of a format row (rows of one family refine each other, first match wins; rows of two
+ * families both matching mean a template this table cannot render) */
+static int family_of(const char *name) {
+    return !strncmp(name, "llama", 5) ? 0 : !strncmp(name, "qwen", 4) || !strncmp(name, "chatml", 6) ? 1
+         : !strncmp(name, "deepseek", 8) ? 2 : 3;
+}
+
 static const char *token_text(json_t *v) {   /* "..." or {"content": "..."} */
     if (json_is_string(v)) return json_string_value(v);
     if (json_is_object(v) && json_is_string(json_object_get(v, "content"))) return json_string_value(json_object_get(v, "content"));
@@ -155,11 +162,27 @@ int nd_chat_render(const char *config_path, const char *text, char **out, const 
         tmpl = jinja;
     }
     const char *bos = token_text(json_object_get(root, "bos_token"));
-    const chat_fmt *f = NULL;
-    for (size_t i = 0; i < sizeof formats / sizeof formats[0] && !f; i++) {
+    /* the file the template came from, for the messages */
+    char src[4200];
+    const char *slash = strrchr(config_path, '/');
+    if (jinja) snprintf(src, sizeof src, "%.*schat_template.jinja", slash ? (int)(slash - config_path + 1) : 0, config_path);
+    else snprintf(src, sizeof src, "%s", config_path);
+    const chat_fmt *f = NULL, *other = NULL;
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
         int ok = !formats[i].not_sig || !strstr(tmpl, formats[i].not_sig);
         for (int k = 0; k < 3 && ok; k++) ok = !formats[i].sig[k] || strstr(tmpl, formats[i].sig[k]);
-        if (ok) f = &formats[i];
+        if (!ok) continue;
+        if (!f) f = &formats[i];
+        else if (!other && family_of(formats[i].name) != family_of(f->name)) other = &formats[i];
+    }
+    if (other) {
+        /* what transformers renders is neither: never one of them silently */
+        int rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: the chat template matches two formats (%s and %s); nvfp4dbg renders only a "
+                         "template it recognises as one: use --prompt without --chat and write the turn markers into the prompt",
+                         src, f->name, other->name);
+        free(jinja);
+        json_decref(root);
+        return rc;
     }
     /* ChatML with a default system message of its own (SmolLM2: "You are a helpful AI assistant named
      * SmolLM, ..."), the message read from the template's literal */
@@ -173,7 +196,7 @@ int nd_chat_render(const char *config_path, const char *text, char **out, const 
     if (!f)
         rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: chat_template not recognised (nvfp4dbg knows the ChatML/Qwen, Llama 3, DeepSeek-V3 and "
                      "Mistral [INST] templates, docs/tokenizer.md); use --prompt without --chat and write the turn markers into the prompt",
-                     config_path);
+                     src);
     else if (f->bos && !bos)
         rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: the %s chat template writes bos_token, which the file does not set", config_path, f->name);
     else if (render(f, tmpl, bos ? bos : "", text, out)) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");

@@ -6,6 +6,19 @@ const char *nd_term_safe(const char *in, char *out, size_t cap) {
     size_t o = 0;
     if (!cap) return out;
     for (const unsigned char *p = (const unsigned char *)(in ? in : ""); *p && o + 1 < cap; p++) {
+        /* UTF-8 of a C1 control (U+0080..U+009F: 0xC2 0x80..0x9F, e.g. CSI U+009B) or a bidi
+         * override/isolate (U+202A..U+202E, U+2066..U+2069: 0xE2 0x80 0xAA..0xAE, 0xE2 0x81
+         * 0xA6..0xA9): a terminal acts on them, so they are written as \u{XXXX} */
+        unsigned cp = 0, nb = 0;
+        if (p[0] == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F) cp = p[1], nb = 2;
+        else if (p[0] == 0xE2 && p[1] == 0x80 && p[2] >= 0xAA && p[2] <= 0xAE) cp = 0x2000u + (p[2] - 0x80u), nb = 3;
+        else if (p[0] == 0xE2 && p[1] == 0x81 && p[2] >= 0xA6 && p[2] <= 0xA9) cp = 0x2040u + (p[2] - 0x80u), nb = 3;
+        if (nb) {
+            if (o + 10 >= cap) break;
+            o += (size_t)snprintf(out + o, cap - o, "\\u{%04x}", cp);
+            p += nb - 1;
+            continue;
+        }
         if (*p < 0x20 || *p == 0x7f) {
             if (o + 5 >= cap) break;
             o += (size_t)snprintf(out + o, cap - o, "\\x%02x", *p);

@@ -198,6 +198,12 @@ grep -q "nvfp4dbg-replay-" "$tmp/out" && { echo "FAIL: replay names its temporar
 # only; replayed alone a packing fault read "ok", exit 0)
 "$bin" trace "$root/golden/clean-v4" --reference-checkpoint "$root/golden/clean-v4/original" --backend cpu --out "$tmp/rt.h5" >/dev/null 2>&1
 run "repro of a trace made with --reference-checkpoint" 2 "rt.h5: the trace was made with --reference-checkpoint" -- repro "$tmp/rt.h5" --stage layers.0.self_attn.q_a_proj --out "$tmp/rb.h5"
+# a prompt with a C1 control (U+009B, CSI) and a right-to-left override: show prints them escaped
+"$bin" trace "$root/golden/clean-v4" --backend cpu --prompt "$(printf 'a\xc2\x9b31mb\xe2\x80\xaec')" --out "$tmp/c1.h5" >/dev/null 2>&1
+run "show of a prompt with C1 and bidi controls" 0 'prompt: a\\u{009b}31mb\\u{202e}c' -- show "$tmp/c1.h5"
+LC_ALL=C grep -q "$(printf '\xc2\x9b')" "$tmp/out" && { echo "FAIL: raw C1 control from show"; fail=$((fail + 1)); } || pass=$((pass + 1))
+# inspect's load-check limit: anything but a byte count is exit 2 (it was ignored)
+NVFP4DBG_INSPECT_LOAD_LIMIT=1K run "NVFP4DBG_INSPECT_LOAD_LIMIT=1K" 2 "NVFP4DBG_INSPECT_LOAD_LIMIT=1K: expected a byte count" -- inspect "$root/golden/clean-v4"
 # a hash router's table (tid2eid) whose rows name one expert twice: exit 2 naming it (it overran the
 # per-expert token lists: heap corruption, or a trace cut short with exit 0)
 mkdir -p "$tmp/tid"; cp "$root/golden/clean-v4/config.json" "$tmp/tid/"

@@ -122,6 +122,14 @@ bad "a prompt tokenized with another model's tokenizer" "token id [0-9]* is outs
 cp "$save" "$tj"
 printf '{"chat_template": "{{ messages[0].content }}", "bos_token": "<s>"}' >"$ck/tokenizer_config.json"
 bad "an unknown chat template" "tokenizer_config.json: chat_template not recognised.*--prompt without --chat" --prompt "hi" --chat
+# the same unknown template in chat_template.jinja: the message names that file
+printf '{"bos_token": "<s>"}' >"$ck/tokenizer_config.json"; printf '{{ messages[0].content }}' >"$ck/chat_template.jinja"
+bad "an unknown chat_template.jinja" "chat_template.jinja: chat_template not recognised" --prompt "hi" --chat
+rm "$ck/chat_template.jinja"
+# a template with the markers of two families (Mistral [INST] and a ChatML generation prompt):
+# transformers would render neither format, so it is refused, not rendered as one of them
+perl -pe 's/("chat_template": ".*)"(,?)$/$1\{\{\x27<|im_start|>assistant\\\\n\x27\}\}"$2/' "$cfg_save" >"$ck/tokenizer_config.json"
+bad "a template matching two formats" "tokenizer_config.json: the chat template matches two formats \\(chatml and mistral-v1\\)" --prompt "hi" --chat
 
 # the checkpoint's tokenizer.json as a link out of the folder: refused before it is read (a parse
 # error used to print the start of the file it pointed at)
