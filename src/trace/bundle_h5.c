@@ -359,10 +359,11 @@ static int read_routing(hid_t f, nd_bundle *b, const char *path, nd_err *e) {
             in->k = (int)dims[1];
             rc = read_exact(h, "ids", H5T_INTEGER, H5T_NATIVE_INT32, sizeof(int32_t), dims[0], dims[1], (void **)&in->idx, in->name, path, e);
         }
-        /* a token routes to k distinct experts */
+        /* a token routes to k distinct experts (a negative id is an empty slot: the compressed
+         * attention's selection pads with -1) */
         for (hsize_t r = 0; !rc && r < dims[0]; r++)
             for (hsize_t s = 1; !rc && s < dims[1]; s++)
-                for (hsize_t u = 0; u < s; u++)
+                for (hsize_t u = 0; u < s && in->idx[r * dims[1] + s] >= 0; u++)
                     if (in->idx[r * dims[1] + s] == in->idx[r * dims[1] + u]) {
                         rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: /routing/%s/ids: row %llu names expert %d twice (a token routes "
                                      "to distinct experts)", path, in->name, (unsigned long long)r, (int)in->idx[r * dims[1] + s]);
