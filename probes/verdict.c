@@ -87,6 +87,14 @@ static const char *error_cause(const nd_row *r) {
     return "accumulated_error";
 }
 
+/* a chained row broken by its own module: a non-finite or zero scale, or an all-zero output whose
+ * own quantizer figures name a cause (an all-zero output downstream of one is its propagation) */
+static int broken_chained(const nd_row *r) {
+    if (!r->quantized) return 0;
+    if (scale_cause(r)) return 1;
+    return r->prod_amax == 0 && r->ref_amax > 0 && strcmp(error_cause(r), "accumulated_error");
+}
+
 void nd_verdict_row(nd_row *r, const nd_thresholds *th) {
     int chained = !strcmp(r->mode, "chained");
     int ref_bad = r->ref_nan + r->ref_inf > 0, prod_bad = r->prod_nan + r->prod_inf > 0;
@@ -109,6 +117,15 @@ void nd_verdict_row(nd_row *r, const nd_thresholds *th) {
      * when both paths happen to agree (e.g. both all-zero after a zero ModelOpt weight_scale_2) */
     if (!chained && (!strcmp(r->finding, "nonfinite_scale") || !strcmp(r->finding, "nan_weight_scale"))) {
         set(r, r->finding);
+        return;
+    }
+    /* a chained row carries earlier error by design and is judged by its isolated twin; but a
+     * production output that is all zeros where the reference is not, or one from a module that runs
+     * with a non-finite or zero scale, is broken whatever came before (a --mode chained run has no
+     * isolated row to say so) */
+    if (chained && broken_chained(r)) {
+        const char *c = scale_cause(r);
+        set(r, c ? c : error_cause(r));
         return;
     }
     if (isfinite(r->topk_agree)) {
@@ -176,7 +193,9 @@ int64_t nd_first_divergence(const nd_row *rows, int64_t n, nd_trace_summary *s) 
             /* chained rows only count when NaN/Inf appears there first: their drift is expected to
              * grow with depth, and their verdicts (nan_input; drift is not a failure) are shown in the
              * table for the reader but do not name a first divergence */
-            if (pass && (!strcmp(rows[i].verdict, "nan_input") || rows[i].prod_nan + rows[i].prod_inf == 0)) continue;
+            if (pass && (!strcmp(rows[i].verdict, "nan_input") ||
+                         (rows[i].prod_nan + rows[i].prod_inf == 0 && !broken_chained(&rows[i]))))
+                continue;
             hit = i;
             break;
         }

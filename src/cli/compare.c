@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <limits.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -246,8 +247,8 @@ int nd_cmd_compare(int argc, char **argv) {
         } else if (!strcmp(a, "--max") || !strncmp(a, "--max=", 6)) {
             const char *v = a[5] == '=' ? a + 6 : ++i < argc ? argv[i] : NULL;
             char *end = NULL;
-            long m = v && *v ? strtol(v, &end, 10) : -1;
-            if (!v || !*v || *end || m < 0 || m > 1000000000L)
+            long m = v && *v >= '0' && *v <= '9' ? strtol(v, &end, 10) : -1;
+            if (m < 0 || !end || *end || m > INT_MAX) /* m < 0: no digits read (end unset) */
                 return nd_cli_usage_error(cmd, "--max needs a row count (0: all)");
             max = (int)m;
         } else if (a[0] == '-' && a[1]) {

@@ -334,8 +334,11 @@ int nd_cmd_inspect(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
         else if (!strcmp(argv[i], "--json")) as_json = 1;
-        else if (!strcmp(argv[i], "--modules")) show = SHOW_MODULES;
-        else if (!strcmp(argv[i], "--findings")) show = SHOW_FINDINGS;
+        else if (!strcmp(argv[i], "--modules") || !strcmp(argv[i], "--findings")) {
+            const int want = argv[i][2] == 'm' ? SHOW_MODULES : SHOW_FINDINGS;
+            if (show != SHOW_DEFAULT && show != want) return nd_cli_usage_error("inspect", "--modules and --findings exclude each other");
+            show = want;
+        }
         else if (!strcmp(argv[i], "--tp") || !strncmp(argv[i], "--tp=", 5)) {
             char *v = argv[i][4] == '=' ? argv[i] + 5 : i + 1 < argc ? argv[++i] : NULL, *end = NULL;
             long t = v ? strtol(v, &end, 10) : 0;

@@ -162,8 +162,11 @@ int nd_cmd_repro(int argc, char **argv) {
     snprintf(b->stage, sizeof b->stage, "%s", stage);
     nd_row again;
     rc = nd_stage_replay(&opt, stage, NULL, 0, NULL, &again, NULL, &e);
+    /* the replay's own reason first (a malformed override, a missing tensor): the stage not having
+     * run is what follows from it, not why */
     if (rc == ND_EXIT_BADINPUT && !b->stage_yaml) {
-        rc = nd_cli_usage_error("repro", "%s: stage '%s' did not run when the checkpoint was replayed", ckpt, stage);
+        nd_wrap(&e, "%s: stage '%s' did not run when the checkpoint was replayed", ckpt, stage);
+        rc = nd_cli_error(&e);
         goto out;
     }
     if (rc) { nd_cli_error(&e); goto out; }

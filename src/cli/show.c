@@ -13,6 +13,7 @@
 #include "trace/trace.h"
 #include "trace_text.h"
 #include "util/term.h"
+#include "util/shquote.h"
 
 static const char *usage_text =
     "usage: nvfp4dbg show TRACE.h5 [--csv|--json] [--stage PATTERN]\n"
@@ -196,7 +197,9 @@ int nd_cmd_show(int argc, char **argv) {
                      strcmp(s->applied_status, "ok") ? s->applied_first : "");
             printf("\n");
             nd_term_wrap(stdout, nd_term_safe(line, cmd, sizeof cmd), 2, 0, width);
-            printf("  command: %s\n", nd_term_safe(s->applied_command, cmd, sizeof cmd));
+            /* a stored command is offered only in the form nvfp4dbg writes (util/shquote.h) */
+            if (nd_shcmd_is_ours(s->applied_command)) printf("  command: %s\n", nd_term_safe(s->applied_command, cmd, sizeof cmd));
+            else printf("  command: (not shown: the trace's stored command is not one nvfp4dbg writes)\n");
         }
     }
     nd_trace_free(t);

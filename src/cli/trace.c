@@ -414,6 +414,7 @@ int nd_cmd_trace(int argc, char **argv) {
         goto out;
     }
     if (prompt.chat && !nd_prompt_given(&prompt)) { rc = nd_cli_usage_error("trace", "--chat needs --prompt or --prompt-file"); goto out; }
+    if (o.no_probes && apply_repair) { rc = nd_cli_usage_error("trace", "--apply-repair needs the diagnosis, which --no-probes turns off"); goto out; }
     {   /* the trace never replaces an input of the run, a link or a device (util/outfile.h) */
         const char *inputs[48] = {o.ckpt_dir, o.ref_ckpt, o.prod_dump, tokens_file, prompt.file};
         int n_in = 5;
@@ -505,7 +506,9 @@ int nd_cmd_trace(int argc, char **argv) {
     }
     int quantized = 0;
     for (int64_t i = 0; i < res.nrows && !quantized; i++) quantized = res.rows[i].quantized && !strcmp(res.rows[i].op, "linear");
-    if (!quantized && !json) {
+    if (o.no_probes && !json) {
+        printf("note: --no-probes: nothing was measured or judged (a timing baseline), so \"no divergence\" says nothing\n");
+    } else if (!quantized && !json) {
         char dir[1024];
         printf("note: %s holds no quantized stage%s: both paths ran the same weights, nothing quantized was compared\n",
                nd_term_safe(o.ckpt_dir, dir, sizeof dir), o.allow_unquantized ? " (--allow-unquantized)" : "");

@@ -48,8 +48,14 @@ void nd_report_summary(FILE *f, const nd_rmodel *m, const char *id, const char *
     }
     if (t->has_summary && s->cause[0]) {
         item(f, "cause", id, "-cause");
-        nd_html_wrap(f, "<code class=\"cause\">", s->cause, "</code> <span class=\"note\">(<code>nvfp4dbg explain ");
-        nd_html_wrap(f, "", s->cause, "</code>)</span>");
+        /* the explain command only for a word a cause code can be (lower-case letters, digits, '_'):
+         * a crafted trace's text is shown as text, never as a command */
+        if (strspn(s->cause, "abcdefghijklmnopqrstuvwxyz0123456789_") == strlen(s->cause)) {
+            nd_html_wrap(f, "<code class=\"cause\">", s->cause, "</code> <span class=\"note\">(<code>nvfp4dbg explain ");
+            nd_html_wrap(f, "", s->cause, "</code>)</span>");
+        } else {
+            nd_html_wrap(f, "<code class=\"cause\">", s->cause, "</code> <span class=\"warn\">(not a cause code)</span>");
+        }
     }
     /* the diagnosis in words, each under its label where the trace has it */
     /* after --apply-repair the next command is the one with every repair it proved (all shards) */

@@ -204,6 +204,8 @@ run "show of a prompt with C1 and bidi controls" 0 'prompt: a\\u{009b}31mb\\u{20
 LC_ALL=C grep -q "$(printf '\xc2\x9b')" "$tmp/out" && { echo "FAIL: raw C1 control from show"; fail=$((fail + 1)); } || pass=$((pass + 1))
 # inspect's load-check limit: anything but a byte count is exit 2 (it was ignored)
 NVFP4DBG_INSPECT_LOAD_LIMIT=1K run "NVFP4DBG_INSPECT_LOAD_LIMIT=1K" 2 "NVFP4DBG_INSPECT_LOAD_LIMIT=1K: expected a byte count" -- inspect "$root/golden/clean-v4"
+# compare --max with a value that is not a count (a leading space crashed it: exit 139)
+run "compare --max ' 5'" 2 "--max needs a row count" -- compare "$tmp/rt.h5" "$tmp/rt.h5" --max " 5"
 # a hash router's table (tid2eid) whose rows name one expert twice: exit 2 naming it (it overran the
 # per-expert token lists: heap corruption, or a trace cut short with exit 0)
 mkdir -p "$tmp/tid"; cp "$root/golden/clean-v4/config.json" "$tmp/tid/"

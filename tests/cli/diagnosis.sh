@@ -52,6 +52,18 @@ read -r -a argv <<<"$cmd"
 "$bin" trace "${argv[@]}" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/a2.h5" >/dev/null 2>&1; rc=$?
 ok "the stored command, run as printed: exit $rc (no divergence)" '[ $rc -eq 0 ]'
 
+# --mode chained alone (no isolated rows) still names a module broken on its own: the seed's
+# all-zero q_a_proj output (it passed with exit 0), and a module run with an infinite input scale
+"$bin" trace "$seed" --backend "${ND_TEST_BACKEND:-cpu}" --mode chained --tokens 1,2,3 --out "$tmp/ch.h5" >"$tmp/ch.txt" 2>&1; rc=$?
+ok "--mode chained on the seed: exit $rc, $(grep -m1 '^first divergence' "$tmp/ch.txt" | cut -c1-90)" \
+  '[ $rc -eq 1 ] && grep -q "^first divergence at layers.0.self_attn.q_a_proj (chained): .*scale_inverted" "$tmp/ch.txt"'
+"$bin" synth "$tmp/inf" --from "$root/golden/clean-v4" --inject input-scale-inf@layers.1.self_attn.q_b_proj >/dev/null 2>&1
+"$bin" trace "$tmp/inf" --backend "${ND_TEST_BACKEND:-cpu}" --mode chained --out "$tmp/inf.h5" >"$tmp/inf.txt" 2>&1; rc=$?
+ok "--mode chained with an infinite input scale: exit $rc, nonfinite_scale" \
+  '[ $rc -eq 1 ] && grep -q "^first divergence at layers.1.self_attn.q_b_proj (chained): .*nonfinite_scale" "$tmp/inf.txt"'
+"$bin" trace "$root/golden/clean-v4" --backend "${ND_TEST_BACKEND:-cpu}" --mode chained --out "$tmp/cc.h5" >/dev/null 2>&1; rc=$?
+ok "--mode chained on the clean checkpoint: exit $rc" '[ $rc -eq 0 ]'
+
 # the stack sweep on the clean checkpoint: the stacks that keep the checkpoint's meaning serve it,
 # the reciprocal-taking profile does not (and the sweep says where it breaks)
 "$bin" trace "$root/golden/clean-v4" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/c.h5" --stacks all --json >"$tmp/c.json" 2>/dev/null

@@ -523,7 +523,7 @@ static void test_hostile_summary(void) {
           "and in the layer table");
     CHECK(strstr(page, "x &lt;img src=y onerror=alert(3)&gt;") != NULL, "evidence escaped");
     CHECK(strstr(page, "&#39;&lt;/code&gt;&lt;script&gt;&#39; --override") != NULL, "next command escaped");
-    CHECK_EQ_INT(count(page, "&lt;i&gt;c&lt;/i&gt;"), 2);   /* cause and its explain hint */
+    CHECK_EQ_INT(count(page, "&lt;i&gt;c&lt;/i&gt;"), 1);   /* the cause, escaped; no explain hint for a non-code */
     free(page);
     nd_trace_free(t);
 }
@@ -595,6 +595,8 @@ static void test_write_and_routing_load(const char *dir) {
     snprintf(s.status, sizeof s.status, "ok");
     /* a crafted trace's stored next command is never offered as one to run */
     snprintf(s.next_command, sizeof s.next_command, "nvfp4dbg trace x; touch /tmp/pwned #");
+    /* ... nor a crafted cause as an explain command */
+    snprintf(s.cause, sizeof s.cause, "x; touch /tmp/owned");
     CHECK_EQ_INT(nd_trace_finish(w, &s, &e), 0);
     nd_trace *t = NULL;
     CHECK_EQ_INT(nd_trace_read(path, &t, &e), 0);
@@ -626,6 +628,7 @@ static void test_write_and_routing_load(const char *dir) {
     CHECK(strstr(buf, "1 router stage without a /routing entry") != NULL, "missing routing noted");
     CHECK(!strstr(buf, "touch /tmp/pwned") && strstr(buf, "not shown: the trace's stored command is not one nvfp4dbg writes"),
           "a crafted next command is not shown");
+    CHECK(!strstr(buf, "nvfp4dbg explain x;") && strstr(buf, "(not a cause code)"), "a crafted cause is not an explain command");
     free(buf);
     /* an output folder that does not exist: exit 2, nothing created */
     snprintf(bad, sizeof bad, "%s/no/such/dir/page.html", dir);
