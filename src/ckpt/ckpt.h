@@ -141,6 +141,9 @@ const nd_tview *nd_ckpt_find(const nd_ckpt *c, const char *name);
 int nd_ckpt_module(const nd_ckpt *c, const char *path, nd_module *out, nd_err *e);
 /* 1 if the module path has any tensor in the checkpoint. */
 int nd_ckpt_has_module(const nd_ckpt *c, const char *path);
+/* The other half of an MLP's gate/up pair for a module path's last name (gate_proj <-> up_proj,
+ * w1 <-> w3), or NULL when it names neither; *self gets the path's own last name. */
+const char *nd_gate_up_sibling(const char *path, const char **self);
 /* Is this module excluded from quantization by the checkpoint's quantization config? */
 int nd_ckpt_module_ignored(const nd_ckpt *c, const char *path);
 /* Modules found in the tensor names: every prefix P with a 2-D P.weight, or with a tensor that

@@ -240,3 +240,15 @@ int nd_ckpt_module(const nd_ckpt *c, const char *path, nd_module *m, nd_err *e) 
     }
     return 0;
 }
+
+const char *nd_gate_up_sibling(const char *path, const char **self) {
+    static const char *const pair[][2] = {{"gate_proj", "up_proj"}, {"w1", "w3"}};
+    const char *dot = strrchr(path, '.'), *leaf = dot ? dot + 1 : path;
+    for (size_t i = 0; i < sizeof pair / sizeof pair[0]; i++)
+        for (int j = 0; j < 2; j++)
+            if (!strcmp(leaf, pair[i][j])) {
+                if (self) *self = pair[i][j];
+                return pair[i][!j];
+            }
+    return NULL;
+}

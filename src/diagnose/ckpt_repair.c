@@ -47,26 +47,21 @@ static double sibling_input(const nd_ckpt *c, const nd_module *m, int *count) {
  * against the original (--reference-checkpoint): without it both paths would read the sibling, and
  * any fault of the row's own tensors (an inverted input scale) would be "restored" by that. */
 static int gate_up_repair(const nd_ckpt *c, const nd_row *row, const nd_stage_info *in, nd_repair *out, int cap) {
-    static const char *const pair[][2] = {{"gate_proj", "up_proj"}, {"w1", "w3"}};
     if (!in->has_original) return 0;
-    const char *mdot = strrchr(in->module, '.'), *rdot = strrchr(row->name, '.');
-    if (!mdot || !rdot) return 0;
-    for (size_t i = 0; i < sizeof pair / sizeof pair[0]; i++)
-        for (int j = 0; j < 2; j++) {
-            if (strcmp(mdot + 1, pair[i][j])) continue;
-            char sib[sizeof in->module + 16];
-            snprintf(sib, sizeof sib, "%.*s.%s", (int)(mdot - in->module), in->module, pair[i][!j]);
-            if (!nd_ckpt_has_module(c, sib)) return 0;
-            int n = 0;
-            nd_repair *r = add(out, &n, cap, "gate_up_tensors_swapped");
-            if (!r) return 0;
-            snprintf(r->cause, sizeof r->cause, "gate_up_order");
-            snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%.*s.gate_up_tensors_swapped=1", (int)(rdot - row->name), row->name);
-            snprintf(r->what, sizeof r->what, "the checkpoint's %s read as %s and %s as %s (stored exchanged)", in->module,
-                     pair[i][!j], sib, pair[i][j]);
-            return n;
-        }
-    return 0;
+    const char *mdot = strrchr(in->module, '.'), *rdot = strrchr(row->name, '.'), *self = NULL;
+    const char *other = nd_gate_up_sibling(in->module, &self);
+    if (!mdot || !rdot || !other) return 0;
+    char sib[sizeof in->module + 16];
+    snprintf(sib, sizeof sib, "%.*s.%s", (int)(mdot - in->module), in->module, other);
+    if (!nd_ckpt_has_module(c, sib)) return 0;
+    int n = 0;
+    nd_repair *r = add(out, &n, cap, "gate_up_tensors_swapped");
+    if (!r) return 0;
+    snprintf(r->cause, sizeof r->cause, "gate_up_order");
+    snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%.*s.gate_up_tensors_swapped=1", (int)(rdot - row->name), row->name);
+    snprintf(r->what, sizeof r->what, "the checkpoint's %s read as %s and %s as %s (stored exchanged)", in->module, other, sib,
+             self);
+    return n;
 }
 
 int nd_ckpt_repairs_for(const char *ckpt_dir, const nd_row *row, const nd_stage_info *in, nd_repair *out, int cap) {

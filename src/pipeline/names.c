@@ -132,20 +132,14 @@ const nd_tview *nd_run_tensor(nd_run *r, int reference, const char *canonical) {
 /* canonical's gate_proj <-> up_proj (w1 <-> w3) when the override <parent>.gate_up_tensors_swapped
  * is set for its MLP or expert (the stage-style name: "model." dropped), written into out. */
 static const char *gate_up_swapped(nd_run *r, const char *canonical, char *out, size_t cap) {
-    static const char *const pair[][2] = {{"gate_proj", "up_proj"}, {"w1", "w3"}};
-    const char *dot = strrchr(canonical, '.');
-    if (!dot) return canonical;
-    for (size_t i = 0; i < sizeof pair / sizeof pair[0]; i++)
-        for (int j = 0; j < 2; j++) {
-            if (strcmp(dot + 1, pair[i][j])) continue;
-            char parent[256];
-            const char *p = !strncmp(canonical, "model.", 6) ? canonical + 6 : canonical;
-            snprintf(parent, sizeof parent, "%.*s", (int)(dot - p), p);
-            if (!nd_stack_gate_up_tensors_swapped(&r->stack, parent)) return canonical;
-            snprintf(out, cap, "%.*s.%s", (int)(dot - canonical), canonical, pair[i][!j]);
-            return out;
-        }
-    return canonical;
+    const char *dot = strrchr(canonical, '.'), *sib = nd_gate_up_sibling(canonical, NULL);
+    if (!dot || !sib) return canonical;
+    char parent[256];
+    const char *p = !strncmp(canonical, "model.", 6) ? canonical + 6 : canonical;
+    snprintf(parent, sizeof parent, "%.*s", (int)(dot - p), p);
+    if (!nd_stack_gate_up_tensors_swapped(&r->stack, parent)) return canonical;
+    snprintf(out, cap, "%.*s.%s", (int)(dot - canonical), canonical, sib);
+    return out;
 }
 
 int nd_run_module(nd_run *r, int reference, const char *canonical, nd_module *m, nd_err *e) {

@@ -202,12 +202,8 @@ static int rename_scale(const nd_ckpt *ck, const nd_module *m, sy_static *st, sy
 
 /* every tensor of P.gate_proj and P.up_proj (P.w1, P.w3) renamed to the other's name */
 static int gate_up_swap(const nd_ckpt *ck, const nd_module *m, sy_static *st, sy_fault *f, nd_err *e) {
-    static const char *const pair[][2] = {{"gate_proj", "up_proj"}, {"w1", "w3"}};
-    const char *dot = strrchr(m->path, '.');
-    const char *other = NULL, *self = NULL;
-    for (size_t i = 0; dot && !other && i < sizeof pair / sizeof pair[0]; i++)
-        for (int j = 0; j < 2; j++)
-            if (!strcmp(dot + 1, pair[i][j])) { self = pair[i][j]; other = pair[i][!j]; break; }
+    const char *dot = strrchr(m->path, '.'), *self = NULL;
+    const char *other = dot ? nd_gate_up_sibling(m->path, &self) : NULL;
     if (!other) return not_for(ck, f, m->path, "is not a gate_proj, up_proj, w1 or w3", e);
     const int pl = (int)(dot - m->path);
     char sib[400];
