@@ -29,8 +29,8 @@ else
 fi
 for T in $sizes; do
   awk -v n="$T" -v v="$vocab" 'BEGIN { for (i = 0; i < n; i++) print (i * 7919 + 13) % v }' > /tmp/bench-tokens.txt
-  "$bin" trace "$ck" --backend "$be" --tokens-file /tmp/bench-tokens.txt --json --out /tmp/bench.h5 > /tmp/bench-a.json || [ $? -eq 1 ]
-  "$bin" trace "$ck" --backend "$be" --tokens-file /tmp/bench-tokens.txt --json --no-probes --out /tmp/bench-np.h5 > /tmp/bench-b.json || [ $? -eq 1 ]
+  "$bin" trace --force "$ck" --backend "$be" --tokens-file /tmp/bench-tokens.txt --json --out /tmp/bench.h5 > /tmp/bench-a.json || [ $? -eq 1 ]
+  "$bin" trace --force "$ck" --backend "$be" --tokens-file /tmp/bench-tokens.txt --json --no-probes --out /tmp/bench-np.h5 > /tmp/bench-b.json || [ $? -eq 1 ]
   a=$(grep -o '"elapsed_s": [0-9.e+-]*' /tmp/bench-a.json | awk '{ print $2 }')
   b=$(grep -o '"elapsed_s": [0-9.e+-]*' /tmp/bench-b.json | awk '{ print $2 }')
   w=$(grep -o '"weight_bytes": [0-9]*' /tmp/bench-a.json | awk '{ print $2 }')

@@ -88,13 +88,13 @@ bw=$(awk -v n="$bytes" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", n / (b - a)
 say "safetensors: $bytes bytes, cat at $bw GB/s (page cache)"
 
 field() { grep -o "\"$1\": [0-9.e+-]*" "$2" | head -n 1 | awk '{ print $2 }'; }
-rows() { grep -v '"elapsed_s"\|"upload_s"\|"trace"' "$1"; }
+rows() { grep -v '"elapsed_s"\|"upload_s"\|"trace"\|"next_command"' "$1"; }
 json_rows=""; skipped=""
 largest=$(echo $sizes | awk '{ print $NF }'); smallest=$(echo $sizes | awk '{ print $1 }')
 printf "%8s %10s %10s %9s %9s %10s %10s %10s %10s %11s\n" tokens trace_s nodefer_s rss_GB rss_nd_GB peer_s io_floor_s gemm_flr_s peer/trace trace/floor | tee -a "$log"
 for T in $sizes; do
   awk -v n="$T" -v v="$vocab" 'BEGIN { for (i = 0; i < n; i++) print (i * 7919 + 13) % v }' > "$work/tok.txt"
-  run_rss "$bin" trace "$ck" --backend "$be" --tokens-file "$work/tok.txt" --json --out "$work/on.h5" > "$logs/trace-$T.json" 2> "$logs/trace-$T.err"
+  run_rss "$bin" trace --force "$ck" --backend "$be" --tokens-file "$work/tok.txt" --json --out "$work/on.h5" > "$logs/trace-$T.json" 2> "$logs/trace-$T.err"
   rc_on=$rc; rss_on=$rss_kb
   a=$(field elapsed_s "$logs/trace-$T.json"); w=$(field weight_bytes "$logs/trace-$T.json")
   f32=$(field gemm_flops_fp32 "$logs/trace-$T.json"); f16=$(field gemm_flops_bf16 "$logs/trace-$T.json")
@@ -102,7 +102,7 @@ for T in $sizes; do
   if [ "$T" = "$largest" ] && [ $(elapsed) -gt $((budget * 2 / 3)) ]; then
     skipped="$skipped nodefer@$T"
   else
-    run_rss env NVFP4DBG_NO_DEFER=1 "$bin" trace "$ck" --backend "$be" --tokens-file "$work/tok.txt" --json --out "$work/off.h5" > "$logs/nodefer-$T.json" 2> "$logs/nodefer-$T.err"
+    run_rss env NVFP4DBG_NO_DEFER=1 "$bin" trace --force "$ck" --backend "$be" --tokens-file "$work/tok.txt" --json --out "$work/off.h5" > "$logs/nodefer-$T.json" 2> "$logs/nodefer-$T.err"
     rc_off=$rc; rss_nd=$rss_kb
     nd=$(field elapsed_s "$logs/nodefer-$T.json")
     if [ $rc_on -eq $rc_off ] && diff <(rows "$logs/trace-$T.json") <(rows "$logs/nodefer-$T.json") > /dev/null; then same=identical; else same="DIFFER (exit $rc_on vs $rc_off)"; fi
@@ -128,7 +128,7 @@ done
 for T in $smallest $largest; do
   [ $(elapsed) -lt $budget ] || { skipped="$skipped profile@$T"; continue; }
   awk -v n="$T" -v v="$vocab" 'BEGIN { for (i = 0; i < n; i++) print (i * 7919 + 13) % v }' > "$work/tok.txt"
-  NVFP4DBG_PROFILE=1 "$bin" trace "$ck" --backend "$be" --tokens-file "$work/tok.txt" --out "$work/p.h5" > /dev/null 2> "$logs/profile-$T.txt"
+  NVFP4DBG_PROFILE=1 "$bin" trace --force "$ck" --backend "$be" --tokens-file "$work/tok.txt" --out "$work/p.h5" > /dev/null 2> "$logs/profile-$T.txt"
   say "profile $T tokens: top stages"
   grep '^profile:' "$logs/profile-$T.txt" | sort -k4 -g -r | head -n 8 | tee -a "$log"
 done

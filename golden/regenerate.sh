@@ -18,7 +18,7 @@ rm -rf seed-bug-v4 seed-bug-v4.faults.json clean-v4 clean-v4.faults.json
 
 mkdir -p traces
 for ck in seed-bug-v4 clean-v4; do
-  "$bin" trace "$ck" --backend cpu --out "traces/$ck.tmp.h5" >/dev/null || [ $? -eq 1 ]
+  "$bin" trace --force "$ck" --backend cpu --out "traces/$ck.tmp.h5" >/dev/null || [ $? -eq 1 ]
   mv "traces/$ck.tmp.h5" "traces/$ck.h5"
 done
 echo "regenerated: seed-bug-v4 clean-v4 and traces/"

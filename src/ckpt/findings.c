@@ -203,22 +203,41 @@ int nd_check_fused(const nd_module *a, const nd_module *b, nd_findings *f) {
     return 0;
 }
 
+/* The shards a serving stack fuses into one GEMM, each group in its checking order. */
+static const char *const fused_groups[][4] = {
+    {"q_a_proj", "kv_proj", "kv_a_proj_with_mqa", NULL}, {"wq_a", "wkv", NULL, NULL},
+    {"q_proj", "k_proj", "v_proj", NULL}, {"gate_proj", "up_proj", NULL, NULL}, {"w1", "w3", NULL, NULL},
+};
+
+/* the group of a module's last path component and its place in it; -1 when it is in none */
+static int fused_group_of(const char *last, int *pos) {
+    for (int g = 0; g < (int)(sizeof fused_groups / sizeof fused_groups[0]); g++)
+        for (int k = 0; k < 4 && fused_groups[g][k]; k++)
+            if (!strcmp(last, fused_groups[g][k])) { *pos = k; return g; }
+    return -1;
+}
+
 int nd_fused_partner(const nd_ckpt *c, const char *path, char *out, size_t cap) {
-    static const char *const pairs[][2] = {
-        {"q_a_proj", "kv_proj"}, {"q_a_proj", "kv_a_proj_with_mqa"}, {"wq_a", "wkv"},
-        {"q_proj", "k_proj"}, {"k_proj", "v_proj"}, {"gate_proj", "up_proj"}, {"w1", "w3"},
-    };
     const char *dot = strrchr(path, '.');
     const char *last = dot ? dot + 1 : path;
     size_t pl = (size_t)(last - path);
-    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
-        if (strcmp(last, pairs[i][0]) != 0) continue;
-        if (pl + strlen(pairs[i][1]) + 1 > cap) return 0;
+    int pos, g = fused_group_of(last, &pos);
+    if (g < 0) return 0;
+    for (int k = pos + 1; k < 4 && fused_groups[g][k]; k++) {
+        if (pl + strlen(fused_groups[g][k]) + 1 > cap) return 0;
         memcpy(out, path, pl);
-        strcpy(out + pl, pairs[i][1]);
+        strcpy(out + pl, fused_groups[g][k]);
         if (nd_ckpt_has_module(c, out)) return 1;
     }
     return 0;
+}
+
+int nd_fused_shards(const char *a, const char *b) {
+    const char *da = strrchr(a, '.'), *db = strrchr(b, '.');
+    const char *la = da ? da + 1 : a, *lb = db ? db + 1 : b;
+    if (la - a != lb - b || strncmp(a, b, (size_t)(la - a)) || !strcmp(la, lb)) return 0;
+    int pa, pb, ga = fused_group_of(la, &pa), gb = fused_group_of(lb, &pb);
+    return ga >= 0 && ga == gb;
 }
 
 static void release_module(const nd_ckpt *c, const nd_module *m) {

@@ -132,6 +132,9 @@ int nd_check_fused(const nd_module *a, const nd_module *b, nd_findings *f);
  * as two pairs), gate_proj -> up_proj, w1 -> w3) and
  * the partner is in the checkpoint: 1 and out filled; 0 otherwise. */
 int nd_fused_partner(const nd_ckpt *c, const char *path, char *out, size_t cap);
+/* 1 when a and b (module paths or stage names) are two different shards of one fused group of one
+ * block (layers.0.self_attn.q_proj and layers.0.self_attn.v_proj; the groups of nd_fused_partner). */
+int nd_fused_shards(const char *a, const char *b);
 
 /* Every check on a whole checkpoint: bind each module (a bind error is returned as bad input),
  * compute its stats, check it and its fused partner. stats_out, when not NULL, receives one

@@ -31,6 +31,8 @@
 #include "tokens.h"
 #include "prompt.h"
 #include "pipeline/pipeline.h"
+#include "ckpt/findings.h"
+#include "verdict.h"
 #include "util/progress.h"
 
 static const char *usage_text =
@@ -57,6 +59,8 @@ typedef struct bis {
     nd_trace_opts o;
     char (*names)[ND_NAME_LEN];     /* quantized stages in execution order */
     int n;
+    char (*bad)[ND_NAME_LEN];       /* stages whose isolated row diverged in the full run */
+    int n_bad;
     const char **off;               /* scratch: the ref_only list of one probe */
     int use_nan;
     double min_cos;
@@ -67,6 +71,23 @@ typedef struct bis {
 } bis;
 
 typedef struct outcome { double cos; int64_t nonfinite; } outcome;
+
+/* a diverged stage that is a fused shard of a stage in the set found (and not in it) */
+static int fused_with_set(const bis *b, const unsigned char *keep, int j, int k, const char *stage) {
+    int partner = 0;
+    for (int i = j; i < k; i++) {
+        if (!keep[i]) continue;
+        if (!strcmp(b->names[i], stage)) return 0;
+        partner |= nd_fused_shards(b->names[i], stage);
+    }
+    return partner;
+}
+
+/* the closing progress line counts every trace run, as the summary on stdout does */
+static void progress_done(bis *b) {
+    nd_progress_update(&b->pg, b->traces, NULL);
+    nd_progress_end(&b->pg);
+}
 
 static int run(bis *b, const unsigned char *on, outcome *out) {
     int n_off = 0;
@@ -203,7 +224,8 @@ int nd_cmd_bisect(int argc, char **argv) {
     outcome full = {NAN, 0};
     b.names = calloc((size_t)(res.nrows + 1), sizeof *b.names);
     b.off = calloc((size_t)(res.nrows + 1), sizeof *b.off);
-    if (!b.names || !b.off) { nd_trace_result_free(&res); rc = ND_EXIT_INTERNAL; goto out; }
+    b.bad = calloc((size_t)(res.nrows + 1), sizeof *b.bad);
+    if (!b.names || !b.off || !b.bad) { nd_trace_result_free(&res); rc = ND_EXIT_INTERNAL; goto out; }
     /* the row the symptom is read from: the first divergence, when its stage has a chained row */
     int64_t judged_at = res.nrows;
     for (int64_t i = 0; i < res.nrows; i++)
@@ -214,6 +236,7 @@ int nd_cmd_bisect(int argc, char **argv) {
         }
     for (int64_t i = 0; i < res.nrows; i++) {
         const nd_row *r = &res.rows[i];
+        if (!strcmp(r->mode, "isolated") && nd_row_diverged(r)) snprintf(b.bad[b.n_bad++], ND_NAME_LEN, "%s", r->name);
         if (!strcmp(r->mode, "chained")) {
             full.nonfinite += r->prod_nan + r->prod_inf;
             if (!b.judged[0] || !strcmp(r->name, b.judged)) full.cos = r->cosine;
@@ -240,7 +263,7 @@ int nd_cmd_bisect(int argc, char **argv) {
     if (b.use_nan) snprintf(crit, sizeof crit, "a NaN/Inf on the chained path");
     else snprintf(crit, sizeof crit, "chained cosine of %s below the threshold", b.judged[0] ? b.judged : "the last stage");
     if ((!diverged && !b.use_nan) || !symptom(&b, &full) || symptom(&b, &clean) || b.n == 0) {
-        nd_progress_end(&b.pg);
+        progress_done(&b);
         if (json) printf("{\"status\": \"no_symptom\", \"diverged\": %s, \"traces\": %d, \"stages\": []}\n", diverged ? "true" : "false", b.traces);
         else printf("nvfp4dbg bisect: %s: nothing to bisect (%s; final chained cosine %.5f, %lld NaN/Inf; clean chain %.5f, %lld NaN/Inf; threshold %.5f; %d quantized stages)\n",
                     nd_term_safe(b.o.ckpt_dir, safe_dir, sizeof safe_dir), diverged ? "diverged" : "the trace shows no divergence", full.cos, (long long)full.nonfinite,
@@ -280,7 +303,7 @@ int nd_cmd_bisect(int argc, char **argv) {
     for (int i = j; i < k; i++) on[i] = keep[i];
     rc = run(&b, on, &found);
     free(on);
-    nd_progress_end(&b.pg);
+    progress_done(&b);
     if (rc) { nd_cli_error(&e); goto out; }
     if (json) {
         json_t *root = json_object(), *st = json_array();
@@ -297,6 +320,10 @@ int nd_cmd_bisect(int argc, char **argv) {
         json_object_set_new(root, "quantized_stages", json_integer(b.n));
         json_object_set_new(root, "traces", json_integer(b.traces));
         json_object_set_new(root, "stages", st);
+        json_t *fs = json_array();
+        for (int i = 0; i < b.n_bad; i++)
+            if (fused_with_set(&b, keep, j, k, b.bad[i])) json_array_append_new(fs, json_string(b.bad[i]));
+        json_object_set_new(root, "fused_shards_diverged", fs);
         char *s = json_dumps(root, JSON_INDENT(1));
         if (s) { puts(s); free(s); }
         json_decref(root);
@@ -307,14 +334,22 @@ int nd_cmd_bisect(int argc, char **argv) {
                found.cos, (long long)found.nonfinite);
         for (int i = j; i < k; i++)
             if (keep[i]) printf("  %s\n", b.names[i]);
+        /* the symptom is judged at the first divergence, so a fused partner broken the same way
+         * (q_a_proj's kv_proj) is not needed for it, yet it is broken too: say so */
+        int nf = 0;
+        for (int i = 0; i < b.n_bad; i++)
+            if (fused_with_set(&b, keep, j, k, b.bad[i]))
+                printf("%s%s", nf++ ? ", " : "fused with a stage of the set, diverged on its own in the full run too (not needed for this symptom): ", b.bad[i]);
+        if (nf) printf("\n");
         printf("%d traces run\n", b.traces);
     }
     rc = ND_EXIT_FINDING;
 out:
-    nd_progress_end(&b.pg); /* nothing when it ended above or never started */
+    progress_done(&b); /* nothing when it ended above or never started */
     free(keep);
     free(b.names);
     free(b.off);
+    free(b.bad);
     free(tokens);
     free(ovr);
     nd_prompt_free(&prompt);

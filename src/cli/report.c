@@ -24,7 +24,7 @@ static const char usage[] =
     "beside OUT.html and renamed to OUT.html when complete. OUT.html may replace an earlier\n"
     "report; never an input, a link, a folder or a device, and another file only with --force.\n"
     "\n"
-    "  --html OUT.html     the page to write (required)\n"
+    "  --html OUT.html     the page to write (required; -o/--out OUT.html is the same)\n"
     "  --against OTHER.h5  also show OTHER.h5 (before/after a fix, golden vs run): both\n"
     "                      traces' figures per stage and their differences (TRACE - OTHER),\n"
     "                      rows matched by stage name and mode; the traces must come from the\n"
@@ -48,11 +48,14 @@ int nd_cmd_report(int argc, char **argv) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage, stdout); return 0; }
         if (!strcmp(a, "--force")) { force = 1; continue; }
-        if (!strcmp(a, "--html")) {
-            if (i + 1 >= argc) return nd_cli_usage_error("report", "--html needs a file name");
+        /* -o/--out as every other writer takes it */
+        if (!strcmp(a, "--html") || !strcmp(a, "--out") || !strcmp(a, "-o")) {
+            if (i + 1 >= argc) return nd_cli_usage_error("report", "%s needs a file name", a);
             out = argv[++i];
-        } else if (!strncmp(a, "--html=", 7)) {
-            out = a + 7;
+        } else if (!strncmp(a, "--html=", 7) || !strncmp(a, "--out=", 6)) {
+            out = strchr(a, '=') + 1;
+        } else if (!strncmp(a, "-o", 2) && a[2]) {
+            out = a[2] == '=' ? a + 3 : a + 2;
         } else if (!strcmp(a, "--against")) {
             if (i + 1 >= argc) return nd_cli_usage_error("report", "--against needs a trace file");
             other_path = argv[++i];

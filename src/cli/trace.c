@@ -60,9 +60,10 @@ static const char *usage_text =
     "                            BF16 roundings transformers' eager BF16 forward takes inside stages (BF16\n"
     "                            weights, norms, RoPE, attention scores/probabilities, SwiGLU, V4 router)\n"
     "  --mode isolated|chained|both  (default both)\n"
-    "  --out FILE.h5             trace file (default nvfp4dbg-trace.h5); replaces an earlier trace,\n"
-    "                            never an input of the run, a link, a folder or a device\n"
-    "  --force                   let --out replace an existing file that is not a trace\n"
+    "  --out FILE.h5             trace file (default nvfp4dbg-trace.h5); an existing file (an earlier\n"
+    "                            trace too) is kept and the run refused (exit 2) without --force; never\n"
+    "                            an input of the run, a link, a folder or a device\n"
+    "  --force                   let --out replace an existing file (an earlier trace or another file)\n"
     "  --dump stats|tensors      also store every stage's tensors\n"
     "  --prod-dump FILE.safetensors  activations captured from a real serving stack (tensors named\n"
     "                            after stages or modules, `<name>.input` optional; tools/capture_hook.py)\n"
@@ -179,13 +180,13 @@ static const nd_row *head_row(const nd_row *rows, int64_t n) {
  * them: written before the trace is finished). */
 static int check_repair(const nd_trace_opts *o, nd_trace_result *res, const nd_diagnosis *d0, int json, json_t **out, FILE *txt,
                         nd_err *e) {
-    const char *rep[ND_REPAIR_MAX_OVR];
-    if (!nd_diagnosis_overrides(d0, rep, ND_REPAIR_MAX_OVR)) {
+    const char *rep[ND_DIAG_OVR_MAX];
+    if (!nd_diagnosis_overrides(d0, rep, ND_DIAG_OVR_MAX)) {
         if (!json) fprintf(txt, "\n--apply-repair: no repair proved the cause; nothing to apply\n");
         return 0;
     }
-    int cap = o->n_overrides + APPLY_ROUNDS * ND_REPAIR_MAX_OVR, n = o->n_overrides;
-    char (*own)[320] = calloc((size_t)APPLY_ROUNDS * ND_REPAIR_MAX_OVR, sizeof *own);
+    int cap = o->n_overrides + APPLY_ROUNDS * ND_DIAG_OVR_MAX, n = o->n_overrides;
+    char (*own)[320] = calloc((size_t)APPLY_ROUNDS * ND_DIAG_OVR_MAX, sizeof *own);
     const char **ovr = calloc((size_t)cap, sizeof *ovr);
     if (!ovr || !own) { free(ovr); free(own); return nd_fail(e, ND_EXIT_INTERNAL, "out of memory"); }
     for (int i = 0; i < o->n_overrides; i++) ovr[i] = o->overrides[i];
@@ -198,8 +199,8 @@ static int check_repair(const nd_trace_opts *o, nd_trace_result *res, const nd_d
     json_t *steps = json ? json_array() : NULL;
     if (!json) fprintf(txt, "\n--apply-repair: the whole model, repairs added while each proves the next divergence's cause:\n");
     for (;;) {
-        const char *add[ND_REPAIR_MAX_OVR];
-        int na = nd_diagnosis_overrides(d, add, ND_REPAIR_MAX_OVR);
+        const char *add[ND_DIAG_OVR_MAX];
+        int na = nd_diagnosis_overrides(d, add, ND_DIAG_OVR_MAX);
         for (int i = 0; i < na; i++) {
             snprintf(own[n_own], sizeof own[0], "%s", add[i]);
             ovr[n++] = own[n_own++];
@@ -421,7 +422,8 @@ int nd_cmd_trace(int argc, char **argv) {
         char rbuf[4096];
         const char *recipe_args[] = {o.recipe, o.stack, stacks};
         nd_recipe_inputs(recipe_args, 3, inputs, &n_in, 48, rbuf, sizeof rbuf);
-        const nd_out_rules rules = {.what = "trace", .inputs = inputs, .n_inputs = n_in, .force = force, .ours = nd_trace_is_ours};
+        const nd_out_rules rules = {.what = "trace", .inputs = inputs, .n_inputs = n_in, .force = force, .ours = nd_trace_is_ours,
+                                    .keep_ours = 1, .other_hint = "or give another --out"};
         if (nd_out_check(o.out_path, &rules, &e)) { rc = nd_cli_error(&e); goto out; }
     }
     if (nd_prompt_given(&prompt)) {
@@ -458,7 +460,7 @@ int nd_cmd_trace(int argc, char **argv) {
         if (!rc) rc = rc2;
     }
     if (!rc && stacks && json) rc = nd_trace_stack_sweep(&o, stacks, 1, &sweep, &e);
-    if (!rc && json && !o.no_probes) rc = nd_trace_stack_findings(o.ckpt_dir, o.stack, 1, &findings, &e);
+    if (!rc && json && !o.no_probes) rc = nd_trace_stack_findings(o.ckpt_dir, o.stack, o.overrides, o.n_overrides, 1, &findings, &e);
     if (rc) {
         nd_cli_error(&e);
         if (res.nrows && !json) {
@@ -485,7 +487,7 @@ int nd_cmd_trace(int argc, char **argv) {
          * per layer, the verdict and the diagnosis last, where the screen ends */
         const int width = nd_term_width(1), color = color_on(no_color);
         nd_trace_print_header(&o, &res, width);
-        if (!o.no_probes && (rc = nd_trace_stack_findings(o.ckpt_dir, o.stack, table ? 0 : 2, NULL, &e))) {
+        if (!o.no_probes && (rc = nd_trace_stack_findings(o.ckpt_dir, o.stack, o.overrides, o.n_overrides, table ? 0 : 2, NULL, &e))) {
             nd_cli_error(&e);
             nd_trace_result_free(&res);
             goto out;

@@ -11,7 +11,20 @@
 #include "util/term.h"
 #include "util/shquote.h"
 
-int nd_trace_stack_findings(const char *ckpt_dir, const char *stack_name, int json, json_t **out, nd_err *e) {
+/* an --override NAME=VALUE whose NAME is "<module>.<knob>" replaces a value of that module */
+static int overridden(const char *module, const char *const *ovr, int n_ovr) {
+    if (!strncmp(module, "model.", 6)) module += 6; /* either may be named without the prefix */
+    const size_t ml = strlen(module);
+    for (int i = 0; i < n_ovr; i++) {
+        const char *o = ovr[i], *eq = strchr(o, '=');
+        if (!strncmp(o, "model.", 6)) o += 6;
+        if (eq && !strncmp(o, module, ml) && o[ml] == '.' && !memchr(o + ml + 1, '.', (size_t)(eq - (o + ml + 1)))) return 1;
+    }
+    return 0;
+}
+
+int nd_trace_stack_findings(const char *ckpt_dir, const char *stack_name, const char *const *ovr, int n_ovr, int json,
+                            json_t **out, nd_err *e) {
     nd_ckpt *ck = NULL;
     nd_stack st;
     nd_findings f;
@@ -20,16 +33,22 @@ int nd_trace_stack_findings(const char *ckpt_dir, const char *stack_name, int js
     if (!rc) rc = nd_ckpt_open(ckpt_dir, &ck, e);
     if (!rc) rc = nd_ckpt_check(ck, &f, NULL, e);
     json_t *list = json == 1 ? json_array() : NULL;
-    int shown = 0;
+    int shown = 0, n_over = 0;
     for (size_t i = 0; !rc && i < f.n; i++) {
         const nd_finding *x = &f.v[i];
         if (!nd_stack_breaks(&st, x->kind)) continue;
+        /* the run replaced a value of that module: the finding is about the file, not this run */
+        const int over = overridden(x->module, ovr, n_ovr);
+        n_over += over;
         if (json == 1) {
             json_t *o = json_object();
+            json_object_set_new(o, "overridden", json_boolean(over));
             json_object_set_new(o, "code", json_string(x->code));
             json_object_set_new(o, "module", json_string(x->module));
             json_object_set_new(o, "message", json_string(x->msg));
             json_array_append_new(list, o);
+        } else if (over) {
+            continue;
         } else if (shown < 8) {
             char m[1024], mod[1024];
             char line[2600];
@@ -52,6 +71,9 @@ int nd_trace_stack_findings(const char *ckpt_dir, const char *stack_name, int js
         shown++;
     }
     if (!rc && json != 1 && shown > 8) printf("  ... and %d more\n", shown - 8);
+    if (!rc && json != 1 && n_over)
+        printf("%s%d static finding%s on modules this run's --override replaces (not judged here: %s)\n", json == 2 ? "" : "\n",
+               n_over, n_over == 1 ? "" : "s", "nvfp4dbg inspect lists them");
     if (!rc && json == 1) *out = list;
     else if (list) json_decref(list);
     nd_findings_free(&f);

@@ -5,6 +5,9 @@
 #include "util/err.h"
 
 /* Print them (json 0: code, module and message; 2: code and module, the summary's brief form) or
- * with json 1 return them as a list in *out; nothing when there are none. */
-int nd_trace_stack_findings(const char *ckpt_dir, const char *stack_name, int json, json_t **out, nd_err *e);
+ * with json 1 return them as a list in *out (each with "overridden"); nothing when there are none.
+ * A finding on a module that one of the run's overrides (NAME=VALUE, NAME "<module>.<knob>")
+ * replaces a value of is not printed as breaking the run: one line counts them. */
+int nd_trace_stack_findings(const char *ckpt_dir, const char *stack_name, const char *const *ovr, int n_ovr, int json,
+                            json_t **out, nd_err *e);
 #endif

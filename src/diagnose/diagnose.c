@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "catalogue.h"
+#include "ckpt/findings.h"
 #include "ckpt_repair.h"
 #include "verdict.h"
 
@@ -43,12 +44,10 @@ static int restored(const nd_row *base, const nd_row *t, double margin) {
     return !(t->sqnr_db <= base->sqnr_db);
 }
 
-/* The command that applies the repair to the whole run (next_command.h) */
+/* The command that applies the repair (and its fused shards') to the whole run (next_command.h) */
 static void command(const nd_trace_opts *o, const nd_diagnosis *d, char *out, size_t cap) {
-    const nd_repair *rp = &d->tries[d->chosen].rep;
-    const char *ovr[ND_REPAIR_MAX_OVR];
-    int n = 0;
-    for (int i = 0; i < rp->n_ovr && n < ND_REPAIR_MAX_OVR; i++) ovr[n++] = rp->ovr[i];
+    const char *ovr[ND_DIAG_OVR_MAX];
+    int n = nd_diagnosis_overrides(d, ovr, (int)(sizeof ovr / sizeof ovr[0]));
     nd_next_command(o, ovr, n, out, cap);
 }
 
@@ -175,24 +174,62 @@ int nd_diagnosis_overrides(const nd_diagnosis *d, const char **out, int cap) {
     if (d->chosen < 0) return 0;
     const nd_repair *rp = &d->tries[d->chosen].rep;
     for (int i = 0; i < rp->n_ovr && n < cap; i++) out[n++] = rp->ovr[i];
+    for (int i = 0; i < d->n_shard_ovr && n < cap; i++) out[n++] = d->shard_ovr[i];
     return n;
+}
+
+/* "<prefix>.<knob>=v" names what it repairs: does it cover stage `row` (the prefix, or a stage below it)? */
+static int override_covers(const char *o, const char *row) {
+    const char *eq = strchr(o, '=');
+    if (!eq) return 0;
+    const char *dot = eq;
+    while (dot > o && *dot != '.') dot--;
+    if (!strncmp(o, "model.", 6)) o += 6;
+    const size_t l = dot > o ? (size_t)(dot - o) : 0;
+    return l && !strncmp(row, o, l) && (row[l] == 0 || row[l] == '.');
 }
 
 /* The proven repair's overrides name what it repairs ("<prefix>.<knob>=v"; a module path or a
  * stage name): a row of that stage or below it ("layers.1.mlp.experts.4" covers both of the
  * expert's exchanged projections) is explained by the same cause. */
 static int covered_by_repair(const nd_diagnosis *d, const char *row) {
+    const char *ovr[ND_DIAG_OVR_MAX];
+    const int n = nd_diagnosis_overrides(d, ovr, (int)(sizeof ovr / sizeof ovr[0]));
+    for (int k = 0; k < n; k++)
+        if (override_covers(ovr[k], row)) return 1;
+    return 0;
+}
+
+/* The fused shards of a stage whose cause a repair proved (q_proj of q/k/v, gate_proj of gate/up):
+ * each diverged shard the repair does not already cover is diagnosed on its own, and when a repair
+ * proves the same cause there, its overrides join the diagnosis' (issue 36: a next command that
+ * fixes one shard of two leaves the run broken). A shard with another cause is left to its own
+ * diagnosis. */
+static int add_fused_shards(const nd_trace_opts *o, const nd_trace_result *res, nd_diagnosis *d, nd_err *e) {
     if (d->chosen < 0) return 0;
-    const nd_repair *rp = &d->tries[d->chosen].rep;
-    for (int k = 0; k < rp->n_ovr; k++) {
-        const char *o = rp->ovr[k], *eq = strchr(o, '=');
-        if (!eq) continue;
-        const char *dot = eq;
-        while (dot > o && *dot != '.') dot--;
-        if (!strncmp(o, "model.", 6)) o += 6;
-        const size_t l = dot > o ? (size_t)(dot - o) : 0;
-        if (l && !strncmp(row, o, l) && (row[l] == 0 || row[l] == '.')) return 1;
+    nd_diagnosis *sd = malloc(sizeof *sd);
+    if (!sd) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    char shards[160] = "";
+    for (int64_t i = 0; i < res->nrows; i++) {
+        const nd_row *r = &res->rows[i];
+        if (strcmp(r->mode, "isolated") || !nd_row_diverged(r) || !nd_fused_shards(d->row, r->name) || covered_by_repair(d, r->name))
+            continue;
+        int rc = nd_diagnose_row(o, r, sd, e);
+        if (rc) { free(sd); return nd_wrap(e, "diagnosing %s (a fused shard of %s)", r->name, d->row); }
+        if (sd->chosen < 0 || strcmp(sd->cause, d->cause)) continue;
+        const nd_repair *rp = &sd->tries[sd->chosen].rep;
+        for (int k = 0; k < rp->n_ovr && d->n_shard_ovr < ND_DIAG_MAX_SHARD_OVR; k++)
+            snprintf(d->shard_ovr[d->n_shard_ovr++], sizeof d->shard_ovr[0], "%s", rp->ovr[k]);
+        const char *dot = strrchr(r->name, '.');
+        const size_t l = strlen(shards);
+        snprintf(shards + l, sizeof shards - l, "%s%s", l ? ", " : "", dot ? dot + 1 : r->name);
     }
+    free(sd);
+    if (shards[0]) {
+        const size_t len = strlen(d->evidence);
+        snprintf(d->evidence + len, sizeof d->evidence - len, "; the same repair restores the fused %s", shards);
+    }
+    if (d->n_shard_ovr) command(o, d, d->next_command, sizeof d->next_command);
     return 0;
 }
 
@@ -219,6 +256,7 @@ int nd_diagnose_run(const nd_trace_opts *o, nd_trace_result *res, int max_extra,
     if (!ds) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
     for (int i = 0; i < n; i++) {
         int rc = nd_diagnose_row(o, todo[i], &ds[i], e);
+        if (!rc) rc = add_fused_shards(o, res, &ds[i], e);
         if (rc) { free(ds); return nd_wrap(e, "diagnosing %s", todo[i]->name); }
     }
     /* a proven cause is the diverged stage's verdict: its rows (in memory and in the trace) say it,

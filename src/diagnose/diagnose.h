@@ -12,6 +12,9 @@
 #include "pipeline/pipeline.h"
 #include "repair.h"
 
+#define ND_DIAG_MAX_SHARD_OVR 8
+#define ND_DIAG_OVR_MAX (ND_REPAIR_MAX_OVR + ND_DIAG_MAX_SHARD_OVR) /* nd_diagnosis_overrides' most */
+
 typedef struct nd_diag_try {
     nd_repair rep;
     nd_row row;          /* the stage replayed with the repair */
@@ -30,7 +33,11 @@ typedef struct nd_diagnosis {
     nd_stage_info info;
     int n_tries;
     nd_diag_try tries[ND_REPAIR_MAX];
-    char evidence[256];        /* one sentence */
+    /* the same cause proven on the fused shards of this stage (q_proj's k_proj and v_proj): their
+     * repairs' overrides, applied with this one (a fix of one shard leaves the others broken) */
+    int n_shard_ovr;
+    char shard_ovr[ND_DIAG_MAX_SHARD_OVR][320];
+    char evidence[512];        /* one sentence */
     char next_command[1024];   /* the whole-run command with the repair ("" when none) */
     char next_step[320];       /* without a command: what to do, when the catalogue's words do not fit the run */
 } nd_diagnosis;
@@ -44,6 +51,7 @@ int nd_diagnose_row(const nd_trace_opts *o, const nd_row *row, nd_diagnosis *d, 
 int nd_diagnose_run(const nd_trace_opts *o, nd_trace_result *res, int max_extra, nd_diagnosis **out, int *n_out,
                     nd_err *e);
 
-/* The --override arguments of a diagnosis (the repair's), for re-running the whole model. */
+/* The --override arguments of a diagnosis (the repair's and its fused shards'), for re-running the
+ * whole model. */
 int nd_diagnosis_overrides(const nd_diagnosis *d, const char **out, int cap);
 #endif

@@ -1,6 +1,7 @@
 /* next_command.c — see next_command.h. */
 #include "next_command.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "util/shquote.h"
 
@@ -34,6 +35,24 @@ static void head(const nd_trace_opts *o, char *out, size_t cap) {
     }
 }
 
+/* The trace the rerun writes: beside this run's, never over it (an existing trace is refused
+ * without --force, and this one is the "before" of `report --against`): X.h5 -> X-repaired.h5,
+ * X-repaired.h5 -> X-repaired-2.h5, X-repaired-N.h5 -> X-repaired-(N+1).h5. */
+static void repaired_path(const char *path, char *out, size_t cap) {
+    size_t l = strlen(path);
+    if (l > 3 && !strcmp(path + l - 3, ".h5")) l -= 3;
+    size_t k = l;
+    while (k > 0 && path[k - 1] >= '0' && path[k - 1] <= '9') k--;
+    static const char tag[] = "-repaired";
+    const size_t tl = sizeof tag - 1;
+    if (k < l && k > tl && path[k - 1] == '-' && !strncmp(path + k - 1 - tl, tag, tl) && l - k < 9)
+        snprintf(out, cap, "%.*s%ld.h5", (int)k, path, strtol(path + k, NULL, 10) + 1);
+    else if (l >= tl && !strncmp(path + l - tl, tag, tl))
+        snprintf(out, cap, "%.*s-2.h5", (int)l, path);
+    else
+        snprintf(out, cap, "%.*s%s.h5", (int)l, path, tag);
+}
+
 void nd_next_command(const nd_trace_opts *o, const char *const *extra, int n, char *out, size_t cap) {
     char buf[16384];
     head(o, buf, sizeof buf);
@@ -44,6 +63,11 @@ void nd_next_command(const nd_trace_opts *o, const char *const *extra, int n, ch
     char tail[8192] = "";
     for (int i = 0; i < o->n_overrides; i++) add(tail, sizeof tail, "--override", o->overrides[i]);
     for (int i = 0; i < n; i++) add(tail, sizeof tail, "--override", extra[i]);
+    if (o->out_path) {
+        char rp[4200];
+        repaired_path(o->out_path, rp, sizeof rp);
+        add(tail, sizeof tail, "--out", rp);
+    }
     if (strlen(buf) + strlen(tail) < cap) {
         snprintf(out, cap, "%s%s", buf, tail);
         return;

@@ -2,7 +2,9 @@
  * one the diagnosis prints and stores (next_command) and the one --apply-repair prints. It repeats
  * every option that decides what the run computes (recipe, stack, reference checkpoint, layers,
  * mode, reference numerics, expert parallelism, where the tokens came from, the overrides), each
- * word shell-quoted (util/shquote.h), so that pasting it reruns the same model on the same tokens. */
+ * word shell-quoted (util/shquote.h), so that pasting it reruns the same model on the same tokens;
+ * its trace goes beside this run's (--out X-repaired.h5: an earlier trace is never replaced
+ * without --force, and this run's is the "before" of `report --against`). */
 #ifndef ND_NEXT_COMMAND_H
 #define ND_NEXT_COMMAND_H
 #include <stddef.h>

@@ -23,6 +23,14 @@ const char nd_report_css[] =
     ".sw.iso{background:#1f6feb}.sw.capt{background:#2f9e44}.sw.chain,.sw.prodbar{background:#e8590c}.sw.ref{background:#555}.sw.mark,.sw.zero,.sw.diff{background:#c62828}\n"
     ".sw.thr{background:none;border-top:2px dashed #777;height:0}\n"
     "svg{display:block;max-width:100%;height:auto}svg text{font-size:11px;fill:#555}\n"
+    /* each chart is drawn at three widths; the one drawn for the viewport is shown, so its text
+     * keeps about 11 px (report_charts.c) */
+    "svg.chart.medium,svg.chart.narrow{display:none}\n"
+    "@media (max-width:1099px){svg.chart.wide{display:none}svg.chart.medium{display:block}}\n"
+    "@media (max-width:599px){svg.chart.medium{display:none}svg.chart.narrow{display:block}}\n"
+    "svg.chart path.oiso,svg.chart path.ochain,svg.chart path.ocapt{stroke-dasharray:5 3;stroke-width:1.3}\n"
+    "svg.chart path.oiso{stroke:#0b3d91}svg.chart path.ochain{stroke:#8f3306}svg.chart path.ocapt{stroke:#1b5e20}\n"
+    ".sw.oiso,.sw.ochain,.sw.ocapt{background:none;height:0;border-top:3px dashed}.sw.oiso{border-color:#0b3d91}.sw.ochain{border-color:#8f3306}.sw.ocapt{border-color:#1b5e20}\n"
     "svg .area{fill:#fff;stroke:#ccc}svg .bands rect{fill:#f0f3f7}svg .yax line{stroke:#e6e6e6}svg .yax text,svg .ytick0,svg .rlab{text-anchor:end}\n"
     "svg .xlab text,svg .xcap,svg .ycap{text-anchor:middle}svg .xcap,svg .ycap{fill:#777}\n"
     "svg.chart path{fill:none;stroke-width:1.5;stroke-linejoin:round;stroke-linecap:round}\n"
@@ -49,6 +57,10 @@ const char nd_report_css[] =
     ".gs{color:#555}.gs .bad{color:#c62828}.fd{color:#c62828;font-weight:600}.fdo{color:#1f6feb;font-weight:600}\n"
     ".heat td{text-align:center;min-width:52px}.heat td.none{background:#fafafa}.heat td.bad{outline:2px solid #c62828;outline-offset:-2px;font-weight:600}\n"
     ".heat thead th{white-space:normal;min-width:64px;max-width:110px;font-size:11px;vertical-align:bottom}.heat tbody th{text-align:right;background:#f6f8fa;position:sticky;left:0}\n"
+    /* the stage (or layer) column stays in view while a wide table scrolls sideways */
+    ".stages td:first-child,.layers td:first-child,.against td:first-child,.cmpsum td:first-child{position:sticky;left:0;z-index:1;background:#fff;box-shadow:1px 0 0 #ddd}\n"
+    ".stages th:first-child,.layers th:first-child,.against th:first-child,.cmpsum th:first-child{left:0;z-index:2;box-shadow:1px 0 0 #ddd}\n"
+    "table tr.bad td:first-child{background:#fdecec}.against tr.changed td:first-child,.cmpsum tr.changed td:first-child{background:#fff4d6}\n"
     "footer{margin-top:30px;font-size:11px;color:#888}\n"
     "@media (max-width:640px){body{padding:8px 10px 30px;font-size:13px}h1{font-size:17px}dl.sum,dl.gloss{grid-template-columns:minmax(0,1fr);gap:0}\n"
     "dl.sum dt{font-size:11px;margin-top:3px}dl.gloss dd{margin-bottom:4px}nav{font-size:12px}}\n";

@@ -68,6 +68,7 @@ typedef struct nd_plot {
     double x0, y0, w, h;         /* plot area, px */
     double xmin, xmax, ymin, ymax;
     int ylog;                    /* y is log10 (ymin/ymax are then exponents) */
+    int narrow;                  /* drawn for a phone: short marker labels (the full text as a tooltip) */
 } nd_plot;
 
 double nd_plot_x(const nd_plot *p, double x);
@@ -118,7 +119,8 @@ void nd_report_summary(FILE *f, const nd_rmodel *m, const char *id, const char *
 /* Sections of the page (report_*.c); each writes one <section>. */
 void nd_report_layers(FILE *f, const nd_rmodel *m);
 void nd_report_against_section(FILE *f, const nd_rmodel *m, const nd_report_against *ag, const char *run_name);
-void nd_report_charts(FILE *f, const nd_rmodel *m);
+/* The four per-stage charts; other (--against, else NULL): its figures drawn over the run's. */
+void nd_report_charts(FILE *f, const nd_rmodel *m, const nd_rmodel *other);
 void nd_report_scales(FILE *f, const nd_rmodel *m);
 void nd_report_routing_section(FILE *f, const nd_rmodel *m, const nd_report_routing *rt);
 void nd_report_table(FILE *f, const nd_rmodel *m);

@@ -92,7 +92,7 @@ int nd_report_html(FILE *f, const nd_trace *t, const nd_report_routing *rt, cons
     SECTION(3, nd_report_layers(f, &m));
     if (against) nd_report_against_section(f, &m, against, source_name);
     SECTION(4, nd_report_flagged(f, &m));
-    SECTION(5, nd_report_charts(f, &m));
+    SECTION(5, nd_report_charts(f, &m, against ? &om : NULL));
     SECTION(6, nd_report_scales(f, &m));
     SECTION(7, nd_report_routing_section(f, &m, rt));
     SECTION(8, nd_report_table(f, &m));

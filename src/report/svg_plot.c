@@ -57,8 +57,8 @@ void nd_plot_layers(const nd_plot *p, const nd_rmodel *m) {
         double a = nd_plot_x(p, (double)m->layer_lo[i]), b = nd_plot_x(p, (double)m->layer_hi[i] + 1);
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">L%d</text>", (a + b) / 2, p->y0 + p->h + 14, (int)m->layer_ids[i]);
     }
-    fprintf(f, "</g>\n<text class=\"xcap\" x=\"%.1f\" y=\"%.1f\">stages in execution order (%lld); alternate layers shaded</text>\n",
-            p->x0 + p->w / 2, p->y0 + p->h + 30, (long long)m->n);
+    fprintf(f, "</g>\n<text class=\"xcap\" x=\"%.1f\" y=\"%.1f\">%s (%lld)%s</text>\n", p->x0 + p->w / 2, p->y0 + p->h + 30,
+            p->narrow ? "stages in order" : "stages in execution order", (long long)m->n, p->narrow ? "" : "; alternate layers shaded");
 }
 
 static double nice_step(double range) {
@@ -118,8 +118,19 @@ void nd_plot_vmark(const nd_plot *p, double x, const char *label) {
     FILE *f = p->f;
     double px = nd_plot_x(p, x);
     int right = px > p->x0 + p->w * 0.6;
-    fprintf(f, "<g class=\"mark\"><line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\">",
-            px, px, p->y0, p->y0 + p->h, px + (right ? -4 : 4), p->y0 + 12, right ? "end" : "start");
+    fprintf(f, "<g class=\"mark\"><title>");
     nd_html_escape(f, label);
+    fprintf(f, "</title><line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\">",
+            px, px, p->y0, p->y0 + p->h, px + (right ? -4 : 4), p->y0 + 12, right ? "end" : "start");
+    /* a phone's chart has room for the words before the colon only (the stage is in the tooltip
+     * and in the verdict at the top of the page) */
+    const char *colon = p->narrow ? strchr(label, ':') : NULL;
+    if (colon) {
+        char head[64];
+        snprintf(head, sizeof head, "%.*s", (int)(colon - label < 63 ? colon - label : 63), label);
+        nd_html_escape(f, head);
+    } else {
+        nd_html_escape(f, label);
+    }
     fprintf(f, "</text></g>\n");
 }

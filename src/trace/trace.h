@@ -66,7 +66,7 @@ typedef struct nd_trace_summary {
     char message[512];
     /* the diagnosis's evidence (SPEC §7, issue 13; optional on read: older traces lack them) */
     char repair[64];          /* the repair that restored the stage ("" when none did) */
-    char evidence[256];       /* how the cause was proven, in words */
+    char evidence[512];       /* how the cause was proven, in words */
     char next_command[1024];  /* the options that apply the repair to the whole run */
     double sqnr_before_db, sqnr_after_db, floor_db; /* the stage's SQNR without and with the repair */
     /* trace --apply-repair (issue 36 item 2; optional on read, "" / NaN when not run): the whole

@@ -113,7 +113,11 @@ int nd_out_check(const char *out, const nd_out_rules *r, nd_err *e) {
     }
     free(pdir);
     if (rc || !exists || r->force) return rc;
-    if (r->ours && r->ours(out)) return 0;
+    if (r->ours && r->ours(out)) {
+        if (!r->keep_ours) return 0;
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: holds an earlier %s; not replacing it (%s replaces it%s%s)", out, what,
+                       r->force_hint ? r->force_hint : "--force", r->other_hint ? ", " : "", r->other_hint ? r->other_hint : "");
+    }
     return nd_fail(e, ND_EXIT_BADINPUT, "%s: exists and is not an nvfp4dbg %s; not replacing it (%s replaces it)", out, what,
                    r->force_hint ? r->force_hint : "--force");
 }

@@ -3,8 +3,8 @@
  *  1. nd_out_check, before any work: the output is refused (exit 2) when it is, or resolves to, an
  *     input of the run (the same file, or a path inside an input checkpoint folder); when it is a
  *     symbolic link, a folder, a device, a FIFO or a socket (never replaced, never written
- *     through); and when it is an existing file that is not this tool's own output of that kind,
- *     unless --force.
+ *     through); and when it is an existing file that is not this tool's own output of that kind
+ *     (or any existing file, with keep_ours), unless --force.
  *  2. nd_out_begin creates a temporary beside the output with O_CREAT|O_EXCL (so never through a
  *     link, never over another file), registered with tmpclean so that SIGINT/SIGTERM/SIGHUP
  *     remove it; nd_out_commit checks the target again and renames; nd_out_abort removes the
@@ -26,6 +26,9 @@ typedef struct nd_out_rules {
     int n_inputs;
     int force;                   /* --force: an existing regular file of any kind may be replaced */
     nd_out_ours_fn ours;         /* NULL: only --force replaces an existing file */
+    int keep_ours;               /* this tool's own output is refused too without --force (an
+                                  * earlier trace: a run is evidence, never replaced silently) */
+    const char *other_hint;      /* besides the force option, e.g. "or give another --out" */
     const char *force_hint;      /* the option that forces ("--force" when NULL) */
 } nd_out_rules;
 

@@ -40,7 +40,8 @@ static const char *word_end(const char *p) {
 }
 
 /* the options a next command repeats (diagnose/next_command.c), and whether each takes a value;
- * never --out, --force, --dump or anything else that writes */
+ * never --force, --dump or anything else that writes (--out is checked apart: last, in the form
+ * next_command.c writes) */
 static int known_option(const char *w, size_t n, int *takes_value) {
     static const char *const with[] = {"--recipe", "--stack", "--reference-checkpoint", "--layers", "--mode",
                                        "--ref-numerics", "--ep", "--tokens", "--tokens-file", "--prompt",
@@ -49,6 +50,20 @@ static int known_option(const char *w, size_t n, int *takes_value) {
         if (strlen(with[i]) == n && !strncmp(w, with[i], n)) { *takes_value = 1; return 1; }
     *takes_value = 0;
     return n == 6 && !strncmp(w, "--chat", 6);
+}
+
+/* "...-repaired.h5" or "...-repaired-N.h5", quoted or not (next_command.c's repaired_path) */
+static int repaired_name(const char *w, size_t n) {
+    if (n >= 2 && w[0] == '\'' && w[n - 1] == '\'') { w++; n -= 2; }
+    if (n < 3 || memcmp(w + n - 3, ".h5", 3)) return 0;
+    n -= 3;
+    size_t k = n;
+    while (k > 0 && w[k - 1] >= '0' && w[k - 1] <= '9') k--;
+    if (k < n) {
+        if (k == 0 || w[k - 1] != '-') return 0;
+        n = k - 1;
+    }
+    return n >= 9 && !memcmp(w + n - 9, "-repaired", 9);
 }
 
 int nd_shcmd_is_ours(const char *cmd) {
@@ -77,6 +92,10 @@ int nd_shcmd_is_ours(const char *cmd) {
             if (*p == '-') return 0; /* the checkpoint comes first */
         } else if (value_next) {
             value_next = 0;
+        } else if ((size_t)(end - p) == 5 && !strncmp(p, "--out", 5)) {
+            /* the trace the rerun writes beside this run's: the last word, X-repaired[-N].h5 */
+            const char *v = end + 1, *vend = *end ? word_end(v) : NULL;
+            return vend && !*vend && repaired_name(v, (size_t)(vend - v));
         } else if (!known_option(p, (size_t)(end - p), &takes)) {
             return 0;
         } else {

@@ -15,6 +15,7 @@ size_t nd_shquote_cat(char *out, size_t cap, const char *s);
 /* 1 when cmd is "nvfp4dbg trace ..." made only of words nd_shquote_cat writes (plain bytes, '...'
  * with '\'' for a quote, $'...' with \xHH, \\ and \' escapes), one space between words: a command
  * read back from a file (a trace's stored next command) is shown as one to run only then; a crafted
- * one ("x; rm ..." or $(...)) is not. */
+ * one ("x; rm ..." or $(...)) is not. Its options are those next_command.c writes; --out only as
+ * the last, naming X-repaired.h5 or X-repaired-N.h5. */
 int nd_shcmd_is_ours(const char *cmd);
 #endif

@@ -29,7 +29,7 @@ ck_with() { # name: a copy of clean-v4 whose config.json has key=value -> $tmp/n
   sed "s/^\(  \"$2\": \)[^,]*,/\1$3,/" "$root/golden/clean-v4/config.json" >"$d/config.json"
   cmp -s "$d/config.json" "$root/golden/clean-v4/config.json" && echo "corpus: $2 not changed" >&2
 }
-T=(--backend cpu --out "$tmp/t.h5")
+T=(--backend cpu --out "$tmp/t.h5" --force)
 
 # 1. config values out of range: exit 2 naming the file and the key, before anything is allocated
 for kv in "hc_mult 0" "num_hidden_layers 4294967297" "num_hidden_layers 1e12" "hc_sinkhorn_iters 1000000000" \
@@ -122,7 +122,7 @@ run "--out over a FIFO" 2 "outfifo: is a FIFO; the trace is written only to a ne
 mkdir "$tmp/user"; echo mine >"$tmp/user/model.safetensors"
 run "synth into a user's folder" 2 "user: exists and is not empty" -- synth "$tmp/user" --recipe llama
 [ "$(cat "$tmp/user/model.safetensors")" = mine ] && pass=$((pass + 1)) || { echo "FAIL: user's file changed"; fail=$((fail + 1)); }
-"$bin" trace "$root/golden/clean-v4" --backend cpu --out "$tmp/r.h5" >/dev/null 2>&1
+"$bin" trace --force "$root/golden/clean-v4" --backend cpu --out "$tmp/r.h5" >/dev/null 2>&1
 left=0
 for d in 0.01 0.02 0.05 0.1 0.2; do
   "$bin" report "$tmp/r.h5" --html "$tmp/page.html" >/dev/null 2>&1 &
@@ -130,7 +130,7 @@ for d in 0.01 0.02 0.05 0.1 0.2; do
   ls "$tmp"/page.html.tmp >/dev/null 2>&1 && left=$((left + 1))
 done
 [ $left -eq 0 ] && pass=$((pass + 1)) || { echo "FAIL: SIGTERM during report left page.html.tmp ($left of 5)"; fail=$((fail + 1)); }
-( umask 027; "$bin" trace "$root/golden/clean-v4" --backend cpu --out "$tmp/mode.h5" >/dev/null 2>&1 )
+( umask 027; "$bin" trace --force "$root/golden/clean-v4" --backend cpu --out "$tmp/mode.h5" >/dev/null 2>&1 )
 [ "$(stat -c %a "$tmp/mode.h5")" = 640 ] && pass=$((pass + 1)) || { echo "FAIL: trace mode $(stat -c %a "$tmp/mode.h5") under umask 027 (want 640)"; fail=$((fail + 1)); }
 
 # 7. options that match nothing, prompts that do not fit
@@ -189,17 +189,17 @@ perl -e 'local $/; my $b = <STDIN>; my $n = unpack("Q<", substr($b, 0, 8)); my $
   <"$root/golden/clean-v4/model.safetensors" >"$tmp/escname/model.safetensors"
 # a bundle whose stage names a module its tensors lack: replay's message names the bundle (and the
 # part of it), never the temporary folder it unpacked the bundle into (gone when the message is read)
-"$bin" trace "$root/golden/seed-bug-v4" --backend cpu --out "$tmp/lie-t.h5" >/dev/null 2>&1
+"$bin" trace --force "$root/golden/seed-bug-v4" --backend cpu --out "$tmp/lie-t.h5" >/dev/null 2>&1
 "$bin" repro "$tmp/lie-t.h5" --out "$tmp/lie-b.h5" >/dev/null 2>&1
 "$mk_lie" "$tmp/lie-b.h5" "$tmp/lie.h5"
 run "replay of a bundle whose stage names a missing module" 2 "lie.h5 (its /text/stage_yaml): no stage of the recipe makes" -- replay "$tmp/lie.h5" --backend cpu
 grep -q "nvfp4dbg-replay-" "$tmp/out" && { echo "FAIL: replay names its temporary folder: $(head -c 300 "$tmp/out")"; fail=$((fail + 1)); } || pass=$((pass + 1))
 # a trace made against the original cannot become a bundle (it carries the checkpoint's tensors
 # only; replayed alone a packing fault read "ok", exit 0)
-"$bin" trace "$root/golden/clean-v4" --reference-checkpoint "$root/golden/clean-v4/original" --backend cpu --out "$tmp/rt.h5" >/dev/null 2>&1
+"$bin" trace --force "$root/golden/clean-v4" --reference-checkpoint "$root/golden/clean-v4/original" --backend cpu --out "$tmp/rt.h5" >/dev/null 2>&1
 run "repro of a trace made with --reference-checkpoint" 2 "rt.h5: the trace was made with --reference-checkpoint" -- repro "$tmp/rt.h5" --stage layers.0.self_attn.q_a_proj --out "$tmp/rb.h5"
 # a prompt with a C1 control (U+009B, CSI) and a right-to-left override: show prints them escaped
-"$bin" trace "$root/golden/clean-v4" --backend cpu --prompt "$(printf 'a\xc2\x9b31mb\xe2\x80\xaec')" --out "$tmp/c1.h5" >/dev/null 2>&1
+"$bin" trace --force "$root/golden/clean-v4" --backend cpu --prompt "$(printf 'a\xc2\x9b31mb\xe2\x80\xaec')" --out "$tmp/c1.h5" >/dev/null 2>&1
 run "show of a prompt with C1 and bidi controls" 0 'prompt: a\\u{009b}31mb\\u{202e}c' -- show "$tmp/c1.h5"
 LC_ALL=C grep -q "$(printf '\xc2\x9b')" "$tmp/out" && { echo "FAIL: raw C1 control from show"; fail=$((fail + 1)); } || pass=$((pass + 1))
 # inspect's load-check limit: anything but a byte count is exit 2 (it was ignored)

@@ -39,7 +39,7 @@ tokens_of() { tr -d ' \n' < "$1/manifest.json" | sed 's/.*"tokens":\[\([0-9,]*\)
 
 sweep() { # label checkpoint [trace args...]
     local label=$1 ck=$2; shift 2
-    "$N" trace "$ck" --backend "$BE" "$@" --json --quiet --out "$T/$label.h5" > "$T/$label.json" 2> "$T/$label.err"
+    "$N" trace --force "$ck" --backend "$BE" "$@" --json --quiet --out "$T/$label.h5" > "$T/$label.json" 2> "$T/$label.err"
     local rc=$?
     [ $rc -le 1 ] && ok || { bad "$label: trace exit $rc: $(head -c 400 "$T/$label.err")"; return; }
     # the isolated rows' names, in trace order, once each

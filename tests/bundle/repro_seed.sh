@@ -17,7 +17,7 @@ expect_rc() { local want=$1 got=$2 what=$3; if [ "$got" = "$want" ]; then ok; el
 # the "replay" object of `replay --json`, on one line
 replay_row() { tr -d '\n' < "$1" | grep -o '"replay": {[^}]*}'; }
 
-"$N" trace "$CK" --backend cpu --out "$T/seed.h5" > "$T/trace.txt" 2>&1
+"$N" trace --force "$CK" --backend cpu --out "$T/seed.h5" > "$T/trace.txt" 2>&1
 expect_rc 1 $? "trace seed-bug"
 "$N" repro "$T/seed.h5" --out "$T/b.h5" > "$T/repro.txt" 2>&1
 expect_rc 0 $? "repro"
@@ -51,12 +51,12 @@ expect_rc 0 $? "replay with the right scale"
 replay_row "$T/rf.json" | grep -q '"verdict": "ok"' && ok || bad "replay with the right scale: $(replay_row "$T/rf.json")"
 
 # the vllm profile: the report's empty output, and the fix
-"$N" trace "$CK" --backend cpu --stack vllm --json --out "$T/v.h5" > "$T/v.json" 2>&1
+"$N" trace --force "$CK" --backend cpu --stack vllm --json --out "$T/v.h5" > "$T/v.json" 2>&1
 expect_rc 1 $? "trace --stack vllm"
 row=$(tr -d '\n' < "$T/v.json" | grep -o '{[^{}]*"name": "layers.0.self_attn.q_a_proj",[^}]*"mode": "isolated"[^}]*}')
 echo "$row" | grep -q '"prod_amax": 0.0' && ok || bad "vllm: q_a_proj production output not empty: $row"
 grep -q '"first_divergence": "layers.0.self_attn.q_a_proj"' "$T/v.json" && ok || bad "vllm: first divergence"
-"$N" trace "$CK" --backend cpu --stack vllm --override "$QA=$fix" --override "$KV=$fix" --out "$T/fixed.h5" > "$T/fixed.txt" 2>&1
+"$N" trace --force "$CK" --backend cpu --stack vllm --override "$QA=$fix" --override "$KV=$fix" --out "$T/fixed.h5" > "$T/fixed.txt" 2>&1
 expect_rc 0 $? "trace --stack vllm with the right scales"
 grep -q "warning" "$T/fixed.txt" && bad "an override matched nothing: $(grep warning "$T/fixed.txt")" || ok
 # the overrides travel with the trace into the bundle

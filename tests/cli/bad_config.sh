@@ -17,7 +17,7 @@ case_() { # key new_value expected_text
   if cmp -s "$tmp/ck/config.json" "$root/golden/clean-v4/config.json"; then
     echo "FAIL $key=$val: the case did not change the config"; fail=$((fail + 1)); return
   fi
-  timeout 20 "$bin" trace "$tmp/ck" --backend cpu --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
+  timeout 20 "$bin" trace --force "$tmp/ck" --backend cpu --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
   local rc=$?
   if [ $rc -eq 2 ] && grep -q -- "$want" "$tmp/err"; then pass=$((pass + 1))
   else echo "FAIL $key=$val: exit $rc: $(head -c 300 "$tmp/err")"; fail=$((fail + 1)); fi
@@ -33,13 +33,13 @@ case_ rms_norm_eps -1e-6 "'rms_norm_eps' is -1e-06"
 case_ rms_norm_eps 0 "'rms_norm_eps' is 0"
 case_ num_experts_per_tok 99 "num_experts_per_tok 99"
 for l in 4294967296 2-99999999999 7-1; do
-  "$bin" trace "$root/golden/clean-v4" --backend cpu --layers "$l" --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
+  "$bin" trace --force "$root/golden/clean-v4" --backend cpu --layers "$l" --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
   rc=$?
   if [ $rc -eq 2 ] && grep -q -- "--layers" "$tmp/err"; then pass=$((pass + 1))
   else echo "FAIL --layers $l: exit $rc: $(head -c 300 "$tmp/err")"; fail=$((fail + 1)); fi
 done
 # layers past the model (2 layers): refused, not a warning
-"$bin" trace "$root/golden/clean-v4" --backend cpu --layers 5 --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
+"$bin" trace --force "$root/golden/clean-v4" --backend cpu --layers 5 --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
 rc=$?
 if [ $rc -eq 2 ] && grep -q "has 2 layers" "$tmp/err"; then pass=$((pass + 1))
 else echo "FAIL --layers 5 on a 2-layer model: exit $rc: $(head -c 300 "$tmp/err")"; fail=$((fail + 1)); fi
@@ -51,23 +51,23 @@ for f in model.safetensors config.json; do
   [ $f = model.safetensors ] || ln -s "$root/golden/clean-v4/model.safetensors" "$tmp/ck/model.safetensors"
   [ $f = config.json ] || cp "$root/golden/clean-v4/config.json" "$tmp/ck/config.json"
   mkfifo "$tmp/ck/$f"
-  timeout 20 "$bin" trace "$tmp/ck" --backend cpu --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
+  timeout 20 "$bin" trace --force "$tmp/ck" --backend cpu --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
   rc=$?
   if [ $rc -eq 2 ] && grep -q "$f: not a regular file" "$tmp/err"; then pass=$((pass + 1))
   else echo "FAIL FIFO as $f: exit $rc: $(head -c 300 "$tmp/err")"; fail=$((fail + 1)); fi
 done
 mkfifo "$tmp/tokfifo"
-timeout 20 "$bin" trace "$root/golden/clean-v4" --backend cpu --tokens-file "$tmp/tokfifo" --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
+timeout 20 "$bin" trace --force "$root/golden/clean-v4" --backend cpu --tokens-file "$tmp/tokfifo" --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
 rc=$?
 if [ $rc -eq 2 ] && grep -q "not a regular file" "$tmp/err"; then pass=$((pass + 1))
 else echo "FAIL FIFO as --tokens-file: exit $rc: $(head -c 300 "$tmp/err")"; fail=$((fail + 1)); fi
 # outputs: a FIFO given as --out is refused, not replaced; a trace's mode follows the umask
 mkfifo "$tmp/fifo"
-timeout 20 "$bin" trace "$root/golden/clean-v4" --backend cpu --out "$tmp/fifo" >/dev/null 2>"$tmp/err"
+timeout 20 "$bin" trace --force "$root/golden/clean-v4" --backend cpu --out "$tmp/fifo" >/dev/null 2>"$tmp/err"
 rc=$?
 if [ $rc -eq 2 ] && [ -p "$tmp/fifo" ] && grep -q "fifo: is a FIFO" "$tmp/err"; then pass=$((pass + 1))
 else echo "FAIL --out FIFO: exit $rc, still a FIFO: $([ -p "$tmp/fifo" ] && echo yes || echo no)"; fail=$((fail + 1)); fi
-(umask 022; "$bin" trace "$root/golden/clean-v4" --backend cpu --out "$tmp/m.h5" >/dev/null 2>&1)
+(umask 022; "$bin" trace --force "$root/golden/clean-v4" --backend cpu --out "$tmp/m.h5" >/dev/null 2>&1)
 mode=$(stat -c %a "$tmp/m.h5")
 if [ "$mode" = 644 ]; then pass=$((pass + 1)); else echo "FAIL trace mode under umask 022: $mode"; fail=$((fail + 1)); fi
 echo "bad config: $pass passed, $fail failed"

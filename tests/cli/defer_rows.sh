@@ -12,16 +12,16 @@ set -u
 bin="$1"; root="$2"
 . "$(dirname "$0")/../lib.sh"
 # every figure of every row, timings left out
-rows() { grep -v '"elapsed_s"\|"upload_s"\|"trace"' "$1"; }
+rows() { grep -v '"elapsed_s"\|"upload_s"\|"trace"\|"next_command"' "$1"; }
 "$bin" synth "$tmp/fault" --recipe deepseek_v4 --inject weight-scale-nan@layers.1.mlp.experts.3.up_proj >/dev/null
 "$bin" synth "$tmp/inf" --recipe deepseek_v4 --inject weight-global-scale-zero@layers.0.self_attn.q_a_proj >/dev/null
 for ck in "$root/golden/clean-v4" "$root/golden/seed-bug-v4" "$tmp/fault" "$tmp/inf"; do
   n=$(basename "$ck")
-  NVFP4DBG_NO_DEFER=1 "$bin" trace "$ck" --backend cpu --json --out "$tmp/$n-off.h5" >"$tmp/$n-off.json" 2>/dev/null
+  NVFP4DBG_NO_DEFER=1 "$bin" trace --force "$ck" --backend cpu --json --out "$tmp/$n-off.h5" >"$tmp/$n-off.json" 2>/dev/null
   a=$?
-  NVFP4DBG_TEST_DEFER_EMULATE=1 "$bin" trace "$ck" --backend cpu --json --out "$tmp/$n-on.h5" >"$tmp/$n-on.json" 2>/dev/null
+  NVFP4DBG_TEST_DEFER_EMULATE=1 "$bin" trace --force "$ck" --backend cpu --json --out "$tmp/$n-on.h5" >"$tmp/$n-on.json" 2>/dev/null
   b=$?
-  "$bin" trace "$ck" --backend cpu --json >"$tmp/$n-plain.json" 2>/dev/null
+  "$bin" trace --force "$ck" --backend cpu --json >"$tmp/$n-plain.json" 2>/dev/null
   c=$?
   ok "$n: same exit status with deferral off, emulated and on ($a, $b, $c)" '[ $a -eq $b ] && [ $a -eq $c ] && [ $a -le 1 ]'
   ok "$n: the same rows, bit for bit, off and emulated" 'diff <(rows "$tmp/$n-off.json") <(rows "$tmp/$n-on.json") >/dev/null'

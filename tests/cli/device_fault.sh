@@ -6,7 +6,7 @@
 set -u
 bin="$1"; root="$2"; backend="${3:-cpu}"
 . "$(dirname "$0")/../lib.sh"
-NVFP4DBG_TEST_FAULT_STAGE=layers.1.self_attn.q_b_proj "$bin" trace "$root/golden/clean-v4" --backend "$backend" \
+NVFP4DBG_TEST_FAULT_STAGE=layers.1.self_attn.q_b_proj "$bin" trace --force "$root/golden/clean-v4" --backend "$backend" \
   --out "$tmp/f.h5" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 ok "exit 3 on a device fault (got $rc)" '[ $rc -eq 3 ]'

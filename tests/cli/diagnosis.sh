@@ -10,7 +10,7 @@ bin="$1"; root="$2"
 attr() { h5dump -a "/summary/$1" "$2" 2>/dev/null | sed -n 's/^ *(0): *//p' | tr -d '"'; }
 
 seed="$root/golden/seed-bug-v4"
-"$bin" trace "$seed" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/s.h5" >"$tmp/s.txt" 2>&1
+"$bin" trace --force "$seed" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/s.h5" >"$tmp/s.txt" 2>&1
 ok "seed: exit 1" '[ $? -eq 1 ]'
 ok "seed: cause scale_inverted proven by repair" 'grep -q "cause scale_inverted (proven by repair)" "$tmp/s.txt"'
 ok "trace records the repair" '[ "$(attr repair "$tmp/s.h5")" = input_scale_reciprocal ]'
@@ -20,14 +20,16 @@ ok "SQNR before ($before) is far below the floor ($floor), after ($after) within
 cmd=$(attr next_command "$tmp/s.h5")
 ok "the next command overrides the q_a_proj input scale with its reciprocal (got: $cmd)" \
   '[[ "$cmd" == *"--override model.layers.0.self_attn.q_a_proj.input_global_scale=719.79"* ]]'
-# the next command, run as printed, moves the first divergence past q_a_proj (kv_proj carries the
-# same fault in the seed report)
+# the next command repairs both shards (kv_proj carries the same fault in the seed report) and, run
+# as printed, writes its trace beside the first (s-repaired.h5) with no divergence left
+ok "the next command repairs kv_proj too and writes s-repaired.h5 (got: $cmd)" \
+  '[[ "$cmd" == *"--override model.layers.0.self_attn.kv_proj.input_global_scale=719.79"*" --out $tmp/s-repaired.h5" ]]'
 read -r -a argv <<<"${cmd#nvfp4dbg trace }"
-"$bin" trace "${argv[@]}" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/n.h5" --json >"$tmp/n.json" 2>/dev/null
-ok "after the next command the first divergence is kv_proj" 'grep -q "\"first_divergence\": \"layers.0.self_attn.kv_proj\"" "$tmp/n.json"'
+"$bin" trace --force "${argv[@]}" --backend "${ND_TEST_BACKEND:-cpu}" --json >"$tmp/n.json" 2>/dev/null
+ok "after the next command: exit $?, no divergence, s-repaired.h5 written" '[ $? -eq 0 ] && grep -q "\"status\": \"ok\"" "$tmp/n.json" && [ -s "$tmp/s-repaired.h5" ]'
 
 # --apply-repair: both shards repaired, no divergence left, logits closer to the reference
-"$bin" trace "$seed" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/a.h5" --apply-repair --json >"$tmp/a.json" 2>/dev/null
+"$bin" trace --force "$seed" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/a.h5" --apply-repair --json >"$tmp/a.json" 2>/dev/null
 kl0=$(tr -d '\n ' <"$tmp/a.json" | sed 's/.*"kl_before":\([^,}]*\).*/\1/')
 kl1=$(tr -d '\n ' <"$tmp/a.json" | sed 's/.*"kl_after":\([^,}]*\).*/\1/')
 t0=$(tr -d '\n ' <"$tmp/a.json" | sed 's/.*"top1_before":\([^,}]*\).*/\1/')
@@ -49,39 +51,39 @@ ok "report: the after-the-repairs item, and next repairs both shards" \
   'grep -q "id=\"verdict-applied\">final logits: KL" "$tmp/a.html" && grep -o "<dt>next<dd><code class=\"cmd\">[^<]*" "$tmp/a.html" | grep -q "q_a_proj.input_global_scale=.*kv_proj.input_global_scale="'
 cmd=$(sed -n 's/^  command: nvfp4dbg trace //p' "$tmp/as.txt")
 read -r -a argv <<<"$cmd"
-"$bin" trace "${argv[@]}" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/a2.h5" >/dev/null 2>&1; rc=$?
+"$bin" trace --force "${argv[@]}" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/a2.h5" >/dev/null 2>&1; rc=$?
 ok "the stored command, run as printed: exit $rc (no divergence)" '[ $rc -eq 0 ]'
 
 # --mode chained alone (no isolated rows) still names a module broken on its own: the seed's
 # all-zero q_a_proj output (it passed with exit 0), and a module run with an infinite input scale
-"$bin" trace "$seed" --backend "${ND_TEST_BACKEND:-cpu}" --mode chained --tokens 1,2,3 --out "$tmp/ch.h5" >"$tmp/ch.txt" 2>&1; rc=$?
+"$bin" trace --force "$seed" --backend "${ND_TEST_BACKEND:-cpu}" --mode chained --tokens 1,2,3 --out "$tmp/ch.h5" >"$tmp/ch.txt" 2>&1; rc=$?
 ok "--mode chained on the seed: exit $rc, $(grep -m1 '^first divergence' "$tmp/ch.txt" | cut -c1-90)" \
   '[ $rc -eq 1 ] && grep -q "^first divergence at layers.0.self_attn.q_a_proj (chained): .*scale_inverted" "$tmp/ch.txt"'
 "$bin" synth "$tmp/inf" --from "$root/golden/clean-v4" --inject input-scale-inf@layers.1.self_attn.q_b_proj >/dev/null 2>&1
-"$bin" trace "$tmp/inf" --backend "${ND_TEST_BACKEND:-cpu}" --mode chained --out "$tmp/inf.h5" >"$tmp/inf.txt" 2>&1; rc=$?
+"$bin" trace --force "$tmp/inf" --backend "${ND_TEST_BACKEND:-cpu}" --mode chained --out "$tmp/inf.h5" >"$tmp/inf.txt" 2>&1; rc=$?
 ok "--mode chained with an infinite input scale: exit $rc, nonfinite_scale" \
   '[ $rc -eq 1 ] && grep -q "^first divergence at layers.1.self_attn.q_b_proj (chained): .*nonfinite_scale" "$tmp/inf.txt"'
-"$bin" trace "$root/golden/clean-v4" --backend "${ND_TEST_BACKEND:-cpu}" --mode chained --out "$tmp/cc.h5" >/dev/null 2>&1; rc=$?
+"$bin" trace --force "$root/golden/clean-v4" --backend "${ND_TEST_BACKEND:-cpu}" --mode chained --out "$tmp/cc.h5" >/dev/null 2>&1; rc=$?
 ok "--mode chained on the clean checkpoint: exit $rc" '[ $rc -eq 0 ]'
 
 # the stack sweep on the clean checkpoint: the stacks that keep the checkpoint's meaning serve it,
 # the reciprocal-taking profile does not (and the sweep says where it breaks)
-"$bin" trace "$root/golden/clean-v4" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/c.h5" --stacks all --json >"$tmp/c.json" 2>/dev/null
+"$bin" trace --force "$root/golden/clean-v4" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/c.h5" --stacks all --json >"$tmp/c.json" 2>/dev/null
 ok "clean: exit 0 with the sweep" '[ $? -eq 0 ]'
 flat=$(tr -d '\n ' <"$tmp/c.json")
 for s in exact vllm vllm-old; do
   ok "clean: $s serves" '[[ "$flat" == *"{\"stack\":\"$s\",\"serves\":true"* ]]'
 done
 ok "clean: modular-6600 does not, cause scale_inverted" '[[ "$flat" == *"{\"stack\":\"modular-6600\",\"serves\":false,\"first_divergence\":\"layers.0."*"\"cause\":\"scale_inverted\""* ]]'
-"$bin" trace "$seed" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/x.h5" --stacks nosuch >/dev/null 2>"$tmp/err"
+"$bin" trace --force "$seed" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/x.h5" --stacks nosuch >/dev/null 2>"$tmp/err"
 ok "an unknown stack in the sweep is exit 2" '[ $? -eq 2 ] && grep -q "nosuch" "$tmp/err"'
 
 # the static findings that matter for the stack that ran: unequal fused-shard scales break vllm
 # (listed after the diagnosis) and not exact (nothing listed)
 "$bin" synth "$tmp/u" --recipe deepseek_v4 --size tiny --unequal-fused-scales >/dev/null
-"$bin" trace "$tmp/u" --backend "${ND_TEST_BACKEND:-cpu}" --stack vllm --out "$tmp/u.h5" >"$tmp/u.txt" 2>&1
+"$bin" trace --force "$tmp/u" --backend "${ND_TEST_BACKEND:-cpu}" --stack vllm --out "$tmp/u.h5" >"$tmp/u.txt" 2>&1
 ok "vllm: the fused-scale findings are listed as breaking it" 'grep -q "static findings that break stack vllm" "$tmp/u.txt" && grep -q "fused_scale_mismatch   model.layers.0" "$tmp/u.txt"'
-"$bin" trace "$tmp/u" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/u.h5" --json >"$tmp/u.json" 2>&1
+"$bin" trace --force "$tmp/u" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/u2.h5" --json >"$tmp/u.json" 2>&1
 ok "exact: exit 0 and no finding breaks it" '[ $? -eq 0 ] && tr -d "\n " <"$tmp/u.json" | grep -q "\"stack_findings\":\[\]"'
 
 # explain: the catalogue, the docs made from it

@@ -10,7 +10,7 @@ bin="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 . "$(dirname "$0")/../lib.sh"
 cd "$tmp" || exit 1
 "$bin" synth clean --recipe deepseek_v4 --size tiny --layers 60 >/dev/null
-COLUMNS=80 "$bin" trace clean --backend "${ND_TEST_BACKEND:-cpu}" --out t.h5 >s.txt 2>err.txt
+COLUMNS=80 "$bin" trace --force clean --backend "${ND_TEST_BACKEND:-cpu}" --out t.h5 >s.txt 2>err.txt
 rc=$?
 ok "clean: exit 0 (got $rc: $(head -c 200 err.txt))" '[ $rc -eq 0 ]'
 ok "the conclusion is no divergence" 'grep -q "^no divergence in [0-9]* rows" s.txt'
@@ -37,7 +37,7 @@ ok "report: the verdict is ok and no row is marked as a failure" \
   'grep -q "no divergence" r.html && ! grep -q "<span class=\"bad\">drift" r.html'
 # the quality line of a healthy run (issue 31 item 7): against the reference path here (no original)
 ok "the quality line" 'tr "\n" " " <s.txt | grep -qE "quality against the reference path \(dequantized weights; --reference-checkpoint: +the original\): final logits KL [0-9.e-]+ nats, top-1 [0-9.]+% of 16 positions; layer +outputs rel L2 .* \(59\)"'
-"$bin" trace clean --backend "${ND_TEST_BACKEND:-cpu}" --out t2.h5 --json >q.json 2>/dev/null
+"$bin" trace --force clean --backend "${ND_TEST_BACKEND:-cpu}" --out t2.h5 --json >q.json 2>/dev/null
 ok "trace --json: quality against the reference path, 16 positions, 5 points along the depth" \
   'tr -d "\n " <q.json | grep -qE "\"quality\":\{\"against\":\"reference_path\",\"kl_div\":[0-9.e-]+,\"top1_agree\":[0-9.e-]+,\"positions\":16,\"layer_rel_l2\":\[(\{[^}]*\},){4}\{\"layer\":59"'
 ok "report: the quality item" 'grep -q "id=\"verdict-quality\">final logits against the reference path" r.html'

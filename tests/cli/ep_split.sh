@@ -7,18 +7,18 @@ set -u
 bin="$1"; root="$2"
 . "$(dirname "$0")/../lib.sh"
 for n in 2 4 8; do
-  "$bin" trace "$root/golden/clean-v4" --backend cpu --ep "$n" --out "$tmp/ep$n.h5" >/dev/null 2>&1
+  "$bin" trace --force "$root/golden/clean-v4" --backend cpu --ep "$n" --out "$tmp/ep$n.h5" >/dev/null 2>&1
   rc=$?
   ok "--ep $n traces clean (exit $rc)" '[ $rc -eq 0 ]'
   "$bin" compare "$tmp/ep$n.h5" "$root/golden/traces/clean-v4.h5" >"$tmp/cmp" 2>&1
   rc=$?
   ok "--ep $n equals no split under the gate (exit $rc: $(tail -1 "$tmp/cmp"))" '[ $rc -eq 0 ]'
 done
-"$bin" trace "$root/golden/clean-v4" --backend cpu --ep 3 --out "$tmp/bad.h5" >/dev/null 2>"$tmp/err"
+"$bin" trace --force "$root/golden/clean-v4" --backend cpu --ep 3 --out "$tmp/bad.h5" >/dev/null 2>"$tmp/err"
 rc=$?
 ok "--ep 3 with 8 experts is bad usage (exit $rc)" '[ $rc -eq 2 ] && grep -q "does not divide" "$tmp/err"'
 "$bin" synth "$tmp/ck" --recipe deepseek_v4 --size tiny --inject weight-global-scale-zero@layers.1.mlp.experts.5.up_proj >/dev/null
-"$bin" trace "$tmp/ck" --backend cpu --ep 4 --out "$tmp/f.h5" >"$tmp/out" 2>&1
+"$bin" trace --force "$tmp/ck" --backend cpu --ep 4 --out "$tmp/f.h5" >"$tmp/out" 2>&1
 rc=$?
 ok "the shard fault is found (exit $rc)" '[ $rc -eq 1 ]'
 ok "and attributed to its rank" 'grep -q "first divergence at layers.1.mlp.experts.5.up_proj.*expert 5 is local expert 1 of EP rank 2 of 4" "$tmp/out"'

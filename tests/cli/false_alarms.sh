@@ -14,7 +14,7 @@ clean() {
   local p rc
   for p in "${prompts[@]}"; do
     # shellcheck disable=SC2086
-    "$bin" trace "$1" --backend cpu --out "$tmp/t.h5" $p >"$tmp/out" 2>&1
+    "$bin" trace --force "$1" --backend cpu --out "$tmp/t.h5" $p >"$tmp/out" 2>&1
     rc=$?
     if [ $rc -eq 0 ]; then pass=$((pass + 1)); else
       echo "FAIL $2 ${p:-default prompt}: exit $rc: $(grep -m1 'first divergence' "$tmp/out" | cut -c1-200)"

@@ -21,7 +21,7 @@ check() { # fault module expected_cause allowed_stage_regex [format]
     nibble-swap) extra=(--reference-checkpoint "$ck/original") ;;
     fused-scale-mismatch*) extra=(--stack vllm) ;;
   esac
-  "$bin" trace "$ck" --json --out "$tmp/t.h5" "${extra[@]}" >"$tmp/out.json" 2>"$tmp/err"
+  "$bin" trace --force "$ck" --json --out "$tmp/t.h5" "${extra[@]}" >"$tmp/out.json" 2>"$tmp/err"
   local rc=$?
   local got_stage got_cause
   got_stage=$(grep -m1 '"first_divergence":' "$tmp/out.json" | sed 's/.*: "\(.*\)",*/\1/')

@@ -27,7 +27,7 @@ targets() {
 run() { # ckpt stack want_stage_regex want_cause label [extra trace args]; want_stage may be
         # "A=cause_a;B=cause_b": the first divergence is a stage of A with cause_a, or of B with cause_b
   local ck="$1" stack="$2" want_stage="$3" want_cause="$4" label="$5"; shift 5
-  "$bin" trace "$ck" --stack "$stack" --json --out "$tmp/t.h5" "$@" >"$tmp/out.json" 2>"$tmp/err"
+  "$bin" trace --force "$ck" --stack "$stack" --json --out "$tmp/t.h5" "$@" >"$tmp/out.json" 2>"$tmp/err"
   local rc=$? got_stage got_cause
   got_stage=$(json_field first_divergence "$tmp/out.json")
   got_cause=$(json_field cause "$tmp/out.json")

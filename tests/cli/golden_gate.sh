@@ -8,7 +8,7 @@ set -u
 bin="$1"; root="$2"
 . "$(dirname "$0")/../lib.sh"
 for ck in seed-bug-v4 clean-v4; do
-  "$bin" trace "$root/golden/$ck" --backend cpu --out "$tmp/$ck.h5" >/dev/null 2>&1
+  "$bin" trace --force "$root/golden/$ck" --backend cpu --out "$tmp/$ck.h5" >/dev/null 2>&1
   "$bin" compare "$tmp/$ck.h5" "$root/golden/traces/$ck.h5" >"$tmp/cmp" 2>&1
   rc=$?
   ok "$ck matches its golden trace (exit $rc: $(tail -1 "$tmp/cmp"))" '[ $rc -eq 0 ]'
@@ -17,7 +17,7 @@ for ck in seed-bug-v4 clean-v4; do
   ok "$ck compared with itself is clean (exit $rc)" '[ $rc -eq 0 ]'
 done
 # the gate bites: a 1.5x quantizer multiplier on one stage (a plausible kernel-side slip)
-"$bin" trace "$root/golden/clean-v4" --backend cpu --out "$tmp/perturbed.h5" \
+"$bin" trace --force "$root/golden/clean-v4" --backend cpu --out "$tmp/perturbed.h5" \
   --override layers.1.self_attn.q_b_proj.quant_mult=500 >/dev/null 2>&1
 "$bin" compare "$tmp/perturbed.h5" "$root/golden/traces/clean-v4.h5" >"$tmp/cmp" 2>&1
 rc=$?
@@ -25,7 +25,7 @@ ok "a perturbed multiplier fails the gate (exit $rc)" '[ $rc -eq 1 ]'
 ok "and the report names the stage" 'grep -q "layers.1.self_attn.q_b_proj" "$tmp/cmp"'
 # output that fits (issue 36 item 4): the seed bug against the clean golden regresses in hundreds of
 # rows; the table shows the 20 worst and counts the rest per figure; --max 0 shows all
-"$bin" trace "$root/golden/seed-bug-v4" --backend cpu --out "$tmp/seed.h5" >/dev/null 2>&1
+"$bin" trace --force "$root/golden/seed-bug-v4" --backend cpu --out "$tmp/seed.h5" >/dev/null 2>&1
 "$bin" compare "$tmp/seed.h5" "$root/golden/traces/clean-v4.h5" >"$tmp/cmp" 2>&1; rc=$?
 nall=$("$bin" compare "$tmp/seed.h5" "$root/golden/traces/clean-v4.h5" --max 0 2>&1 | wc -l)
 ok "compare of a broken run: exit $rc, $(wc -l <"$tmp/cmp") lines (--max 0: $nall), the rest counted ($(grep -o '^\.\.\. [0-9]* more rows' "$tmp/cmp"))" \
@@ -40,7 +40,7 @@ rc=$?
 ok "the cross-backend tolerances still catch it (exit $rc)" '[ $rc -eq 1 ]'
 # one kernel's rounding perturbed: the quantizer divides as compressed-tensors does instead of
 # multiplying by the reciprocal as the vLLM/FlashInfer kernel does
-"$bin" trace "$root/golden/clean-v4" --backend cpu --out "$tmp/rounding.h5" --stack "$root/tests/cli/stack-ct-rounding.yaml" >/dev/null 2>&1
+"$bin" trace --force "$root/golden/clean-v4" --backend cpu --out "$tmp/rounding.h5" --stack "$root/tests/cli/stack-ct-rounding.yaml" >/dev/null 2>&1
 "$bin" compare "$tmp/rounding.h5" "$root/golden/traces/clean-v4.h5" >"$tmp/cmp" 2>&1
 rc=$?
 ok "a perturbed rounding fails the gate (exit $rc)" '[ $rc -eq 1 ]'

@@ -30,7 +30,7 @@ row_field() { awk -v want="$1" -v key="$2" -v mode="${4:-isolated}" '
 rows_named() { grep -c "\"name\": \"$1\"" "$2"; }
 trace() { # out.json ckpt [args]: rc in $rc
   local out="$1"; shift
-  "$bin" trace "$@" --backend "$be" --json --out "$tmp/t.h5" >"$out" 2>"$tmp/err"
+  "$bin" trace --force "$@" --backend "$be" --json --out "$tmp/t.h5" >"$out" 2>"$tmp/err"
   rc=$?
 }
 # k_scale / v_scale ($3: 3 or 4) of attention layer $2 in inspect's text table $1 ("-": none)
@@ -132,13 +132,13 @@ ok "scales not announced: a warning under exact (exit $r)" '[ $r -eq 0 ]'
 
 # bad input
 c="$tmp/llama-nvfp4"
-"$bin" trace "$c" --backend "$be" --stack vllm-fp8kv --override layers.0.self_attn.kv_cache.kv_scales=4 --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
+"$bin" trace --force "$c" --backend "$be" --stack vllm-fp8kv --override layers.0.self_attn.kv_cache.kv_scales=4 --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
 ok "kv_scales=4: exit 2 naming the values" '[ $? -eq 2 ] && grep -q "kv_scales takes 0 (ignore), 1 (apply), 2 (twice) or 3 (write_only)" "$tmp/err"'
 printf 'stack: bad\nkv_scales: half\n' >"$tmp/stack-bad.yaml"
-"$bin" trace "$c" --backend "$be" --stack "$tmp/stack-bad.yaml" --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
+"$bin" trace --force "$c" --backend "$be" --stack "$tmp/stack-bad.yaml" --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
 ok "kv_scales: half in a profile: exit 2 with file:line" '[ $? -eq 2 ] && grep -q "stack-bad.yaml:2: kv_scales must be ignore, apply, twice or write_only" "$tmp/err"'
 printf 'stack: bad\nkv_cache: fp4\n' >"$tmp/stack-bad.yaml"
-"$bin" trace "$c" --backend "$be" --stack "$tmp/stack-bad.yaml" --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
+"$bin" trace --force "$c" --backend "$be" --stack "$tmp/stack-bad.yaml" --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
 ok "kv_cache: fp4 in a profile: exit 2" '[ $? -eq 2 ] && grep -q "kv_cache must be bf16 or fp8" "$tmp/err"'
 "$bin" synth "$tmp/x1" --from "$c" --inject kv-scales@layers.9.self_attn >/dev/null 2>"$tmp/err"
 ok "kv-scales on a layer the model lacks: exit 2 naming it" '[ $? -eq 2 ] && grep -q "layers.9.self_attn. is not an attention module" "$tmp/err"'

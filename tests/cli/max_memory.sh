@@ -15,7 +15,7 @@ seed="$root/golden/seed-bug-v4"
 refused() {
   local want="$5"
   seq 0 $(($2 - 1)) | awk '{ print $1 % 256 }' >"$tmp/tokens-$2"
-  "$bin" trace "$seed" --backend "$be" --tokens-file "$tmp/tokens-$2" --max-memory "$3" --out "$4" >/dev/null 2>"$tmp/err"
+  "$bin" trace --force "$seed" --backend "$be" --tokens-file "$tmp/tokens-$2" --max-memory "$3" --out "$4" >/dev/null 2>"$tmp/err"
   rc=$?
   ok "$1: exit $rc (want 2)" '[ $rc -eq 2 ]'
   ok "$1: the message says so: $(head -c 300 "$tmp/err")" 'grep -q "$want" "$tmp/err"'
@@ -29,12 +29,12 @@ ok "no trace written" '[ ! -e "$tmp/m.h5" ]'
 
 # longer than the model's context (the llmcompressor llama fixture: max_position_embeddings 256)
 seq 0 256 >"$tmp/t257"
-"$bin" trace "$root/golden/conformance/llama/nvfp4" --backend "$be" --tokens-file "$tmp/t257" --out "$tmp/c.h5" >/dev/null 2>"$tmp/err"
+"$bin" trace --force "$root/golden/conformance/llama/nvfp4" --backend "$be" --tokens-file "$tmp/t257" --out "$tmp/c.h5" >/dev/null 2>"$tmp/err"
 rc=$?
 ok "257 tokens on a 256-position model: exit $rc (want 2): $(cat "$tmp/err")" \
    '[ $rc -eq 2 ] && grep -q "257 tokens are more than the model.s context (max_position_embeddings 256" "$tmp/err"'
 seq 0 255 >"$tmp/t256"
-"$bin" trace "$root/golden/conformance/llama/nvfp4" --backend "$be" --tokens-file "$tmp/t256" --layers 0 --out "$tmp/c.h5" >/dev/null 2>"$tmp/err"
+"$bin" trace --force "$root/golden/conformance/llama/nvfp4" --backend "$be" --tokens-file "$tmp/t256" --layers 0 --out "$tmp/c.h5" >/dev/null 2>"$tmp/err"
 rc=$?
 ok "256 tokens on it run: exit $rc (want 0 or 1)" '[ $rc -le 1 ]'
 
@@ -44,15 +44,15 @@ refused "2000 tokens under 8M (refused at an allocation, naming the stage)" 2000
   "stage .*: the activations of 2000 tokens need more than --max-memory 0.00781 GiB"
 
 # inside the limit: the same first divergence and cause as without it
-"$bin" trace "$seed" --backend "$be" --json --out "$tmp/a.h5" >"$tmp/a.json" 2>/dev/null; ra=$?
-"$bin" trace "$seed" --backend "$be" --json --max-memory 64M --out "$tmp/b.h5" >"$tmp/b.json" 2>/dev/null; rb=$?
+"$bin" trace --force "$seed" --backend "$be" --json --out "$tmp/a.h5" >"$tmp/a.json" 2>/dev/null; ra=$?
+"$bin" trace --force "$seed" --backend "$be" --json --max-memory 64M --out "$tmp/b.h5" >"$tmp/b.json" 2>/dev/null; rb=$?
 fd() { grep -m1 "\"$1\":" "$2"; }
 ok "within 64M: exit $rb = $ra, same first divergence and cause" \
    '[ $ra -eq 1 ] && [ $rb -eq 1 ] && [ "$(fd first_divergence "$tmp/a.json")" = "$(fd first_divergence "$tmp/b.json")" ] && [ "$(fd cause "$tmp/a.json")" = "$(fd cause "$tmp/b.json")" ]'
 
 # malformed sizes, on trace and bisect
 for s in 0 -1 12Q 1.5.5G "" 512K 1e30T nan; do
-  "$bin" trace "$seed" --backend "$be" --max-memory "$s" --out "$tmp/x.h5" >/dev/null 2>"$tmp/err"
+  "$bin" trace --force "$seed" --backend "$be" --max-memory "$s" --out "$tmp/x.h5" >/dev/null 2>"$tmp/err"
   rc=$?
   ok "trace --max-memory '$s': exit $rc (want 2)" '[ $rc -eq 2 ] && grep -q -- "--max-memory" "$tmp/err"'
 done

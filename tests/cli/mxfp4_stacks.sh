@@ -18,23 +18,23 @@ ck="$root/golden/conformance/mxfp4/ct"
 toks=11,48,85,122,159,196,233,14
 st=layers.0.self_attn.q_proj
 
-"$bin" trace "$ck" --backend "$be" --tokens "$toks" -o "$tmp/c.h5" --json --quiet > "$tmp/c.json" 2> "$tmp/c.err"; rc=$?
+"$bin" trace --force "$ck" --backend "$be" --tokens "$toks" -o "$tmp/c.h5" --json --quiet > "$tmp/c.json" 2> "$tmp/c.err"; rc=$?
 ok "healthy MXFP4A16 checkpoint traces clean (exit $rc)" '[ $rc -eq 0 ] && [ "$(json_field status "$tmp/c.json")" != divergence ]'
 
 for enc in 2 3 4; do
-  "$bin" trace "$ck" --backend "$be" --tokens "$toks" -o "$tmp/e$enc.h5" --json --quiet \
+  "$bin" trace --force "$ck" --backend "$be" --tokens "$toks" -o "$tmp/e$enc.h5" --json --quiet \
     --override "$st.block_scale_encoding=$enc" > "$tmp/e$enc.json" 2> "$tmp/e$enc.err"; rc=$?
   j="$tmp/e$enc.json"
   ok "encoding $enc: exit 1 at $st, scale_encoding_mismatch proven by block_scale_e4m3 (exit $rc, '$(json_field first_divergence "$j")' '$(json_field cause "$j")' '$(json_field proof "$j")' '$(json_field repair "$j")')" \
     '[ $rc -eq 1 ] && [ "$(json_field first_divergence "$j")" = "$st" ] && [ "$(json_field cause "$j")" = scale_encoding_mismatch ] && [ "$(json_field proof "$j")" = repair ] && [ "$(json_field repair "$j")" = block_scale_e4m3 ]'
   next="$(json_field next_command "$j")"
-  ok "encoding $enc: the next command ends with the own reading ($next)" '[[ "$next" == *"--override $st.block_scale_encoding=0" ]]'
-  "$bin" trace "$ck" --backend "$be" --tokens "$toks" -o "$tmp/n$enc.h5" --json --quiet \
+  ok "encoding $enc: the next command ends with the own reading ($next)" '[[ "$next" == *"--override $st.block_scale_encoding=0 --out "*"-repaired.h5" ]]'
+  "$bin" trace --force "$ck" --backend "$be" --tokens "$toks" -o "$tmp/n$enc.h5" --json --quiet \
     --override "$st.block_scale_encoding=$enc" --override "$st.block_scale_encoding=0" > "$tmp/n$enc.json" 2>/dev/null; rc=$?
   ok "encoding $enc: the next command is clean (exit $rc, verdict '$(row_verdict "$st" "$tmp/n$enc.json")')" '[ $rc -eq 0 ] && [ "$(row_verdict "$st" "$tmp/n$enc.json")" = ok ]'
 done
 
-"$bin" trace "$ck" --backend "$be" --tokens "$toks" -o "$tmp/b.h5" --override "$st.block_scale_encoding=5" > /dev/null 2> "$tmp/b.err"; rc=$?
+"$bin" trace --force "$ck" --backend "$be" --tokens "$toks" -o "$tmp/b.h5" --override "$st.block_scale_encoding=5" > /dev/null 2> "$tmp/b.err"; rc=$?
 ok "encoding 5 is exit 2 naming the switch (exit $rc: $(head -c 200 "$tmp/b.err"))" '[ $rc -eq 2 ] && grep -q "block_scale_encoding" "$tmp/b.err"'
 
 "$bin" inspect "$ck" > "$tmp/i.txt" 2>&1; rc=$?
@@ -54,15 +54,15 @@ for x in 3:e8m0_bias125 4:e8m0_bias128; do
   v="${x%%:*}"; enc="${x#*:}"; f="$tmp/f$v"
   "$bin" synth "$f" --from "$ck" --inject "scale-encoding=$enc@$md" > /dev/null 2> "$tmp/s.err"; rc=$?
   ok "synth --from scale-encoding=$enc@$md (exit $rc: $(head -c 200 "$tmp/s.err"))" '[ $rc -eq 0 ] && grep -q "\"$enc\"" "$f.faults.json"'
-  "$bin" trace "$f" --backend "$be" --tokens "$toks" -o "$tmp/f$v.h5" --json --quiet > "$tmp/f$v.json" 2>/dev/null; rc=$?
+  "$bin" trace --force "$f" --backend "$be" --tokens "$toks" -o "$tmp/f$v.h5" --json --quiet > "$tmp/f$v.json" 2>/dev/null; rc=$?
   ok "$enc without the original: both paths read the same bytes, clean (exit $rc)" '[ $rc -eq 0 ]'
   j="$tmp/r$v.json"
-  "$bin" trace "$f" --backend "$be" --tokens "$toks" --reference-checkpoint "$orig" -o "$tmp/r$v.h5" --json --quiet > "$j" 2>/dev/null; rc=$?
+  "$bin" trace --force "$f" --backend "$be" --tokens "$toks" --reference-checkpoint "$orig" -o "$tmp/r$v.h5" --json --quiet > "$j" 2>/dev/null; rc=$?
   ok "$enc with --reference-checkpoint: exit 1 at $md, scale_encoding_mismatch proven by scale_encoding (exit $rc, '$(json_field first_divergence "$j")' '$(json_field cause "$j")' '$(json_field repair "$j")')" \
     '[ $rc -eq 1 ] && [ "$(json_field first_divergence "$j")" = "$md" ] && [ "$(json_field cause "$j")" = scale_encoding_mismatch ] && [ "$(json_field proof "$j")" = repair ] && [ "$(json_field repair "$j")" = scale_encoding ]'
   next="$(json_field next_command "$j")"
-  ok "$enc: the next command reads them with the bias written ($next)" '[[ "$next" == *"--override model.$md.scale_encoding=$v" ]]'
-  "$bin" trace "$f" --backend "$be" --tokens "$toks" --reference-checkpoint "$orig" --override "model.$md.scale_encoding=$v" \
+  ok "$enc: the next command reads them with the bias written ($next)" '[[ "$next" == *"--override model.$md.scale_encoding=$v --out "*"-repaired.h5" ]]'
+  "$bin" trace --force "$f" --backend "$be" --tokens "$toks" --reference-checkpoint "$orig" --override "model.$md.scale_encoding=$v" \
     -o "$tmp/x$v.h5" --json --quiet > "$tmp/x$v.json" 2>/dev/null; rc=$?
   ok "$enc: the next command is clean (exit $rc)" '[ $rc -eq 0 ]'
 done

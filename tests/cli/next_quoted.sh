@@ -11,7 +11,7 @@ cd "$tmp" || exit 1
 dir='we$(touch pwned1)ird `touch pwned2` it'"'"'s; touch pwned3'
 "$bin" synth "$dir" --recipe llama --layers 2 --inject input-scale-inverted@layers.0.self_attn.q_proj >/dev/null 2>err.txt
 ok "synth into the hostile name ($(head -c 200 err.txt))" '[ -d "$dir" ]'
-"$bin" trace "$dir" --backend "${ND_TEST_BACKEND:-cpu}" --out t.h5 >s.txt 2>&1
+"$bin" trace --force "$dir" --backend "${ND_TEST_BACKEND:-cpu}" --out t.h5 >s.txt 2>&1
 rc=$?
 ok "the seed bug is found (exit $rc)" '[ $rc -eq 1 ]'
 next=$(sed -n 's/^  next: //p' s.txt)
@@ -24,7 +24,7 @@ rc=$?
 ok "pasted into sh -c: it ran (exit $rc: $(head -c 200 n.err))" '[ $rc -eq 0 ] || [ $rc -eq 1 ]'
 ok "pasted into sh -c: the stage is ok after the repair" '[ "$(row_verdict layers.0.self_attn.q_proj n.json)" = ok ]'
 ok "nothing the name says was run" '[ ! -e pwned1 ] && [ ! -e pwned2 ] && [ ! -e pwned3 ] && [ ! -e "$dir/pwned1" ]'
-"$bin" trace "$dir" --backend "${ND_TEST_BACKEND:-cpu}" --out t2.h5 --json >j.json 2>/dev/null
+"$bin" trace --force "$dir" --backend "${ND_TEST_BACKEND:-cpu}" --out t.h5 --json >j.json 2>/dev/null
 jnext=$(json_field next_command j.json)   # as JSON writes it: each backslash doubled
 ok "trace --json stores the same quoted command" '[ "$jnext" = "${next//\\/\\\\}" ]'
 echo "next quoted: $pass passed, $fail failed"

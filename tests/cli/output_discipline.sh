@@ -24,8 +24,12 @@ sum() { sha256sum "$1" | cut -c1-64; }
 # --- trace --out ---------------------------------------------------------------------------
 run timeout 60 "$bin" trace "$ck" --backend cpu --out "$w/t.h5"
 ok "trace to a new path: exit $rc" '[ $rc -eq 0 ] && [ -f "$w/t.h5" ]'
+before=$(sum "$w/t.h5")
 run timeout 60 "$bin" trace "$ck" --backend cpu --out "$w/t.h5"
-ok "trace over an earlier trace: exit $rc (replaced)" '[ $rc -eq 0 ]'
+ok "trace over an earlier trace: exit $rc, kept, --force named: $(head -c 200 "$tmp/err")" \
+    '[ $rc -eq 2 ] && [ "$(sum "$w/t.h5")" = "$before" ] && grep -q "t.h5: holds an earlier trace; not replacing it (--force replaces it, or give another --out)" "$tmp/err"'
+run timeout 60 "$bin" trace "$ck" --backend cpu --out "$w/t.h5" --force
+ok "trace over an earlier trace with --force: exit $rc (replaced)" '[ $rc -eq 0 ] && [ -f "$w/t.h5" ] && [ ! -e "$w/t.h5.incomplete" ]'
 echo "my notes" >"$w/notes.txt"
 run timeout 60 "$bin" trace "$ck" --backend cpu --out "$w/notes.txt"
 ok "trace over another file: exit $rc, kept: $(head -c 200 "$tmp/err")" '[ $rc -eq 2 ] && [ "$(cat "$w/notes.txt")" = "my notes" ] && grep -q "notes.txt: exists and is not an nvfp4dbg trace; not replacing it (--force replaces it)" "$tmp/err"'

@@ -66,35 +66,35 @@ ok "synth --from: the fault list would replace the source's weights (a link to i
 # --- a trace that does not end leaves the earlier one ----------------------------------------
 run "$bin" trace "$ck" --backend cpu --out "$w/t.h5"
 t0=$(sum "$w/t.h5")
-(ulimit -f 24; "$bin" trace "$ck" --backend cpu --out "$w/t.h5" >"$tmp/out" 2>"$tmp/err"); rc=$?
+(ulimit -f 24; "$bin" trace "$ck" --backend cpu --out "$w/t.h5" --force >"$tmp/out" 2>"$tmp/err"); rc=$?
 ok "trace past a file-size limit: exit $rc, the earlier trace kept, the rows in t.h5.incomplete ($(err))" '[ $rc -eq 2 ] && [ "$(sum "$w/t.h5")" = "$t0" ] && grep -q "rows written before the failure: .*t.h5.incomplete" "$tmp/err" && [ -f "$w/t.h5.incomplete" ]'
 cp "$w/t.h5" "$w/golden.h5"
 run "$bin" compare "$w/t.h5" "$w/golden.h5"
 ok "compare of the earlier trace while a newer OUT.incomplete says the last run did not end: exit $rc ($(err))" '[ $rc -eq 2 ] && grep -q "t.h5.incomplete is newer: the last trace run to this path did not finish" "$tmp/err"'
-"$bin" trace "$ck" --backend cpu --out "$w/t.h5" >/dev/null 2>&1 &
+"$bin" trace "$ck" --backend cpu --out "$w/t.h5" --force >/dev/null 2>&1 &
 pid=$!
 for _ in $(seq 1 200); do [ -e "$w/t.h5.incomplete" ] && break; sleep 0.01; done
 kill -TERM $pid 2>/dev/null; wait $pid; rc=$?
 ok "trace killed by SIGTERM (exit $rc): the earlier trace kept" '[ "$(sum "$w/t.h5")" = "$t0" ]'
-run "$bin" trace "$ck" --backend cpu --out "$w/t.h5"
+run "$bin" trace "$ck" --backend cpu --out "$w/t.h5" --force
 ok "the next trace replaces the stale .incomplete without --force: exit $rc ($(err))" '[ $rc -eq 0 ] && [ ! -e "$w/t.h5.incomplete" ]'
 run "$bin" compare "$w/t.h5" "$w/golden.h5"
 ok "then the gate runs on it: exit $rc ($(err))" '[ $rc -eq 0 ]'
 # a run that fails after its replay started (exit 3 at a stage; exit 2: a --prod-dump naming no
 # stage) keeps the earlier trace too; its rows and status "error" are in the .incomplete
 t1=$(sum "$w/t.h5")
-NVFP4DBG_TEST_FAULT_STAGE=layers.1.self_attn.q_b_proj run "$bin" trace "$ck" --backend cpu --out "$w/t.h5"
+NVFP4DBG_TEST_FAULT_STAGE=layers.1.self_attn.q_b_proj run "$bin" trace "$ck" --backend cpu --out "$w/t.h5" --force
 ok "a run failing at layer 1 (exit $rc): the earlier trace kept, its rows in t.h5.incomplete ($(err))" '[ $rc -eq 3 ] && [ "$(sum "$w/t.h5")" = "$t1" ] && [ -f "$w/t.h5.incomplete" ] && grep -q "rows written before the failure: .*t.h5.incomplete" "$tmp/err"'
 run "$bin" show "$w/t.h5.incomplete"
 ok "the failed run's trace says status error: exit $rc" 'grep -q "error" "$tmp/out"'
 run "$bin" compare "$w/t.h5" "$w/golden.h5"
 ok "the gate refuses the earlier trace while the failed run's is newer: exit $rc" '[ $rc -eq 2 ] && grep -q "is newer" "$tmp/err"'
 cp "$root/golden/conformance/llama/dequant.safetensors" "$w/nomatch.safetensors"
-run "$bin" trace "$ck" --backend cpu --out "$w/t.h5" --prod-dump "$w/nomatch.safetensors"
+run "$bin" trace "$ck" --backend cpu --out "$w/t.h5" --force --prod-dump "$w/nomatch.safetensors"
 ok "a --prod-dump naming no stage (exit $rc): the earlier trace kept" '[ $rc -eq 2 ] && [ "$(sum "$w/t.h5")" = "$t1" ]'
 NVFP4DBG_TEST_FAULT_STAGE=layers.1.self_attn.q_b_proj run "$bin" trace "$ck" --backend cpu --out "$w/fresh.h5"
 ok "with nothing at OUT, the failed run's trace takes the name (exit $rc)" '[ $rc -eq 3 ] && [ -f "$w/fresh.h5" ] && [ ! -e "$w/fresh.h5.incomplete" ]'
-run "$bin" trace "$ck" --backend cpu --out "$w/t.h5"
+run "$bin" trace "$ck" --backend cpu --out "$w/t.h5" --force
 ok "the next good run replaces both: exit $rc" '[ $rc -eq 0 ] && [ ! -e "$w/t.h5.incomplete" ]'
 # a run that fails before its replay (a bad config, a missing folder, an unknown recipe, a bad
 # option after --out) leaves the earlier trace and an OUT.incomplete saying so: compare refuses
@@ -106,12 +106,12 @@ for args in "$w/badcfg" "$w/nosuchfolder" "$ck --recipe nosuchrecipe" "$ck --sta
             "$ck --nosuchoption" "$ck --stacks nosuchstack" "$ck --reference-checkpoint $ck/original --override lm_head.nibble_swap=1"; do
   rm -f "$w/t.h5.incomplete"
   read -r -a av <<<"$args"
-  run "$bin" trace "${av[@]}" --backend cpu --out "$w/t.h5"
+  run "$bin" trace "${av[@]}" --backend cpu --out "$w/t.h5" --force
   e1=$(head -c 150 "$tmp/err" | tr '\n' ' ')
   run "$bin" compare "$w/t.h5" "$w/golden.h5"
   ok "trace ${args##*/} failing before its replay: the earlier trace kept, then compare exit $rc ($e1)" '[ "$(sum "$w/t.h5")" = "$t2" ] && [ -f "$w/t.h5.incomplete" ] && [ $rc -eq 2 ] && grep -q "is newer" "$tmp/err"'
 done
-run "$bin" trace "$ck" --backend cpu --out "$w/t.h5"
+run "$bin" trace "$ck" --backend cpu --out "$w/t.h5" --force
 ok "a good run then clears it: exit $rc" '[ $rc -eq 0 ] && [ ! -e "$w/t.h5.incomplete" ]'
 run "$bin" trace "$ck" --backend cpu --out "$w/never.h5" --recipe nosuchrecipe
 ok "with no earlier trace, a failed run writes nothing (exit $rc)" '[ $rc -eq 2 ] && [ ! -e "$w/never.h5" ] && [ ! -e "$w/never.h5.incomplete" ]'

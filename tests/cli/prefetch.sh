@@ -7,14 +7,14 @@ set -u
 bin="$1"; root="$2"
 . "$(dirname "$0")/../lib.sh"
 # every figure of every row, timings left out
-rows() { grep -v '"elapsed_s"\|"upload_s"\|"trace"' "$1"; }
+rows() { grep -v '"elapsed_s"\|"upload_s"\|"trace"\|"next_command"' "$1"; }
 "$bin" synth "$tmp/small" --recipe deepseek_v4 --size small >/dev/null
 "$bin" synth "$tmp/fault" --recipe deepseek_v4 --size small --inject weight-scale-nan@layers.1.mlp.experts.3.up_proj >/dev/null
 for ck in "$root/golden/clean-v4" "$tmp/small" "$tmp/fault"; do
   n=$(basename "$ck")
-  NVFP4DBG_PREFETCH=0 "$bin" trace "$ck" --backend cpu --json --out "$tmp/$n-off.h5" >"$tmp/$n-off.json" 2>/dev/null
+  NVFP4DBG_PREFETCH=0 "$bin" trace --force "$ck" --backend cpu --json --out "$tmp/$n-off.h5" >"$tmp/$n-off.json" 2>/dev/null
   a=$?
-  NVFP4DBG_PREFETCH=1 "$bin" trace "$ck" --backend cpu --json --out "$tmp/$n-on.h5" >"$tmp/$n-on.json" 2>/dev/null
+  NVFP4DBG_PREFETCH=1 "$bin" trace --force "$ck" --backend cpu --json --out "$tmp/$n-on.h5" >"$tmp/$n-on.json" 2>/dev/null
   b=$?
   ok "$n: same exit status with and without prefetch ($a, $b)" '[ $a -eq $b ] && [ $a -le 1 ]'
   ok "$n: the same rows, bit for bit" 'diff <(rows "$tmp/$n-off.json") <(rows "$tmp/$n-on.json") >/dev/null'

@@ -20,13 +20,13 @@ rm -rf "$ck"
 "$bin" synth "$ck" --recipe deepseek_v4 --layers 8 --quiet >/dev/null 2>"$tmp/err"
 ok "synth --quiet: nothing on stderr" '[ $? -eq 0 ] && [ ! -s "$tmp/err" ]'
 
-"$bin" trace "$ck" --backend cpu --out "$tmp/t.h5" --json >"$tmp/t.json" 2>"$tmp/err"
+"$bin" trace --force "$ck" --backend cpu --out "$tmp/t.h5" --json >"$tmp/t.json" 2>"$tmp/err"
 ok "trace: exit 0, the JSON on stdout untouched" '[ $? -eq 0 ] && head -c1 "$tmp/t.json" | grep -q "{" && tail -c2 "$tmp/t.json" | grep -q "}"'
 ok "trace: one line per layer, in order" '[ "$(grep -oE "^nvfp4dbg: trace: [0-9]+/8 layers" "$tmp/err" | grep -oE "[0-9]+/" | tr -d / | tr "\n" " ")" = "1 2 3 4 5 6 7 8 " ]'
 ok "trace: the share done" 'grep -q "^nvfp4dbg: trace: 4/8 layers (50%)" "$tmp/err" && grep -q "^nvfp4dbg: trace: done, 8/8 layers in" "$tmp/err"'
-"$bin" trace "$ck" --backend cpu --out "$tmp/t.h5" -q >/dev/null 2>"$tmp/err"
+"$bin" trace --force "$ck" --backend cpu --out "$tmp/t.h5" -q >/dev/null 2>"$tmp/err"
 ok "trace -q: nothing on stderr" '[ $? -eq 0 ] && [ ! -s "$tmp/err" ]'
-NVFP4DBG_PROGRESS_INTERVAL=3600 "$bin" trace "$ck" --backend cpu --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
+NVFP4DBG_PROGRESS_INTERVAL=3600 "$bin" trace --force "$ck" --backend cpu --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
 ok "trace by default: a run shorter than the interval prints no progress (an hour here, so a loaded machine cannot make it longer)" '[ $? -eq 0 ] && ! grep -q "nvfp4dbg: trace:" "$tmp/err"'
 
 "$bin" bisect "$ck" --backend cpu >/dev/null 2>"$tmp/err"
@@ -35,7 +35,7 @@ ok "bisect: the traces it runs" 'grep -q "^nvfp4dbg: bisect: 0 traces run, trace
 ok "bisect --quiet: nothing on stderr" '[ ! -s "$tmp/err" ]'
 
 if command -v script >/dev/null 2>&1; then
-  script -qec "'$bin' trace '$ck' --backend cpu --out '$tmp/t.h5' >/dev/null" /dev/null >"$tmp/tty" 2>&1
+  script -qec "'$bin' trace --force '$ck' --backend cpu --out '$tmp/t.h5' >/dev/null" /dev/null >"$tmp/tty" 2>&1
   ok "on a terminal: a bar redrawn in place" 'grep -q "trace \[############            \] 4/8 layers" "$tmp/tty" && [ "$(tr -cd "\r" <"$tmp/tty" | wc -c)" -ge 8 ]'
   ok "on a terminal: the bar erased at the end" 'tr -d "\n" <"$tmp/tty" | grep -q $'"'"'\r\033\[K$'"'"''
   script -qec "'$bin' trace '$ck' --backend cpu --out '$tmp/t.h5' --quiet >/dev/null" /dev/null >"$tmp/tty" 2>&1

@@ -29,9 +29,9 @@ insert_after:
   stages:
     - {stage: "layers.{L}.self_attn.o_mark", op: identity, in: ya, out: ya}
 EOF
-"$bin" trace "$ck" --backend cpu --json --no-color --out "$tmp/stock.h5" > "$tmp/stock.json" 2> "$tmp/stock.err"
+"$bin" trace --force "$ck" --backend cpu --json --no-color --out "$tmp/stock.h5" > "$tmp/stock.json" 2> "$tmp/stock.err"
 ok "stock llama trace exit 0 ($(tail -1 "$tmp/stock.err"))" "[ $? -eq 0 ]"
-NVFP4DBG_RECIPES="$tmp/fam" "$bin" trace "$ck" --stack "$exact" --backend cpu --json --no-color --out "$tmp/fam.h5" \
+NVFP4DBG_RECIPES="$tmp/fam" "$bin" trace --force "$ck" --stack "$exact" --backend cpu --json --no-color --out "$tmp/fam.h5" \
   > "$tmp/fam.json" 2> "$tmp/fam.err"
 ok "family trace exit 0 ($(tail -1 "$tmp/fam.err"))" "[ $? -eq 0 ]"
 ok "the family is picked by model_type" "[ \"$(json_field recipe "$tmp/fam.json")\" = llama_probe ]"
@@ -60,7 +60,7 @@ done
 
 # ---- bad inputs: exit 2, FILE:LINE in the message ----
 bad() {   # NAME RECIPE_FILE WANT_GREP
-  "$bin" trace "$ck" --recipe "$2" --backend cpu --out "$tmp/bad.h5" > /dev/null 2> "$tmp/bad.err"
+  "$bin" trace --force "$ck" --recipe "$2" --backend cpu --out "$tmp/bad.h5" > /dev/null 2> "$tmp/bad.err"
   local rc=$?
   ok "$1: exit 2 (got $rc: $(head -c 300 "$tmp/bad.err"))" "[ $rc -eq 2 ]"
   ok "$1: message '$3' (got: $(head -c 300 "$tmp/bad.err"))" "grep -qF -- \"$3\" \"$tmp/bad.err\""

@@ -17,7 +17,7 @@ be="${ND_TEST_BACKEND:-cpu}"
 toks=3,10,17,24,31,38,45,52,59,66,73,80,87,94,101,108,115,122,129,136,143,150,157,164,171,178,185,192,199,206,213,220
 first() { grep -m1 "\"$1\":" "$2" | sed 's/.*: "\(.*\)",*/\1/'; }
 verdict_of() { grep -A40 "\"name\": \"$1\"" "$2" | grep -m1 '"verdict"' | sed 's/.*: "\(.*\)",*/\1/'; }
-tr_() { local out="$1"; shift; "$bin" trace "$@" --tokens "$toks" --backend "$be" --json --out "$tmp/t.h5" >"$out" 2>/dev/null; rc=$?; }
+tr_() { local out="$1"; shift; "$bin" trace --force "$@" --tokens "$toks" --backend "$be" --json --out "$tmp/t.h5" >"$out" 2>/dev/null; rc=$?; }
 for fam in deepseek_v3 deepseek_v4; do
   mod=layers.1.mlp.gate; [ $fam = deepseek_v4 ] && mod=layers.1.ffn.gate
   stage=layers.1.mlp.gate
@@ -33,7 +33,7 @@ for fam in deepseek_v3 deepseek_v4; do
     ok "$l: the evidence is the routing, before and after" 'grep -q "restores the stage: top-k agreement 0\.[0-9]* -> 1\.000" "$tmp/b.json"'
     next=$(grep -m1 '"next_command": "' "$tmp/b.json" | sed 's/.*: "\(.*\)",*/\1/')
     read -r -a argv <<<"${next#nvfp4dbg trace }"
-    "$bin" trace "${argv[@]}" --tokens "$toks" --backend "$be" --json --out "$tmp/n.h5" >"$tmp/n.json" 2>/dev/null
+    "$bin" trace --force "${argv[@]}" --tokens "$toks" --backend "$be" --json --out "$tmp/n.h5" >"$tmp/n.json" 2>/dev/null
     ok "$l: the next command clears the router: $(verdict_of "$stage" "$tmp/n.json")" '[ "$(verdict_of "$stage" "$tmp/n.json")" = ok ]'
   done
 done
@@ -45,7 +45,7 @@ for fmt in nvfp4 modelopt; do
   ok "unplanted deepseek_v3/$fmt under the profile: exit $rc (want 0)" '[ $rc -eq 0 ]'
 done
 printf 'stack: x\nrouter_bias: bf8\n' >"$tmp/stack-x.yaml"
-"$bin" trace "$root/golden/clean-v4" --stack "$tmp/stack-x.yaml" --backend "$be" --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"; rc=$?
+"$bin" trace --force "$root/golden/clean-v4" --stack "$tmp/stack-x.yaml" --backend "$be" --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"; rc=$?
 ok "router_bias: bf8: exit $rc (want 2)" '[ $rc -eq 2 ] && grep -q "router_bias must be fp32 or bf16, not .bf8." "$tmp/err"'
 "$bin" synth "$tmp/nob" --from "$root/golden/conformance/llama/nvfp4" --inject "router-bias-offset=64@layers.0.mlp.gate_proj" >/dev/null 2>"$tmp/err"; rc=$?
 ok "router-bias-offset on a module without a correction bias: exit $rc (want 2)" '[ $rc -eq 2 ] && grep -q "has no F32 e_score_correction_bias" "$tmp/err"'

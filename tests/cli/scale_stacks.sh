@@ -67,7 +67,7 @@ ok "column-parallel q_proj under tp 8 with garbage padding: exit 0 (got $rc)" '[
 bad() { # label expected-text args...
   local label="$1" want="$2"; shift 2
   local r
-  "$bin" trace "$ck" --backend "$be" --out "$tmp/b.h5" "$@" >/dev/null 2>"$tmp/err"
+  "$bin" trace --force "$ck" --backend "$be" --out "$tmp/b.h5" "$@" >/dev/null 2>"$tmp/err"
   r=$?
   ok "$label: exit 2 naming '$want' (got $r: $(head -c 200 "$tmp/err"))" '[ $r -eq 2 ] && grep -q -- "$want" "$tmp/err"'
 }
@@ -86,7 +86,7 @@ bad "refit without the original" "reference-checkpoint" --override model.layers.
 root="${ND_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}"
 printf 'stack: rq\nblock_scale_rounding: ue8m0_requant\n' >"$tmp/stack-rq.yaml"
 for f in llama/nvfp4 llama/modelopt deepseek_v3/nvfp4 deepseek_v3/modelopt; do
-  "$bin" trace "$root/golden/conformance/$f" --stack "$tmp/stack-rq.yaml" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/rq.h5" >/dev/null 2>&1
+  "$bin" trace --force "$root/golden/conformance/$f" --stack "$tmp/stack-rq.yaml" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/rq.h5" >/dev/null 2>&1
   r=$?
   ok "$f under block_scale_rounding: ue8m0_requant: exit $r (want 0)" '[ $r -eq 0 ]'
 done

@@ -7,7 +7,7 @@ set -u
 bin="$1"; root="$2"
 . "$(dirname "$0")/../lib.sh"
 
-"$bin" trace "$root/golden/seed-bug-v4" --backend cpu --no-color --table --out "$tmp/seed.h5" >"$tmp/out" 2>&1
+"$bin" trace --force "$root/golden/seed-bug-v4" --backend cpu --no-color --table --out "$tmp/seed.h5" >"$tmp/out" 2>&1
 rc=$?
 ok "seed trace exits 1 (got $rc)" '[ $rc -eq 1 ]'
 ok "closing line names q_a_proj and scale_inverted" 'grep -q "first divergence at layers.0.self_attn.q_a_proj (isolated).*scale_inverted" "$tmp/out"'
@@ -20,7 +20,7 @@ for m in q_a_proj kv_proj; do
   v=$(sed -n "/layers.0.self_attn.$m/,/stored/p" "$root/golden/seed-bug-v4.faults.json" | grep '"stored"' | sed 's/.*: *//; s/,$//')
   fix+=(--override "model.layers.0.self_attn.$m.input_global_scale=$(awk -v s="$v" 'BEGIN { printf "%.9g", 1 / s }')")
 done
-"$bin" trace "$root/golden/seed-bug-v4" --backend cpu --out "$tmp/fixed.h5" "${fix[@]}" >"$tmp/fixed" 2>&1
+"$bin" trace --force "$root/golden/seed-bug-v4" --backend cpu --out "$tmp/fixed.h5" "${fix[@]}" >"$tmp/fixed" 2>&1
 rc=$?
 ok "the override with the right values makes the trace clean (got $rc: $(tail -2 "$tmp/fixed" | head -1 | cut -c1-120))" '[ $rc -eq 0 ]'
 

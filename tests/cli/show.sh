@@ -5,7 +5,7 @@
 set -u
 bin="$1"; root="$2"
 . "$(dirname "$0")/../lib.sh"
-"$bin" trace "$root/golden/seed-bug-v4" --backend cpu --out "$tmp/t.h5" --json >"$tmp/t.json" 2>/dev/null
+"$bin" trace --force "$root/golden/seed-bug-v4" --backend cpu --out "$tmp/t.h5" --json >"$tmp/t.json" 2>/dev/null
 rows=$(grep -c '"verdict":' "$tmp/t.json")
 ok "the trace has rows ($rows)" '[ "$rows" -gt 100 ]'
 

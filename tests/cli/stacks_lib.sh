@@ -10,7 +10,7 @@
 #                               STACK, and the trace it runs has STAGE ok and diverging elsewhere (or not)
 trace() {
   local out="$1"; shift
-  "$bin" trace "$@" --backend "$be" --json --out "$tmp/t.h5" >"$out" 2>"$tmp/err"
+  "$bin" trace --force "$@" --backend "$be" --json --out "$tmp/t.h5" >"$out" 2>"$tmp/err"
   rc=$?
 }
 tiny_clean() {

@@ -31,14 +31,14 @@ while read -r fam mod; do
     "$bin" synth "$ck" --recipe "$fam" --size tiny --format "$fmt" >/dev/null 2>"$tmp/err"
     rc=$?
     ok "$fam/$fmt: synth clean exit 0 (got $rc: $(tail -c 200 "$tmp/err"))" '[ $rc -eq 0 ]'
-    "$bin" trace "$ck" --backend "${ND_TEST_BACKEND:-cpu}" --json --out "$tmp/c.h5" >"$tmp/c.json" 2>"$tmp/err"
+    "$bin" trace --force "$ck" --backend "${ND_TEST_BACKEND:-cpu}" --json --out "$tmp/c.h5" >"$tmp/c.json" 2>"$tmp/err"
     rc=$?
     ok "$fam/$fmt: clean trace exit 0 (got $rc, first divergence '$(json_field first_divergence "$tmp/c.json")')" '[ $rc -eq 0 ]'
     "$bin" synth "$ck-bug" --recipe "$fam" --size tiny --format "$fmt" --inject "input-scale-inverted@$mod" >/dev/null 2>"$tmp/err"
     rc=$?
     ok "$fam/$fmt: synth --inject exit 0 (got $rc: $(tail -c 200 "$tmp/err"))" '[ $rc -eq 0 ]'
     ok "$fam/$fmt: the side file names model.$mod" "grep -q '\"model.$mod\"\\|\"$mod\"' '$ck-bug.faults.json'"
-    "$bin" trace "$ck-bug" --backend "${ND_TEST_BACKEND:-cpu}" --json --out "$tmp/b.h5" >"$tmp/b.json" 2>"$tmp/err"
+    "$bin" trace --force "$ck-bug" --backend "${ND_TEST_BACKEND:-cpu}" --json --out "$tmp/b.h5" >"$tmp/b.json" 2>"$tmp/err"
     rc=$?
     got=$(json_field first_divergence "$tmp/b.json"); cause=$(json_field cause "$tmp/b.json"); proof=$(json_field proof "$tmp/b.json")
     ok "$fam/$fmt: seed bug at $mod: exit 1, found there with cause scale_inverted (got exit $rc, '$got', '$cause', proof '$proof')" \

@@ -22,7 +22,7 @@ static int run_trace(const char *bin, const char *ck, const char *out, long kill
         int devnull = open("/dev/null", O_WRONLY);
         dup2(devnull, 1);
         dup2(devnull, 2);
-        execl(bin, bin, "trace", ck, "--backend", "cpu", "--out", out, (char *)NULL);
+        execl(bin, bin, "trace", ck, "--backend", "cpu", "--out", out, "--force", (char *)NULL);
         _exit(127);
     }
     if (kill_after_us >= 0) {

@@ -17,7 +17,7 @@ cd "$tmp" || exit 1
 awk '/^## Reading it/{m=1; next} m==1 && /^```python/{m=2; next} m==2 && /^```/{exit} m==2{print}' \
   "$root/docs/trace-format.md" >snippet.py
 [ "$(wc -l <snippet.py)" -gt 10 ] || { echo "FAIL: no snippet under '## Reading it' in docs/trace-format.md"; exit 1; }
-"$bin" trace "$root/golden/seed-bug-v4" --backend cpu >/dev/null 2>&1   # writes nvfp4dbg-trace.h5
+"$bin" trace --force "$root/golden/seed-bug-v4" --backend cpu >/dev/null 2>&1   # writes nvfp4dbg-trace.h5
 [ $? -eq 1 ] || { echo "FAIL: trace of the seed did not exit 1"; exit 1; }
 "$bin" show nvfp4dbg-trace.h5 --csv >show.csv || { echo "FAIL: show --csv"; exit 1; }
 "$py" snippet.py >out.txt 2>err.txt || { cat err.txt; echo "FAIL: the snippet does not run"; exit 1; }

@@ -11,7 +11,7 @@ cd "$tmp" || exit 1
 "$bin" synth bad --recipe deepseek_v4 --size tiny --layers 60 --inject input-scale-inverted@layers.41.self_attn.q_b_proj >/dev/null
 be="${ND_TEST_BACKEND:-cpu}"
 
-COLUMNS=80 "$bin" trace bad --backend "$be" --out t.h5 >s80.txt 2>err.txt
+COLUMNS=80 "$bin" trace --force bad --backend "$be" --out t.h5 >s80.txt 2>err.txt
 rc=$?
 ok "exit 1 (got $rc: $(cat err.txt))" '[ $rc -eq 1 ]'
 n=$(wc -l <s80.txt)
@@ -34,31 +34,31 @@ ok "the cause with its proof and meaning" 'grep -q "^cause scale_inverted (prove
 ok "the evidence" 'grep -q "^  evidence: repair input_scale_reciprocal" s80.txt'
 ok "the next command, whole on one line" 'grep -qE "^  next: nvfp4dbg trace bad --override model\.layers\.41\.self_attn\.q_b_proj\.input_global_scale=[0-9.]+$" s80.txt'
 
-"$bin" trace bad --backend "$be" --out t.h5 >pipe.txt 2>/dev/null
+"$bin" trace --force bad --backend "$be" --out t.h5 >pipe.txt 2>/dev/null
 n=$(wc -l <pipe.txt)
 ok "into a pipe: at most 80 lines (got $n)" '[ "$n" -le 80 ]'
 ok "into a pipe: nothing wrapped (the closing line is whole)" 'grep -q "^first divergence at layers.41.self_attn.q_b_proj (isolated): .*scale_inverted" pipe.txt'
 
 # --table: every row of the trace, the first divergence marked (layer 41 alone from here on)
-"$bin" trace bad --backend "$be" --out t.h5 --layers 41 --json >t.json 2>/dev/null
+"$bin" trace --force bad --backend "$be" --out t.h5 --layers 41 --json >t.json 2>/dev/null
 rows=$(grep -c '"verdict":' t.json)
-"$bin" trace bad --backend "$be" --out t.h5 --layers 41 --table >table.txt 2>/dev/null
+"$bin" trace --force bad --backend "$be" --out t.h5 --layers 41 --table >table.txt 2>/dev/null
 ok "--table: every row ($rows)" '[ "$(grep -cE "^[^ ]+ +[^ ]+ +(isolated|chained) " table.txt)" -eq "$rows" ]'
 ok "--table: the first divergence marked" 'grep -E "^layers\.41\.self_attn\.q_b_proj +linear +isolated" table.txt | grep -q "<== first divergence"'
 ok "--table: every repair tried is listed" 'grep -q "repairs replayed on the stage" table.txt'
-"$bin" trace bad --backend "$be" --out t.h5 --layers 41 --stage q_b_proj >stage.txt 2>/dev/null
+"$bin" trace --force bad --backend "$be" --out t.h5 --layers 41 --stage q_b_proj >stage.txt 2>/dev/null
 want=$(grep -c '"name": "[^"]*q_b_proj[^"]*"' t.json)
 ok "--stage q_b_proj: the $want rows whose name holds it, no other" '[ "$want" -ge 2 ] && [ "$(grep -cE "^[^ ]*q_b_proj[^ ]* +linear +(isolated|chained) " stage.txt)" -eq "$want" ] && [ "$(grep -cE " (isolated|chained) " stage.txt)" -eq "$want" ]'
-"$bin" trace bad --backend "$be" --out t.h5 --layers 41 --stage 'layers.41.*_proj' >glob.txt 2>/dev/null
+"$bin" trace --force bad --backend "$be" --out t.h5 --layers 41 --stage 'layers.41.*_proj' >glob.txt 2>/dev/null
 ok "--stage with a glob: only layer 41's projections" '[ "$(grep -cE " (isolated|chained) " glob.txt)" -gt 4 ] && ! grep -E " (isolated|chained) " glob.txt | grep -qv "^layers\.41\..*_proj "'
-"$bin" trace bad --backend "$be" --out t.h5 --layers 41 --stage nosuchstage >none.txt 2>/dev/null
+"$bin" trace --force bad --backend "$be" --out t.h5 --layers 41 --stage nosuchstage >none.txt 2>/dev/null
 ok "--stage matching nothing says so" 'grep -q "no stage matches --stage nosuchstage" none.txt'
 
 # names are never cut: on a 40-column terminal each name is whole on its own line
-COLUMNS=40 "$bin" trace bad --backend "$be" --out t.h5 --layers 41 --table >narrow.txt 2>/dev/null
+COLUMNS=40 "$bin" trace --force bad --backend "$be" --out t.h5 --layers 41 --table >narrow.txt 2>/dev/null
 longest=$(sed -n 's/.*"name": "\([^"]*\)".*/\1/p' t.json | awk '{ if (length($0) > length(m)) m = $0 } END { print m }')
 ok "40 columns: the longest name ($longest) is printed whole" 'grep -qxF "$longest" narrow.txt'
-COLUMNS=40 "$bin" trace bad --backend "$be" --out t.h5 --layers 41 >narrow2.txt 2>/dev/null
+COLUMNS=40 "$bin" trace --force bad --backend "$be" --out t.h5 --layers 41 >narrow2.txt 2>/dev/null
 ok "40 columns: the summary keeps the stage names whole" 'grep -qx "41    self_attn.q_b_proj" narrow2.txt'
 echo "trace summary: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -7,14 +7,14 @@ set -u
 bin="$1"
 . "$(dirname "$0")/../lib.sh"
 "$bin" synth "$tmp/ck" --recipe deepseek_v4 --size tiny --inject weight-scale-nan@layers.1.mlp.experts.3.down_proj >/dev/null
-"$bin" trace "$tmp/ck" --backend cpu --tokens 3 --json --out "$tmp/t.h5" >"$tmp/out.json" 2>&1
+"$bin" trace --force "$tmp/ck" --backend cpu --tokens 3 --json --out "$tmp/t.h5" >"$tmp/out.json" 2>&1
 rc=$?
 ok "expert 3 is not picked by token 3" '! grep -q "\"name\": \"layers.1.mlp.experts.3\." "$tmp/out.json"'
 ok "so the prompt traces clean (exit $rc)" '[ $rc -eq 0 ]'
 "$bin" inspect "$tmp/ck" >"$tmp/insp" 2>&1
 rc=$?
 ok "inspect reports the NaN block scales statically (exit $rc)" '[ $rc -eq 1 ] && grep -q "layers.1.mlp.experts.3.down_proj" "$tmp/insp"'
-"$bin" trace "$tmp/ck" --backend cpu --out "$tmp/t2.h5" >"$tmp/out2" 2>&1
+"$bin" trace --force "$tmp/ck" --backend cpu --out "$tmp/t2.h5" >"$tmp/out2" 2>&1
 rc=$?
 ok "a prompt that picks expert 3 finds it (exit $rc)" '[ $rc -eq 1 ] && grep -q "first divergence at layers.1.mlp.experts.3.down_proj.*nan_weight_scale" "$tmp/out2"'
 echo "unpicked expert: $pass passed, $fail failed"

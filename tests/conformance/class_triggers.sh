@@ -26,7 +26,7 @@ conf="$root/golden/conformance"
 be=(--backend "${ND_TEST_BACKEND:-cpu}")
 trace() { # out.json ckpt [args]: exit code in $rc
   local out="$1"; shift
-  "$bin" trace "$@" "${be[@]}" --json --out "$tmp/t.h5" >"$out" 2>"$tmp/err"
+  "$bin" trace --force "$@" "${be[@]}" --json --out "$tmp/t.h5" >"$out" 2>"$tmp/err"
   rc=$?
 }
 plant() { # out src fault@module
@@ -66,7 +66,7 @@ for fmt in nvfp4 modelopt; do
     ok "$l: scale_layout_mismatch (error) at model.$mod naming its weight_scale, [$n, $stride] for K/16 = $nb, row 1" \
       '[[ "$one" == *"\"severity\": \"error\""* && "$one" == *"\"module\": \"model.$mod\""* && "$one" == *"\"tensor\": \"model.$mod.weight_scale\""* && "$one" == *"stored as [$n, $stride]"* && "$one" == *"K/16 = $nb"* && "$one" == *"\"block_row\": 1"* ]]'
     # both paths read the same bytes: without the original the trace can only list the static finding
-    "$bin" trace "$tmp/ck" "${be[@]}" --out "$tmp/t.h5" >"$tmp/s.txt" 2>"$tmp/err"; r=$?
+    "$bin" trace --force "$tmp/ck" "${be[@]}" --out "$tmp/t.h5" >"$tmp/s.txt" 2>"$tmp/err"; r=$?
     ok "$l: trace without the original exits $r (want 0) and lists the static finding" \
       '[ $r -eq 0 ] && grep -q "scale_layout_mismatch *model.$mod" "$tmp/s.txt"'
     expect "$l" "$mod" scale_layout_mismatch scale_layout "$tmp/ck" --reference-checkpoint "$conf/$fam/bf16"

@@ -7,7 +7,7 @@ edited_trace_bad() {
   rm -rf "$tmp/ck" && cp -r "$src" "$tmp/ck"
   LC_ALL=C sed -z -i -E "$4" "$tmp/ck/$file"
   ok "$name: $file edited" '! cmp -s "$tmp/ck/$file" "$src/$file"'
-  "$bin" trace "$tmp/ck" --allow-unquantized --backend cpu --out "$tmp/t.h5" >"$tmp/out" 2>"$tmp/err"
+  "$bin" trace --force "$tmp/ck" --allow-unquantized --backend cpu --out "$tmp/t.h5" >"$tmp/out" 2>"$tmp/err"
   rc=$?
   ok "$name: exit 2 (got $rc: $(head -c 300 "$tmp/err"))" '[ $rc -eq 2 ]'
   ok "$name: the message names '$want' ($(head -c 300 "$tmp/err"))" 'grep -qF -- "$want" "$tmp/err"'

@@ -15,7 +15,7 @@ while read -r fam naming mod stage; do
   "$bin" inspect "$d" >"$tmp/i.out" 2>&1; rc=$?
   ok "$fam/modelopt: inspect exit $rc, $(grep '^family' "$tmp/i.out")" \
      '[ $rc -eq 0 ] && grep -q "^format      modelopt" "$tmp/i.out" && grep -qx "family      recipe $fam, naming $naming" "$tmp/i.out"'
-  "$bin" trace "$d" --backend "${ND_TEST_BACKEND:-cpu}" --json --out "$tmp/c.h5" >"$tmp/c.json" 2>"$tmp/err"; rc=$?
+  "$bin" trace --force "$d" --backend "${ND_TEST_BACKEND:-cpu}" --json --out "$tmp/c.h5" >"$tmp/c.json" 2>"$tmp/err"; rc=$?
   ok "$fam/modelopt: clean trace exit $rc ($(json_field first_divergence "$tmp/c.json") $(head -c 200 "$tmp/err"))" '[ $rc -eq 0 ]'
   check "$fam" modelopt "$mod" "$stage" input-scale-inverted scale_inverted
 done <<'LIST'

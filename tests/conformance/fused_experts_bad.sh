@@ -20,9 +20,9 @@ bad "down_proj of 4 experts" 's/"model.layers.1.mlp.experts.down_proj":\{"dtype"
 bad "down_proj missing" 's/"model.layers.1.mlp.experts.down_proj"/"model.layers.1.mlp.experts.down_prox"/' \
     "fused experts 'model.layers.1.mlp.experts': missing or malformed tensor 'model.layers.1.mlp.experts.down_proj'"
 # the same checkpoint as stored: the reference of bf16/, figure for figure
-"$bin" trace "$src" --allow-unquantized --backend cpu --out "$tmp/f.h5" >/dev/null 2>&1; rc=$?
+"$bin" trace --force "$src" --allow-unquantized --backend cpu --out "$tmp/f.h5" >/dev/null 2>&1; rc=$?
 ok "the fused layout traces: exit $rc" '[ $rc -eq 0 ]'
-"$bin" trace "$root/golden/conformance/qwen3_moe/bf16" --allow-unquantized --backend cpu --out "$tmp/o.h5" >/dev/null 2>&1
+"$bin" trace --force "$root/golden/conformance/qwen3_moe/bf16" --allow-unquantized --backend cpu --out "$tmp/o.h5" >/dev/null 2>&1
 "$bin" compare "$tmp/f.h5" "$tmp/o.h5" >"$tmp/c.out" 2>&1; rc=$?
 ok "the same rows as the per-expert layout: compare exit $rc ($(tail -1 "$tmp/c.out"))" '[ $rc -eq 0 ] && grep -q "0 regressions" "$tmp/c.out"'
 echo "fused experts bad inputs: $pass passed, $fail failed"

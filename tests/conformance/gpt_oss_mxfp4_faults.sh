@@ -17,7 +17,7 @@ fx="$root/golden/conformance/gpt_oss_mxfp4"
 orig="$fx/dequantized"
 toks=$(tr -d ' \n' < "$fx/manifest.json" | sed 's/.*"tokens":\[\([0-9,]*\)\].*/\1/')
 
-"$bin" trace "$fx/mxfp4" --backend "$be" --tokens "$toks" --reference-checkpoint "$orig" -o "$tmp/h.h5" --json --quiet > "$tmp/h.json" 2> "$tmp/h.err"; rc=$?
+"$bin" trace --force "$fx/mxfp4" --backend "$be" --tokens "$toks" --reference-checkpoint "$orig" -o "$tmp/h.h5" --json --quiet > "$tmp/h.json" 2> "$tmp/h.err"; rc=$?
 ok "healthy MXFP4 experts against transformers' dequantization: exit 0 (got $rc: $(head -c 200 "$tmp/h.err"))" '[ $rc -eq 0 ]'
 
 # module value bias-as-read scales-in-the-slice ([N, K/32]: gate_up 192 x 2, down 64 x 3)
@@ -27,16 +27,16 @@ while read -r mod enc v nsf; do
   "$bin" synth "$f" --from "$fx/mxfp4" --inject "scale-encoding=$enc@$mod" > /dev/null 2> "$tmp/s.err"; rc=$?
   ok "synth --from scale-encoding=$enc@$mod: exit 0, $nsf scales of the slice rewritten (exit $rc: $(head -c 200 "$tmp/s.err"))" \
     '[ $rc -eq 0 ] && grep -q "\"scales_changed\": $nsf" "$f.faults.json"'
-  "$bin" trace "$f" --backend "$be" --tokens "$toks" -o "$tmp/c$v.h5" --json --quiet > /dev/null 2>&1; rc=$?
+  "$bin" trace --force "$f" --backend "$be" --tokens "$toks" -o "$tmp/c$v.h5" --json --quiet > /dev/null 2>&1; rc=$?
   ok "$enc@$mod without the original: both paths read the same bytes, clean (exit $rc)" '[ $rc -eq 0 ]'
   j="$tmp/r$v.json"
-  "$bin" trace "$f" --backend "$be" --tokens "$toks" --reference-checkpoint "$orig" -o "$tmp/r$v.h5" --json --quiet > "$j" 2>/dev/null; rc=$?
+  "$bin" trace --force "$f" --backend "$be" --tokens "$toks" --reference-checkpoint "$orig" -o "$tmp/r$v.h5" --json --quiet > "$j" 2>/dev/null; rc=$?
   ok "$enc@$mod against the original: exit 1 at $mod, scale_encoding_mismatch proven by scale_encoding (exit $rc, '$(json_field first_divergence "$j")' '$(json_field cause "$j")' '$(json_field proof "$j")' '$(json_field repair "$j")')" \
     '[ $rc -eq 1 ] && [ "$(json_field first_divergence "$j")" = "$mod" ] && [ "$(json_field cause "$j")" = scale_encoding_mismatch ] && [ "$(json_field proof "$j")" = repair ] && [ "$(json_field repair "$j")" = scale_encoding ]'
   next="$(json_field next_command "$j")"
-  ok "$enc@$mod: the next command reads the bytes with the bias written ($next)" '[[ "$next" == *"--override model.$mod.scale_encoding=$v" ]]'
+  ok "$enc@$mod: the next command reads the bytes with the bias written ($next)" '[[ "$next" == *"--override model.$mod.scale_encoding=$v --out "*"-repaired.h5" ]]'
   read -r -a argv <<<"${next#nvfp4dbg trace }"
-  "$bin" trace "${argv[@]}" --backend "$be" --tokens "$toks" -o "$tmp/n$v.h5" --json --quiet > "$tmp/n$v.json" 2>/dev/null; rc=$?
+  "$bin" trace --force "${argv[@]}" --backend "$be" --tokens "$toks" -o "$tmp/n$v.h5" --json --quiet > "$tmp/n$v.json" 2>/dev/null; rc=$?
   ok "$enc@$mod: the next command, run as printed, is clean (exit $rc, verdict '$(row_verdict "$mod" "$tmp/n$v.json")')" \
     '[ $rc -eq 0 ] && [ "$(row_verdict "$mod" "$tmp/n$v.json")" = ok ]'
 done <<'LIST'

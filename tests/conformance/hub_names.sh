@@ -24,15 +24,15 @@ sed 's/"model_type": *"mixtral"/"model_type": "nosuchfamily"/' "$src/config.json
 "$bin" inspect "$tmp/unknown" >"$tmp/iu.out" 2>&1; rc=$?
 ok "a model_type no recipe matches: inspect still exit 0 and says so ($(grep '^family' "$tmp/iu.out" | cut -c1-120))" \
    '[ $rc -eq 0 ] && grep -q "^family      none: no recipe in .* matches model_type .nosuchfamily." "$tmp/iu.out"'
-"$bin" trace "$tmp/w123" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/w.h5" >"$tmp/t.out" 2>&1; rc=$?
+"$bin" trace --force "$tmp/w123" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/w.h5" >"$tmp/t.out" 2>&1; rc=$?
 ok "trace of it: exit $rc ($(tail -c 300 "$tmp/t.out"))" '[ $rc -eq 0 ]'
-"$bin" trace "$src" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/o.h5" >/dev/null 2>&1
+"$bin" trace --force "$src" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/o.h5" >/dev/null 2>&1
 "$bin" compare "$tmp/w.h5" "$tmp/o.h5" >"$tmp/c.out" 2>&1; rc=$?
 ok "the same rows as the original naming: compare exit $rc ($(tail -1 "$tmp/c.out"))" '[ $rc -eq 0 ] && grep -q "0 regressions" "$tmp/c.out"'
 # under the w1/w3 names, an expert's w1 and w3 stored exchanged (traced with the BF16 original, whose
 # names are gate_proj/up_proj) is gate_up_order, proven by reading them in each other's place
 "$bin" synth "$tmp/w13x" --from "$tmp/w123" --inject gate-up-swap@layers.1.block_sparse_moe.experts.4.w1 >"$tmp/s.out" 2>&1
-"$bin" trace "$tmp/w13x" --backend "${ND_TEST_BACKEND:-cpu}" --reference-checkpoint "$root/golden/conformance/mixtral/bf16" \
+"$bin" trace --force "$tmp/w13x" --backend "${ND_TEST_BACKEND:-cpu}" --reference-checkpoint "$root/golden/conformance/mixtral/bf16" \
   --out "$tmp/x.h5" >"$tmp/x.out" 2>&1; rc=$?
 ok "w1/w3 stored exchanged: exit $rc, $(grep -m1 '^cause' "$tmp/x.out" | cut -c1-60)" \
    '[ $rc -eq 1 ] && grep -q "^first divergence at layers.1.block_sparse_moe.experts.4.gate_proj" "$tmp/x.out" && grep -q "^cause gate_up_order (proven by repair)" "$tmp/x.out"'
@@ -43,7 +43,7 @@ ok "the layer line names the proven cause: $(grep -E '^1 ' "$tmp/x.out" | tr -s 
 ok "and the stored rows of that stage" '[ "$(grep -c "\"verdict\": \"gate_up_order\"" "$tmp/x.json")" -ge 1 ] && ! grep -q "accumulated_error" "$tmp/x.json"'
 next=$(sed -n 's/^  next: nvfp4dbg trace //p' "$tmp/x.out")
 read -r -a argv <<<"$next"
-"$bin" trace "${argv[@]}" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/x2.h5" >"$tmp/x2.out" 2>&1; rc=$?
+"$bin" trace --force "${argv[@]}" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/x2.h5" >"$tmp/x2.out" 2>&1; rc=$?
 ok "its next command, run as printed: exit $rc ($(grep -m1 'divergence' "$tmp/x2.out"))" '[ $rc -eq 0 ]'
 # Kimi-K2 (moonshotai): the DeepSeek-V3 architecture under model_type kimi_k2 (its config.json names
 # DeepseekV3ForCausalLM with remote code): the deepseek_v3 fixture so relabelled traces to the same rows
@@ -53,9 +53,9 @@ sed -i 's/"model_type": *"deepseek_v3"/"model_type": "kimi_k2"/' "$tmp/kimi/conf
 "$bin" inspect "$tmp/kimi" >"$tmp/ik.out" 2>&1; rc=$?
 ok "kimi_k2: inspect exit $rc names the deepseek_v3 recipe ($(grep '^family' "$tmp/ik.out"))" \
    '[ $rc -eq 0 ] && grep -qx "family      recipe deepseek_v3, naming canonical" "$tmp/ik.out"'
-"$bin" trace "$tmp/kimi" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/k.h5" >/dev/null 2>&1; rc=$?
+"$bin" trace --force "$tmp/kimi" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/k.h5" >/dev/null 2>&1; rc=$?
 ok "kimi_k2: trace exit $rc" '[ $rc -eq 0 ]'
-"$bin" trace "$k2" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/d.h5" >/dev/null 2>&1
+"$bin" trace --force "$k2" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/d.h5" >/dev/null 2>&1
 "$bin" compare "$tmp/k.h5" "$tmp/d.h5" >"$tmp/ck.out" 2>&1; rc=$?
 ok "kimi_k2: the deepseek_v3 checkpoint's rows: compare exit $rc ($(tail -1 "$tmp/ck.out"))" '[ $rc -eq 0 ] && grep -q "0 regressions" "$tmp/ck.out"'
 echo "hub names: $pass passed, $fail failed"

@@ -20,7 +20,7 @@ check() { # family format module-in-checkpoint stage fault cause
     echo "FAIL synth --from $fam/$fmt $fault@$mod: $(cat "$tmp/err")"; fail=$((fail + 1)); return
   fi
   case "$fault" in nibble-swap|gate-up-swap|scale-exponent-shift=*|weight-mul=*) extra=(--reference-checkpoint "$conf/$fam/bf16") ;; esac
-  "$bin" trace "$ck" --backend "${ND_TEST_BACKEND:-cpu}" --json --out "$tmp/t.h5" "${extra[@]}" >"$tmp/o.json" 2>"$tmp/err"
+  "$bin" trace --force "$ck" --backend "${ND_TEST_BACKEND:-cpu}" --json --out "$tmp/t.h5" "${extra[@]}" >"$tmp/o.json" 2>"$tmp/err"
   local rc=$? got_stage got_cause proof next
   got_stage=$(json_field first_divergence "$tmp/o.json")
   got_cause=$(json_field cause "$tmp/o.json")
@@ -39,7 +39,7 @@ check() { # family format module-in-checkpoint stage fault cause
     echo "FAIL $fam/$fmt $fault@$mod: no next command for $cause"; fail=$((fail + 1)); return
   fi
   read -r -a argv <<<"${next#nvfp4dbg trace }"
-  "$bin" trace "${argv[@]}" --backend "${ND_TEST_BACKEND:-cpu}" --json --out "$tmp/n.h5" >"$tmp/n.json" 2>/dev/null
+  "$bin" trace --force "${argv[@]}" --backend "${ND_TEST_BACKEND:-cpu}" --json --out "$tmp/n.h5" >"$tmp/n.json" 2>/dev/null
   if grep -A40 "\"name\": \"$stage\"" "$tmp/n.json" | grep -m1 '"verdict"' | grep -q '"ok"'; then
     pass=$((pass + 1))
   else

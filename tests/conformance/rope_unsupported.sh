@@ -10,7 +10,7 @@ pass=0; fail=0
 for t in longrope dynamic yarn; do
   rm -rf "$tmp/ck"; cp -r "$root/golden/conformance/llama31/bf16" "$tmp/ck"
   sed -i "s/\"llama3\"/\"$t\"/" "$tmp/ck/config.json"
-  "$bin" trace "$tmp/ck" --allow-unquantized --backend cpu --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
+  "$bin" trace --force "$tmp/ck" --allow-unquantized --backend cpu --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
   rc=$?
   if [ $rc -eq 2 ] && grep -q "rope_type '$t'" "$tmp/err"; then pass=$((pass + 1))
   else echo "FAIL rope_type $t: exit $rc: $(cat "$tmp/err")"; fail=$((fail + 1)); fi

@@ -18,7 +18,7 @@ be="${ND_TEST_BACKEND:-cpu}"
 
 check() { # label ckpt original stage cause repair
   local label="$1" ck="$2" orig="$3" stage="$4" cause="$5" repair="$6"
-  "$bin" trace "$ck" --backend "$be" --json --out "$tmp/t.h5" --reference-checkpoint "$orig" >"$tmp/o.json" 2>"$tmp/err"
+  "$bin" trace --force "$ck" --backend "$be" --json --out "$tmp/t.h5" --reference-checkpoint "$orig" >"$tmp/o.json" 2>"$tmp/err"
   local rc=$? gs gc pr rp next
   gs=$(json_field first_divergence "$tmp/o.json"); gc=$(json_field cause "$tmp/o.json")
   pr=$(json_field proof "$tmp/o.json"); rp=$(json_field repair "$tmp/o.json")
@@ -27,7 +27,7 @@ check() { # label ckpt original stage cause repair
   next=$(json_field next_command "$tmp/o.json")
   local -a argv
   read -r -a argv <<<"${next#nvfp4dbg trace }"
-  "$bin" trace "${argv[@]}" --backend "$be" --json --out "$tmp/n.h5" >"$tmp/n.json" 2>/dev/null
+  "$bin" trace --force "${argv[@]}" --backend "$be" --json --out "$tmp/n.h5" >"$tmp/n.json" 2>/dev/null
   ok "$label: after the next command ($next) $stage is ok" '[ "$(row_verdict "$stage" "$tmp/n.json")" = ok ]'
 }
 

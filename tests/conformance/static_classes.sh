@@ -51,7 +51,7 @@ static_case() { # family format fault module-in-ckpt code severity [tensor [insp
 
 trace_case() { # family format fault module stage [extra trace args]
   local fam="$1" fmt="$2" fault="$3" mod="$4" stage="$5"; shift 5
-  "$bin" trace "$tmp/ck" "${be[@]}" --json --out "$tmp/t.h5" "$@" >"$tmp/o.json" 2>"$tmp/err"
+  "$bin" trace --force "$tmp/ck" "${be[@]}" --json --out "$tmp/t.h5" "$@" >"$tmp/o.json" 2>"$tmp/err"
   local rc=$? got_stage got_cause proof
   got_stage=$(json_field first_divergence "$tmp/o.json"); got_cause=$(json_field cause "$tmp/o.json")
   proof=$(json_field proof "$tmp/o.json")
@@ -69,7 +69,7 @@ for fmt in nvfp4 modelopt; do
 
     # quant_config_mismatch: ignored but quantized, quantized but stored BF16
     static_case $fam $fmt config-ignore $lin quant_config_mismatch error
-    "$bin" trace "$tmp/ck" "${be[@]}" --stack vllm --json --out "$tmp/t.h5" >"$tmp/o.json" 2>/dev/null
+    "$bin" trace --force "$tmp/ck" "${be[@]}" --stack vllm --json --out "$tmp/t.h5" >"$tmp/o.json" 2>/dev/null
     ok "$fam/$fmt config-ignore: trace --stack vllm lists quant_config_mismatch among its stack findings" \
       'tr -d "\n " <"$tmp/o.json" | grep -q "\"stack_findings\":\[[^]]*\"code\":\"quant_config_mismatch\",\"module\":\"$lin\""'
     static_case $fam $fmt dequantize $lin quant_config_mismatch error "$lin.weight"
@@ -85,7 +85,7 @@ for fmt in nvfp4 modelopt; do
       ok "$fam/$fmt $fault: the repair loads the orphan's value" 'grep -q "\"repair\": \"load_orphan_scale\"" "$tmp/o.json"'
       next=$(grep -m1 '"next_command": "' "$tmp/o.json" | sed 's/.*: "\(.*\)",*/\1/')
       read -r -a argv <<<"${next#nvfp4dbg trace }"
-      "$bin" trace "${argv[@]}" "${be[@]}" --json --out "$tmp/n.h5" >"$tmp/n.json" 2>/dev/null
+      "$bin" trace --force "${argv[@]}" "${be[@]}" --json --out "$tmp/n.h5" >"$tmp/n.json" 2>/dev/null
       ok "$fam/$fmt $fault: the next command clears $stage" \
         'grep -A40 "\"name\": \"$stage\"" "$tmp/n.json" | grep -m1 "\"verdict\"" | grep -q "\"ok\""'
     done

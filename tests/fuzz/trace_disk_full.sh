@@ -15,7 +15,7 @@ trap cleanup EXIT
 if ! mount -t tmpfs -o size=4k tmpfs "$mnt" 2>/dev/null; then echo "skip: cannot mount a tmpfs"; exit 77; fi
 umount "$mnt"
 "$N" synth "$W/ck" --recipe deepseek_v4 --size tiny >/dev/null || { echo "FAIL: synth"; exit 1; }
-"$N" trace "$W/ck" --backend cpu --out "$W/full.h5" >/dev/null 2>&1
+"$N" trace --force "$W/ck" --backend cpu --out "$W/full.h5" >/dev/null 2>&1
 [ $? -le 1 ] || { echo "FAIL: trace on a roomy disk"; exit 1; }
 fail=0
 check() { # what out rc errfile
@@ -34,16 +34,16 @@ check() { # what out rc errfile
 }
 for size in 4k 48k; do
   mount -t tmpfs -o size=$size tmpfs "$mnt"
-  "$N" trace "$W/ck" --backend cpu --out "$mnt/x.h5" >/dev/null 2>"$W/err"
+  "$N" trace --force "$W/ck" --backend cpu --out "$mnt/x.h5" >/dev/null 2>"$W/err"
   check "disk full ($size)" "$mnt/x.h5" $? "$W/err"
   umount "$mnt"
 done
 mount -t tmpfs -o ro,size=64k tmpfs "$mnt"
-"$N" trace "$W/ck" --backend cpu --out "$mnt/x.h5" >/dev/null 2>"$W/err"
+"$N" trace --force "$W/ck" --backend cpu --out "$mnt/x.h5" >/dev/null 2>"$W/err"
 check "read-only mount" "$mnt/x.h5" $? "$W/err"
 umount "$mnt"
 touch "$W/afile"
-"$N" trace "$W/ck" --backend cpu --out "$W/afile/x.h5" >/dev/null 2>"$W/err"
+"$N" trace --force "$W/ck" --backend cpu --out "$W/afile/x.h5" >/dev/null 2>"$W/err"
 check "path under a file" "$W/afile/x.h5" $? "$W/err"
 [ $fail -eq 0 ] && echo "trace_disk_full: ok"
 exit $fail

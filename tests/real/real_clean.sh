@@ -16,7 +16,7 @@ for v in $(variants); do
     rc=$?
     ok "$fam/$v inspect --stack $st: exit 0, no finding (exit $rc: $(grep -m3 -E '^  (error|warning)' "$tmp/i.txt"))" \
       '[ $rc -eq 0 ] && grep -q "^findings: 0 errors, 0 warnings" "$tmp/i.txt"'
-    "$bin" trace "$m/$v" --stack "$st" --tokens "$toks" --backend "$be" --out "$tmp/t.h5" -q >"$tmp/t.txt" 2>&1
+    "$bin" trace --force "$m/$v" --stack "$st" --tokens "$toks" --backend "$be" --out "$tmp/t.h5" -q >"$tmp/t.txt" 2>&1
     rc=$?
     # a layer line: "N ...", or "A-B ..." for a run of quiet layers; its verdict is field 7
     notok=$(grep -E "^([0-9]+(-[0-9]+)?|in|head) " "$tmp/t.txt" | awk '$7 != "ok"' | wc -l)
@@ -24,7 +24,7 @@ for v in $(variants); do
     ok "$fam/$v trace --stack $st: exit 0, $nlay layer lines all ok (exit $rc, $notok not ok: $(grep -E "^([0-9]+(-[0-9]+)?|head) " "$tmp/t.txt" | awk '$7 != "ok"' | head -2))" \
       '[ $rc -eq 0 ] && [ "$notok" -eq 0 ] && [ "$nlay" -gt 0 ] && grep -q "^no divergence in" "$tmp/t.txt" && ! grep -q "static findings" "$tmp/t.txt"'
   done
-  "$bin" trace "$m/$v" --reference-checkpoint "$m/bf16" --tokens "$toks" --backend "$be" --out "$tmp/r.h5" -q >"$tmp/r.txt" 2>&1
+  "$bin" trace --force "$m/$v" --reference-checkpoint "$m/bf16" --tokens "$toks" --backend "$be" --out "$tmp/r.h5" -q >"$tmp/r.txt" 2>&1
   rc=$?
   notok=$(grep -E "^([0-9]+(-[0-9]+)?|in|head) " "$tmp/r.txt" | awk '$7 != "ok"' | wc -l)
   ok "$fam/$v trace --reference-checkpoint bf16: exit 0, every layer ok (exit $rc, $notok not ok)" '[ $rc -eq 0 ] && [ "$notok" -eq 0 ]'

@@ -18,7 +18,7 @@ check() { # variant module fault cause [--reference-checkpoint]
   if ! "$bin" synth "$tmp/ck" --from "$m/$v" --inject "$fault@$mod" >/dev/null 2>"$tmp/err"; then
     ok "$fam/$v $fault@$mod: synth --from ($(head -c 200 "$tmp/err"))" false; return
   fi
-  "$bin" trace "$tmp/ck" --tokens "$toks" --backend "$be" --json --out "$tmp/t.h5" -q "${extra[@]}" >"$tmp/o.json" 2>"$tmp/err"
+  "$bin" trace --force "$tmp/ck" --tokens "$toks" --backend "$be" --json --out "$tmp/t.h5" -q "${extra[@]}" >"$tmp/o.json" 2>"$tmp/err"
   local rc=$? st ca pr
   st=$(field first_divergence "$tmp/o.json"); ca=$(field cause "$tmp/o.json"); pr=$(field proof "$tmp/o.json")
   ok "$fam/$v $fault@$mod: named at $mod as $cause, proven (exit $rc, '$st' '$ca' proof '$pr')" \
@@ -30,7 +30,7 @@ check() { # variant module fault cause [--reference-checkpoint]
     ok "$fam/$v $fault@$mod: a next command for $cause" false; return
   fi
   read -r -a argv <<<"${next#nvfp4dbg trace }"
-  "$bin" trace "${argv[@]}" --backend "$be" --json --out "$tmp/n.h5" -q >"$tmp/n.json" 2>/dev/null
+  "$bin" trace --force "${argv[@]}" --backend "$be" --json --out "$tmp/n.h5" -q >"$tmp/n.json" 2>/dev/null
   ok "$fam/$v $fault@$mod: the printed next command leaves the stage ok" '[ "$(row_verdict "$mod" "$tmp/n.json")" = ok ]'
 }
 # both writers' checkpoints of the first family; the llmcompressor one of the larger (CI's time)

@@ -17,7 +17,7 @@ for kind in tokenizer chat; do
     nwant=$(echo "$want" | tr ',' '\n' | grep -c .)
     extra=(); [ $kind = chat ] && extra=(--chat)
     for v in bf16 nvfp4; do
-      "$bin" trace "$m/$v" --allow-unquantized --prompt-file "$tmp/text" "${extra[@]}" --layers 0 --backend "$be" --out "$tmp/p.h5" -q >/dev/null 2>"$tmp/err"
+      "$bin" trace --force "$m/$v" --allow-unquantized --prompt-file "$tmp/text" "${extra[@]}" --layers 0 --backend "$be" --out "$tmp/p.h5" -q >/dev/null 2>"$tmp/err"
       rc=$?
       if [ "$nwant" -eq 0 ]; then   # no tokens: nothing to trace
         ok "$fam/$v $kind case $i (no tokens): exit 2 saying so" '[ $rc -eq 2 ] && grep -q "the prompt gives no tokens" "$tmp/err"'

@@ -3,16 +3,19 @@
 #  1-3. the seed-bug trace: charts and tables in the DOM with real rendered geometry, every stage
 #       in its layer's group, sorting, every header explained, a screenshot;
 #  4.   a 60-layer DeepSeek-V4 trace with a planted fault in layer 41, against the clean model's
-#       trace, at phone width (390x844) and on a wide screen (1600x1000): the verdict and cause
+#       trace, at phone width (390x844) and on a wide screen (1400x1000): the verdict and cause
 #       inside the first viewport, no sideways scrolling of the page, every layer present in every
-#       table, groups open and close, screenshots of both widths under BUILD_DIR. Headless Chromium
+#       table, groups open and close, the four charts drawn for that width (the phone's below
+#       600 px) with axis text at least 10 px high and the other trace's lines over the run's, the
+#       stage column staying in view when a table scrolls sideways, screenshots of both widths
+#       under BUILD_DIR. Headless Chromium
 #       will not make a window narrower than 500 px, so the probe runs in an iframe of the exact
 #       size (it reports its own innerWidth); screenshots use the window size itself.
 # Any console message fails. Skips (77) without chromium or h5dump (the trace's figures are read
 # with h5dump, not from the terminal output).
 set -u
 bin=$1 root=$2 out=$3
-browser=$(command -v chromium || command -v chromium-browser || true)
+browser=$(command -v chromium || command -v chromium-browser || command -v chromium-headless-shell || true)
 [ -n "$browser" ] || { echo "SKIP: chromium not installed"; exit 77; }
 command -v h5dump > /dev/null || { echo "SKIP: h5dump not installed"; exit 77; }
 mkdir -p "$out" || exit 1
@@ -24,7 +27,7 @@ attr() { h5dump -a "/summary/$2" "$1" | sed -n 's/^ *(0): "\(.*\)"$/\1/p'; }
 nrows_of() { h5dump -H -d /stages "$1" | sed -n 's/.*DATASPACE *SIMPLE { ( \([0-9]*\) ).*/\1/p'; }
 
 # a real trace of the seed-bug checkpoint (exit 1: the seed bug is found)
-"$bin" trace "$root/golden/seed-bug-v4" --out "$tmp/t.h5" > "$tmp/trace.txt" 2>&1
+"$bin" trace --force "$root/golden/seed-bug-v4" --out "$tmp/t.h5" > "$tmp/trace.txt" 2>&1
 rc=$?
 [ $rc -eq 1 ] || { cat "$tmp/trace.txt"; bad "trace exit $rc, expected 1"; exit 1; }
 nrows=$(nrows_of "$tmp/t.h5")
@@ -51,12 +54,17 @@ probe_title() { sed -n 's/.*<title>\(PROBE[^<]*\)<\/title>.*/\1/p' "$1"; }
 # 1. the page as written: DOM structure and console
 run_browser "$abs/t.html" --dump-dom > "$tmp/dom.html" || bad "chromium --dump-dom failed"
 count() { grep -o -- "$1" "$tmp/dom.html" | wc -l; }
-[ "$(count '<svg class="chart ')" -eq 4 ] || bad "expected 4 charts, DOM has $(count '<svg class="chart ')"
-[ "$(count '<path class="iso" d="M')" -eq 4 ] || bad "isolated lines missing"
-[ "$(count '<path class="chain" d="M')" -eq 4 ] || bad "chained lines missing"
-[ "$(count '<path class="thr" d="M')" -eq 2 ] || bad "threshold lines missing"
-[ "$(count '<g class="mark">')" -eq 4 ] || bad "first divergence not marked on the 4 charts"
-[ "$(count "first divergence: $first (isolated)")" -eq 4 ] || bad "marker label does not name $first"
+# four charts, each drawn for three widths (wide, medium, narrow)
+[ "$(count '<svg class="chart ')" -eq 12 ] || bad "expected 4 charts x 3 widths, DOM has $(count '<svg class="chart ')"
+for v in wide medium narrow; do
+    [ "$(grep -oE "<svg class=\"chart [a-z]+ $v( dense)?\"" "$tmp/dom.html" | wc -l)" -eq 4 ] || bad "expected 4 charts drawn $v"
+done
+[ "$(count '<path class="iso" d="M')" -eq 12 ] || bad "isolated lines missing"
+[ "$(count '<path class="chain" d="M')" -eq 12 ] || bad "chained lines missing"
+[ "$(count '<path class="thr" d="M')" -eq 6 ] || bad "threshold lines missing"
+[ "$(count '<g class="mark">')" -eq 12 ] || bad "first divergence not marked on the 12 drawings"
+[ "$(count "<title>first divergence: $first (isolated)</title>")" -eq 12 ] || bad "marker tooltip does not name $first"
+[ "$(count ">first divergence: $first (isolated)</text>")" -eq 8 ] || bad "marker label does not name $first on the wide and medium drawings"
 nroute=$(h5dump -n "$tmp/t.h5" | grep -c 'dataset */routing/.*/ref$')
 [ "$nroute" -gt 0 ] || bad "the seed-bug trace has no /routing entries"
 [ "$(count '<svg class="rstrip"')" -eq "$nroute" ] || bad "routing strips: $(count '<svg class="rstrip"') for $nroute /routing entries"
@@ -111,9 +119,9 @@ echo "screenshot: $shot"
 "$bin" synth "$tmp/bad60" --recipe deepseek_v4 --size tiny --layers 60 \
     --inject input-scale-inverted@layers.41.self_attn.q_b_proj > "$tmp/synth.txt" 2>&1 || { cat "$tmp/synth.txt"; bad "synth"; exit 1; }
 "$bin" synth "$tmp/clean60" --recipe deepseek_v4 --size tiny --layers 60 > "$tmp/synth.txt" 2>&1 || { cat "$tmp/synth.txt"; bad "synth"; exit 1; }
-"$bin" trace "$tmp/bad60" --out "$tmp/bad60.h5" > "$tmp/trace60.txt" 2>&1
+"$bin" trace --force "$tmp/bad60" --out "$tmp/bad60.h5" > "$tmp/trace60.txt" 2>&1
 [ $? -eq 1 ] || { cat "$tmp/trace60.txt"; bad "60-layer trace did not exit 1"; exit 1; }
-"$bin" trace "$tmp/clean60" --out "$tmp/clean60.h5" > "$tmp/trace60c.txt" 2>&1
+"$bin" trace --force "$tmp/clean60" --out "$tmp/clean60.h5" > "$tmp/trace60c.txt" 2>&1
 [ $? -eq 0 ] || { cat "$tmp/trace60c.txt"; bad "clean 60-layer trace did not exit 0"; exit 1; }
 "$bin" report "$tmp/bad60.h5" --against "$tmp/clean60.h5" --html "$tmp/r60.html" > "$tmp/report60.txt" 2>&1 ||
     { cat "$tmp/report60.txt"; bad "report --against failed"; exit 1; }
@@ -149,13 +157,30 @@ cat > "$tmp/probe60.js" <<'JS'
  document.querySelector('#stages a.closeall').click();
  var nclosed=0;all.forEach(function(d){if(!d.open)nclosed++;});
  r.push('toggle='+(closed&&shown&&nopen===all.length&&nclosed===all.length?'yes':'no'));
+ // the charts drawn for this width: which view is shown, its size, its smallest axis text, the other trace's lines
+ var vis=[],views={},minpx=99,over=0;
+ document.querySelectorAll('svg.chart').forEach(function(s){if(getComputedStyle(s).display!=='none')vis.push(s);});
+ vis.forEach(function(s){
+  ['wide','medium','narrow'].forEach(function(v){if(s.classList.contains(v))views[v]=1;});
+  var b=s.getBoundingClientRect();if(b.right>W+0.5||b.width<W*0.5)minpx=-1;
+  s.querySelectorAll('.yax text,.xlab text').forEach(function(t){var h=t.getBoundingClientRect().height;if(h>0&&h<minpx)minpx=h;});
+  var o=s.querySelector('path.oiso');if(o&&o.getAttribute('d').indexOf('M')===0)over++;});
+ r.push('charts='+vis.length+':'+Object.keys(views).join('+'));
+ r.push('axis_text='+(minpx>=10?'legible':'small('+minpx.toFixed(1)+')'));
+ r.push('overlay='+over);
+ // the stage column of a table scrolled sideways stays at the box's left edge
+ document.querySelector('#stages a.openall').click();
+ var box=document.querySelector('#stages details.grp .scroll'),cell=box.querySelector('tbody td');
+ box.scrollLeft=300;
+ var moved=box.scrollLeft>0,dx=Math.abs(cell.getBoundingClientRect().left-box.getBoundingClientRect().left);
+ r.push('sticky='+(W>=box.querySelector('table').offsetWidth?'fits':(moved&&dx<2?'yes':'no('+dx.toFixed(0)+')')));
  parent.postMessage('PROBE '+r.join(' '),'*');
 })();
 </script>
 JS
 with_probe "$tmp/r60.html" "$tmp/probe60.js" "$tmp/probe60.html"
 png_size() { od -An -tu1 -j16 -N8 "$1" | awk '{print $1*16777216+$2*65536+$3*256+$4 "x" $5*16777216+$6*65536+$7*256+$8}'; }
-for size in 390,844 1600,1000; do
+for size in 390,844 1400,1000; do
     w=${size%,*} h=${size#*,}
     cat > "$tmp/frame-$w.html" <<HTML
 <!DOCTYPE html><html><head><title>none</title></head><body style="margin:0">
@@ -165,7 +190,8 @@ HTML
     run_browser "$abs/frame-$w.html" --window-size=$((w < 500 ? 500 : w)),$h --dump-dom > "$tmp/probe60-$w.html" || bad "chromium at $size failed"
     title=$(probe_title "$tmp/probe60-$w.html")
     echo "probe at $size: ${title:-none}"
-    want="PROBE w=$w status=yes cause=yes cause_text=$cause sideways=no stage_groups=60 against_groups=60 layer_lines=60 heat_rows=60 toggle=yes"
+    view=wide sticky=fits; [ "$w" -lt 600 ] && view=narrow sticky=yes
+    want="PROBE w=$w status=yes cause=yes cause_text=$cause sideways=no stage_groups=60 against_groups=60 layer_lines=60 heat_rows=60 toggle=yes charts=4:$view axis_text=legible overlay=4 sticky=$sticky"
     [ "$title" = "$want" ] || bad "at $size the probe says '${title:-nothing}', expected '$want'"
     shot="$out/report-60-layers-$w.png"
     rm -f "$shot"

@@ -11,7 +11,7 @@ trap 'rm -rf "$tmp"' EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 
-"$bin" trace "$root/golden/seed-bug-v4" --out "$tmp/t.h5" > "$tmp/trace.txt" 2>&1
+"$bin" trace --force "$root/golden/seed-bug-v4" --out "$tmp/t.h5" > "$tmp/trace.txt" 2>&1
 [ $? -eq 1 ] || { cat "$tmp/trace.txt"; bad "trace did not exit 1"; exit 1; }
 first=$(sed -n 's/^first divergence at \([^ ]*\) .*/\1/p' "$tmp/trace.txt")
 

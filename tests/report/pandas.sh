@@ -19,7 +19,7 @@ awk '/<!-- snippet: pandas/{m=1; next} m==1 && /^```python/{m=2; next} m==2 && /
     "$root/docs/report.md" > "$tmp/snippet.py"
 [ "$(wc -l < "$tmp/snippet.py")" -gt 10 ] || { bad "snippet not found in docs/report.md"; exit 1; }
 
-"$bin" trace "$root/golden/seed-bug-v4" --table --out "$tmp/trace.h5" > "$tmp/trace.txt" 2>&1
+"$bin" trace --force "$root/golden/seed-bug-v4" --table --out "$tmp/trace.h5" > "$tmp/trace.txt" 2>&1
 [ $? -eq 1 ] || { cat "$tmp/trace.txt"; bad "trace did not exit 1"; exit 1; }
 nrows=$(grep -cE '^[^ ]+ +[^ ]+ +(isolated|chained) ' "$tmp/trace.txt")
 read -r first mode <<< "$(sed -n 's/^first divergence at \([^ ]*\) (\([a-z]*\)).*/\1 \2/p' "$tmp/trace.txt")"

@@ -182,19 +182,25 @@ static void test_page(void) {
     CHECK(count(page, "&quot;&gt;&lt;img src=x onerror=alert(2)&gt;") >= 2, "escaped checkpoint");
     CHECK(count(page, "healthy &amp; &lt;inverted&gt;") == 1, "escaped message shown once");
     CHECK(count(page, "&lt;60x30&gt;.h5") == 2, "escaped source name in the title line and the metadata");
-    /* structure: 4 charts + one routing strip per MoE layer */
-    CHECK_EQ_INT(count(page, "<svg class=\"chart "), 4);
+    /* structure: 4 charts, each drawn for 3 widths (wide, medium, narrow; dense: 1800 stages), + one routing strip per MoE layer */
+    CHECK_EQ_INT(count(page, "<svg class=\"chart "), 12);
+    CHECK_EQ_INT(count(page, " wide dense\" viewBox=\"0 0 1320 "), 4);
+    CHECK_EQ_INT(count(page, " medium dense\" viewBox=\"0 0 760 "), 4);
+    CHECK_EQ_INT(count(page, " narrow dense\" viewBox=\"0 0 380 "), 4);
     CHECK_EQ_INT(count(page, "<svg class=\"rstrip\""), NLAYERS);
-    CHECK_EQ_INT(count(page, "<svg"), 4 + NLAYERS);
-    CHECK_EQ_INT(count(page, "</svg>"), 4 + NLAYERS);
+    CHECK_EQ_INT(count(page, "<svg"), 12 + NLAYERS);
+    CHECK_EQ_INT(count(page, "</svg>"), 12 + NLAYERS);
     CHECK_EQ_INT(count(page, "<section"), count(page, "</section>"));
     /* one line per mode on cosine and SQNR, reference + two modes on amax and NaN/Inf */
-    CHECK_EQ_INT(count(page, "<path class=\"iso\""), 4);
-    CHECK_EQ_INT(count(page, "<path class=\"chain\""), 4);
-    CHECK_EQ_INT(count(page, "<path class=\"thr\""), 2);
-    /* the first divergence: marked on every chart, its row outlined, named in the banner */
-    CHECK_EQ_INT(count(page, "<g class=\"mark\">"), 4);
-    CHECK_EQ_INT(count(page, "first divergence: layers.37.self_attn.q_a_proj (isolated)"), 4);
+    CHECK_EQ_INT(count(page, "<path class=\"iso\""), 12);
+    CHECK_EQ_INT(count(page, "<path class=\"chain\""), 12);
+    CHECK_EQ_INT(count(page, "<path class=\"thr\""), 6);
+    /* the first divergence: marked on every chart, its row outlined, named in the banner; the
+     * phone's drawing says only "first divergence", the stage in every marker's tooltip */
+    CHECK_EQ_INT(count(page, "<g class=\"mark\">"), 12);
+    CHECK_EQ_INT(count(page, "<title>first divergence: layers.37.self_attn.q_a_proj (isolated)</title>"), 12);
+    CHECK_EQ_INT(count(page, ">first divergence: layers.37.self_attn.q_a_proj (isolated)</text>"), 8);
+    CHECK_EQ_INT(count(page, ">first divergence</text>"), 4);
     CHECK_EQ_INT(count(page, "id=\"first-row\""), 1);
     CHECK_EQ_INT(count(page, "href=\"#first-row\""), 1);
     CHECK(strstr(page, "<div class=\"banner diverged\"") != NULL, "diverged banner");
@@ -293,7 +299,7 @@ static void test_clean_single_mode(void) {
     char *page = page_of(t, NULL, NULL, NULL);
     CHECK_EQ_INT(count(page, "<g class=\"mark\">"), 0);
     CHECK_EQ_INT(count(page, "<path class=\"chain\""), 0);
-    CHECK_EQ_INT(count(page, "<path class=\"iso\""), 4);
+    CHECK_EQ_INT(count(page, "<path class=\"iso\""), 12);
     CHECK(strstr(page, "<div class=\"banner ok\"") != NULL, "ok banner");
     CHECK_EQ_INT(count(page, "No NaN or Inf in any stage"), 1);
     CHECK_EQ_INT(count(page, "Every stage's verdict is ok"), 1);
@@ -313,9 +319,9 @@ static void test_captured_mode(void) {
     for (int64_t i = 0; i < t->nrows; i++)
         if (!strcmp(t->rows[i].mode, "chained")) snprintf(t->rows[i].mode, sizeof t->rows[i].mode, "captured");
     char *page = page_of(t, NULL, NULL, NULL);
-    CHECK_EQ_INT(count(page, "<path class=\"capt\" d=\"M"), 4);
+    CHECK_EQ_INT(count(page, "<path class=\"capt\" d=\"M"), 12);
     CHECK_EQ_INT(count(page, "<path class=\"chain\""), 0);
-    CHECK_EQ_INT(count(page, "<path class=\"iso\" d=\"M"), 4);
+    CHECK_EQ_INT(count(page, "<path class=\"iso\" d=\"M"), 12);
     CHECK_EQ_INT(count(page, "<i class=\"sw capt\"></i>captured</span>"), 2);
     CHECK_EQ_INT(count(page, "<i class=\"sw capt\"></i>production, captured</span>"), 2);
     free(page);
@@ -440,6 +446,17 @@ static void test_against(void) {
     CHECK(v != (size_t)-1 && vo != (size_t)-1 && v < vo && vo < offset(page, "<section"), "both summaries first");
     CHECK(strstr(page, "<div class=\"btitle\">other: fixed &quot;&lt;b&gt;&quot;.h5</div>") != NULL, "other's name escaped");
     CHECK_EQ_INT(count(page, "<b>\""), 0);
+    /* the charts draw the other trace over the run's: both modes on each of the 12 drawings, in
+     * the legend of each chart */
+    char *charts = slice(page, "<section id=\"charts\">", "</section>");
+    CHECK(charts != NULL, "charts section");
+    if (charts) {
+        CHECK_EQ_INT(count(charts, "<path class=\"oiso\" d=\"M"), 12);
+        CHECK_EQ_INT(count(charts, "<path class=\"ochain\" d=\"M"), 12);
+        CHECK_EQ_INT(count(charts, "<i class=\"sw oiso\"></i>other trace, isolated</span>"), 4);
+        CHECK_EQ_INT(count(charts, "<i class=\"sw iso\"></i>run, isolated</span>"), 2);
+        free(charts);
+    }
     char *sec = slice(page, "<section id=\"against\">", "</section>");
     CHECK(sec != NULL, "against section");
     if (sec) {

@@ -18,7 +18,7 @@ expected() { awk -v k="\"$1\": \"$2\"," 'index($0, k) == 1 { f = 1; next } f && 
 # the /tokens of a trace, comma separated
 got() { "$bin" show "$1" --json | awk '/"tokens": \[/ { f = 1; next } f && /\]/ { exit } f { gsub(/[ ,]/, ""); printf "%s%s", s, $0; s = "," }'; }
 
-"$bin" trace "$ck" --backend cpu --prompt "The quick brown fox jumps over the lazy dog." --out "$tmp/p.h5" -q >"$tmp/out" 2>"$tmp/err"
+"$bin" trace --force "$ck" --backend cpu --prompt "The quick brown fox jumps over the lazy dog." --out "$tmp/p.h5" -q >"$tmp/out" 2>"$tmp/err"
 ok "--prompt: the trace runs (exit 0)" '[ $? -eq 0 ]'
 want="$(expected text "The quick brown fox jumps over the lazy dog.")"
 ok "--prompt: the ids are the tokenizers package's ($want)" '[ -n "$want" ] && [ "$(got "$tmp/p.h5")" = "$want" ]'
@@ -26,12 +26,12 @@ ok "--prompt: show prints the text" '"$bin" show "$tmp/p.h5" | grep -q "^prompt:
 ok "--prompt: show --json holds it" '"$bin" show "$tmp/p.h5" --json | grep -q "\"prompt\": \"The quick brown fox jumps over the lazy dog.\""'
 
 printf 'emoji \360\237\230\200\360\237\232\200\360\237\224\245 and \360\237\221\215\360\237\217\275' >"$tmp/prompt.txt"
-"$bin" trace "$ck" --backend cpu --prompt-file "$tmp/prompt.txt" --out "$tmp/f.h5" -q >/dev/null 2>"$tmp/err"
+"$bin" trace --force "$ck" --backend cpu --prompt-file "$tmp/prompt.txt" --out "$tmp/f.h5" -q >/dev/null 2>"$tmp/err"
 ok "--prompt-file: exit 0" '[ $? -eq 0 ]'
 want="$(expected text "$(cat "$tmp/prompt.txt")")"
 ok "--prompt-file: unknown characters fused to <unk> as tokenizers does ($want)" '[ -n "$want" ] && [ "$(got "$tmp/f.h5")" = "$want" ]'
 
-"$bin" trace "$ck" --backend cpu --prompt "What is 2+2?" --chat --out "$tmp/c.h5" -q >/dev/null 2>"$tmp/err"
+"$bin" trace --force "$ck" --backend cpu --prompt "What is 2+2?" --chat --out "$tmp/c.h5" -q >/dev/null 2>"$tmp/err"
 ok "--chat: exit 0" '[ $? -eq 0 ]'
 want="$(expected chat "What is 2+2?")"
 ok "--chat: apply_chat_template's ids ($want)" '[ -n "$want" ] && [ "$(got "$tmp/c.h5")" = "$want" ]'
@@ -42,7 +42,7 @@ ok "bisect --prompt: runs (exit 0, nothing to bisect)" '[ $? -eq 0 ] && grep -q 
 
 bad() { # NAME EXPECTED_MESSAGE_RE ARGS...
   local name="$1" re="$2"; shift 2
-  "$bin" trace "$ck" --backend cpu --out "$tmp/bad.h5" -q "$@" >/dev/null 2>"$tmp/err"
+  "$bin" trace --force "$ck" --backend cpu --out "$tmp/bad.h5" -q "$@" >/dev/null 2>"$tmp/err"
   local rc=$?
   ok "$name: exit 2 ($(head -c 160 "$tmp/err"))" '[ $rc -eq 2 ] && grep -qE -e "$re" "$tmp/err"'
 }
@@ -75,14 +75,14 @@ bad "a flag of the wrong type" "tokenizer.json: added_tokens\[0\] \(<unk>\): a f
 # real files (issue 31): llmcompressor saves the tokenizer it called with truncation=True, so
 # released checkpoints carry a truncation block; it changes nothing shorter than max_length
 sed 's/"truncation": null/"truncation": {"direction": "Right", "max_length": 2048, "strategy": "LongestFirst", "stride": 0}/' "$save" >"$tj"
-"$bin" trace "$ck" --backend cpu --prompt "The quick brown fox jumps over the lazy dog." --out "$tmp/tr.h5" -q >/dev/null 2>"$tmp/err"
+"$bin" trace --force "$ck" --backend cpu --prompt "The quick brown fox jumps over the lazy dog." --out "$tmp/tr.h5" -q >/dev/null 2>"$tmp/err"
 ok "a truncation block (max_length 2048): accepted, the same ids ($(head -c 160 "$tmp/err"))" \
   '[ "$(got "$tmp/tr.h5")" = "$(expected text "The quick brown fox jumps over the lazy dog.")" ]'
 sed 's/"truncation": null/"truncation": {"direction": "Right", "max_length": 3, "strategy": "LongestFirst", "stride": 0}/' "$save" >"$tj"
 bad "a prompt longer than the truncation max_length" "tokens, more than the truncation max_length 3 that .*tokenizer.json carries" \
   --prompt "The quick brown fox jumps over the lazy dog."
 sed 's/"padding": null/"padding": {"strategy": "BatchLongest", "direction": "Right", "pad_to_multiple_of": null, "pad_id": 0, "pad_type_id": 0, "pad_token": "<unk>"}/' "$save" >"$tj"
-"$bin" trace "$ck" --backend cpu --prompt "The quick brown fox jumps over the lazy dog." --out "$tmp/pd.h5" -q >/dev/null 2>"$tmp/err"
+"$bin" trace --force "$ck" --backend cpu --prompt "The quick brown fox jumps over the lazy dog." --out "$tmp/pd.h5" -q >/dev/null 2>"$tmp/err"
 ok "a BatchLongest padding block: accepted, the same ids" \
   '[ "$(got "$tmp/pd.h5")" = "$(expected text "The quick brown fox jumps over the lazy dog.")" ]'
 sed 's/"padding": null/"padding": {"strategy": {"Fixed": 64}, "direction": "Right", "pad_to_multiple_of": null, "pad_id": 0, "pad_type_id": 0, "pad_token": "<unk>"}/' "$save" >"$tj"
@@ -94,14 +94,14 @@ cp "$save" "$tj"
 cfg_save="$tmp/tokenizer_config.json.orig"
 cp "$ck/tokenizer_config.json" "$cfg_save"
 sed 's/^{/{"model_max_length": 1000000000000000019884624838656, "x_big": [-99999999999999999999999, 1.5],/' "$cfg_save" >"$ck/tokenizer_config.json"
-"$bin" trace "$ck" --backend cpu --prompt "What is 2+2?" --chat --out "$tmp/big.h5" -q >/dev/null 2>"$tmp/err"
+"$bin" trace --force "$ck" --backend cpu --prompt "What is 2+2?" --chat --out "$tmp/big.h5" -q >/dev/null 2>"$tmp/err"
 ok "--chat with integers past 2^63 in tokenizer_config.json: apply_chat_template's ids ($(head -c 160 "$tmp/err"))" \
   '[ "$(got "$tmp/big.h5")" = "$(expected chat "What is 2+2?")" ]'
 # transformers 4.50+/5.x save the template beside the config as chat_template.jinja
 # (the fixture's config is pretty-printed, one key a line; the template has no escaped quotes)
 printf '%b' "$(sed -n 's/^ "chat_template": "\(.*\)",$/\1/p' "$cfg_save")" >"$ck/chat_template.jinja"
 sed '/^ "chat_template": /d' "$cfg_save" >"$ck/tokenizer_config.json"
-"$bin" trace "$ck" --backend cpu --prompt "What is 2+2?" --chat --out "$tmp/jj.h5" -q >/dev/null 2>"$tmp/err"
+"$bin" trace --force "$ck" --backend cpu --prompt "What is 2+2?" --chat --out "$tmp/jj.h5" -q >/dev/null 2>"$tmp/err"
 ok "--chat with the template in chat_template.jinja: the same ids ($(head -c 160 "$tmp/err"))" \
   '! grep -q chat_template "$ck/tokenizer_config.json" && [ "$(got "$tmp/jj.h5")" = "$(expected chat "What is 2+2?")" ]'
 rm "$ck/chat_template.jinja"
@@ -110,10 +110,10 @@ cp "$cfg_save" "$ck/tokenizer_config.json"
 rm "$tj"
 bad "no tokenizer.json" "tokenizer.json: no tokenizer next to config.json.*--tokenizer DIR" --prompt "hi"
 # --tokenizer (issue 36 item 3): a folder or the file itself; the ids are the tokenizers package's
-"$bin" trace "$ck" --backend cpu --prompt "Hello world" --tokenizer "$tk" --out "$tmp/tk1.h5" -q >/dev/null 2>"$tmp/err"
+"$bin" trace --force "$ck" --backend cpu --prompt "Hello world" --tokenizer "$tk" --out "$tmp/tk1.h5" -q >/dev/null 2>"$tmp/err"
 ok "--tokenizer DIR on a checkpoint without one: the ids of tokenizers ($(head -c 160 "$tmp/err"))" \
   '[ "$(got "$tmp/tk1.h5")" = "$(expected text "Hello world")" ]'
-"$bin" trace "$ck" --backend cpu --prompt "Hello world" --tokenizer "$tk/tokenizer.json" --out "$tmp/tk2.h5" -q >/dev/null 2>"$tmp/err"
+"$bin" trace --force "$ck" --backend cpu --prompt "Hello world" --tokenizer "$tk/tokenizer.json" --out "$tmp/tk2.h5" -q >/dev/null 2>"$tmp/err"
 ok "--tokenizer FILE: the same ids" '[ "$(got "$tmp/tk2.h5")" = "$(expected text "Hello world")" ]'
 bad "--tokenizer naming a folder without one" "nosuch/tokenizer.json: no tokenizer.json \(--tokenizer" --prompt "hi" --tokenizer "$tmp/nosuch"
 # another model's tokenizer gives ids past the vocabulary: the message names that tokenizer
@@ -135,7 +135,7 @@ bad "a template matching two formats" "tokenizer_config.json: the chat template 
 # error used to print the start of the file it pointed at)
 mkdir -p "$tmp/lk"; cp "$ck/config.json" "$ck/model.safetensors" "$ck/tokenizer_config.json" "$tmp/lk/"
 echo '{"secret": "do not print me"' >"$tmp/secret.json"; ln -s "$tmp/secret.json" "$tmp/lk/tokenizer.json"
-"$bin" trace "$tmp/lk" --backend cpu --prompt "hi" --out "$tmp/lk.h5" -q >/dev/null 2>"$tmp/err"; rc=$?
+"$bin" trace --force "$tmp/lk" --backend cpu --prompt "hi" --out "$tmp/lk.h5" -q >/dev/null 2>"$tmp/err"; rc=$?
 ok "a checkpoint's tokenizer.json linked out of it: exit $rc, refused unread ($(head -c 140 "$tmp/err"))" \
   '[ $rc -eq 2 ] && grep -q "lk/tokenizer.json: a symbolic link out of the checkpoint folder" "$tmp/err" && ! grep -q "do not print" "$tmp/err"'
 # a tokenizer whose normalizers blow the text up (40 chained Replace "a" -> "aa": 2^40 bytes; 5000
@@ -151,7 +151,7 @@ norm "{\"type\": \"Prepend\", \"prepend\": \"$(printf 'x%.0s' $(seq 10000))\"}" 
 bad "5000 Prepends of 10 kB" "blow/tokenizer.json: its 5000 normalizers rewrite --prompt past 1024 MB in all: refused" --prompt "a" --tokenizer "$tmp/blow"
 # the shipped checkpoints carry a tokenizer (golden/tokenizers/tiny's), so --prompt works from the README
 for g in seed-bug-v4 clean-v4; do
-  "$bin" trace "$root/golden/$g" --backend cpu --prompt "Hello world" --out "$tmp/g.h5" -q >/dev/null 2>"$tmp/err"; rc=$?
+  "$bin" trace --force "$root/golden/$g" --backend cpu --prompt "Hello world" --out "$tmp/g.h5" -q >/dev/null 2>"$tmp/err"; rc=$?
   ok "golden/$g --prompt: exit $rc, the ids of tokenizers ($(head -c 120 "$tmp/err"))" \
     '[ $rc -le 1 ] && [ "$(got "$tmp/g.h5")" = "$(expected text "Hello world")" ]'
 done

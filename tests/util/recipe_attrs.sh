@@ -28,7 +28,7 @@ ok "every attribute the ops read is declared ($(wc -l <"$tmp/read") names; undec
 for r in "$root"/recipes/*.yaml "$root"/golden/conformance/*/nvfp4/recipe.yaml; do
   case "$(basename "$r")" in stack-*|tolerances*) continue ;; esac
   [ -f "$r" ] || continue
-  "$bin" trace "$root/golden/clean-v4" --recipe "$r" --backend cpu --layers 0 --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
+  "$bin" trace --force "$root/golden/clean-v4" --recipe "$r" --backend cpu --layers 0 --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
   ok "recipe $(basename "$r") passes the op table: $(head -c 200 "$tmp/err")" '! grep -q "(op [a-z_]*)\|unknown op" "$tmp/err"'
 done
 
@@ -37,7 +37,7 @@ src="$root/recipes/llama.yaml"
 bad() { # name sed-expression want-rc pattern
   sed "$2" "$src" >"$tmp/$1.yaml"
   if cmp -s "$tmp/$1.yaml" "$src"; then echo "FAIL $1: the case did not change the recipe"; fail=$((fail + 1)); return; fi
-  "$bin" trace "$root/golden/conformance/llama/nvfp4" --recipe "$tmp/$1.yaml" --backend cpu --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
+  "$bin" trace --force "$root/golden/conformance/llama/nvfp4" --recipe "$tmp/$1.yaml" --backend cpu --out "$tmp/t.h5" >/dev/null 2>"$tmp/err"
   local rc=$? pat="$3"
   ok "$1: exit $rc (want 2), '$(head -c 300 "$tmp/err")'" '[ $rc -eq 2 ] && grep -q -- "$pat" "$tmp/err"'
 }

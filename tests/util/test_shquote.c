@@ -54,10 +54,20 @@ int main(void) {
         "nvfp4dbg trace ck --override",
         "nvfp4dbg trace ck --chat x",
         "nvfp4dbg trace ck  # and this run's --prompt; rm -rf ~ (too long to repeat here)",
+        /* --out only last and only in the form next_command.c writes */
+        "nvfp4dbg trace ck --out /etc/passwd",
+        "nvfp4dbg trace ck --out x-repaired.h5 --force",
+        "nvfp4dbg trace ck --out x-repaired.h5 --override a=1",
+        "nvfp4dbg trace ck --out",
+        "nvfp4dbg trace ck --out x.h5",
+        "nvfp4dbg trace ck --out x-repaired-.h5",
+        "nvfp4dbg trace ck --out x-repairedh5",
     };
     for (size_t i = 0; i < sizeof crafted / sizeof crafted[0]; i++)
         CHECK(!nd_shcmd_is_ours(crafted[i]), "crafted command taken as ours: %s", crafted[i]);
     CHECK(nd_shcmd_is_ours("nvfp4dbg trace golden/seed-bug-v4 --override model.layers.0.self_attn.q_a_proj.input_global_scale=0.5"),
           "a plain command is not recognised");
+    CHECK(nd_shcmd_is_ours("nvfp4dbg trace ck --override a=1 --out run-repaired.h5"), "the next command's --out is not recognised");
+    CHECK(nd_shcmd_is_ours("nvfp4dbg trace ck --out 'my runs/t-repaired-12.h5'"), "a quoted --out X-repaired-N.h5 is not recognised");
     return nd_test_report("test_shquote");
 }

@@ -43,7 +43,7 @@ def trace_rows(bin_, ckpt, tokens, original):
     # measures the checkpoint's own quantization, and the logits' figures are against the original
     with tempfile.TemporaryDirectory() as d:
         h5 = os.path.join(d, "t.h5")
-        rc = subprocess.run([bin_, "trace", ckpt, "--tokens", tokens, "--reference-checkpoint", original, "--out", h5, "-q"],
+        rc = subprocess.run([bin_, "trace", "--force", ckpt, "--tokens", tokens, "--reference-checkpoint", original, "--out", h5, "-q"],
                             capture_output=True).returncode
         js = subprocess.run([bin_, "show", h5, "--json"], capture_output=True, text=True).stdout
     return rc, json.loads(js)
