@@ -14,6 +14,7 @@ int nd_cmd_synth(int argc, char **argv);
 int nd_cmd_repro(int argc, char **argv);
 int nd_cmd_replay(int argc, char **argv);
 int nd_cmd_bisect(int argc, char **argv);
+int nd_cmd_sensitivity(int argc, char **argv);
 int nd_cmd_report(int argc, char **argv);
 int nd_cmd_explain(int argc, char **argv);
 int nd_cmd_show(int argc, char **argv);

@@ -27,6 +27,7 @@ static const nd_command commands[] = {
     {"repro", nd_cmd_repro, "write one stage of a trace as a self-contained bundle"},
     {"replay", nd_cmd_replay, "rerun a bundled stage without the checkpoint"},
     {"bisect", nd_cmd_bisect, "the smallest set of stages whose NVFP4 execution the divergence needs"},
+    {"sensitivity", nd_cmd_sensitivity, "which modules or layers to keep in high precision, by counterfactual runs"},
     {"report", nd_cmd_report, "one self-contained HTML page of a trace (charts, routing, table)"},
     {"explain", nd_cmd_explain, "what a cause code means, what proves it, what to do next"},
     {"show", nd_cmd_show, "print a trace's stages table (text, --csv or --json)"},
@@ -35,7 +36,7 @@ static const nd_command commands[] = {
 static void usage(FILE *f) {
     fprintf(f, "usage: nvfp4dbg COMMAND [ARGS]   (nvfp4dbg COMMAND --help for details)\n\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+        fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\nEvery command takes --opt=value as well as --opt value; -o -s -r -t -l -b -q -j stand for\n"
                "--out --stack --recipe --tokens --layers --backend --quiet --json where the command has them;\n"
                "--color=auto|always|never (NO_COLOR=1: never), --no-color and --quiet (-q: no progress on\n"

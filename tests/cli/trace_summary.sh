@@ -32,7 +32,7 @@ first=$(grep -n "^first divergence at layers.41.self_attn.q_b_proj (isolated)" s
 ok "the verdict is in the last 15 lines (line ${first:-none} of $n)" '[ -n "$first" ] && [ $((n - first)) -lt 15 ]'
 ok "the cause with its proof and meaning" 'grep -q "^cause scale_inverted (proven by repair): the activation quantizer" s80.txt'
 ok "the evidence" 'grep -q "^  evidence: repair input_scale_reciprocal" s80.txt'
-ok "the next command, whole on one line" 'grep -qE "^  next: nvfp4dbg trace bad --override model\.layers\.41\.self_attn\.q_b_proj\.input_global_scale=[0-9.]+$" s80.txt'
+ok "the next command, whole on one line" 'grep -qE "^  next: nvfp4dbg trace bad --override model\.layers\.41\.self_attn\.q_b_proj\.input_global_scale=[0-9.]+ --out [^ ]*-repaired\.h5$" s80.txt'
 
 "$bin" trace --force bad --backend "$be" --out t.h5 >pipe.txt 2>/dev/null
 n=$(wc -l <pipe.txt)

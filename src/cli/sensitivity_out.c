@@ -1,0 +1,269 @@
+/* sensitivity_out.c — see sensitivity_out.h. */
+#include "sensitivity_out.h"
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml.h>
+#include "ckpt/ckpt.h"
+#include "util/outfile.h"
+#include "util/term.h"
+
+static int inside(const char *dir, const char *path) {
+    const size_t n = strlen(dir);
+    return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == 0);
+}
+
+int nd_sens_out_check(const char *dir, const char *ckpt, nd_err *e) {
+    struct stat st;
+    if (!dir[0]) return nd_fail(e, ND_EXIT_BADINPUT, "--recipe-out: empty folder name");
+    if (lstat(dir, &st) == 0) {
+        if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode))
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: --recipe-out must be a new or empty folder (this is a %s)", dir,
+                           S_ISLNK(st.st_mode) ? "link" : "file");
+        DIR *d = opendir(dir);
+        if (!d) return nd_fail(e, nd_io_exit(errno), "%s: cannot read the folder: %s", dir, strerror(errno));
+        int n = 0;
+        for (struct dirent *de; (de = readdir(d));) n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+        closedir(d);
+        if (n) return nd_fail(e, ND_EXIT_BADINPUT, "%s: --recipe-out must be a new or empty folder (it holds %d entries)", dir, n);
+    } else if (errno != ENOENT) {
+        return nd_fail(e, nd_io_exit(errno), "%s: %s", dir, strerror(errno));
+    }
+    /* never inside the checkpoint: the next load would read the configs as its own files */
+    char *ck = realpath(ckpt, NULL), parent[PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", dir);
+    char *slash = strrchr(parent, '/');
+    if (slash == parent) parent[1] = 0;
+    else if (slash) *slash = 0;
+    else snprintf(parent, sizeof parent, ".");
+    char *pr = realpath(parent, NULL);
+    int rc = 0;
+    if (!pr) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: the folder to write the recipes in does not exist", dir);
+    else if (ck && inside(ck, pr)) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: is inside the checkpoint %s: give a folder outside it", dir, ckpt);
+    free(ck);
+    free(pr);
+    return rc;
+}
+
+/* the checkpoint's name of a stage's module: model.<stage> or <stage>, as the checkpoint has it */
+static void module_name(const nd_ckpt *c, const char *stage, char *out, size_t cap) {
+    snprintf(out, cap, "model.%s", stage);
+    if (c && !nd_ckpt_has_module(c, out) && nd_ckpt_has_module(c, stage)) snprintf(out, cap, "%s", stage);
+}
+
+/* the config's own ignore list (compressed-tensors `ignore`, ModelOpt `exclude_modules`) */
+static json_t *config_ignore(const char *ckpt) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/config.json", ckpt);
+    json_error_t je;
+    json_t *cfg = json_load_file(path, JSON_REJECT_DUPLICATES, &je), *out = json_array();
+    json_t *qc = cfg ? json_object_get(cfg, "quantization_config") : NULL;
+    json_t *ig = qc ? json_object_get(qc, "ignore") : NULL;
+    if (!json_is_array(ig) && qc) ig = json_object_get(qc, "exclude_modules");
+    size_t i;
+    json_t *v;
+    if (json_is_array(ig)) json_array_foreach(ig, i, v) if (json_is_string(v)) json_array_append(out, v);
+    if (!json_array_size(out)) json_array_append_new(out, json_string("lm_head"));
+    json_decref(cfg);
+    return out;
+}
+
+/* write the bytes to dir/name through a temporary (util/outfile.h) */
+static int write_file(const char *dir, const char *name, const char *bytes, size_t n, nd_err *e) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    nd_outtmp ot;
+    int fd = -1, rc = nd_out_begin(&ot, path, &fd, e);
+    if (rc) return rc;
+    for (size_t off = 0; off < n && !rc;) {
+        const ssize_t w = write(fd, bytes + off, n - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) rc = nd_fail(e, nd_io_exit(errno), "%s: cannot write: %s%s", path, strerror(errno), nd_io_hint(errno));
+        else off += (size_t)w;
+    }
+    if (close(fd) && !rc) rc = nd_fail(e, nd_io_exit(errno), "%s: cannot write: %s%s", path, strerror(errno), nd_io_hint(errno));
+    if (rc) nd_out_abort(&ot);
+    else rc = nd_out_commit(&ot, e);
+    return rc;
+}
+
+typedef struct membuf { char *p; size_t n, cap; } membuf;
+static int on_write(void *data, unsigned char *buf, size_t size) {
+    membuf *m = data;
+    if (m->n + size + 1 > m->cap) {
+        size_t c = m->cap ? m->cap * 2 : 4096;
+        while (c < m->n + size + 1) c *= 2;
+        char *q = realloc(m->p, c);
+        if (!q) return 0;
+        m->p = q;
+        m->cap = c;
+    }
+    memcpy(m->p + m->n, buf, size);
+    m->n += size;
+    m->p[m->n] = 0;
+    return 1;
+}
+
+static int scalar(yaml_emitter_t *em, const char *s) {
+    yaml_event_t ev;
+    return yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s), 1, 1, YAML_ANY_SCALAR_STYLE) &&
+           yaml_emitter_emit(em, &ev);
+}
+static int mapping(yaml_emitter_t *em, int start) {
+    yaml_event_t ev;
+    return (start ? yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE)
+                  : yaml_mapping_end_event_initialize(&ev)) && yaml_emitter_emit(em, &ev);
+}
+
+/* quant_stage: quant_modifiers: QuantizationModifier: {targets: [Linear], scheme: NVFP4, ignore: [...]} */
+static int recipe_yaml(json_t *ignore, membuf *m, nd_err *e) {
+    yaml_emitter_t em;
+    yaml_event_t ev;
+    if (!yaml_emitter_initialize(&em)) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    yaml_emitter_set_output(&em, on_write, m);
+    yaml_emitter_set_unicode(&em, 1);
+    yaml_emitter_set_width(&em, -1);
+    int ok = yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING) && yaml_emitter_emit(&em, &ev) &&
+             yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1) && yaml_emitter_emit(&em, &ev) && mapping(&em, 1) &&
+             scalar(&em, "quant_stage") && mapping(&em, 1) && scalar(&em, "quant_modifiers") && mapping(&em, 1) &&
+             scalar(&em, "QuantizationModifier") && mapping(&em, 1) && scalar(&em, "targets") &&
+             yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_FLOW_SEQUENCE_STYLE) && yaml_emitter_emit(&em, &ev) &&
+             scalar(&em, "Linear") && yaml_sequence_end_event_initialize(&ev) && yaml_emitter_emit(&em, &ev) &&
+             scalar(&em, "scheme") && scalar(&em, "NVFP4") && scalar(&em, "ignore") &&
+             yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE) && yaml_emitter_emit(&em, &ev);
+    size_t i;
+    json_t *v;
+    json_array_foreach(ignore, i, v) if (ok) ok = scalar(&em, json_string_value(v));
+    ok = ok && yaml_sequence_end_event_initialize(&ev) && yaml_emitter_emit(&em, &ev) && mapping(&em, 0) && mapping(&em, 0) &&
+         mapping(&em, 0) && mapping(&em, 0) && yaml_document_end_event_initialize(&ev, 1) && yaml_emitter_emit(&em, &ev) &&
+         yaml_stream_end_event_initialize(&ev) && yaml_emitter_emit(&em, &ev);
+    int rc = ok ? 0 : nd_fail(e, ND_EXIT_INTERNAL, "cannot emit the llmcompressor recipe (%s)", em.problem ? em.problem : "?");
+    yaml_emitter_delete(&em);
+    return rc;
+}
+
+int nd_sens_write_recipes(const char *dir, const nd_sens_report *r, nd_err *e) {
+    if (mkdir(dir, 0777) && errno != EEXIST) return nd_fail(e, nd_io_exit(errno), "%s: cannot create the folder: %s", dir, strerror(errno));
+    nd_ckpt *c = NULL;
+    nd_err e2 = {0};
+    if (nd_ckpt_open(r->ckpt, &c, &e2)) c = NULL; /* the run read it; without it the names stay model.<stage> */
+    json_t *mods = json_array(), *ignore = config_ignore(r->ckpt), *cfg = json_object();
+    for (int k = 0; k < r->set->n; k++)
+        for (int j = 0; j < r->units[k].n; j++) {
+            char name[600], pat[620];
+            module_name(c, r->units[k].stages[j], name, sizeof name);
+            json_array_append_new(mods, json_string(name));
+            json_array_append_new(ignore, json_string(name));
+            /* ModelOpt's patterns match quantizer names: <module>.weight_quantizer, .input_quantizer */
+            snprintf(pat, sizeof pat, "*%s.*", name);
+            json_object_set_new(cfg, pat, json_pack("{s:b}", "enable", 0));
+        }
+    if (c) nd_ckpt_close(c);
+    membuf m = {0};
+    int rc = recipe_yaml(ignore, &m, e);
+    if (!rc) rc = write_file(dir, "llmcompressor-recipe.yaml", m.p, m.n, e);
+    free(m.p);
+    json_t *mo = json_pack("{s:o, s:s}", "quant_cfg", cfg,
+                           "note", "merge into the quant_cfg of the config you quantize with (e.g. a copy of mtq.NVFP4_DEFAULT_CFG)");
+    json_t *ct = json_pack("{s:{s:O}, s:O}", "quantization_config", "ignore", ignore, "modules_kept_in_high_precision", mods);
+    char *s1 = json_dumps(mo, JSON_INDENT(2) | JSON_PRESERVE_ORDER), *s2 = json_dumps(ct, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (!rc && s1) rc = write_file(dir, "modelopt-quant-cfg.json", s1, strlen(s1), e);
+    if (!rc && s2) rc = write_file(dir, "compressed-tensors-ignore.json", s2, strlen(s2), e);
+    if (!rc && (!s1 || !s2)) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    free(s1);
+    free(s2);
+    json_decref(mo);
+    json_decref(ct);
+    json_decref(mods);
+    json_decref(ignore);
+    return rc;
+}
+
+static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+void nd_sens_print_json(const nd_sens_report *r, const char *recipe_out) {
+    json_t *root = json_object(), *units = json_array();
+    json_object_set_new(root, "checkpoint", json_string(r->ckpt));
+    json_object_set_new(root, "granularity", json_string(r->granularity));
+    json_object_set_new(root, "quantized_linears", json_integer(r->n_linears));
+    json_object_set_new(root, "all_nvfp4", json_pack("{s:o, s:o}", "kl", num(r->kl_all), "top1", num(r->top1_all)));
+    for (int k = 0; k < r->nu; k++) {
+        const nd_sens_unit *u = &r->units[k];
+        json_t *st = json_array();
+        for (int j = 0; j < u->n; j++) json_array_append_new(st, json_string(u->stages[j]));
+        json_array_append_new(units, json_pack("{s:i, s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "rank", k + 1, "unit", u->key, "stages", st,
+                                               "kl_kept", num(u->kl_ref), "top1_kept", num(u->top1_ref), "gain",
+                                               num(r->kl_all - u->kl_ref), "kl_alone_nvfp4", num(u->kl_alone), "top1_alone_nvfp4",
+                                               num(u->top1_alone)));
+    }
+    json_object_set_new(root, "units", units);
+    if (r->set) {
+        json_t *keep = json_array();
+        for (int k = 0; k < r->set->n; k++) json_array_append_new(keep, json_string(r->units[k].key));
+        json_object_set_new(root, "set", json_pack("{s:o, s:o, s:o, s:o, s:o, s:b}", "units", keep, "kl", num(r->set->kl), "top1",
+                                                   num(r->set->top1), "predicted_kl", num(r->set->predicted), "budget_kl",
+                                                   num(r->set->budget), "budget_met", isnan(r->set->budget) || r->set->kl <= r->set->budget));
+        if (recipe_out && r->set->n) json_object_set_new(root, "recipe_out", json_string(recipe_out));
+    }
+    json_object_set_new(root, "runs", json_integer(r->traces));
+    json_object_set_new(root, "elapsed_s", json_real(r->elapsed_s));
+    json_object_set_new(root, "max_rss_mb", json_real(r->max_rss_mb));
+    char *s = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    if (s) { puts(s); free(s); }
+    json_decref(root);
+}
+
+static void pct(char *b, size_t n, double v) {
+    if (isfinite(v)) snprintf(b, n, "%.1f%%", 100 * v);
+    else snprintf(b, n, "-");
+}
+
+void nd_sens_print_text(const nd_sens_report *r, const char *recipe_out) {
+    char safe[2048], t0[16], t1[16], t2[16];
+    int w = 4;
+    for (int k = 0; k < r->nu; k++) {
+        const int l = (int)strlen(r->units[k].key);
+        if (l > w) w = l;
+    }
+    if (w > 60) w = 60;
+    pct(t0, sizeof t0, r->top1_all);
+    printf("nvfp4dbg sensitivity: %s  granularity %s  %d units of %d quantized linears\n", nd_term_safe(r->ckpt, safe, sizeof safe),
+           r->granularity, r->nu, r->n_linears);
+    printf("every linear NVFP4: final logits KL %.5g nats, top-1 agreement %s\n\n", r->kl_all, t0);
+    printf("%-4s  %-*s  %7s  %-23s  %-20s\n", "rank", w, "unit", "linears", "kept in BF16: KL  top-1", "alone NVFP4: KL  top-1");
+    for (int k = 0; k < r->nu; k++) {
+        const nd_sens_unit *u = &r->units[k];
+        pct(t1, sizeof t1, u->top1_ref);
+        pct(t2, sizeof t2, u->top1_alone);
+        printf("%-4d  %-*s  %7d  %-10.4g %6s (%+.2g)  %-10.4g %6s\n", k + 1, w, nd_term_safe(u->key, safe, sizeof safe), u->n,
+               u->kl_ref, t1, u->kl_ref - r->kl_all, u->kl_alone, t2);
+    }
+    if (r->set) {
+        const nd_sens_set *s = r->set;
+        int lin = 0;
+        for (int k = 0; k < s->n; k++) lin += r->units[k].n;
+        printf("\n");
+        if (s->n == 0) {
+            printf("budget KL %.5g: met with every linear NVFP4 (KL %.5g); nothing to keep in high precision\n", s->budget, r->kl_all);
+        } else {
+            pct(t1, sizeof t1, s->top1);
+            printf("kept in high precision (%d of %d units, %d of %d linears):", s->n, r->nu, lin, r->n_linears);
+            for (int k = 0; k < s->n; k++) printf("%s %s", k ? "," : "", nd_term_safe(r->units[k].key, safe, sizeof safe));
+            printf("\n  measured together: final logits KL %.5g nats, top-1 %s (predicted from the single runs: KL %.5g)", s->kl, t1,
+                   s->predicted);
+            if (!isnan(s->budget)) printf("; budget %.5g %s", s->budget, s->kl <= s->budget ? "met" : "NOT met even with every unit kept");
+            printf("\n");
+            if (recipe_out)
+                printf("  written: %s/llmcompressor-recipe.yaml, %s/modelopt-quant-cfg.json, %s/compressed-tensors-ignore.json\n",
+                       nd_term_safe(recipe_out, safe, sizeof safe), safe, safe);
+        }
+    }
+    printf("%d runs in %.1f s, peak memory %.0f MB\n", r->traces, r->elapsed_s, r->max_rss_mb);
+}

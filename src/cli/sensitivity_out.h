@@ -1,0 +1,42 @@
+/* sensitivity_out.h — what `nvfp4dbg sensitivity` prints and writes (sensitivity_out.c): the
+ * ranking as text or JSON, and the chosen set as an llmcompressor recipe, a ModelOpt quant_cfg
+ * patch and a compressed-tensors ignore patch. */
+#ifndef ND_SENSITIVITY_OUT_H
+#define ND_SENSITIVITY_OUT_H
+#include <stdint.h>
+#include "util/err.h"
+
+typedef struct nd_sens_unit {
+    const char *key;            /* "layer 3", "self_attn.q_proj", a stage name */
+    int n;                      /* its quantized linears (stage names in stages[]) */
+    double kl_ref, top1_ref;    /* the final logits with the unit alone on the reference path */
+    double kl_alone, top1_alone;/* ... with the unit alone NVFP4 in an otherwise reference model */
+    const char **stages;
+} nd_sens_unit;
+
+typedef struct nd_sens_set {
+    int n;                      /* the first n units of the ranking */
+    double kl, top1;            /* measured with them together on the reference path */
+    double predicted;           /* KL_all minus their gains (no interaction assumed) */
+    double budget;              /* --budget-kl, NaN with --keep */
+} nd_sens_set;
+
+typedef struct nd_sens_report {
+    const char *ckpt, *granularity;
+    int64_t ntok;
+    double kl_all, top1_all;    /* every linear NVFP4 */
+    int n_linears, traces;
+    double elapsed_s, max_rss_mb;
+    const nd_sens_unit *units;  /* ranked: largest gain first */
+    int nu;
+    const nd_sens_set *set;     /* NULL without --budget-kl / --keep */
+} nd_sens_report;
+
+/* --recipe-out DIR: refused (exit 2) unless it is new or an empty folder, and outside the checkpoint. */
+int nd_sens_out_check(const char *dir, const char *ckpt, nd_err *e);
+/* The set's modules (checkpoint names) written to DIR/llmcompressor-recipe.yaml (libyaml's emitter),
+ * DIR/modelopt-quant-cfg.json and DIR/compressed-tensors-ignore.json. */
+int nd_sens_write_recipes(const char *dir, const nd_sens_report *r, nd_err *e);
+void nd_sens_print_text(const nd_sens_report *r, const char *recipe_out);
+void nd_sens_print_json(const nd_sens_report *r, const char *recipe_out);
+#endif
