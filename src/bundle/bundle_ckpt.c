@@ -13,6 +13,7 @@
  * recipe's `layer` section holds it, gated with `when_has: nvfp4dbg.layer{L}` so that only layer L
  * runs it. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,7 @@
 #include "pipeline/pipeline.h"
 
 static int write_text(const char *dir, const char *name, const char *text, nd_err *e) {
-    char path[1200];
+    char path[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     FILE *f = fopen(path, "wbx");   /* the folder is our own, new (mkdtemp): nothing is there to follow */
     if (!f) return nd_fail(e, nd_io_exit(errno), "%s: cannot create: %s%s", path, strerror(errno), nd_io_hint(errno));
@@ -34,7 +35,7 @@ static int write_text(const char *dir, const char *name, const char *text, nd_er
 }
 
 static int write_weights(const nd_bundle *b, const char *dir, nd_err *e) {
-    char path[1200];
+    char path[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     nd_st_writer *w;
     ND_TRY(nd_st_writer_open(path, &w, e));
@@ -63,6 +64,11 @@ static int write_recipe(const nd_bundle *b, const char *dir, nd_err *e) {
 int nd_bundle_materialise(const nd_bundle *b, char *dir, size_t cap, nd_err *e) {
     const char *base = getenv("TMPDIR");
     if (!base || !*base) base = P_tmpdir;
+    /* the folder and the longest file name in it must fit a path: say so rather than cut the name */
+    const size_t need = strlen(base) + sizeof "/nvfp4dbg-replay-XXXXXX/hf_quant_config.json";
+    if (need > cap || need > PATH_MAX)
+        return nd_fail(e, ND_EXIT_BADINPUT, "TMPDIR is %zu bytes long; replay's temporary files need at most %zu: set TMPDIR to a "
+                       "shorter folder", strlen(base), (cap < PATH_MAX ? cap : (size_t)PATH_MAX) - (need - strlen(base)));
     snprintf(dir, cap, "%s/nvfp4dbg-replay-XXXXXX", base);
     if (!mkdtemp(dir))
         return nd_fail(e, nd_io_exit(errno), "%s: cannot create a temporary folder: %s%s (set TMPDIR to a writable folder)", dir,
@@ -79,7 +85,7 @@ int nd_bundle_materialise(const nd_bundle *b, char *dir, size_t cap, nd_err *e) 
 void nd_bundle_cleanup(const char *dir) {
     static const char *const files[] = {"config.json", "hf_quant_config.json", "stack.yaml", "recipe.yaml",
                                         "model.safetensors", "model.safetensors.tmp"};
-    char path[1200];
+    char path[PATH_MAX + 64];
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
         unlink(path);

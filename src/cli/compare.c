@@ -60,7 +60,11 @@ static void cells(const nd_cmp_item *it, char g[160], char r[160], char d[32], c
 static void print_compared(const nd_cmp_result *res, const char *tolpath) {
     printf("compared: %lld golden rows of %lld stages, %lld rows in both traces figure by figure (%lld figures); "
            "tolerances: ", (long long)res->nstages, (long long)res->nnames, (long long)res->nmatched, (long long)res->nfigures);
-    if (tolpath) printf("%d of the %d rules of %s applied, defaults elsewhere\n", res->nrules_used, res->nrules, tolpath);
+    if (tolpath) {
+        /* the file's default: section applies wherever no rule does */
+        if (res->nrules) printf("%d of the %d rules of %s applied, its defaults elsewhere\n", res->nrules_used, res->nrules, tolpath);
+        else printf("the defaults of %s on every stage (it has no stage or op rules)\n", tolpath);
+    }
     else printf("the defaults (recipes/tolerances.yaml)\n");
 }
 
@@ -229,6 +233,20 @@ static int load(const char *path, int golden, nd_trace **t, nd_err *e) {
     return 0;
 }
 
+/* The gate compares like with like: a run made under another serving-stack profile or other
+ * reference numerics than its golden differs by design, and a pass or a regression would say
+ * nothing about the checkpoint (report --against, for looking, allows it). */
+static int same_setup(const char *rp, const nd_trace *run, const char *gp, const nd_trace *golden, nd_err *e) {
+    if (strcmp(run->stack, golden->stack))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s and %s are not comparable: made under stacks %s and %s (trace --stack)", rp, gp,
+                       run->stack, golden->stack);
+    const char *a = run->ref_numerics[0] ? run->ref_numerics : "fp32", *b = golden->ref_numerics[0] ? golden->ref_numerics : "fp32";
+    if (strcmp(a, b))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s and %s are not comparable: reference numerics %s and %s (trace --ref-numerics)", rp,
+                       gp, a, b);
+    return 0;
+}
+
 int nd_cmd_compare(int argc, char **argv) {
     const char *cmd = "compare", *pos[2] = {NULL, NULL}, *tolpath = NULL;
     int npos = 0, json = 0, max = 20;
@@ -276,7 +294,7 @@ int nd_cmd_compare(int argc, char **argv) {
         fprintf(stderr, "nvfp4dbg: warning: %s and %s are the same file: the trace is compared with itself and cannot regress\n",
                 pos[0], pos[1]);
     if ((rc = load(pos[0], 0, &run, &e)) || (rc = load(pos[1], 1, &golden, &e)) ||
-        (rc = nd_trace_comparable(pos[0], run, pos[1], golden, &e)) ||
+        (rc = nd_trace_comparable(pos[0], run, pos[1], golden, &e)) || (rc = same_setup(pos[0], run, pos[1], golden, &e)) ||
         (rc = nd_trace_compare(run, golden, &tol, &res, &e))) {
         rc = nd_cli_error(&e);
     } else {

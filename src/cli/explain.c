@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
+#include "util/term.h"
 #include "util/suggest.h"
 #include "diagnose/catalogue.h"
 #include "pipeline/op_desc.h"
@@ -133,8 +134,10 @@ int nd_cmd_explain(int argc, char **argv) {
     int nc = 0;
     for (int i = 0; i < n && nc < 128; i++) cands[nc++] = cs[i].code;
     const char *best = nd_suggest(code, cands, (size_t)nc);
-    if (best) fprintf(stderr, "nvfp4dbg: explain: unknown cause code '%s'; did you mean '%s'? known:", code, best);
-    else fprintf(stderr, "nvfp4dbg: explain: unknown cause code '%s'; known:", code);
+    char code_safe[1024];
+    nd_term_safe(code, code_safe, sizeof code_safe);
+    if (best) fprintf(stderr, "nvfp4dbg: explain: unknown cause code '%s'; did you mean '%s'? known:", code_safe, best);
+    else fprintf(stderr, "nvfp4dbg: explain: unknown cause code '%s'; known:", code_safe);
     for (int i = 0; i < n; i++) fprintf(stderr, " %s", cs[i].code);
     fprintf(stderr, "\n");
     return ND_EXIT_BADINPUT;

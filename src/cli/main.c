@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
+#include "util/term.h"
 #include "cli_args.h"
 #include "util/suggest.h"
 #include "nd_config.h"
@@ -97,8 +98,10 @@ int main(int argc, char **argv) {
     const char *names[sizeof commands / sizeof commands[0]];
     for (size_t i = 0; i < ncmd; i++) names[i] = commands[i].name;
     const char *best = nd_suggest(argv[1], names, ncmd);
-    if (best) fprintf(stderr, "nvfp4dbg: unknown command '%s'; did you mean '%s'?\n", argv[1], best);
-    else fprintf(stderr, "nvfp4dbg: unknown command '%s'\n", argv[1]);
+    char cs[1024];
+    nd_term_safe(argv[1], cs, sizeof cs);
+    if (best) fprintf(stderr, "nvfp4dbg: unknown command '%s'; did you mean '%s'?\n", cs, best);
+    else fprintf(stderr, "nvfp4dbg: unknown command '%s'\n", cs);
     usage(stderr);
     return ND_EXIT_BADINPUT;
 }

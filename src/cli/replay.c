@@ -2,6 +2,7 @@
  * its row beside the row of the original trace (docs/repro.md). */
 #include <jansson.h>
 #include <math.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,7 +83,7 @@ int nd_cmd_replay(int argc, char **argv) {
     const char **user = calloc((size_t)argc + 1, sizeof *user);
     nd_err e = {0};
     nd_bundle *b = NULL;
-    char dir[1024] = "";
+    char dir[PATH_MAX] = "";
     if (!user) return ND_EXIT_INTERNAL;
     const char *device_s = "0";
     const nd_cli_opt opts[] = {{"--backend", &backend, NULL, NULL, NULL}, {"--device", &device_s, NULL, NULL, NULL},

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "cli.h"
 #include "util/term.h"
+#include "util/shquote.h"
 #include "bundle/bundle.h"
 #include "pipeline/pipeline.h"
 #include "recipe/recipe.h"
@@ -178,13 +179,18 @@ int nd_cmd_repro(int argc, char **argv) {
     size_t bytes = 0;
     for (int i = 0; i < b->n_tensors; i++) bytes += b->tensors[i].nbytes;
     for (int i = 0; i < b->n_in; i++) bytes += sizeof(float) * (size_t)(b->in[i].rows * b->in[i].cols);
+    char t1[4 * sizeof b->stage], t2[4 * sizeof b->op], t3[4 * sizeof b->overrides];
     printf("nvfp4dbg repro: stage %s (op %s, layer %d): %d input(s), %d checkpoint tensor(s), %zu bytes of data\n",
-           b->stage, b->op, b->layer, b->n_in, b->n_tensors, bytes);
-    if (b->overrides[0]) printf("overrides: %s\n", b->overrides);
+           nd_term_safe(b->stage, t1, sizeof t1), nd_term_safe(b->op, t2, sizeof t2), b->layer, b->n_in, b->n_tensors, bytes);
+    if (b->overrides[0]) printf("overrides: %s\n", nd_term_safe(b->overrides, t3, sizeof t3));
     if (b->n_tensors == ND_BUNDLE_MAX_TENSORS)
         fprintf(stderr, "nvfp4dbg: warning: the stage reads %d tensors or more; the capture keeps %d, the bundle may be incomplete\n",
                 ND_BUNDLE_MAX_TENSORS, ND_BUNDLE_MAX_TENSORS);
-    printf("bundle written to %s (replay: nvfp4dbg replay %s)\n", out, out);
+    {   /* the command is pasted: its path shell-quoted (util/shquote.h), then made safe for the terminal */
+        char q[8192] = "nvfp4dbg replay ", qs[4 * sizeof q], os[16384];
+        nd_shquote_cat(q, sizeof q, out);
+        printf("bundle written to %s (replay: %s)\n", nd_term_safe(out, os, sizeof os), nd_term_safe(q, qs, sizeof qs));
+    }
 out:
     if (rcp) nd_recipe_free(rcp);
     nd_bundle_free(b);

@@ -56,7 +56,11 @@ static long long int_of(const nd_row *r, size_t k) {
 static double dbl_of(const nd_row *r, size_t k) { return *(const double *)((const char *)r + fields[k].off); }
 static const char *str_of(const nd_row *r, size_t k) { return (const char *)r + fields[k].off; }
 
-static void csv_string(const char *s) {
+static void csv_string(const char *raw) {
+    /* control bytes, C1 controls and bidi overrides in a name (a hostile recipe's stage names)
+     * never reach the terminal or a spreadsheet raw: written as \xHH / \u{...} (util/term.h) */
+    char safe[4 * 4096];
+    const char *s = nd_term_safe(raw, safe, sizeof safe);
     if (!strpbrk(s, ",\"\r\n")) { fputs(s, stdout); return; }
     putchar('"');
     for (; *s; s++) {

@@ -49,7 +49,7 @@ static void usage(FILE *f) {
             "             stored exchanged) (docs/synth.md)\n"
             "  --force    OUTDIR may hold an earlier synth output: exactly the files synth wrote there\n"
             "             (listed in OUTDIR/.nvfp4dbg-synth) are replaced; a folder holding anything else is\n"
-            "             refused. Without --force OUTDIR must be new or empty\n"
+            "             refused. Without --force, OUTDIR must be new or empty\n"
             "  --json     print a JSON summary on stdout\n\n"
             "example: nvfp4dbg synth v4-seed-bug --recipe deepseek_v4 --inject input-scale-inverted@layers.0.self_attn.q_a_proj\n"
             "         nvfp4dbg synth q-inverted --from golden/conformance/llama/nvfp4 --inject input-scale-inverted@layers.0.self_attn.q_proj\n", known);

@@ -10,10 +10,21 @@ int nd_tokens_parse(const char *text, const char *what, int64_t **out, int64_t *
     int64_t cap = 16, k = 0;
     int64_t *v = malloc(sizeof *v * (size_t)cap);
     if (!v) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    /* ids separated by one comma (a file: also by whitespace and line breaks); an empty entry
+     * ("1,,2", a trailing comma), a sign or a space inside the --tokens list is refused, not skipped */
+    const int cmdline = what[0] == '-';
     const char *p = text;
     while (*p) {
-        while (*p == ',' || *p == ' ' || *p == '\n' || *p == '\r' || *p == '\t') p++;
+        int commas = 0;
+        for (; *p == ',' || *p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'; p++) {
+            if (*p == ',') commas++;
+            else if (cmdline) { free(v); return nd_fail(e, ND_EXIT_BADINPUT, "%s: ids are separated by commas, without spaces (got '%.40s')", what, text); }
+        }
+        /* two commas in a row, a leading or a trailing one */
+        if (commas > 1 || (commas == 1 && (!k || !*p)))
+            { free(v); return nd_fail(e, ND_EXIT_BADINPUT, "%s: an empty entry in '%.40s' (ids separated by one comma)", what, text); }
         if (!*p) break;
+        if (*p < '0' || *p > '9') { free(v); return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%.20s' is not a token id (non-negative integers, comma or newline separated)", what, p); }
         char *end;
         errno = 0;
         long long x = strtoll(p, &end, 10);

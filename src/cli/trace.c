@@ -417,8 +417,17 @@ int nd_cmd_trace(int argc, char **argv) {
     if (prompt.chat && !nd_prompt_given(&prompt)) { rc = nd_cli_usage_error("trace", "--chat needs --prompt or --prompt-file"); goto out; }
     if (o.no_probes && apply_repair) { rc = nd_cli_usage_error("trace", "--apply-repair needs the diagnosis, which --no-probes turns off"); goto out; }
     {   /* the trace never replaces an input of the run, a link or a device (util/outfile.h) */
-        const char *inputs[48] = {o.ckpt_dir, o.ref_ckpt, o.prod_dump, tokens_file, prompt.file};
-        int n_in = 5;
+        /* a --tokenizer file, and the chat template read beside it (a --tokenizer folder is an
+         * input folder as a checkpoint is) */
+        char tk_cfg[4096] = "";
+        struct stat tst;
+        if (prompt.tokenizer && stat(prompt.tokenizer, &tst) == 0 && !S_ISDIR(tst.st_mode)) {
+            const char *sl = strrchr(prompt.tokenizer, '/');
+            snprintf(tk_cfg, sizeof tk_cfg, "%.*stokenizer_config.json", sl ? (int)(sl - prompt.tokenizer + 1) : 0, prompt.tokenizer);
+        }
+        const char *inputs[48] = {o.ckpt_dir, o.ref_ckpt, o.prod_dump, tokens_file, prompt.file, prompt.tokenizer,
+                                  tk_cfg[0] ? tk_cfg : NULL};
+        int n_in = 7;
         char rbuf[4096];
         const char *recipe_args[] = {o.recipe, o.stack, stacks};
         nd_recipe_inputs(recipe_args, 3, inputs, &n_in, 48, rbuf, sizeof rbuf);
@@ -432,6 +441,7 @@ int nd_cmd_trace(int argc, char **argv) {
         o.prompt_chat = prompt.chat_name;
         o.tokens_opt = prompt.file ? "--prompt-file" : "--prompt";
         o.tokens_val = prompt.file ? prompt.file : prompt.text;
+        o.tokenizer = prompt.tokenizer;
     }
     if (stacks && nd_trace_stacks_check(stacks, &e)) { rc = nd_cli_error(&e); goto out; }
     o.tokens = tokens;

@@ -106,7 +106,10 @@ void nd_trace_print_table(const nd_row *rows, int64_t nrows, int64_t first, int 
                nd_term_safe(r->mode, md, sizeof md), r->ref_amax, r->prod_amax, (long long)(r->prod_nan + r->prod_inf), cs, sq,
                nd_term_safe(r->verdict, vd, sizeof vd), i == first ? "   <== first divergence" : "", off);
     }
-    if (!shown && stage) printf("(no stage matches --stage %s)\n", stage);
+    if (!shown && stage) {
+        char st[1024];
+        printf("(no stage matches --stage %s)\n", nd_term_safe(stage, st, sizeof st));
+    }
 }
 
 /* ---- the summary: one line per layer ---- */

@@ -59,6 +59,7 @@ void nd_next_command(const nd_trace_opts *o, const char *const *extra, int n, ch
     const size_t head_len = strlen(buf);
     if (o->tokens_opt) add(buf, sizeof buf, o->tokens_opt, o->tokens_val);
     if (o->tokens_opt && o->prompt_chat) add(buf, sizeof buf, "--chat", NULL);
+    if (o->tokens_opt && o->tokenizer) add(buf, sizeof buf, "--tokenizer", o->tokenizer);
     const size_t tok_len = strlen(buf) - head_len;
     char tail[8192] = "";
     for (int i = 0; i < o->n_overrides; i++) add(tail, sizeof tail, "--override", o->overrides[i]);

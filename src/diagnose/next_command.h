@@ -1,7 +1,7 @@
 /* next_command.h — the `nvfp4dbg trace ...` command that reruns this run with repairs applied: the
  * one the diagnosis prints and stores (next_command) and the one --apply-repair prints. It repeats
  * every option that decides what the run computes (recipe, stack, reference checkpoint, layers,
- * mode, reference numerics, expert parallelism, where the tokens came from, the overrides), each
+ * mode, reference numerics, expert parallelism, where the tokens came from and the --tokenizer, the overrides), each
  * word shell-quoted (util/shquote.h), so that pasting it reruns the same model on the same tokens;
  * its trace goes beside this run's (--out X-repaired.h5: an earlier trace is never replaced
  * without --force, and this run's is the "before" of `report --against`). */

@@ -65,6 +65,11 @@ static int embed_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
     ND_TRY(nd_stage_tensor(c, "weight", 1, &t, e));
     if (t->ndim != 2) return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s must be 2-D", t->file, t->name);
     const int64_t v = t->shape[0], d = t->shape[1];
+    /* config.json's vocab_size is the embedding's row count (transformers keeps them equal): a
+     * config that says otherwise does not describe these weights */
+    if (r->cfg->vocab_size > 0 && r->cfg->vocab_size != v)
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: vocab_size %lld, but %s has %lld rows: the config does not describe "
+                       "these weights", nd_ckpt_dir(r->ck), (long long)r->cfg->vocab_size, t->name, (long long)v);
     if (!nd_backend_supports(r->be, ND_OP_to_f32, nd_op_dtype_of(t->dtype))) {
         char can[64];
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: tensor %s has dtype %s; the %s backend reads %s", t->file, t->name,

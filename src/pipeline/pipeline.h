@@ -156,6 +156,7 @@ typedef struct nd_trace_opts {
     /* where the tokens came from, as given ("--tokens" and its list, "--tokens-file", "--prompt",
      * "--prompt-file" and the value; NULL: the default ids), for the printed next command */
     const char *tokens_opt, *tokens_val;
+    const char *tokenizer;      /* --tokenizer as given (NULL: the checkpoint's), for the next command */
     /* single-stage replay (diagnosis, issue 13): run only the stage that produces the row named
      * only_row, in isolated mode, on the same reference inputs as a full run (everything before
      * it runs on the reference path, unreported); stop after it. info (may be NULL) is filled for

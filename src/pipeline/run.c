@@ -321,6 +321,20 @@ static int run_open(nd_run *r, const char *ckpt_dir, const char *recipe, const c
             return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: '%s' is set (not null, 0 or false), which recipe %s does "
                            "not model (%s): its reference would be wrong", nd_ckpt_dir(r->ck), key, r->rc->name, r->rc->path);
     }
+    for (int i = 0; i < r->rc->n_req; i++) {
+        const char *key = r->rc->req_key[i], *sv = nd_cfg_string(r->cfg, key);
+        int hit = !sv;
+        for (int j = 0; sv && j < r->rc->n_req_val[i]; j++) hit |= !strcmp(sv, r->rc->req_val[i][j]);
+        if (!hit) {
+            char list[300] = "";
+            for (int j = 0; j < r->rc->n_req_val[i]; j++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", j ? ", " : "", r->rc->req_val[i][j]);
+            char sv_safe[200];
+            snprintf(sv_safe, sizeof sv_safe, "%.120s", sv);
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: %s is '%s'; recipe %s computes %s only (%s): its reference would "
+                           "be wrong", nd_ckpt_dir(r->ck), key, sv_safe, r->rc->name, list, r->rc->path);
+        }
+    }
     r->naming = nd_naming_pick(r->rc, r->ck);
     ND_TRY(open_backend(backend, device, &r->be, e));
     if (!tokens || !ntok) {

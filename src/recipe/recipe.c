@@ -52,7 +52,13 @@ static int copy_list(yctx *y, yaml_node_t *n, char (*dst)[32], int cap, int *cou
 int nd_recipe_stage_key(yctx *y, nd_stage_def *s, yaml_node_t *kn, yaml_node_t *vn) {
     const char *k = scalar(kn);
     if (!k) return bad(y, kn, "stage keys must be strings");
-    if (!strcmp(k, "stage")) return copy_str(y, vn, s->name, sizeof s->name, k);
+    if (!strcmp(k, "stage")) {
+        ND_TRY(copy_str(y, vn, s->name, sizeof s->name, k));
+        /* a stage name is printed and pasted: no control bytes in it */
+        for (const unsigned char *p = (const unsigned char *)s->name; *p; p++)
+            if (*p < 0x20 || *p == 0x7f) return bad(y, vn, "a stage name holds a control character");
+        return 0;
+    }
     if (!strcmp(k, "op")) return copy_str(y, vn, s->op, sizeof s->op, k);
     if (!strcmp(k, "module")) return copy_str(y, vn, s->module, sizeof s->module, k);
     if (!strcmp(k, "when_has")) return copy_str(y, vn, s->when_has, sizeof s->when_has, k);
@@ -170,6 +176,15 @@ static int parse_root(yctx *y, nd_recipe *r) {
             char tmp[ND_RECIPE_MAX_MATCH][32];
             ND_TRY(copy_list(y, vn, tmp, ND_RECIPE_MAX_MATCH, &r->n_unsupported, k));
             for (int i = 0; i < r->n_unsupported; i++) strcpy(r->unsupported[i], tmp[i]);
+        } else if (!strcmp(k, "requires")) {
+            if (vn->type != YAML_MAPPING_NODE) return bad(y, vn, "'requires' must be a mapping of config keys to lists of values");
+            r->n_req = 0;
+            for (yaml_node_pair_t *q = vn->data.mapping.pairs.start; q < vn->data.mapping.pairs.top; q++) {
+                if (r->n_req >= ND_RECIPE_MAX_REQUIRES) return bad(y, vn, "too many 'requires' keys");
+                ND_TRY(copy_str(y, node(y, q->key), r->req_key[r->n_req], sizeof r->req_key[0], k));
+                ND_TRY(copy_list(y, node(y, q->value), r->req_val[r->n_req], 8, &r->n_req_val[r->n_req], k));
+                r->n_req++;
+            }
         } else if (!strcmp(k, "thresholds")) ND_TRY(parse_thresholds(y, vn, &r->th));
         else if (!strcmp(k, "naming")) {
             if (vn->type != YAML_MAPPING_NODE) return bad(y, vn, "'naming' must be a mapping");

@@ -67,6 +67,8 @@ typedef struct nd_thresholds {
     double chained_min_cosine;
 } nd_thresholds;
 
+#define ND_RECIPE_MAX_REQUIRES 8
+
 typedef struct nd_recipe {
     char name[64];
     char path[512];
@@ -76,6 +78,11 @@ typedef struct nd_recipe {
     char unsupported[ND_RECIPE_MAX_MATCH][64]; /* config keys the recipe does not model: set (not null,
                                                 * 0 or false) is exit 2 (Gemma's logit soft-capping) */
     int n_unsupported;
+    /* `requires:` config keys whose string value must be one of a list (hidden_act: [silu, swish]):
+     * the recipe computes that and nothing else; another value is exit 2. An absent key is fine. */
+    char req_key[ND_RECIPE_MAX_REQUIRES][32];
+    char req_val[ND_RECIPE_MAX_REQUIRES][8][32];
+    int n_req, n_req_val[ND_RECIPE_MAX_REQUIRES];
     int n_match;
     nd_thresholds th;
     nd_naming namings[4];

@@ -1,6 +1,8 @@
 /* synth_kv.c — KV-cache scale faults of synth --from (synth_kv.h). */
+#include "util/outfile.h"
 #include "util/infile.h"
 #include "synth/synth_kv.h"
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,7 +179,7 @@ int sy_kv_announce(const sy_kv_edits *k, const nd_ckpt *ck, const char *outdir, 
         set_if_absent(q, "kv_cache_scheme", json_pack("{s:i, s:s, s:s, s:b, s:b}", "num_bits", 8, "type", "float",
                                                       "strategy", "tensor", "dynamic", 0, "symmetric", 1));
     if (!rc && json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER))
-        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot write", path);
+        rc = nd_fail(e, nd_io_exit(errno ? errno : EIO), "%s: cannot write: %s", path, strerror(errno ? errno : EIO));
     json_decref(root);
     return rc;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
+#include "util/outfile.h"
 #include "util/json_load.h"
 #include "util/suggest.h"
 #include "synth/synth_static.h"
@@ -366,7 +367,12 @@ static int edit_json(const char *outdir, const char *file, const char *obj_key, 
     }
     json_t *o = json_object_get(root, obj_key);
     if (json_is_object(o)) add_ignores(o, list_key, st);
-    int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) ? nd_fail(e, ND_EXIT_INTERNAL, "%s: cannot write", path) : 0;
+    errno = 0;
+    int rc = 0;
+    if (json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER)) {
+        const int err = errno ? errno : EIO;
+        rc = nd_fail(e, nd_io_exit(err), "%s: cannot write: %s%s", path, strerror(err), nd_io_hint(err));
+    }
     json_decref(root);
     return rc;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
+#include "util/outfile.h"
 #include "ckpt/ckpt.h"
 #include "numerics/nd_numerics.h"
 #include "synth/synth_json.h"
@@ -213,8 +214,11 @@ int sy_write_tensors(sy_wctx *w, const char *dir, nd_err *e) {
         json_object_set_new(idx, "metadata", meta);
         json_object_set(idx, "weight_map", wmap);
         snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
-        if (json_dump_file(idx, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER))
-            rc = nd_fail(e, ND_EXIT_INTERNAL, "%s: cannot write: %s", path, strerror(errno));
+        errno = 0;
+        if (json_dump_file(idx, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER)) {
+            const int err = errno ? errno : EIO;
+            rc = nd_fail(e, nd_io_exit(err), "%s: cannot write: %s%s", path, strerror(err), nd_io_hint(err));
+        }
         json_decref(idx);
     }
     if (wmap) json_decref(wmap);
@@ -293,9 +297,11 @@ static json_t *mo_producer(void) {
 static int dump(json_t *j, const char *dir, const char *name, nd_err *e) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
+    errno = 0;
     int rc = json_dump_file(j, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    const int err = errno ? errno : EIO; /* an environment error (disk full, quota): exit 2 */
     json_decref(j);
-    if (rc) return nd_fail(e, ND_EXIT_INTERNAL, "%s: cannot write: %s", path, strerror(errno));
+    if (rc) return nd_fail(e, nd_io_exit(err), "%s: cannot write: %s%s", path, strerror(err), nd_io_hint(err));
     return 0;
 }
 

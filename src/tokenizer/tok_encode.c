@@ -36,10 +36,13 @@ static size_t white_before(const char *s, size_t end, size_t lo) {   /* start of
 static int split_added(const nd_tokenizer *t, const char *s, size_t len, tok_pieces *v, nd_err *e) {
     size_t start = 0, i = 0;
     while (i < len) {
+        /* the longest added token at i: a walk down the trie (tok_internal.h) */
         const tok_added *best = NULL;
-        for (int k = 0; k < t->nadded; k++) {
-            const tok_added *a = &t->added[k];
-            if (a->len <= len - i && !memcmp(s + i, a->content, a->len) && (!best || a->len > best->len)) best = a;
+        for (int32_t node = t->ntrie ? 0 : -1, j = 0; node >= 0 && i + (size_t)j < len; j++) {
+            int32_t c = t->trie[node].child;
+            while (c >= 0 && t->trie[c].byte != (unsigned char)s[i + (size_t)j]) c = t->trie[c].sibling;
+            node = c;
+            if (node >= 0 && t->trie[node].added >= 0) best = &t->added[t->trie[node].added];
         }
         if (!best) { i++; continue; }
         size_t ms = i, me = i + best->len;

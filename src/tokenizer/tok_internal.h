@@ -52,6 +52,16 @@ typedef struct tok_added {
     int lstrip, rstrip;
 } tok_added;
 
+/* The added tokens as a byte trie (node 0 the root; children as a sibling list): the longest one
+ * starting at a position is found in at most its length steps, not one comparison per added token
+ * (a tokenizer.json with 20,000 of them made a long prompt quadratic). */
+typedef struct tok_trie {
+    int32_t child, sibling;   /* -1 none */
+    int32_t added;            /* index in added[] of the token ending here, -1 none */
+    unsigned char byte;
+} tok_trie;
+#define TOK_ADDED_MAX_LEN 256 /* bytes of one added token's content */
+
 struct nd_tokenizer {
     char *path;
     tok_strmap vocab;
@@ -62,6 +72,7 @@ struct nd_tokenizer {
     tok_norm *norm; int nnorm;
     tok_pre *pre; int npre;
     tok_added *added; int nadded;
+    tok_trie *trie; int32_t ntrie, trie_cap;
     int32_t *post_pre, *post_post; int npost_pre, npost_post; /* ids the post-processor puts around $A */
     pcre2_code *bytelevel_re; /* GPT-2's regex for ByteLevel use_regex */
     pcre2_match_data *md;

@@ -255,6 +255,39 @@ static int load_model(nd_tokenizer *t, json_t *m, nd_err *e) {
     return 0;
 }
 
+static int32_t trie_node(nd_tokenizer *t, unsigned char byte) {
+    if (t->ntrie == t->trie_cap) {
+        const int32_t cap = t->trie_cap ? t->trie_cap * 2 : 256;
+        tok_trie *n = realloc(t->trie, sizeof *n * (size_t)cap);
+        if (!n) return -1;
+        t->trie = n;
+        t->trie_cap = cap;
+    }
+    t->trie[t->ntrie] = (tok_trie){-1, -1, -1, byte};
+    return t->ntrie++;
+}
+
+/* add added[k] (content s, len bytes) to the trie; *dup: the index of an earlier token with the
+ * same content, else left as it was. -1 out of memory. */
+static int trie_add(nd_tokenizer *t, const char *s, size_t len, int k, int *dup) {
+    if (!t->ntrie && trie_node(t, 0) < 0) return -1;
+    int32_t node = 0;
+    for (size_t i = 0; i < len; i++) {
+        const unsigned char b = (unsigned char)s[i];
+        int32_t c = t->trie[node].child;
+        while (c >= 0 && t->trie[c].byte != b) c = t->trie[c].sibling;
+        if (c < 0) {
+            if ((c = trie_node(t, b)) < 0) return -1;
+            t->trie[c].sibling = t->trie[node].child;
+            t->trie[node].child = c;
+        }
+        node = c;
+    }
+    if (t->trie[node].added >= 0) *dup = t->trie[node].added;
+    else t->trie[node].added = k;
+    return 0;
+}
+
 static int load_added(nd_tokenizer *t, json_t *list, nd_err *e) {
     if (!list || json_is_null(list)) return 0;
     if (!json_is_array(list)) return BAD("%s: added_tokens is not a list", t->path);
@@ -274,12 +307,21 @@ static int load_added(nd_tokenizer *t, json_t *list, nd_err *e) {
         /* a normalized token is matched on the normalized text; the same as the raw text only
          * when the normalizer changes nothing nvfp4dbg accepts (none, or NFC on NFC text) */
         if (nm && !only_nfc) return BAD("%s: added_tokens[%zu] (%s): normalized=true with a normalizer other than NFC is not supported", t->path, i, c);
+        if (strlen(c) > TOK_ADDED_MAX_LEN)
+            return BAD("%s: added_tokens[%zu]: %zu bytes long; added tokens of more than %d bytes are not supported", t->path, i,
+                       strlen(c), TOK_ADDED_MAX_LEN);
+        const int32_t idv = (int32_t)json_integer_value(id);
+        for (int k = 0; k < t->nadded; k++)
+            if (t->added[k].id == idv) return BAD("%s: added_tokens[%zu] (%s): id %d is also added_tokens[%d]'s", t->path, i, c, idv, k);
         tok_added *a = &t->added[t->nadded++];
         if (!(a->content = strdup(c))) return OOM();
         a->len = strlen(c);
-        a->id = (int32_t)json_integer_value(id);
+        a->id = idv;
         a->lstrip = ls;
         a->rstrip = rs;
+        int dup = -1;
+        if (trie_add(t, a->content, a->len, t->nadded - 1, &dup)) return OOM();
+        if (dup >= 0) return BAD("%s: added_tokens[%zu] (%s) repeats added_tokens[%d]", t->path, i, c, dup);
     }
     return 0;
 }
@@ -400,6 +442,7 @@ void nd_tokenizer_free(nd_tokenizer *t) {
     free(t->pre);
     for (int i = 0; i < t->nadded; i++) free(t->added[i].content);
     free(t->added);
+    free(t->trie);
     free(t->post_pre);
     free(t->post_post);
     pcre2_code_free(t->bytelevel_re);

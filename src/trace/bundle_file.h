@@ -42,7 +42,7 @@ typedef struct nd_bundle_input {
 typedef struct nd_bundle {
     char stage[ND_NAME_LEN], op[32];
     int layer;                                   /* -1: a prologue/epilogue stage */
-    char tool_version[32], checkpoint[512], checkpoint_format[32], recipe[64], stack[64], backend[32];
+    char tool_version[32], checkpoint[4096], checkpoint_format[32], recipe[64], stack[64], backend[32];
     char overrides[2048];                        /* ';'-separated NAME=VALUE, as in the trace */
     double th_min_cosine, th_min_sqnr_db, th_floor_margin_db, th_chained_min_cosine; /* the recipe's */
     /* texts (malloc'd, NULL when absent) */

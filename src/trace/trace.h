@@ -109,12 +109,13 @@ int nd_trace_mark_failed(const char *path, const nd_trace_meta *meta, const char
 
 /* ---- reader ---- */
 typedef struct nd_trace {
-    char schema[64], tool_version[32], checkpoint[512], checkpoint_format[32], recipe[64], stack[64],
+    char schema[64], tool_version[32], checkpoint[4096], checkpoint_format[32], recipe[64], stack[64],
         backend[32], device[128], modes[32], created_utc[32];
     char overrides[2048];    /* optional attribute (older traces: empty) */
     char *prompt;            /* /prompt, the text the tokens came from (NULL: none) */
     char prompt_chat[32];    /* the chat format applied to it ("" none) */
-    char reference_checkpoint[512]; /* optional attribute: --reference-checkpoint ("" none or older traces) */
+    char reference_checkpoint[4096]; /* optional attribute: --reference-checkpoint ("" none or older traces) */
+    char ref_numerics[32];   /* optional attribute: the reference path's numerics ("" older traces: fp32) */
     int64_t ntokens;
     int64_t *tokens;
     int64_t nrows;

@@ -45,7 +45,7 @@ static const char *word_end(const char *p) {
 static int known_option(const char *w, size_t n, int *takes_value) {
     static const char *const with[] = {"--recipe", "--stack", "--reference-checkpoint", "--layers", "--mode",
                                        "--ref-numerics", "--ep", "--tokens", "--tokens-file", "--prompt",
-                                       "--prompt-file", "--override"};
+                                       "--prompt-file", "--override", "--tokenizer"};
     for (size_t i = 0; i < sizeof with / sizeof with[0]; i++)
         if (strlen(with[i]) == n && !strncmp(w, with[i], n)) { *takes_value = 1; return 1; }
     *takes_value = 0;

@@ -231,5 +231,47 @@ done
 run "inspect: an escape in a tensor name" 1 'lm_head\\x1b\[31m' -- inspect "$tmp/escname" --modules
 grep -q "$(printf '\033')" "$tmp/out" && { echo "FAIL: raw ESC from inspect"; fail=$((fail + 1)); } || pass=$((pass + 1))
 
+# --- the eighth review's cases ---
+# config.json fields the recipe's math depends on: another activation, a vocabulary the embedding
+# does not have
+mkdir -p "$tmp/act"; ln -sf "$root/golden/clean-v4/model.safetensors" "$tmp/act/model.safetensors"
+sed '1s/^{/{"hidden_act": "nonsense",/' "$root/golden/clean-v4/config.json" >"$tmp/act/config.json"
+run "hidden_act nonsense" 2 "config.json: hidden_act is 'nonsense'; recipe deepseek_v4 computes silu, swish only" -- trace "$tmp/act" "${T[@]}"
+ck_with "vocab" vocab_size 100
+run "vocab_size below the embedding's rows" 2 "config.json: vocab_size 100, but model.embed_tokens.weight has 256 rows" -- trace "$tmp/vocab" --tokens 1,2 "${T[@]}"
+# --tokens: an empty entry, spaces, a sign are refused, not skipped
+run "--tokens 1,,2" 2 "an empty entry in '1,,2'" -- trace "$root/golden/clean-v4" --tokens 1,,2 "${T[@]}"
+run "--tokens 1,2," 2 "an empty entry" -- trace "$root/golden/clean-v4" --tokens 1,2, "${T[@]}"
+run "--tokens '1 2'" 2 "separated by commas, without spaces" -- trace "$root/golden/clean-v4" --tokens "1 2" "${T[@]}"
+run "--tokens +5" 2 "'+5' is not a token id" -- trace "$root/golden/clean-v4" --tokens +5 "${T[@]}"
+# a tolerance in hexadecimal is not a number the docs allow
+printf 'default:\n  cosine: {abs: 0x10}\n' >"$tmp/hex.yaml"
+run "tolerance 0x10" 2 "hex.yaml.*must be a number" -- compare "$tmp/rt.h5" "$tmp/rt.h5" --tolerances "$tmp/hex.yaml"
+# the gate compares like with like: a run under another stack than its golden is not comparable
+"$bin" trace "$root/golden/clean-v4" --backend cpu --stack vllm --out "$tmp/vllm.h5" >/dev/null 2>&1
+"$bin" trace "$root/golden/clean-v4" --backend cpu --out "$tmp/exact.h5" >/dev/null 2>&1
+run "compare across stacks" 2 "not comparable: made under stacks vllm and exact" -- compare "$tmp/vllm.h5" "$tmp/exact.h5"
+# a replay under a TMPDIR too long for its files: exit 2 naming TMPDIR (it cut the path: exit 2 "cannot open recipe", or 3)
+"$bin" trace "$root/golden/seed-bug-v4" --backend cpu --tokens 1,2,3 --out "$tmp/sb.h5" >/dev/null 2>&1
+"$bin" repro "$tmp/sb.h5" --out "$tmp/sb-bundle.h5" >/dev/null 2>&1
+longtmp="/tmp/$(printf 'x%.0s' $(seq 1 4090))"
+TMPDIR="$longtmp" run "replay under a 4 KB TMPDIR" 2 "TMPDIR is 4095 bytes long" -- replay "$tmp/sb-bundle.h5"
+# the trace stores the whole checkpoint path (it kept 511 bytes, and repro then looked elsewhere)
+deep="$tmp"; for i in 1 2 3; do deep="$deep/$(printf 'd%.0s' $(seq 1 190))"; done
+mkdir -p "$deep" && ln -s "$root/golden/clean-v4/model.safetensors" "$deep/model.safetensors" && cp "$root/golden/clean-v4/config.json" "$deep/"
+"$bin" trace "$deep" --backend cpu --tokens 1,2 --out "$tmp/deep.h5" >/dev/null 2>&1
+run "a 600-byte checkpoint path kept whole" 0 "\"checkpoint\": \"$deep\"" -- show "$tmp/deep.h5" --json
+# escapes from arguments never reach the terminal raw
+E=$(printf 'x\033]0;t\007\033[31m')
+run "explain with an escape" 2 'x\\x1b' -- explain "scale$E"
+run "an unknown command with an escape" 2 'x\\x1b' -- "cmd$E"
+if grep -q "$(printf '\033')" "$tmp/out"; then echo "FAIL: raw ESC in an error"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
+# a recipe's stage name with a control character (it reached show --csv raw): refused at load
+sed 's/{stage: "layers.{L}.input_layernorm"/{stage: "layers.{L}.input\\e]0;pwn\\a_layernorm"/' "$root/recipes/deepseek_v4.yaml" >"$tmp/esc-recipe.yaml"
+grep -q 'pwn' "$tmp/esc-recipe.yaml" || echo "corpus: the stage name was not changed" >&2
+run "a stage name with ESC" 2 "esc-recipe.yaml:[0-9]*.*a stage name holds a control character" -- trace "$root/golden/clean-v4" --recipe "$tmp/esc-recipe.yaml" "${T[@]}"
+# synth's --force takes no value: -q after it is the quiet switch
+run "synth --force -q" 0 "wrote" -- synth "$tmp/sq" --recipe llama --force -q
+
 echo "bad-input corpus: $pass passed, $fail failed"
 [ $fail -eq 0 ]

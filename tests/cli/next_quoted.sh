@@ -27,5 +27,12 @@ ok "nothing the name says was run" '[ ! -e pwned1 ] && [ ! -e pwned2 ] && [ ! -e
 "$bin" trace --force "$dir" --backend "${ND_TEST_BACKEND:-cpu}" --out t.h5 --json >j.json 2>/dev/null
 jnext=$(json_field next_command j.json)   # as JSON writes it: each backslash doubled
 ok "trace --json stores the same quoted command" '[ "$jnext" = "${next//\\/\\\\}" ]'
+# repro's printed replay command quotes the bundle's name: pasted, it replays and runs nothing else
+"$bin" repro t.h5 --out 'b;touch pwned4;#.h5' >r.txt 2>&1
+rcmd=$(sed -n 's/.*(replay: \(.*\))$/\1/p' r.txt)
+ok "repro's replay command quotes the name (got: $rcmd)" '[ "$rcmd" = "nvfp4dbg replay '"'"'b;touch pwned4;#.h5'"'"'" ]'
+PATH="$tmp/bin:$PATH" sh -c "$rcmd --backend ${ND_TEST_BACKEND:-cpu}" >rr.txt 2>&1
+rc=$?
+ok "pasted: it replays (exit $rc) and runs nothing the name says" '[ $rc -le 1 ] && [ ! -e pwned4 ] && grep -q "q_proj" rr.txt'
 echo "next quoted: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -1,5 +1,6 @@
 /* fuzz_tokens.c — --tokens text and --tokens-file parsing. Accepted input gives at least one id,
- * every id >= 0; the file reader and the text parser agree on input without NUL bytes. */
+ * every id >= 0; on input without NUL bytes, what the --tokens parser accepts the file reader
+ * accepts with the same ids (a file may also separate ids by whitespace and line breaks). */
 #include <stdlib.h>
 #include <string.h>
 #include "cli/tokens.h"
@@ -24,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int rc2 = nd_tokens_file(p, &w, &m, &e2);
     fz_check_err(rc2, &e2, p);
     if (!memchr(data, 0, size)) {
-        FZ_ASSERT(rc == rc2 && (rc || (n == m && !memcmp(v, w, (size_t)n * sizeof *v))), "file and text disagree");
+        FZ_ASSERT(rc || (!rc2 && n == m && !memcmp(v, w, (size_t)n * sizeof *v)), "file and text disagree");
     }
     free(v);
     free(w);

@@ -155,6 +155,34 @@ for g in seed-bug-v4 clean-v4; do
   ok "golden/$g --prompt: exit $rc, the ids of tokenizers ($(head -c 120 "$tmp/err"))" \
     '[ $rc -le 1 ] && [ "$(got "$tmp/g.h5")" = "$(expected text "Hello world")" ]'
 done
+# the eighth review: a --tokenizer file is an input (--out --force never replaces it); the next
+# command repeats --tokenizer and, run as printed, tokenizes the same way; added tokens with one
+# id twice, one content twice or a content past 256 bytes are refused
+cp -r "$tk" "$tmp/tkc"
+sum0=$(sha256sum "$tmp/tkc/tokenizer.json" | cut -c1-64)
+"$bin" trace "$ck" --backend cpu --prompt "hi" --tokenizer "$tmp/tkc/tokenizer.json" --out "$tmp/tkc/tokenizer.json" --force -q >/dev/null 2>"$tmp/err"
+rc=$?
+ok "--out naming the --tokenizer file, with --force: exit $rc, kept ($(head -c 160 "$tmp/err"))" \
+  '[ $rc -eq 2 ] && grep -q "is also an input of this run" "$tmp/err" && [ "$(sha256sum "$tmp/tkc/tokenizer.json" | cut -c1-64)" = "$sum0" ]'
+"$bin" trace "$ck" --backend cpu --prompt "hi" --chat --tokenizer "$tmp/tkc/tokenizer.json" --out "$tmp/tkc/tokenizer_config.json" --force -q >/dev/null 2>"$tmp/err"
+ok "--out naming the chat template's tokenizer_config.json beside it: exit 2" '[ $? -eq 2 ] && grep -q "is also an input of this run" "$tmp/err"'
+"$bin" synth "$tmp/inv" --recipe llama --layers 2 --inject input-scale-inverted@layers.0.self_attn.q_proj -q >/dev/null 2>&1
+abin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
+(cd "$tmp" && "$abin" trace inv --backend cpu --prompt "Hello world" --tokenizer "$tk" --out inv.h5 -q >inv.txt 2>&1)
+next=$(sed -n 's/^  next: //p' "$tmp/inv.txt")
+ok "the next command repeats --tokenizer ($next)" '[[ "$next" == *" --prompt '"'"'Hello world'"'"' --tokenizer $tk "* ]]'
+mkdir -p "$tmp/nbin" && ln -sf "$abin" "$tmp/nbin/nvfp4dbg"
+(cd "$tmp" && PATH="$tmp/nbin:$PATH" sh -c "$next --backend cpu -q" >next.txt 2>&1); rc=$?
+ok "run as printed: exit $rc, the same ids" '[ $rc -le 1 ] && [ "$(got "$tmp/inv-repaired.h5")" = "$(got "$tmp/inv.h5")" ]'
+# a new entry first in added_tokens (the fixture's own three follow it: <unk> 0, <s> 1, </s> 2)
+added() { sed "s|\"added_tokens\": \[|\"added_tokens\": [$1,|" "$save" >"$tj"; }
+added '{"id": 1, "content": "zz1", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true}'
+bad "an added token id twice" "tokenizer.json: added_tokens\[2\] \(<s>\): id 1 is also added_tokens\[0\]'s" --prompt "hi"
+added '{"id": 200, "content": "<s>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true}'
+bad "an added token content twice" "tokenizer.json: added_tokens\[2\] \(<s>\) repeats added_tokens\[0\]" --prompt "hi"
+added "{\"id\": 200, \"content\": \"$(printf 'q%.0s' $(seq 300))\", \"single_word\": false, \"lstrip\": false, \"rstrip\": false, \"normalized\": false, \"special\": true}"
+bad "an added token of 300 bytes" "tokenizer.json: added_tokens\[0\]: 300 bytes long" --prompt "hi"
+cp "$save" "$tj"
 # report's progress (issue 22 item 6): plain lines off a terminal, nothing with --quiet
 NVFP4DBG_PROGRESS_INTERVAL=0 "$bin" report "$tmp/p.h5" --html "$tmp/p.html" >/dev/null 2>"$tmp/err"
 ok "report: its steps as plain lines" 'grep -q "^nvfp4dbg: report: 0/3 steps (0%), reading the trace" "$tmp/err" && grep -q "^nvfp4dbg: report: 2/3 steps (67%), writing the page" "$tmp/err" && grep -q "^nvfp4dbg: report: done, 3/3 steps" "$tmp/err"'
