@@ -47,6 +47,33 @@ static const char *fp8_kind_str(int k) {
     return k >= 0 && k < 4 ? s[k] : "?";
 }
 
+/* The scheme the loader resolved for a module, as the replay runs it (issue 33 item 4): weight and
+ * activation bits, the block (group) size and the scale layout: "W4A4 g16" (NVFP4 with its
+ * activations quantized), "W4A16 g16" (NVFP4 weights only), "W4A16 g32" (MXFP4), "W8A8 b128x128"
+ * (FP8 with block scales), "W8A8 channel", "-" for a dense weight. */
+static void scheme_str(const nd_module *m, char *out, size_t cap) {
+    switch (m->wfmt) {
+    case ND_WF_NVFP4: snprintf(out, cap, "%s g16", m->act_quant ? "W4A4" : "W4A16"); return;
+    case ND_WF_MXFP4: snprintf(out, cap, "W4A16 g32"); return;
+    case ND_WF_FP8:
+        if (m->fp8_scale_kind >= 2) snprintf(out, cap, "W8A8 b%dx%d", m->bn, m->bk);
+        else snprintf(out, cap, "W8A8 %s", fp8_kind_str(m->fp8_scale_kind));
+        return;
+    case ND_WF_DENSE: break;
+    }
+    snprintf(out, cap, "-");
+}
+
+static const char *scale_dtype_str(const nd_module *m) {
+    switch (m->wfmt) {
+    case ND_WF_NVFP4: return "e4m3 blocks, f32 global";
+    case ND_WF_MXFP4: return "e8m0 blocks";
+    case ND_WF_FP8: return m->fp8_scale_kind == 3 ? "e8m0 blocks" : "f32";
+    case ND_WF_DENSE: break;
+    }
+    return "none";
+}
+
 static json_t *jnum(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
 static json_t *jvalues(const nd_tview *t) {
@@ -61,6 +88,14 @@ static json_t *module_json(const nd_ckpt *c, const nd_module *m, const nd_scale_
     json_object_set_new(o, "path", json_string(m->path));
     json_object_set_new(o, "format", json_string(wfmt_str(m)));
     json_object_set_new(o, "convention", json_string(conv_str(m->conv)));
+    char sch[32];
+    scheme_str(m, sch, sizeof sch);
+    json_object_set_new(o, "scheme", json_string(sch));
+    json_object_set_new(o, "weight_bits", json_integer(m->wfmt == ND_WF_NVFP4 || m->wfmt == ND_WF_MXFP4 ? 4 : m->wfmt == ND_WF_FP8 ? 8
+                                                       : m->weight->dtype == ND_DT_F32 ? 32 : 16));
+    json_object_set_new(o, "act_bits", json_integer(m->wfmt == ND_WF_NVFP4 && m->act_quant ? 4 : m->wfmt == ND_WF_FP8 ? 8 : 16));
+    json_object_set_new(o, "group", m->wfmt == ND_WF_NVFP4 ? json_integer(16) : m->wfmt == ND_WF_MXFP4 ? json_integer(32) : json_null());
+    json_object_set_new(o, "scale_dtypes", json_string(scale_dtype_str(m)));
     json_object_set_new(o, "out_features", json_integer(m->out_features));
     json_object_set_new(o, "in_features", json_integer(m->in_features));
     json_object_set_new(o, "weight_dtype", json_string(nd_dtype_str(m->weight->dtype)));
@@ -225,6 +260,25 @@ static void print_findings(const nd_findings *f, const stack_set *ss) {
 }
 
 /* "modules: 1234 (nvfp4 1200, dense 34)" */
+/* "schemes     W4A4 g16 (nvfp4) 14, dense 2": what the replay will run, before it runs */
+static void print_schemes(const nd_module *mods, size_t n) {
+    char names[8][48];
+    size_t count[8], k = 0;
+    for (size_t i = 0; i < n; i++) {
+        char sch[32], key[48];
+        scheme_str(&mods[i], sch, sizeof sch);
+        if (!strcmp(sch, "-")) snprintf(key, sizeof key, "%s", wfmt_str(&mods[i]));
+        else snprintf(key, sizeof key, "%s (%s)", sch, wfmt_str(&mods[i]));
+        size_t j = 0;
+        while (j < k && strcmp(names[j], key)) j++;
+        if (j == k && k < 8) { snprintf(names[k], sizeof names[k], "%s", key); count[k++] = 0; }
+        if (j < k) count[j]++;
+    }
+    printf("schemes     ");
+    for (size_t j = 0; j < k; j++) printf("%s%s %zu", j ? ", " : "", names[j], count[j]);
+    printf("%s\n", k ? "" : "none");
+}
+
 static void print_module_counts(const nd_module *mods, size_t n) {
     const char *names[8];
     size_t count[8], k = 0;
@@ -255,8 +309,10 @@ static void print_table(const nd_ckpt *c, const nd_module *mods, const nd_scale_
     if (fi->recipe[0]) printf("family      recipe %s, naming %s\nreplay      %s\n", fi->recipe, fi->naming, fi->load);
     else printf("family      %s\n", nd_term_safe(fi->why, b2, sizeof b2));
     size_t un = nd_ckpt_unaccounted(c);
-    printf("tensors     %zu, modules %zu, %zu tensor%s no loader of the format reads (inspect --json: audit)\n\n",
+    printf("tensors     %zu, modules %zu, %zu tensor%s no loader of the format reads (inspect --json: audit)\n",
            nd_ckpt_count(c), n, un, un == 1 ? "" : "s");
+    print_schemes(mods, n);
+    printf("\n");
     /* the findings first: what a user came for */
     if (f->n) {
         printf("findings:\n");
@@ -267,7 +323,7 @@ static void print_table(const nd_ckpt *c, const nd_module *mods, const nd_scale_
     if (!table) {
         if (show != SHOW_FINDINGS) print_module_counts(mods, n);
     } else {
-    printf("%-48s %-6s %-8s %-13s %-11s %-11s %-9s %-9s %6s %5s %7s\n", "module", "format", "conv", "shape",
+    printf("%-48s %-6s %-13s %-8s %-13s %-11s %-11s %-9s %-9s %6s %5s %7s\n", "module", "format", "scheme", "conv", "shape",
            "w_global", "in_global", "bs_min", "bs_max", "zeros", "nan", "at448");
     for (size_t i = 0; i < n; i++) {
         const nd_module *m = &mods[i];
@@ -286,11 +342,15 @@ static void print_table(const nd_ckpt *c, const nd_module *mods, const nd_scale_
                 snprintf(at, sizeof at, "%.3f", (double)st[i].at_max / (double)st[i].count);
         }
         const char *cv = m->conv == ND_CONV_CT ? "ct" : m->conv == ND_CONV_MODELOPT ? "modelopt" : m->conv == ND_CONV_DEEPSEEK ? "deepseek" : "-";
-        printf("%-48s %-6s %-8s %-13s %-11s %-11s %-9s %-9s %6s %5s %7s\n", nd_term_safe(m->path, b1, sizeof b1), wfmt_str(m), cv, shape, wg, ig,
-               mn, mx, z, na, at);
+        char sch[32];
+        scheme_str(m, sch, sizeof sch);
+        printf("%-48s %-6s %-13s %-8s %-13s %-11s %-11s %-9s %-9s %6s %5s %7s\n", nd_term_safe(m->path, b1, sizeof b1), wfmt_str(m), sch, cv,
+               shape, wg, ig, mn, mx, z, na, at);
     }
-    printf("\nw_global: weight dequant divisor (2688/amax(W) when healthy); in_global: activation quantizer\n"
-           "multiplier (2688/amax(x)); both normalised from the checkpoint's convention.\n");
+    printf("\nscheme: weight/activation bits as replayed and the block (g16: NVFP4's 16, g32: MXFP4's 32;\n"
+           "bNxK: FP8 block scales); w_global: weight dequant divisor (2688/amax(W) when healthy);\n"
+           "in_global: activation quantizer multiplier (2688/amax(x)); both normalised from the\n"
+           "checkpoint's convention.\n");
     }
     if (show != SHOW_FINDINGS) nd_inspect_kv_print(c);
     /* the closing line: the count, as the exit code judges it */

@@ -69,5 +69,14 @@ for f in "$recipes"/stack-*.yaml; do
     ok "non-finite input scale --stack $s: exit $rc, want 1" '[ $rc -eq 1 ]'
 done
 
+# the scheme each module is replayed with (issue 33 item 4), in the header and per module
+"$bin" inspect "$root/golden/conformance/llama/nvfp4" --modules >"$tmp/out" 2>&1
+ok "llama NVFP4: the schemes line" 'grep -qx "schemes     bf16 2, W4A4 g16 (nvfp4) 14" "$tmp/out"'
+ok "llama NVFP4: q_proj's row says W4A4 g16" 'grep -qE "^model\.layers\.0\.self_attn\.q_proj +nvfp4 +W4A4 g16 +ct " "$tmp/out"'
+"$bin" inspect "$root/golden/conformance/llama/nvfp4" --json >"$tmp/j" 2>&1
+ok "llama NVFP4 --json: scheme, bits, group" 'tr -d " \n" <"$tmp/j" | grep -q "\"scheme\":\"W4A4g16\",\"weight_bits\":4,\"act_bits\":4,\"group\":16"'
+"$bin" inspect "$root/golden/conformance/mxfp4/ct" --modules >"$tmp/out" 2>&1
+ok "compressed-tensors MXFP4: W4A16 g32" 'grep -q "W4A16 g32 (mxfp4)" "$tmp/out"'
+
 echo "inspect_stacks: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -36,5 +36,12 @@ for v in $(variants); do
   "$bin" report "$tmp/r.h5" --html "$tmp/r.html" -q >/dev/null 2>&1
   ok "$fam/$v: the report's summary holds the quality against the original" 'grep -q "quality<dd id=\"verdict-quality\">final logits against the BF16 original" "$tmp/r.html"'
 done
+# the scheme inspect resolved for each real writer's checkpoint (issue 33 item 4): llmcompressor's
+# NVFP4 and ModelOpt's quantize activations too, NVFP4A16 only the weights
+for v in $(variants); do
+  want="W4A4 g16 (nvfp4)"; [ "$v" = nvfp4a16 ] && want="W4A16 g16 (nvfp4)"
+  sch=$("$bin" inspect "$m/$v" 2>/dev/null | sed -n 's/^schemes     //p')
+  ok "$fam/$v: inspect's schemes say $want ($sch)" '[[ "$sch" == *"$want "[0-9]* ]]'
+done
 echo "real clean $fam: $pass passed, $fail failed"
 [ $fail -eq 0 ]
