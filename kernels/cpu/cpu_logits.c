@@ -19,13 +19,15 @@ int nd_cpu_logits_kl(nd_backend *b, const float *ref, const float *prod, int64_t
             if (p[j] > mb) { mb = p[j]; ib = j; }
         }
         nd_logits_row *o = &out_host[i];
-        if (!isfinite(ma) || !isfinite(mb)) { o->kl = NAN; o->top_ref = o->top_prod = -1; continue; }
+        if (!isfinite(ma) || !isfinite(mb)) { o->kl = o->lse_ref = o->lse_prod = NAN; o->top_ref = o->top_prod = -1; continue; }
         double za = 0, zb = 0;
         for (int64_t j = 0; j < cols; j++) { za += exp(a[j] - (double)ma); zb += exp(p[j] - (double)mb); }
         const double lza = log(za), lzb = log(zb);
         double k = 0;
         for (int64_t j = 0; j < cols; j++) k += nd_logits_kl_term(a[j], p[j], ma, lza, mb, lzb);
         o->kl = k;
+        o->lse_ref = (double)ma + lza;
+        o->lse_prod = (double)mb + lzb;
         o->top_ref = (int32_t)ia;
         o->top_prod = (int32_t)ib;
     }

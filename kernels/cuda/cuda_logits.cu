@@ -42,7 +42,8 @@ __global__ void __launch_bounds__(LOGITS_THREADS) logits_kl_kernel(const float *
     block_argmax(ma, ia, shm, shi);
     block_argmax(mb, ib, shm, shi);
     if (!isfinite(ma) || !isfinite(mb)) {
-        if (threadIdx.x == 0) out[blockIdx.x] = nd_logits_row{__longlong_as_double(0x7ff8000000000000LL), -1, -1};
+        const double qnan = __longlong_as_double(0x7ff8000000000000LL);
+        if (threadIdx.x == 0) out[blockIdx.x] = nd_logits_row{qnan, qnan, qnan, -1, -1};
         return;
     }
     double za = 0, zb = 0;
@@ -53,7 +54,7 @@ __global__ void __launch_bounds__(LOGITS_THREADS) logits_kl_kernel(const float *
     double k = 0;
     for (int64_t j = threadIdx.x; j < cols; j += LOGITS_THREADS) k += nd_logits_kl_term(a[j], p[j], ma, lza, mb, lzb);
     k = nd_cuda_block_sum(k, shd);
-    if (threadIdx.x == 0) out[blockIdx.x] = nd_logits_row{k, (int32_t)ia, (int32_t)ib};
+    if (threadIdx.x == 0) out[blockIdx.x] = nd_logits_row{k, (double)ma + lza, (double)mb + lzb, (int32_t)ia, (int32_t)ib};
 }
 
 int nd_cuda_logits_kl(nd_backend *b, const float *ref, const float *prod, int64_t rows, int64_t cols,

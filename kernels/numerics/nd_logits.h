@@ -5,6 +5,8 @@
  * is not counted (top indices -1, kl NaN). Otherwise, in double,
  *   la_j = (a_j - max a) - log Σ exp(a_k - max a)     (the same for b)
  *   KL(softmax a || softmax b) = Σ_j exp(la_j) · (la_j - lb_j)
+ * and each side's log-normaliser lse = max + log Σ exp(x_k - max) (the next token's negative
+ * log-likelihood is lse - x_target: the perplexity of the prompt on each path).
  * A NaN logit makes that position's KL NaN (it is counted). The CPU sums in increasing j; the CUDA
  * op sums in a tree, so the two agree to rounding of the double sums, the top indices exactly. */
 #ifndef ND_LOGITS_H
@@ -15,6 +17,8 @@
 
 typedef struct nd_logits_row {
     double kl;                 /* KL(ref || prod) of the softmaxes; NaN when not counted */
+    double lse_ref, lse_prod;  /* log Σ exp of each side's logits (max + log Σ exp(x - max)): a
+                                * token's log-probability is its logit minus this; NaN when not counted */
     int32_t top_ref, top_prod; /* first index of each side's maximum; -1 when not counted */
 } nd_logits_row;
 

@@ -11,6 +11,9 @@ void nd_trace_print_quality(const nd_quality *q, int vs_original, int width) {
     int n = snprintf(line, sizeof line, "quality against the %s: final logits KL %.4g nats, top-1 %.1f%% of %lld positions",
                      vs_original ? "BF16 original" : "reference path (dequantized weights; --reference-checkpoint: the original)",
                      q->kl, 100.0 * q->top1, (long long)q->positions);
+    if (isfinite(q->ppl_ref) && isfinite(q->ppl_prod) && n > 0 && n < (int)sizeof line)
+        n += snprintf(line + n, sizeof line - (size_t)n, "; prompt perplexity %.4g -> %.4g (%+.2f%%)", q->ppl_ref, q->ppl_prod,
+                      100.0 * (q->ppl_prod / q->ppl_ref - 1.0));
     if (q->npoints > 1 && n > 0 && n < (int)sizeof line) {
         n += snprintf(line + n, sizeof line - (size_t)n, "; layer outputs rel L2");
         for (int k = 0; k < q->npoints && n > 0 && n < (int)sizeof line; k++)
@@ -27,6 +30,8 @@ json_t *nd_trace_quality_json(const nd_quality *q, int vs_original) {
     json_object_set_new(o, "kl_div", json_real(q->kl));
     json_object_set_new(o, "top1_agree", json_real(q->top1));
     json_object_set_new(o, "positions", json_integer(q->positions));
+    json_object_set_new(o, "perplexity_ref", isfinite(q->ppl_ref) ? json_real(q->ppl_ref) : json_null());
+    json_object_set_new(o, "perplexity_prod", isfinite(q->ppl_prod) ? json_real(q->ppl_prod) : json_null());
     for (int k = 0; k < q->npoints; k++) {
         json_t *p = json_object();
         json_object_set_new(p, "layer", json_integer(q->layer[k]));

@@ -44,6 +44,8 @@ static const struct { const char *name; int kind; size_t off; } fields[] = {
     FIELD(verdict, F_STR), FIELD(floor_sqnr_db, F_DBL), FIELD(scale_mult, F_DBL), FIELD(alpha, F_DBL),
     FIELD(worst_block, F_INT), FIELD(worst_block_rel, F_DBL), FIELD(topk_agree, F_DBL), FIELD(kl_div, F_DBL),
     FIELD(top1_agree, F_DBL),
+    FIELD(nll_ref, F_DBL),
+    FIELD(nll_prod, F_DBL),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 

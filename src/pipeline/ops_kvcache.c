@@ -156,11 +156,7 @@ int nd_op_kv_cache(nd_opctx *c, nd_err *e) {
         return 0;
     }
     nd_row fig;
-    memset(&fig, 0, sizeof fig);
-    fig.sat_frac = fig.zero_block_frac = fig.scale_ratio = fig.weight_rel_l2 = NAN;
-    fig.floor_sqnr_db = fig.scale_mult = fig.alpha = fig.weight_rel_l2_swap = NAN;
-    fig.topk_agree = fig.kl_div = fig.top1_agree = fig.worst_block_rel = NAN;
-    fig.worst_block = -1;
+    nd_row_init(&fig);
     double amax[2] = {0, 0};
     nd_buf *fl[2] = {0}, *ref_cat = NULL, *flc = NULL;
     int rc = host_figures(r, c->in_ref, p.n, p.w, amax, &fig.in_nonfinite, &fig.sat_frac, e);

@@ -267,17 +267,10 @@ static int quant_dequant(nd_run *r, const nd_buf *x, float g, int sem, float *xq
     return rc;
 }
 
-static void clear_fig(nd_row *f) {
-    memset(f, 0, sizeof *f);
-    f->worst_block = -1;
-    f->sat_frac = f->zero_block_frac = f->scale_ratio = f->weight_rel_l2 = NAN;
-    f->floor_sqnr_db = f->scale_mult = f->alpha = f->weight_rel_l2_swap = NAN;
-    f->topk_agree = f->kl_div = f->top1_agree = NAN;
-}
 
 int nd_lin_prod(nd_run *r, nd_lin *l, const nd_buf *x, double x_ref_amax, nd_buf **y, nd_row *fig, nd_err *e) {
     ND_TRY(check_input(r, l, x, e));
-    clear_fig(fig);
+    nd_row_init(fig);
     fig->weight_rel_l2 = l->weight_rel_l2;
     int64_t n = l->m.out_features;
     *y = nd_buf_new(r, x->rows, n, e);
@@ -418,7 +411,7 @@ static int lin_captured(nd_run *r, const nd_stage *st, nd_lin *l, const nd_buf *
     nd_buf *in = nd_sink_captured(r, l->stage, l->canonical, ".input", in_width(l), e);
     if (!in && e->code) { nd_buf_put(r, out); return e->code; }
     nd_row fig;
-    clear_fig(&fig);
+    nd_row_init(&fig);
     int rc = 0;
     nd_buf *ref = NULL, *yf = NULL;
     if (in) {
@@ -465,7 +458,7 @@ int nd_lin_stage(nd_run *r, const nd_stage *st, nd_lin *l, const nd_buf *x_ref, 
     }
     nd_row fig;
     if (want_iso) {
-        if (l->prod_kind == LIN_SAME && !r->ref_ck) *y_iso = nd_buf_ref((nd_buf *)y_ref), clear_fig(&fig);
+        if (l->prod_kind == LIN_SAME && !r->ref_ck) *y_iso = nd_buf_ref((nd_buf *)y_ref), nd_row_init(&fig);
         else ND_TRY(nd_lin_prod(r, l, x_ref, amax, y_iso, &fig, e));
         nd_buf *yf = NULL;
         ND_TRY(nd_lin_floor(r, l, x_ref, amax, &yf, e));

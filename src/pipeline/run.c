@@ -21,13 +21,6 @@
 #include "op_desc.h"
 #include "util/progress.h"
 
-static void row_init(nd_row *f) {
-    memset(f, 0, sizeof *f);
-    f->sat_frac = f->zero_block_frac = f->scale_ratio = f->weight_rel_l2 = NAN;
-    f->floor_sqnr_db = f->scale_mult = f->alpha = f->weight_rel_l2_swap = NAN;
-    f->topk_agree = f->kl_div = f->top1_agree = f->worst_block_rel = NAN;
-    f->worst_block = -1;
-}
 
 /* The NaN + Inf count of a stage's input, a figure of the row `owner` (rowq.h): 0 here, the count
  * when the row is flushed. */
@@ -40,7 +33,7 @@ int nd_emit_row(nd_run *r, const nd_stage *st, const char *name, const char *op,
                 const nd_buf *prod, const nd_row *extra, int quantized, nd_err *e) {
     if (!nd_rows_recorded(r)) { nd_rows_drop(r, extra); return 0; }
     nd_row row;
-    if (extra) row = *extra; else row_init(&row);
+    if (extra) row = *extra; else nd_row_init(&row);
     if (ref->n != prod->n)
         return nd_fail(e, ND_EXIT_INTERNAL, "stage %s: reference and production outputs differ in size (%lld vs %lld)", name,
                        (long long)ref->n, (long long)prod->n);
@@ -78,6 +71,24 @@ int nd_head_logits(nd_run *r, const nd_buf *ref, const nd_buf *prod, nd_row *f, 
     int rc = !rows ? nd_fail(e, ND_EXIT_INTERNAL, "out of memory") : 0;
     if (!rc) rc = r->be->logits_kl(r->be, ref->p, prod->p, ref->rows, ref->cols, rows, e);
     if (!rc) nd_probe_logits(rows, ref->rows, &f->kl_div, &f->top1_agree);
+    /* the prompt's next-token negative log-likelihood on each path: lse - logit[next id], the two
+     * logits of each position fetched alone (8 bytes a position, not the rows) */
+    double nll[2] = {0, 0};
+    int64_t counted = 0;
+    for (int64_t i = 0; !rc && i + 1 < ref->rows && i + 1 < r->t; i++) {
+        const int64_t tgt = r->tokens[i + 1];
+        if (rows[i].top_ref < 0 || tgt < 0 || tgt >= ref->cols) continue;
+        float xr = NAN, xp = NAN;
+        rc = r->be->download(r->be, &xr, ref->p + i * ref->cols + tgt, sizeof xr, e);
+        if (!rc) rc = r->be->download(r->be, &xp, prod->p + i * prod->cols + tgt, sizeof xp, e);
+        nll[0] += rows[i].lse_ref - xr;
+        nll[1] += rows[i].lse_prod - xp;
+        counted++;
+    }
+    if (!rc && counted) {
+        f->nll_ref = nll[0] / (double)counted;
+        f->nll_prod = nll[1] / (double)counted;
+    }
     free(rows);
     return rc;
 }
@@ -117,8 +128,8 @@ int nd_loop_stage_body(nd_run *r, const nd_stage_def *def, int layer, int modes,
     c.n_out = def->n_out;
     c.want_iso = (modes & ND_MODE_ISOLATED) != 0;
     c.want_chain = (modes & ND_MODE_CHAINED) != 0;
-    row_init(&c.extra_iso);
-    row_init(&c.extra_chain);
+    nd_row_init(&c.extra_iso);
+    nd_row_init(&c.extra_chain);
     for (int i = 0; i < def->n_in; i++) {
         c.in_ref[i] = nd_env_get(&r->loop->env_ref, def->in[i]);
         c.in_chain[i] = nd_env_get(&r->loop->env_chain, def->in[i]);

@@ -2,6 +2,7 @@
  * on the first screen at any width: status, first divergence (stage, mode, layer), cause,
  * evidence, the next command, and the one-sentence message, as /summary holds them
  * (docs/trace-format.md). Older traces without the evidence attributes show what they have. */
+#include <math.h>
 #include <string.h>
 #include "util/shquote.h"
 #include "report_internal.h"
@@ -84,6 +85,8 @@ void nd_report_summary(FILE *f, const nd_rmodel *m, const char *id, const char *
         fprintf(f, "final logits against the %s: KL %.4g nats, top-1 %.1f%% of %lld positions",
                 t->reference_checkpoint[0] ? "BF16 original (<code>--reference-checkpoint</code>)" : "reference path (dequantized weights)",
                 q.kl, 100.0 * q.top1, (long long)q.positions);
+        if (isfinite(q.ppl_ref) && isfinite(q.ppl_prod))
+            fprintf(f, "; the prompt's perplexity %.4g &rarr; %.4g (%+.2f%%)", q.ppl_ref, q.ppl_prod, 100.0 * (q.ppl_prod / q.ppl_ref - 1.0));
         if (q.npoints > 1) {
             fprintf(f, "; layer outputs' rel L2 (chained):");
             for (int k = 0; k < q.npoints; k++) fprintf(f, "%s %.3g (layer %d)", k ? "," : "", q.rel_l2[k], q.layer[k]);

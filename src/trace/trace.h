@@ -36,10 +36,15 @@ typedef struct nd_row {
     double topk_agree;        /* router: share of (token, slot) picks both paths agree on; NaN else */
     double kl_div;            /* head: mean KL(ref || prod) of next-token distributions; NaN else */
     double top1_agree;        /* head: share of tokens whose argmax agrees; NaN else */
+    double nll_ref, nll_prod; /* head: mean negative log-likelihood (nats) of each next prompt token on
+                               * the reference and production paths (exp: the prompt's perplexity); NaN else */
     double weight_rel_l2_swap;/* --reference-checkpoint: weight error with every byte's nibbles swapped */
     int64_t in_nonfinite;     /* NaN/Inf count of the stage's input on this row's path */
     char finding[ND_VERDICT_LEN]; /* static finding on the stage's module ("" when none): a cause code */
 } nd_row;
+
+/* A row with nothing measured: counts 0, every figure that may not apply NaN, worst_block -1. */
+void nd_row_init(nd_row *f);
 
 /* A row's verdict: "ok"; "drift", a chained row whose figures moved with the error carried from
  * earlier stages (router picks flipped by that error), expected on deep models and naming nothing;

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 /* H5dont_atexit: when a write fails with the disk full, H5Fclose fails too and leaves the file
@@ -296,6 +297,15 @@ done:
     return rc;
 }
 
+void nd_row_init(nd_row *f) {
+    memset(f, 0, sizeof *f);
+    f->sat_frac = f->zero_block_frac = f->scale_ratio = f->weight_rel_l2 = NAN;
+    f->floor_sqnr_db = f->scale_mult = f->alpha = f->weight_rel_l2_swap = NAN;
+    f->topk_agree = f->kl_div = f->top1_agree = f->worst_block_rel = NAN;
+    f->nll_ref = f->nll_prod = NAN;
+    f->worst_block = -1;
+}
+
 #define F(n, k, s) { #n, offsetof(nd_row, n), sizeof(((nd_row *)0)->n), k, s }
 const nd_field nd_fields[] = {
     F(index, ND_F_I32, 1), F(layer, ND_F_I32, 1), F(name, ND_F_STR, 1), F(op, ND_F_STR, 1),
@@ -307,7 +317,7 @@ const nd_field nd_fields[] = {
     F(weight_rel_l2, ND_F_F64, 1), F(verdict, ND_F_STR, 1),
     F(floor_sqnr_db, ND_F_F64, 0), F(scale_mult, ND_F_F64, 0), F(alpha, ND_F_F64, 0),
     F(worst_block, ND_F_I64, 0), F(worst_block_rel, ND_F_F64, 0), F(topk_agree, ND_F_F64, 0),
-    F(kl_div, ND_F_F64, 0), F(top1_agree, ND_F_F64, 0),
+    F(kl_div, ND_F_F64, 0), F(top1_agree, ND_F_F64, 0), F(nll_ref, ND_F_F64, 0), F(nll_prod, ND_F_F64, 0),
 };
 #undef F
 const int nd_nfields = (int)(sizeof nd_fields / sizeof nd_fields[0]);

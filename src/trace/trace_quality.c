@@ -15,6 +15,8 @@ void nd_quality_of(const nd_row *rows, int64_t nrows, int64_t ntok, nd_quality *
     q->have = 1;
     q->kl = head->kl_div;
     q->top1 = head->top1_agree;
+    q->ppl_ref = exp(head->nll_ref);
+    q->ppl_prod = exp(head->nll_prod);
     q->positions = ntok > 0 ? ntok : 16; /* SPEC §2: 16 built-in ids when none are given */
     if (nl <= 0) return;
     /* a layer's output is its last chained row */

@@ -13,6 +13,8 @@ typedef struct nd_quality {
     int have;                 /* 0: no chained logits row (a layer subset, isolated mode) */
     double kl, top1;          /* mean KL(ref || prod) per position (nats), share of positions agreeing */
     int64_t positions;
+    double ppl_ref, ppl_prod; /* the prompt's perplexity on each path: exp of the mean next-token NLL
+                               * (NaN with fewer than 2 tokens or in traces written before it existed) */
     int npoints;              /* layer outputs sampled along the depth: first, quarters, last */
     int layer[ND_QUALITY_POINTS];
     double rel_l2[ND_QUALITY_POINTS];

@@ -972,6 +972,10 @@ static void case_logits_kl(void) {
             if (x->top_ref < 0 || isnan(x->kl)) {
                 CHECK(isnan(y->kl), "logits_kl %lldx%lld row %lld: cpu KL NaN, cuda %.17g", (long long)R, (long long)V,
                       (long long)r, y->kl);
+                CHECK(isnan(x->lse_ref) == isnan(y->lse_ref) && isnan(x->lse_prod) == isnan(y->lse_prod) &&
+                          (x->top_ref >= 0 || (isnan(x->lse_ref) && isnan(x->lse_prod))),
+                      "logits_kl %lldx%lld row %lld: lse of a row not counted: cpu %g/%g cuda %g/%g", (long long)R, (long long)V,
+                      (long long)r, x->lse_ref, x->lse_prod, y->lse_ref, y->lse_prod);
                 continue;
             }
             const float *ar = a + r * V, *pr = p + r * V;
@@ -984,6 +988,13 @@ static void case_logits_kl(void) {
             }
             CHECK(fabs(x->kl - y->kl) <= TOL_KL * mag, "logits_kl %lldx%lld row %lld: KL cpu %.17g cuda %.17g (tol %.3g)",
                   (long long)R, (long long)V, (long long)r, x->kl, y->kl, TOL_KL * mag);
+            /* each side's log-normaliser: max + log Σ exp(x - max), both backends against the sum
+             * taken here (double sums of positive terms in another order: relative 1e-12) */
+            const double lra = ma + log(za), lrb = mb + log(zb);
+            CHECK(fabs(x->lse_ref - lra) <= 1e-12 * (1 + fabs(lra)) && fabs(y->lse_ref - lra) <= 1e-12 * (1 + fabs(lra)) &&
+                      fabs(x->lse_prod - lrb) <= 1e-12 * (1 + fabs(lrb)) && fabs(y->lse_prod - lrb) <= 1e-12 * (1 + fabs(lrb)),
+                  "logits_kl %lldx%lld row %lld: lse ref %.17g (cpu %.17g cuda %.17g), prod %.17g (cpu %.17g cuda %.17g)",
+                  (long long)R, (long long)V, (long long)r, lra, x->lse_ref, y->lse_ref, lrb, x->lse_prod, y->lse_prod);
         }
         if (R >= 9) {
             CHECK(o[0][4].top_ref == (int32_t)(V / 4), "logits_kl: a tied maximum picks index %d, not the first (%lld)",

@@ -36,10 +36,10 @@ ok "report: written" '[ -s r.html ]'
 ok "report: the verdict is ok and no row is marked as a failure" \
   'grep -q "no divergence" r.html && ! grep -q "<span class=\"bad\">drift" r.html'
 # the quality line of a healthy run (issue 31 item 7): against the reference path here (no original)
-ok "the quality line" 'tr "\n" " " <s.txt | grep -qE "quality against the reference path \(dequantized weights; --reference-checkpoint: +the original\): final logits KL [0-9.e-]+ nats, top-1 [0-9.]+% of 16 positions; layer +outputs rel L2 .* \(59\)"'
+ok "the quality line" 'tr "\n" " " <s.txt | grep -qE "quality against the reference path \(dequantized weights; --reference-checkpoint: +the original\): final logits KL [0-9.e-]+ nats, top-1 [0-9.]+% of 16 positions; prompt +perplexity [0-9.e+]+ +-> +[0-9.e+]+ +\([-+][0-9.]+%\); layer +outputs rel L2 .* \(59\)"'
 "$bin" trace --force clean --backend "${ND_TEST_BACKEND:-cpu}" --out t2.h5 --json >q.json 2>/dev/null
 ok "trace --json: quality against the reference path, 16 positions, 5 points along the depth" \
-  'tr -d "\n " <q.json | grep -qE "\"quality\":\{\"against\":\"reference_path\",\"kl_div\":[0-9.e-]+,\"top1_agree\":[0-9.e-]+,\"positions\":16,\"layer_rel_l2\":\[(\{[^}]*\},){4}\{\"layer\":59"'
+  'tr -d "\n " <q.json | grep -qE "\"quality\":\{\"against\":\"reference_path\",\"kl_div\":[0-9.e-]+,\"top1_agree\":[0-9.e-]+,\"positions\":16,\"perplexity_ref\":[0-9.e+]+,\"perplexity_prod\":[0-9.e+]+,\"layer_rel_l2\":\[(\{[^}]*\},){4}\{\"layer\":59"'
 ok "report: the quality item" 'grep -q "id=\"verdict-quality\">final logits against the reference path" r.html'
 echo "drift language: $pass passed, $fail failed"
 [ $fail -eq 0 ]

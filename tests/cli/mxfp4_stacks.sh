@@ -39,7 +39,7 @@ ok "encoding 5 is exit 2 naming the switch (exit $rc: $(head -c 200 "$tmp/b.err"
 
 "$bin" inspect "$ck" > "$tmp/i.txt" 2>&1; rc=$?
 ok "inspect ct: 14 mxfp4 modules, E8M0 scales 0.03125..0.0625, no NaN (exit $rc)" \
-  '[ $rc -eq 0 ] && [ "$(grep -c " mxfp4  ct " "$tmp/i.txt")" -eq 14 ] && grep -q "model.layers.0.mlp.down_proj .*0.03125 *0.0625 *0 *0" "$tmp/i.txt"'
+  '[ $rc -eq 0 ] && [ "$(grep -cE " mxfp4 +W4A16 g32 +ct " "$tmp/i.txt")" -eq 14 ] && grep -q "model.layers.0.mlp.down_proj .*0.03125 *0.0625 *0 *0" "$tmp/i.txt"'
 # a layout fixture (two experts' tensors, no model around them): not replayed (the load check's limit 0)
 NVFP4DBG_INSPECT_LOAD_LIMIT=0 "$bin" inspect "$root/golden/conformance/mxfp4/gptoss" > "$tmp/g.txt" 2>&1; rc=$?
 ok "inspect gptoss: format mxfp4, 4 expert modules, every stored tensor read (exit $rc)" \

@@ -36,6 +36,22 @@ for v in $(variants); do
   "$bin" report "$tmp/r.h5" --html "$tmp/r.html" -q >/dev/null 2>&1
   ok "$fam/$v: the report's summary holds the quality against the original" 'grep -q "quality<dd id=\"verdict-quality\">final logits against the BF16 original" "$tmp/r.html"'
 done
+# the prompt's perplexity (issue 35 item 3): the reference path with the BF16 original and no BF16
+# rounding against transformers' FP32 forward of that original (its logits in reference_fp32.safetensors)
+tf_ppl=$("$py" -c "
+import json, numpy as np
+from safetensors.numpy import load_file
+lg = load_file('$m/reference_fp32.safetensors')['logits'].astype(np.float64)
+lg = lg.reshape(-1, lg.shape[-1]); t = json.load(open('$m/manifest.json'))['tokens']
+mx = lg.max(1); lse = mx + np.log(np.exp(lg - mx[:, None]).sum(1))
+print(np.exp(np.mean([lse[i] - lg[i, t[i + 1]] for i in range(len(t) - 1)])))")
+v1=$(variants | head -1)
+"$bin" trace --force "$m/$v1" --tokens "$toks" --backend "$be" --reference-checkpoint "$m/bf16" --ref-numerics fp32-exact --json \
+  --out "$tmp/ppl.h5" -q >"$tmp/ppl.json" 2>/dev/null
+ours=$(tr -d ' \n' <"$tmp/ppl.json" | sed -n 's/.*"perplexity_ref":\([-0-9.eE+]*\).*/\1/p')
+prod=$(tr -d ' \n' <"$tmp/ppl.json" | sed -n 's/.*"perplexity_prod":\([-0-9.eE+]*\).*/\1/p')
+ok "$fam/$v1: the reference perplexity $ours is transformers' FP32 $tf_ppl within 1e-5 (production: $prod)" \
+  'awk -v a="$ours" -v b="$tf_ppl" -v p="$prod" "BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && b > 0 && p > 0 && d <= 1e-5 * b) }"'
 # the scheme inspect resolved for each real writer's checkpoint (issue 33 item 4): llmcompressor's
 # NVFP4 and ModelOpt's quantize activations too, NVFP4A16 only the weights
 for v in $(variants); do
