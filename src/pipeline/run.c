@@ -318,6 +318,28 @@ static void run_close(nd_run *r) {
 /* SPEC §2: a fixed built-in list of 16 ids, each taken modulo the vocabulary size. */
 static const int64_t default_tokens[16] = {0, 1, 100, 2000, 30000, 128000, 7, 42, 999, 12345, 64, 5, 77777, 256, 31, 9};
 
+/* config.json's sliding_window (Mistral, and Qwen's with use_sliding_window true) limits what a
+ * token attends to; a recipe whose attention stages have no `window` attribute attends to every
+ * earlier token, which differs only when the prompt is longer than the window: refused then. */
+static int check_window(const nd_run *r, nd_err *e) {
+    double w = 0, use = 1;
+    if (nd_cfg_number(r->cfg, "sliding_window", &w) || !(w > 0) || r->t <= (int64_t)w) return 0;
+    if (!nd_cfg_number(r->cfg, "use_sliding_window", &use) && use == 0) return 0;
+    const nd_recipe *rc = r->rc;
+    const nd_stage_def *secs[3] = {rc->prologue, rc->layer, rc->epilogue};
+    const int ns[3] = {rc->n_prologue, rc->n_layer, rc->n_epilogue};
+    int attends = 0;
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < ns[k]; i++) {
+            if (nd_stage_attr(&secs[k][i], "window")) return 0;
+            attends |= !strncmp(secs[k][i].op, "attention", 9);
+        }
+    if (!attends) return 0; /* no attention stage (a replayed bundle's one stage) */
+    return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: sliding_window %.0f, and the prompt has %lld tokens: recipe %s attends to "
+                   "every earlier token (%s), so its reference would differ from the model's; trace at most %.0f tokens",
+                   nd_ckpt_dir(r->ck), w, (long long)r->t, rc->name, rc->path, w);
+}
+
 static int run_open(nd_run *r, const char *ckpt_dir, const char *recipe, const char *backend, int device,
                     const int64_t *tokens, int64_t ntok, nd_err *e) {
     ND_TRY(nd_ckpt_open(ckpt_dir, &r->ck, e));
@@ -357,6 +379,7 @@ static int run_open(nd_run *r, const char *ckpt_dir, const char *recipe, const c
     }
     r->t = ntok;
     r->tokens = (int64_t *)tokens;
+    ND_TRY(check_window(r, e));
     r->pos = malloc(sizeof(int32_t) * (size_t)(ntok ? ntok : 1));
     if (!r->pos) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
     for (int64_t i = 0; i < ntok; i++) r->pos[i] = (int32_t)i;

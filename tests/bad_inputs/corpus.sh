@@ -270,6 +270,16 @@ if grep -q "$(printf '\033')" "$tmp/out"; then echo "FAIL: raw ESC in an error";
 sed 's/{stage: "layers.{L}.input_layernorm"/{stage: "layers.{L}.input\\e]0;pwn\\a_layernorm"/' "$root/recipes/deepseek_v4.yaml" >"$tmp/esc-recipe.yaml"
 grep -q 'pwn' "$tmp/esc-recipe.yaml" || echo "corpus: the stage name was not changed" >&2
 run "a stage name with ESC" 2 "esc-recipe.yaml:[0-9]*.*a stage name holds a control character" -- trace "$root/golden/clean-v4" --recipe "$tmp/esc-recipe.yaml" "${T[@]}"
+# a sliding window the recipe does not model (Llama's attends to every earlier token): refused once the
+# prompt is longer than the window, accepted when use_sliding_window turns it off (Qwen's configs)
+for sw in win off; do
+  mkdir -p "$tmp/sw-$sw"; ln -sf "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/sw-$sw/model.safetensors"
+  extra='"sliding_window": 4,'; [ $sw = off ] && extra='"sliding_window": 4, "use_sliding_window": false,'
+  sed "1s/^{/{$extra/" "$root/golden/conformance/llama/nvfp4/config.json" >"$tmp/sw-$sw/config.json"
+done
+run "sliding_window 4 under an 8-token prompt" 2 "config.json: sliding_window 4, and the prompt has 8 tokens: recipe llama attends to every earlier token" -- trace "$tmp/sw-win" --tokens 1,2,3,4,5,6,7,8 "${T[@]}"
+run "... with use_sliding_window false" 0 "no divergence" -- trace "$tmp/sw-off" --tokens 1,2,3,4,5,6,7,8 "${T[@]}"
+run "... a prompt within the window" 0 "no divergence" -- trace "$tmp/sw-win" --tokens 1,2,3,4 "${T[@]}"
 # synth's --force takes no value: -q after it is the quiet switch
 run "synth --force -q" 0 "wrote" -- synth "$tmp/sq" --recipe llama --force -q
 
