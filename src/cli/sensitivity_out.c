@@ -154,24 +154,28 @@ int nd_sens_write_recipes(const char *dir, const nd_sens_report *r, nd_err *e) {
     nd_ckpt *c = NULL;
     nd_err e2 = {0};
     if (nd_ckpt_open(r->ckpt, &c, &e2)) c = NULL; /* the run read it; without it the names stay model.<stage> */
-    json_t *mods = json_array(), *ignore = config_ignore(r->ckpt), *cfg = json_object();
+    json_t *mods = json_array(), *ignore = config_ignore(r->ckpt), *cfg = json_array(), *cfg_dict = json_object();
     for (int k = 0; k < r->set->n; k++)
         for (int j = 0; j < r->units[k].n; j++) {
             char name[600], pat[620];
             module_name(c, r->units[k].stages[j], name, sizeof name);
             json_array_append_new(mods, json_string(name));
             json_array_append_new(ignore, json_string(name));
-            /* ModelOpt's patterns match quantizer names: <module>.weight_quantizer, .input_quantizer */
+            /* ModelOpt's patterns match quantizer names: <module>.weight_quantizer, .input_quantizer;
+             * entries appended to quant_cfg (a list since ModelOpt 0.4x; later entries win), or the
+             * older dict form */
             snprintf(pat, sizeof pat, "*%s.*", name);
-            json_object_set_new(cfg, pat, json_pack("{s:b}", "enable", 0));
+            json_array_append_new(cfg, json_pack("{s:s, s:b}", "quantizer_name", pat, "enable", 0));
+            json_object_set_new(cfg_dict, pat, json_pack("{s:b}", "enable", 0));
         }
     if (c) nd_ckpt_close(c);
     membuf m = {0};
     int rc = recipe_yaml(ignore, &m, e);
     if (!rc) rc = write_file(dir, "llmcompressor-recipe.yaml", m.p, m.n, e);
     free(m.p);
-    json_t *mo = json_pack("{s:o, s:s}", "quant_cfg", cfg,
-                           "note", "merge into the quant_cfg of the config you quantize with (e.g. a copy of mtq.NVFP4_DEFAULT_CFG)");
+    json_t *mo = json_pack("{s:o, s:o, s:s}", "quant_cfg", cfg, "quant_cfg_dict", cfg_dict, "note",
+                           "append quant_cfg's entries to the quant_cfg list of the config you quantize with (a copy of "
+                           "mtq.NVFP4_DEFAULT_CFG; ModelOpt before the list form: update its dict with quant_cfg_dict)");
     json_t *ct = json_pack("{s:{s:O}, s:O}", "quantization_config", "ignore", ignore, "modules_kept_in_high_precision", mods);
     char *s1 = json_dumps(mo, JSON_INDENT(2) | JSON_PRESERVE_ORDER), *s2 = json_dumps(ct, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     if (!rc && s1) rc = write_file(dir, "modelopt-quant-cfg.json", s1, strlen(s1), e);

@@ -48,8 +48,9 @@ rc=$?
 ok "--keep 1 --recipe-out: exit $rc" '[ $rc -eq 0 ] && grep -q "^kept in high precision (1 of 3 units, 7 of 21 linears): layer 1$" "$tmp/k.txt"'
 ok "llmcompressor recipe: a QuantizationModifier ignoring lm_head and layer 1's 7 linears" \
   'grep -q "^    QuantizationModifier:" "$tmp/rec/llmcompressor-recipe.yaml" && grep -q "^      - lm_head$" "$tmp/rec/llmcompressor-recipe.yaml" && [ "$(grep -c "^      - model.layers.1\." "$tmp/rec/llmcompressor-recipe.yaml")" -eq 7 ]'
-ok "ModelOpt patch: the quantizers of layer 1's linears disabled" \
-  '[ "$(flat "$tmp/rec/modelopt-quant-cfg.json" | grep -o "\"\*model.layers.1.[a-z_.]*\.\*\":{\"enable\":false}" | wc -l)" -eq 7 ]'
+ok "ModelOpt patch: the quantizers of layer 1's linears disabled (list entries and the older dict form)" \
+  '[ "$(flat "$tmp/rec/modelopt-quant-cfg.json" | grep -o "{\"quantizer_name\":\"\*model.layers.1.[a-z_.]*\.\*\",\"enable\":false}" | wc -l)" -eq 7 ] &&
+   [ "$(flat "$tmp/rec/modelopt-quant-cfg.json" | grep -o "\"\*model.layers.1.[a-z_.]*\.\*\":{\"enable\":false}" | wc -l)" -eq 7 ]'
 ok "compressed-tensors patch: the ignore list" 'flat "$tmp/rec/compressed-tensors-ignore.json" | grep -q "\"quantization_config\":{\"ignore\":\[\"lm_head\",\"model.layers.1."'
 
 # DeepSeek-V4 (random weights: layer 0's own NVFP4 error leads when nothing is planted): the planted
