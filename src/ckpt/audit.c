@@ -430,6 +430,17 @@ int nd_ckpt_audit(const nd_ckpt *c, nd_findings *f, nd_err *e) {
         if (!(norm[i] = strdup(np))) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
         quant[i] = find2(c, p, "weight_packed") || find2(c, p, "weight_scale") || find2(c, p, "weight_scale_inv");
     }
+    /* a config that quantizes (compressed-tensors, ModelOpt) over weights that are all dense: a
+     * loader allocates quantized parameters no tensor fills, and a replay compares nothing */
+    int any_q = 0;
+    for (size_t i = 0; !rc && i < n && !any_q; i++) any_q = quant[i];
+    if (!rc && !any_q && n && (c->q.fmt == ND_CKPT_COMPRESSED_TENSORS || c->q.fmt == ND_CKPT_MODELOPT) &&
+        nd_findings_add(f, ND_BREAKS_ALL, "quant_config_mismatch", "", "",
+                        "%s declares a quantized checkpoint (%s), but none of its %zu modules holds quantized tensors: a "
+                        "loader that follows the config allocates quantized parameters that no tensor fills",
+                        c->q.source[0] ? c->q.source : "config.json",
+                        c->q.fmt == ND_CKPT_MODELOPT ? "ModelOpt" : "compressed-tensors", n))
+        rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
     /* an unknown compressed-tensors format string is refused by loaders that parse it */
     if (!rc && c->q.fmt == ND_CKPT_COMPRESSED_TENSORS && c->q.ct_format[0] && !known_ct_format(c->q.ct_format) &&
         nd_findings_add(f, ND_BREAKS_ALL, "quant_config_mismatch", "", "",

@@ -180,15 +180,13 @@ int nd_cmd_bisect(int argc, char **argv) {
         else if (!strcmp(a, "--tokens-file")) { NEED(); free(tokens); tokens = NULL; if (nd_tokens_file(v, &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
         else if (!strcmp(a, "--layers")) { NEED(); if (nd_parse_layers(v, &b.o.layer_lo, &b.o.layer_hi)) { rc = nd_cli_usage_error("bisect", "--layers %s: expected N, A-B or all", v); goto out; } }
         else if (!strcmp(a, "--backend")) { NEED(); b.o.backend = v; }
-        else if (!strcmp(a, "--device")) { NEED(); b.o.device = atoi(v); }
+        else if (!strcmp(a, "--device")) { NEED(); if (nd_parse_device(v, &b.o.device)) { rc = nd_cli_usage_error("bisect", "--device %s: expected a device index (0, 1, ...)", v); goto out; } }
         else if (!strcmp(a, "--stack")) { NEED(); b.o.stack = v; }
         else if (!strcmp(a, "--override")) { NEED(); ovr[b.o.n_overrides++] = v; }
         else if (!strcmp(a, "--reference-checkpoint")) { NEED(); b.o.ref_ckpt = v; }
         else if (!strcmp(a, "--min-cosine")) {
             NEED();
-            char *end;
-            b.min_cos = strtod(v, &end);
-            if (*end || !isfinite(b.min_cos)) { rc = nd_cli_usage_error("bisect", "--min-cosine %s: expected a number", v); goto out; }
+            if (nd_parse_decimal(v, &b.min_cos) || b.min_cos < -1 || b.min_cos > 1) { rc = nd_cli_usage_error("bisect", "--min-cosine %s: expected a cosine in [-1, 1], in decimal", v); goto out; }
         }
         else if (!strcmp(a, "--off")) {
             NEED();

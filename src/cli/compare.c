@@ -28,7 +28,9 @@ static const char usage[] =
     "                     counted per figure\n"
     "  --json             print one JSON document instead of the table (every row)\n"
     "\n"
-    "Exit: 0 no regression, 1 regression, 2 bad usage or input (also an unfinished trace).\n"
+    "Exit: 0 no regression, 1 regression (also a run whose status is error: its status and the stages it\n"
+    "never reached are regressions), 2 bad usage or input (also an unfinished trace, or a golden whose\n"
+    "status is error).\n"
     "\n"
     "example: nvfp4dbg trace golden/seed-bug-v4 -o run.h5; nvfp4dbg compare run.h5 golden/traces/seed-bug-v4.h5\n";
 

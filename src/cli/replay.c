@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "util/term.h"
 #include "bundle/bundle.h"
 #include "pipeline/pipeline.h"
 
@@ -159,7 +160,9 @@ int nd_cmd_replay(int argc, char **argv) {
         if (s) { puts(s); free(s); }
         json_decref(root);
     } else {
-        printf("nvfp4dbg replay: %s  stage %s (op %s)  stack %s  backend %s (%s)\n", path, b->stage, b->op, res.stack, res.backend, res.device);
+        char t1[16384], t2[4 * sizeof b->stage], t3[4 * sizeof b->op];
+        printf("nvfp4dbg replay: %s  stage %s (op %s)  stack %s  backend %s (%s)\n", nd_term_safe(path, t1, sizeof t1),
+               nd_term_safe(b->stage, t2, sizeof t2), nd_term_safe(b->op, t3, sizeof t3), res.stack, res.backend, res.device);
         printf("%-9s %-40s %-9s %10s %10s %6s %9s %7s %10s  %s\n", "", "stage", "mode", "ref_amax", "prod_amax", "NaN", "cosine",
                "SQNR", "quant_mult", "verdict");
         print_row("replay", row);

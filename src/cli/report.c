@@ -4,6 +4,7 @@
  * unreadable trace, or two traces that are not comparable; 3: the page could not be written. */
 #include <stdio.h>
 #include <string.h>
+#include "util/term.h"
 #include <sys/stat.h>
 
 #include "cli/cli.h"
@@ -108,9 +109,11 @@ int nd_cmd_report(int argc, char **argv) {
     if (!rc) {
         struct stat st;
         long long size = stat(out, &st) ? -1 : (long long)st.st_size;
-        if (other) printf("report written to %s (%lld rows against %lld rows of %s, %.1f kB)\n", out, (long long)t->nrows,
-                          (long long)other->nrows, other_path, size / 1024.0);
-        else printf("report written to %s (%lld rows, %.1f kB)\n", out, (long long)t->nrows, size / 1024.0);
+        char os[16384], ps[16384];
+        nd_term_safe(out, os, sizeof os);
+        if (other) printf("report written to %s (%lld rows against %lld rows of %s, %.1f kB)\n", os, (long long)t->nrows,
+                          (long long)other->nrows, nd_term_safe(other_path, ps, sizeof ps), size / 1024.0);
+        else printf("report written to %s (%lld rows, %.1f kB)\n", os, (long long)t->nrows, size / 1024.0);
     }
     nd_report_routing_free(&rt);
     nd_trace_free(t);

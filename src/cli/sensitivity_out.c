@@ -15,6 +15,38 @@
 #include "util/outfile.h"
 #include "util/term.h"
 
+
+/* the unit a stage belongs to: the stage itself, "layer N", or the stage with its layer index
+ * taken out and other numbers (expert indices) made "*" */
+void nd_sens_unit_key(const char *stage, int g, char *out, size_t cap) {
+    if (g == ND_SENS_MODULE) { snprintf(out, cap, "%s", stage); return; }
+    const char *rest = stage;
+    long layer = -1;
+    if (!strncmp(stage, "layers.", 7)) {
+        char *end;
+        layer = strtol(stage + 7, &end, 10);
+        if (end > stage + 7 && *end == '.') rest = end + 1;
+        else layer = -1;
+    }
+    if (g == ND_SENS_LAYER) {
+        if (layer >= 0) snprintf(out, cap, "layer %ld", layer);
+        else snprintf(out, cap, "%s", stage);
+        return;
+    }
+    size_t n = 0;
+    for (const char *p = rest; *p && n + 2 < cap;) {
+        const char *dot = strchr(p, '.');
+        const size_t len = dot ? (size_t)(dot - p) : strlen(p);
+        size_t k = 0;
+        while (k < len && p[k] >= '0' && p[k] <= '9') k++;
+        if (k == len && len) out[n++] = '*';
+        else for (size_t j = 0; j < len && n + 2 < cap; j++) out[n++] = p[j];
+        if (dot && n + 2 < cap) out[n++] = '.';
+        p = dot ? dot + 1 : p + len;
+    }
+    out[n] = 0;
+}
+
 static int inside(const char *dir, const char *path) {
     const size_t n = strlen(dir);
     return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == 0);
@@ -149,26 +181,59 @@ static int recipe_yaml(json_t *ignore, membuf *m, nd_err *e) {
     return rc;
 }
 
-int nd_sens_write_recipes(const char *dir, const nd_sens_report *r, nd_err *e) {
-    if (mkdir(dir, 0777) && errno != EEXIST) return nd_fail(e, nd_io_exit(errno), "%s: cannot create the folder: %s", dir, strerror(errno));
+json_t *nd_sens_set_modules(nd_sens_report *r) {
+    json_t *mods = json_array();
     nd_ckpt *c = NULL;
     nd_err e2 = {0};
-    if (nd_ckpt_open(r->ckpt, &c, &e2)) c = NULL; /* the run read it; without it the names stay model.<stage> */
-    json_t *mods = json_array(), *ignore = config_ignore(r->ckpt), *cfg = json_array(), *cfg_dict = json_object();
-    for (int k = 0; k < r->set->n; k++)
+    r->ckpt_linears = r->set_linears = 0;
+    if (nd_ckpt_open(r->ckpt, &c, &e2)) c = NULL; /* the run read it; without it the stages' own names are used */
+    const int nset = r->set ? r->set->n : 0;
+    if (c) {
+        /* every quantized module of the checkpoint, put in its unit by its name as a stage */
+        const size_t n = nd_ckpt_module_count(c);
+        for (size_t i = 0; i < n; i++) {
+            const char *p = nd_ckpt_module_path(c, i);
+            nd_module m;
+            nd_err e3 = {0};
+            if (nd_ckpt_module(c, p, &m, &e3) || m.wfmt == ND_WF_DENSE) continue;
+            r->ckpt_linears++;
+            char key[256];
+            nd_sens_unit_key(strncmp(p, "model.", 6) ? p : p + 6, r->gran, key, sizeof key);
+            for (int k = 0; k < nset; k++)
+                if (!strcmp(key, r->units[k].key)) { json_array_append_new(mods, json_string(p)); r->set_linears++; break; }
+        }
+    }
+    /* a stage of a kept unit whose module the names above missed (a naming the recipe renames) */
+    for (int k = 0; k < nset; k++)
         for (int j = 0; j < r->units[k].n; j++) {
-            char name[600], pat[620];
+            char name[600];
             module_name(c, r->units[k].stages[j], name, sizeof name);
-            json_array_append_new(mods, json_string(name));
-            json_array_append_new(ignore, json_string(name));
-            /* ModelOpt's patterns match quantizer names: <module>.weight_quantizer, .input_quantizer;
-             * entries appended to quant_cfg (a list since ModelOpt 0.4x; later entries win), or the
-             * older dict form */
-            snprintf(pat, sizeof pat, "*%s.*", name);
-            json_array_append_new(cfg, json_pack("{s:s, s:b}", "quantizer_name", pat, "enable", 0));
-            json_object_set_new(cfg_dict, pat, json_pack("{s:b}", "enable", 0));
+            int have = 0;
+            size_t q;
+            json_t *v;
+            json_array_foreach(mods, q, v) have |= !strcmp(json_string_value(v), name);
+            if (!have) { json_array_append_new(mods, json_string(name)); r->set_linears++; }
         }
     if (c) nd_ckpt_close(c);
+    return mods;
+}
+
+int nd_sens_write_recipes(const char *dir, nd_sens_report *r, nd_err *e) {
+    if (mkdir(dir, 0777) && errno != EEXIST) return nd_fail(e, nd_io_exit(errno), "%s: cannot create the folder: %s", dir, strerror(errno));
+    json_t *mods = nd_sens_set_modules(r), *ignore = config_ignore(r->ckpt), *cfg = json_array(), *cfg_dict = json_object();
+    size_t q;
+    json_t *v;
+    json_array_foreach(mods, q, v) {
+        const char *name = json_string_value(v);
+        char pat[620];
+        json_array_append(ignore, v);
+        /* ModelOpt's patterns match quantizer names: <module>.weight_quantizer, .input_quantizer;
+         * entries appended to quant_cfg (a list since ModelOpt 0.4x; later entries win), or the
+         * older dict form */
+        snprintf(pat, sizeof pat, "*%s.*", name);
+        json_array_append_new(cfg, json_pack("{s:s, s:b}", "quantizer_name", pat, "enable", 0));
+        json_object_set_new(cfg_dict, pat, json_pack("{s:b}", "enable", 0));
+    }
     membuf m = {0};
     int rc = recipe_yaml(ignore, &m, e);
     if (!rc) rc = write_file(dir, "llmcompressor-recipe.yaml", m.p, m.n, e);
@@ -196,7 +261,8 @@ void nd_sens_print_json(const nd_sens_report *r, const char *recipe_out) {
     json_t *root = json_object(), *units = json_array();
     json_object_set_new(root, "checkpoint", json_string(r->ckpt));
     json_object_set_new(root, "granularity", json_string(r->granularity));
-    json_object_set_new(root, "quantized_linears", json_integer(r->n_linears));
+    json_object_set_new(root, "quantized_linears", json_integer(r->ckpt_linears ? r->ckpt_linears : r->n_linears));
+    json_object_set_new(root, "linears_run", json_integer(r->n_linears));
     json_object_set_new(root, "all_nvfp4", json_pack("{s:o, s:o}", "kl", num(r->kl_all), "top1", num(r->top1_all)));
     for (int k = 0; k < r->nu; k++) {
         const nd_sens_unit *u = &r->units[k];
@@ -211,7 +277,7 @@ void nd_sens_print_json(const nd_sens_report *r, const char *recipe_out) {
     if (r->set) {
         json_t *keep = json_array();
         for (int k = 0; k < r->set->n; k++) json_array_append_new(keep, json_string(r->units[k].key));
-        json_object_set_new(root, "set", json_pack("{s:o, s:o, s:o, s:o, s:o, s:b}", "units", keep, "kl", num(r->set->kl), "top1",
+        json_object_set_new(root, "set", json_pack("{s:o, s:i, s:o, s:o, s:o, s:o, s:b}", "units", keep, "linears", r->set_linears, "kl", num(r->set->kl), "top1",
                                                    num(r->set->top1), "predicted_kl", num(r->set->predicted), "budget_kl",
                                                    num(r->set->budget), "budget_met", isnan(r->set->budget) || r->set->kl <= r->set->budget));
         if (recipe_out && r->set->n) json_object_set_new(root, "recipe_out", json_string(recipe_out));
@@ -238,8 +304,11 @@ void nd_sens_print_text(const nd_sens_report *r, const char *recipe_out) {
     }
     if (w > 60) w = 60;
     pct(t0, sizeof t0, r->top1_all);
-    printf("nvfp4dbg sensitivity: %s  granularity %s  %d units of %d quantized linears\n", nd_term_safe(r->ckpt, safe, sizeof safe),
-           r->granularity, r->nu, r->n_linears);
+    printf("nvfp4dbg sensitivity: %s  granularity %s  %d units of %d quantized linears", nd_term_safe(r->ckpt, safe, sizeof safe),
+           r->granularity, r->nu, r->ckpt_linears ? r->ckpt_linears : r->n_linears);
+    /* experts the prompt did not route to are in their units (and the recipes) but ran in no run */
+    if (r->ckpt_linears > r->n_linears) printf(" (%d run by these tokens)", r->n_linears);
+    printf("\n");
     printf("every linear NVFP4: final logits KL %.5g nats, top-1 agreement %s\n\n", r->kl_all, t0);
     printf("%-4s  %-*s  %7s  %-23s  %-20s\n", "rank", w, "unit", "linears", "kept in BF16: KL  top-1", "alone NVFP4: KL  top-1");
     for (int k = 0; k < r->nu; k++) {
@@ -253,12 +322,15 @@ void nd_sens_print_text(const nd_sens_report *r, const char *recipe_out) {
         const nd_sens_set *s = r->set;
         int lin = 0;
         for (int k = 0; k < s->n; k++) lin += r->units[k].n;
+        /* the checkpoint's count (experts these tokens did not route to included) when it was taken */
+        const int all = r->ckpt_linears ? r->ckpt_linears : r->n_linears;
+        if (r->ckpt_linears) lin = r->set_linears;
         printf("\n");
         if (s->n == 0) {
             printf("budget KL %.5g: met with every linear NVFP4 (KL %.5g); nothing to keep in high precision\n", s->budget, r->kl_all);
         } else {
             pct(t1, sizeof t1, s->top1);
-            printf("kept in high precision (%d of %d units, %d of %d linears):", s->n, r->nu, lin, r->n_linears);
+            printf("kept in high precision (%d of %d units, %d of the checkpoint's %d quantized linears):", s->n, r->nu, lin, all);
             for (int k = 0; k < s->n; k++) printf("%s %s", k ? "," : "", nd_term_safe(r->units[k].key, safe, sizeof safe));
             printf("\n  measured together: final logits KL %.5g nats, top-1 %s (predicted from the single runs: KL %.5g)", s->kl, t1,
                    s->predicted);

@@ -3,8 +3,15 @@
  * patch and a compressed-tensors ignore patch. */
 #ifndef ND_SENSITIVITY_OUT_H
 #define ND_SENSITIVITY_OUT_H
+#include <jansson.h>
 #include <stdint.h>
 #include "util/err.h"
+
+enum { ND_SENS_MODULE, ND_SENS_LAYER, ND_SENS_CLASS };
+/* The unit a stage (or a module path without its "model." prefix) belongs to at granularity g: the
+ * stage itself, "layer N", or the name with its layer index taken out and other numbers (expert
+ * indices) made "*" (mlp.experts.*.down_proj). */
+void nd_sens_unit_key(const char *stage, int g, char *out, size_t cap);
 
 typedef struct nd_sens_unit {
     const char *key;            /* "layer 3", "self_attn.q_proj", a stage name */
@@ -23,6 +30,9 @@ typedef struct nd_sens_set {
 
 typedef struct nd_sens_report {
     const char *ckpt, *granularity;
+    int gran;                   /* ND_SENS_* */
+    int ckpt_linears;           /* quantized linears in the checkpoint (run or not by these tokens) */
+    int set_linears;            /* ... of them in the set's units (after nd_sens_set_modules) */
     int64_t ntok;
     double kl_all, top1_all;    /* every linear NVFP4 */
     int n_linears, traces;
@@ -34,9 +44,13 @@ typedef struct nd_sens_report {
 
 /* --recipe-out DIR: refused (exit 2) unless it is new or an empty folder, and outside the checkpoint. */
 int nd_sens_out_check(const char *dir, const char *ckpt, nd_err *e);
+/* The checkpoint's quantized linears of the set's units, every one whether these tokens ran it or not
+ * (an expert the prompt never routed to is in its layer's and its class's units): a JSON array of
+ * module names (caller decrefs); fills r->ckpt_linears and r->set_linears. */
+json_t *nd_sens_set_modules(nd_sens_report *r);
 /* The set's modules (checkpoint names) written to DIR/llmcompressor-recipe.yaml (libyaml's emitter),
  * DIR/modelopt-quant-cfg.json and DIR/compressed-tensors-ignore.json. */
-int nd_sens_write_recipes(const char *dir, const nd_sens_report *r, nd_err *e);
+int nd_sens_write_recipes(const char *dir, nd_sens_report *r, nd_err *e);
 void nd_sens_print_text(const nd_sens_report *r, const char *recipe_out);
 void nd_sens_print_json(const nd_sens_report *r, const char *recipe_out);
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <jansson.h>
 #include "cli.h"
+#include "util/term.h"
 #include "synth/synth.h"
 #include "synth/synth_from.h"
 
@@ -135,7 +136,12 @@ int nd_cmd_synth(int argc, char **argv) {
                                     "--unequal-fused-scales/--json are for generated checkpoints)");
         else if (!o.n_injects) rc = nd_cli_usage_error("synth", "--from needs at least one --inject");
         else if ((rc = nd_synth_from(from, o.outdir, inj, o.n_injects, o.force, &e))) rc = nd_cli_error(&e);
-        else printf("wrote %s: the tensors of %s with %d fault(s), listed in %s.faults.json\n", o.outdir, from, o.n_injects, o.outdir);
+        else {
+            char od[16384], fr[16384];
+            nd_term_safe(o.outdir, od, sizeof od);
+            printf("wrote %s: the tensors of %s with %d fault(s), listed in %s.faults.json\n", od, nd_term_safe(from, fr, sizeof fr),
+                   o.n_injects, od);
+        }
         free(inj);
         return rc;
     }
@@ -174,8 +180,10 @@ int nd_cmd_synth(int argc, char **argv) {
         free(txt);
         json_decref(j);
     } else {
+        char ds[16384], rs[1024];
+        nd_term_safe(dir, ds, sizeof ds);
         printf("wrote %s (%s %s, %s NVFP4, seed %llu), original in %s/original, %d fault(s) listed in %s.faults.json\n",
-               dir, o.recipe, size_name[o.size], fmt_name[o.format], (unsigned long long)o.seed, dir, o.n_injects, dir);
+               ds, nd_term_safe(o.recipe, rs, sizeof rs), size_name[o.size], fmt_name[o.format], (unsigned long long)o.seed, ds, o.n_injects, ds);
     }
     free(inj);
     return 0;

@@ -1,5 +1,6 @@
 /* tokens.c — --tokens / --tokens-file parsing (SPEC §2). */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,5 +88,21 @@ int nd_parse_size(const char *s, uint64_t *out) {
     v *= mul;
     if (v < 1024.0 * 1024 || v > 1152921504606846976.0) return -1;
     *out = (uint64_t)v;
+    return 0;
+}
+
+int nd_parse_decimal(const char *s, double *out) {
+    if (!s || !*s || strspn(s, "0123456789+-.eE") != strlen(s)) return -1;
+    char *end;
+    errno = 0;
+    const double x = strtod(s, &end);
+    if (end == s || *end || errno == ERANGE || !isfinite(x)) return -1;
+    *out = x;
+    return 0;
+}
+
+int nd_parse_device(const char *s, int *out) {
+    if (!s || !*s || strspn(s, "0123456789") != strlen(s) || strlen(s) > 4) return -1;
+    *out = atoi(s);
     return 0;
 }

@@ -9,4 +9,9 @@ int nd_parse_layers(const char *s, int *lo, int *hi);
 /* --max-memory: a byte count with an optional K, M, G or T suffix (powers of 1024; "1.5G" too),
  * at least 1 MiB and at most 2^60; -1 on anything else. */
 int nd_parse_size(const char *s, uint64_t *out);
+/* An option's number written in decimal ("0.5", "1e-3", "-1"): not empty, no hexadecimal, no
+ * inf/nan, not one that overflows or underflows to 0 from a non-zero text; -1 on anything else. */
+int nd_parse_decimal(const char *s, double *out);
+/* --device: a CUDA device index, 0 or more; -1 on anything else. */
+int nd_parse_device(const char *s, int *out);
 #endif

@@ -360,7 +360,7 @@ int nd_cmd_trace(int argc, char **argv) {
         else if (!strcmp(a, "--tokens-file")) { NEED(); tokens_file = v; o.tokens_opt = a; o.tokens_val = v; free(tokens); if (nd_tokens_file(v, &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
         else if (!strcmp(a, "--layers")) { NEED(); if (nd_parse_layers(v, &o.layer_lo, &o.layer_hi)) { rc = nd_cli_usage_error("trace", "--layers %s: expected N, A-B or all", v); goto out; } }
         else if (!strcmp(a, "--backend")) { NEED(); o.backend = v; }
-        else if (!strcmp(a, "--device")) { NEED(); o.device = atoi(v); }
+        else if (!strcmp(a, "--device")) { NEED(); if (nd_parse_device(v, &o.device)) { rc = nd_cli_usage_error("trace", "--device %s: expected a device index (0, 1, ...)", v); goto out; } }
         else if (!strcmp(a, "--stack")) { NEED(); o.stack = v; }
         else if (!strcmp(a, "--override")) { NEED(); ovr[o.n_overrides++] = v; }
         else if (!strcmp(a, "--reference-checkpoint")) { NEED(); o.ref_ckpt = v; }
@@ -514,7 +514,8 @@ int nd_cmd_trace(int argc, char **argv) {
             goto out;
         }
         print_slice(&o, &res);
-        printf("trace written to %s\n", o.out_path);
+        char os[16384];
+        printf("trace written to %s\n", nd_term_safe(o.out_path, os, sizeof os));
     }
     int quantized = 0;
     for (int64_t i = 0; i < res.nrows && !quantized; i++) quantized = res.rows[i].quantized && !strcmp(res.rows[i].op, "linear");

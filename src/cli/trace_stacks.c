@@ -24,6 +24,7 @@ int nd_trace_stacks_check(const char *spec, nd_err *e) {
     char names[32][64];
     int n;
     ND_TRY(stack_names(spec, names, 32, &n, e));
+    if (n == 0) return nd_fail(e, ND_EXIT_BADINPUT, "--stacks '%s': names no stack (give all, or stack names separated by commas)", spec);
     for (int i = 0; i < n; i++) {
         nd_stack s;
         if (nd_stack_load(names[i], &s, e)) return nd_wrap(e, "--stacks");

@@ -340,6 +340,17 @@ static int check_window(const nd_run *r, nd_err *e) {
                    nd_ckpt_dir(r->ck), w, (long long)r->t, rc->name, rc->path, w);
 }
 
+/* Does any module hold quantized tensors? (a config can say NVFP4 over BF16 weights) */
+static int any_quantized(const nd_ckpt *c) {
+    const size_t n = nd_ckpt_module_count(c);
+    for (size_t i = 0; i < n; i++) {
+        nd_module m;
+        nd_err e2 = {0};
+        if (nd_ckpt_module(c, nd_ckpt_module_path(c, i), &m, &e2) == 0 && m.wfmt != ND_WF_DENSE) return 1;
+    }
+    return 0;
+}
+
 static int run_open(nd_run *r, const char *ckpt_dir, const char *recipe, const char *backend, int device,
                     const int64_t *tokens, int64_t ntok, nd_err *e) {
     ND_TRY(nd_ckpt_open(ckpt_dir, &r->ck, e));
@@ -453,10 +464,11 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     memset(&lp, 0, sizeof lp);
     r.loop = &lp;
     int rc = run_open(&r, o->ckpt_dir, o->recipe, o->backend, o->device, o->tokens, o->ntok, e);
-    if (!rc && !o->allow_unquantized && !strcmp(nd_ckpt_format_str(r.ck), "unquantized"))
-        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: no quantized module (format unquantized): both paths would run the same "
+    if (!rc && !o->allow_unquantized && (!strcmp(nd_ckpt_format_str(r.ck), "unquantized") || !any_quantized(r.ck)))
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: no quantized module (format %s%s): both paths would run the same "
                      "weights and find nothing. Trace the NVFP4 checkpoint (with this one as --reference-checkpoint), or "
-                     "pass --allow-unquantized to replay it anyway", nd_ckpt_dir(r.ck));
+                     "pass --allow-unquantized to replay it anyway", nd_ckpt_dir(r.ck), nd_ckpt_format_str(r.ck),
+                     strcmp(nd_ckpt_format_str(r.ck), "unquantized") ? ", but no module holds quantized tensors" : "");
     if (!rc) rc = nd_stack_load(o->stack ? o->stack : "exact", &r.stack, e);
     for (int i = 0; !rc && i < o->n_overrides; i++) rc = nd_stack_add_override(&r.stack, o->overrides[i], e);
     if (!rc) rc = nd_override_targets_check(&r, &r.stack, e);
@@ -464,6 +476,12 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     if (!rc && o->stage_rec && !nd_stage_rec_fast(o->stage_rec)) nd_stage_rec_watch(o->stage_rec, &r.stack);
     if (!rc && o->ref_ckpt) {
         rc = nd_ckpt_open(o->ref_ckpt, &r.ref_ck, e);
+        /* the reference path runs the original's weights: a quantized folder (the checkpoint
+         * itself, given twice by mistake) would make every weight figure 0 and hide the faults */
+        if (!rc && nd_ckpt_format(r.ref_ck) != ND_CKPT_UNQUANTIZED)
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "--reference-checkpoint %s: is itself quantized (%s%s); the reference path needs the "
+                         "unquantized original the checkpoint was made from", o->ref_ckpt, nd_ckpt_format_str(r.ref_ck),
+                         nd_ckpt_format(r.ref_ck) == nd_ckpt_format(r.ck) ? ", like the checkpoint" : "");
         if (!rc) r.ref_naming = nd_naming_pick(r.rc, r.ref_ck);
     }
     lp.opts = o;

@@ -19,7 +19,7 @@ enum nd_exit {
 
 typedef struct nd_err {
     int code;        /* an nd_exit value; 0 when no error */
-    char msg[1024];
+    char msg[8192];  /* two paths of PATH_MAX-ish length and the reason fit whole */
 } nd_err;
 
 /* Record an error and return its code, so callers can `return nd_fail(e, ...)`. A NULL e is

@@ -154,8 +154,16 @@ int nd_out_begin(nd_outtmp *o, const char *out, int *fd, nd_err *e) {
 
 int nd_out_commit(nd_outtmp *o, nd_err *e) {
     struct stat st;
-    if (lstat(o->out, &st) == 0 && !S_ISREG(st.st_mode)) {
+    const int exists = lstat(o->out, &st) == 0;
+    if (exists && !S_ISREG(st.st_mode)) {
         const int rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: became %s while the output was written; not replacing it", o->out, kind_of(st.st_mode));
+        nd_out_abort(o);
+        return rc;
+    }
+    /* a file replaced keeps its permissions (as cp and editors do): a 0600 trace stays private */
+    if (exists && chmod(o->tmp, st.st_mode & 07777) != 0) {
+        const int err = errno;
+        const int rc = nd_fail(e, nd_io_exit(err), "%s: cannot keep the replaced file's permissions: %s", o->out, strerror(err));
         nd_out_abort(o);
         return rc;
     }

@@ -280,6 +280,28 @@ done
 run "sliding_window 4 under an 8-token prompt" 2 "config.json: sliding_window 4, and the prompt has 8 tokens: recipe llama attends to every earlier token" -- trace "$tmp/sw-win" --tokens 1,2,3,4,5,6,7,8 "${T[@]}"
 run "... with use_sliding_window false" 0 "no divergence" -- trace "$tmp/sw-off" --tokens 1,2,3,4,5,6,7,8 "${T[@]}"
 run "... a prompt within the window" 0 "no divergence" -- trace "$tmp/sw-win" --tokens 1,2,3,4 "${T[@]}"
+# --- the ninth review's cases ---
+"$bin" synth "$tmp/n9" --recipe llama -q >/dev/null 2>&1
+run "--reference-checkpoint naming the checkpoint itself" 2 "is itself quantized (compressed-tensors, like the checkpoint)" -- trace "$tmp/n9" --reference-checkpoint "$tmp/n9" --tokens 1,2 "${T[@]}"
+deq=(); for l in 0 1; do for m in self_attn.q_proj self_attn.k_proj self_attn.v_proj self_attn.o_proj mlp.gate_proj mlp.up_proj mlp.down_proj; do deq+=(--inject "dequantize@layers.$l.$m"); done; done
+"$bin" synth "$tmp/n9deq" --from "$tmp/n9" "${deq[@]}" >/dev/null 2>&1
+run "a quantization config over dense weights: trace" 2 "format compressed-tensors, but no module holds quantized tensors" -- trace "$tmp/n9deq" --tokens 1,2 "${T[@]}"
+run "... and inspect" 1 "quant_config_mismatch : config.json declares a quantized checkpoint (compressed-tensors), but none of its 16 modules" -- inspect "$tmp/n9deq"
+for v in 2 -5 "" 0x1p-1 1e-400; do
+  run "bisect --min-cosine '$v'" 2 "--min-cosine .*expected a cosine in \[-1, 1\], in decimal" -- bisect "$tmp/n9" --tokens 1,2 --min-cosine "$v"
+done
+for v in 0x10 1e-400 ""; do
+  run "sensitivity --budget-kl '$v'" 2 "--budget-kl .*expected a KL in nats" -- sensitivity "$tmp/n9" --tokens 1,2 --budget-kl "$v"
+done
+run "trace --stacks=" 2 "--stacks '': names no stack" -- trace "$tmp/n9" --tokens 1,2 --stacks= "${T[@]}"
+run "trace --stacks=," 2 "names no stack" -- trace "$tmp/n9" --tokens 1,2 --stacks=, "${T[@]}"
+for v in abc -1 ""; do run "trace --device '$v'" 2 "--device .*expected a device index" -- trace "$tmp/n9" --tokens 1,2 --device "$v" "${T[@]}"; done
+# a file replaced keeps its permissions; paths are escaped in the "written to" lines
+"$bin" trace "$tmp/n9" --backend cpu --tokens 1,2 --out "$tmp/p600.h5" >/dev/null 2>&1; chmod 600 "$tmp/p600.h5"
+run "trace --force over a 0600 trace" 0 "trace written to" -- trace "$tmp/n9" --tokens 1,2 --out "$tmp/p600.h5" --backend cpu --force
+[ "$(stat -c %a "$tmp/p600.h5")" = 600 ] && pass=$((pass + 1)) || { echo "FAIL: the replaced trace is $(stat -c %a "$tmp/p600.h5"), not 600"; fail=$((fail + 1)); }
+run "an escape in --out" 0 'trace written to .*x1b\[31m' -- trace "$tmp/n9" --tokens 1,2 --backend cpu --out "$tmp/e$(printf '\033')[31m.h5"
+if grep -q "$(printf '\033')" "$tmp/out"; then echo "FAIL: raw ESC in trace's output"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
 # synth's --force takes no value: -q after it is the quiet switch
 run "synth --force -q" 0 "wrote" -- synth "$tmp/sq" --recipe llama --force -q
 

@@ -5,9 +5,9 @@
 # of the KL; the budgeted set is measured together and meets its budget (exit 0); a budget the
 # model cannot meet (DeepSeek-V4's FP8 KV cache is not a unit) is exit 1; the recipes written name
 # the kept modules; bad usage and a bad --recipe-out are exit 2 with nothing written.
-#   usage: sensitivity.sh NVFP4DBG
+#   usage: sensitivity.sh NVFP4DBG SOURCE_ROOT
 set -u
-bin="$1"
+bin="$1"; root="$2"
 . "$(dirname "$0")/../lib.sh"
 be="${ND_TEST_BACKEND:-cpu}"
 toks=3,1,4,1,5,9,2,6,5,3,5,8
@@ -45,7 +45,7 @@ ok "budget $budget: exit $rc, measured KL $set_kl within it, the planted module 
 # --keep 1 with the recipes
 "$bin" sensitivity "$tmp/ll" --backend "$be" --tokens $toks --granularity layer --keep 1 --recipe-out "$tmp/rec" >"$tmp/k.txt" 2>&1
 rc=$?
-ok "--keep 1 --recipe-out: exit $rc" '[ $rc -eq 0 ] && grep -q "^kept in high precision (1 of 3 units, 7 of 21 linears): layer 1$" "$tmp/k.txt"'
+ok "--keep 1 --recipe-out: exit $rc" '[ $rc -eq 0 ] && grep -q "^kept in high precision (1 of 3 units, 7 of the checkpoint.s 21 quantized linears): layer 1$" "$tmp/k.txt"'
 ok "llmcompressor recipe: a QuantizationModifier ignoring lm_head and layer 1's 7 linears" \
   'grep -q "^    QuantizationModifier:" "$tmp/rec/llmcompressor-recipe.yaml" && grep -q "^      - lm_head$" "$tmp/rec/llmcompressor-recipe.yaml" && [ "$(grep -c "^      - model.layers.1\." "$tmp/rec/llmcompressor-recipe.yaml")" -eq 7 ]'
 ok "ModelOpt patch: the quantizers of layer 1's linears disabled (list entries and the older dict form)" \
@@ -53,6 +53,12 @@ ok "ModelOpt patch: the quantizers of layer 1's linears disabled (list entries a
    [ "$(flat "$tmp/rec/modelopt-quant-cfg.json" | grep -o "\"\*model.layers.1.[a-z_.]*\.\*\":{\"enable\":false}" | wc -l)" -eq 7 ]'
 ok "compressed-tensors patch: the ignore list" 'flat "$tmp/rec/compressed-tensors-ignore.json" | grep -q "\"quantization_config\":{\"ignore\":\[\"lm_head\",\"model.layers.1."'
 
+# a MoE layer kept: every expert of it in the recipes, those the 3 tokens never routed to too
+"$bin" sensitivity "$root/golden/clean-v4" --backend "$be" --tokens 1,2,3 --keep 1 --recipe-out "$tmp/moe" >"$tmp/moe.txt" 2>&1
+kept=$(sed -n 's/^kept in high precision.*: layer \([0-9]*\)$/\1/p' "$tmp/moe.txt")
+ok "MoE: layer $kept kept, all 8 experts' gate_proj in the recipe ($(grep -c "^      - model.layers.$kept.mlp.experts.[0-9]*.gate_proj$" "$tmp/moe/llmcompressor-recipe.yaml"))" \
+  '[ -n "$kept" ] && [ "$(grep -c "^      - model.layers.$kept.mlp.experts.[0-9]*.gate_proj$" "$tmp/moe/llmcompressor-recipe.yaml")" -eq 8 ]'
+ok "MoE: the header says how many linears these tokens ran" 'grep -q "units of 64 quantized linears (40 run by these tokens)" "$tmp/moe.txt"'
 # DeepSeek-V4 (random weights: layer 0's own NVFP4 error leads when nothing is planted): the planted
 # layer ranks first; budget 0 cannot be met (the FP8 KV cache is no unit)
 "$bin" synth "$tmp/v4" --recipe deepseek_v4 --layers 3 --inject input-scale-mul=64@layers.1.mlp.shared_experts.down_proj >/dev/null 2>&1
