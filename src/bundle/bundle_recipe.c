@@ -8,24 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
+#include "util/membuf.h"
 #include "bundle_recipe.h"
-
-typedef struct { char *p; size_t n, cap; } membuf;
-
-static int on_write(void *data, unsigned char *buf, size_t size) {
-    membuf *m = data;
-    if (m->n + size + 1 > m->cap) {
-        size_t cap = (m->n + size + 1) * 2;
-        char *np = realloc(m->p, cap);
-        if (!np) return 0;
-        m->p = np;
-        m->cap = cap;
-    }
-    memcpy(m->p + m->n, buf, size);
-    m->n += size;
-    m->p[m->n] = 0;
-    return 1;
-}
 
 #define STR(d, s) yaml_document_add_scalar(d, NULL, (yaml_char_t *)(s), -1, YAML_DOUBLE_QUOTED_SCALAR_STYLE)
 #define KEY(d, s) yaml_document_add_scalar(d, NULL, (yaml_char_t *)(s), -1, YAML_PLAIN_SCALAR_STYLE)
@@ -138,11 +122,11 @@ int nd_bundle_recipe_text(const nd_bundle *b, char **out, nd_err *e) {
         if (!ok) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
     }
     yaml_document_delete(&stage);
-    membuf m = {0};
+    nd_membuf m = {0};
     yaml_emitter_t em;
     if (!rc && !yaml_emitter_initialize(&em)) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
     if (!rc) {
-        yaml_emitter_set_output(&em, on_write, &m);
+        yaml_emitter_set_output(&em, nd_membuf_append, &m);
         yaml_emitter_set_unicode(&em, 1);
         yaml_emitter_set_width(&em, -1);
         if (!yaml_emitter_open(&em) || !yaml_emitter_dump(&em, &d) || !yaml_emitter_close(&em) || !yaml_emitter_flush(&em))

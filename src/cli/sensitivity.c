@@ -43,6 +43,9 @@ static const char *usage_text =
     "  --granularity module|layer|class  the units (default layer)\n"
     "  --budget-kl X     the set of units to keep in high precision whose measured KL is at most X\n"
     "  --keep N          the N units of largest gain, run together\n"
+    "  --screen K        exact runs for the K units whose own NVFP4 error (their isolated rows'\n"
+    "                    rel L2 squared, from one full run) is largest; the others are listed by\n"
+    "                    that figure only (layer granularity on a deep model: 2K + 2 runs)\n"
     "  --recipe-out DIR  write the set as DIR/llmcompressor-recipe.yaml, DIR/modelopt-quant-cfg.json\n"
     "                    and DIR/compressed-tensors-ignore.json (DIR must be new or empty)\n"
     "  --recipe NAME|FILE, --tokens 1,2,3, --tokens-file FILE, --backend auto|cpu|cuda,\n"
@@ -58,6 +61,8 @@ typedef struct unit {
     int n;
     double kl_ref, top1_ref;        /* the unit alone on the reference path */
     double kl_alone, top1_alone;    /* the unit alone NVFP4 */
+    double proxy;                   /* --screen: Σ rel_l2² of its linears' isolated rows in the full run */
+    int screened_out;               /* --screen: not among the top candidates, no exact runs */
 } unit;
 
 typedef struct sens {
@@ -108,9 +113,19 @@ static int stages_of(const sens *s, const unsigned char *keep, int invert) {
 
 static int by_gain(const void *a, const void *b) {
     const unit *x = a, *y = b;
-    /* larger gain (smaller KL with the unit on the reference path) first; NaN last */
+    /* larger gain (smaller KL with the unit on the reference path) first; units screened out (no
+     * exact figure) after them, by their screen figure */
+    if (x->screened_out || y->screened_out) {
+        if (x->screened_out != y->screened_out) return x->screened_out - y->screened_out;
+        return (x->proxy < y->proxy) - (x->proxy > y->proxy);
+    }
     if (isnan(x->kl_ref) || isnan(y->kl_ref)) return isnan(x->kl_ref) - isnan(y->kl_ref);
     return (x->kl_ref > y->kl_ref) - (x->kl_ref < y->kl_ref);
+}
+
+static int by_proxy(const void *a, const void *b) {
+    const unit *x = a, *y = b;
+    return (x->proxy < y->proxy) - (x->proxy > y->proxy);
 }
 
 /* the quantized linears of a full run, and the units they form */
@@ -121,7 +136,9 @@ static int collect(sens *s, const nd_trace_result *res, int g) {
     if (!s->names || !s->u || !s->off) return nd_fail(s->e, ND_EXIT_INTERNAL, "out of memory");
     for (int64_t i = 0; i < res->nrows; i++) {
         const nd_row *r = &res->rows[i];
-        if (!r->quantized || strcmp(r->op, "linear") || strcmp(r->mode, "chained")) continue;
+        if (!r->quantized || strcmp(r->op, "linear")) continue;
+        if (!strcmp(r->mode, "isolated")) continue; /* their figures feed the screen, below */
+        if (strcmp(r->mode, "chained")) continue;
         int dup = 0;
         for (int j = 0; j < s->n && !dup; j++) dup = !strcmp(s->names[j], r->name);
         if (dup) continue;
@@ -138,6 +155,15 @@ static int collect(sens *s, const nd_trace_result *res, int g) {
         s->u[k].stages[s->u[k].n++] = s->n++;
     }
     if (!s->n) return nd_fail(s->e, ND_EXIT_BADINPUT, "%s: no quantized linear to rank (an unquantized checkpoint?)", s->o.ckpt_dir);
+    /* the screen's figure: each linear's own NVFP4 error energy, its isolated row's rel L2 squared */
+    for (int64_t i = 0; i < res->nrows; i++) {
+        const nd_row *r = &res->rows[i];
+        if (!r->quantized || strcmp(r->op, "linear") || strcmp(r->mode, "isolated")) continue;
+        char key[ND_NAME_LEN];
+        nd_sens_unit_key(r->name, g, key, sizeof key);
+        for (int k = 0; k < s->nu; k++)
+            if (!strcmp(s->u[k].key, key)) { s->u[k].proxy += isfinite(r->rel_l2) ? r->rel_l2 * r->rel_l2 : INFINITY; break; }
+    }
     return 0;
 }
 
@@ -157,7 +183,7 @@ int nd_cmd_sensitivity(int argc, char **argv) {
     s.o.modes = ND_MODES_CHAINED;
     const char **ovr = calloc((size_t)argc + 1, sizeof *ovr);
     int64_t *tokens = NULL, ntok = 0;
-    int json = 0, rc = 0, gran = ND_SENS_LAYER, keep_n = -1;
+    int json = 0, rc = 0, gran = ND_SENS_LAYER, keep_n = -1, screen = 0;
     double budget = NAN;
     const char *recipe_out = NULL;
     unsigned char *set = NULL;
@@ -195,6 +221,13 @@ int nd_cmd_sensitivity(int argc, char **argv) {
             if (end == v || *end || k < 1 || k > 1000000) { rc = nd_cli_usage_error("sensitivity", "--keep %s: expected a count of units, 1 or more", v); goto out; }
             keep_n = (int)k;
         }
+        else if (!strcmp(a, "--screen")) {
+            NEED();
+            char *end;
+            long k = strtol(v, &end, 10);
+            if (end == v || *end || k < 1 || k > 100000) { rc = nd_cli_usage_error("sensitivity", "--screen %s: expected a count of units, 1 or more", v); goto out; }
+            screen = (int)k;
+        }
         else if (!strcmp(a, "--json")) json = 1;
         else if (a[0] == '-') { rc = nd_cli_usage_error("sensitivity", "unknown option %s", a); goto out; }
         else if (!s.o.ckpt_dir) s.o.ckpt_dir = a;
@@ -218,11 +251,13 @@ int nd_cmd_sensitivity(int argc, char **argv) {
     {
         nd_trace_result res;
         s.o.n_ref_only = 0;
+        s.o.modes = screen ? ND_MODES_BOTH : ND_MODES_CHAINED; /* the screen reads the isolated rows */
         s.traces++;
         nd_progress_update(&s.pg, 0, "run 1: every linear NVFP4");
         if ((rc = nd_pipeline_trace(&s.o, &res, &e))) { nd_prompt_explain_vocab(&prompt, &e); nd_cli_error(&e); goto out; }
         const nd_row *h = head_row(&res);
         if (h) { kl_all = h->kl_div; top1_all = h->top1_agree; }
+        s.o.modes = ND_MODES_CHAINED;
         rc = h ? collect(&s, &res, gran)
                : nd_fail(&e, ND_EXIT_BADINPUT, "%s: with every linear NVFP4 the final logits are NaN/Inf (or the recipe has no head): a "
                          "fault, not a precision cost; nvfp4dbg trace names where it starts", s.o.ckpt_dir);
@@ -231,7 +266,16 @@ int nd_cmd_sensitivity(int argc, char **argv) {
     }
     /* nothing on the reference path but the units' own stages, and the reverse */
     if (!(set = calloc((size_t)s.nu + 1, 1))) { rc = ND_EXIT_INTERNAL; goto out; }
+    /* --screen K: only the K units of largest own error get the exact runs */
+    if (screen && screen < s.nu) {
+        qsort(s.u, (size_t)s.nu, sizeof *s.u, by_proxy);
+        for (int k = screen; k < s.nu; k++) {
+            s.u[k].screened_out = 1;
+            s.u[k].kl_ref = s.u[k].top1_ref = s.u[k].kl_alone = s.u[k].top1_alone = NAN;
+        }
+    }
     for (int k = 0; k < s.nu && !rc; k++) {
+        if (s.u[k].screened_out) continue;
         char what[ND_NAME_LEN + 48];
         memset(set, 0, (size_t)s.nu);
         set[k] = 1;
@@ -251,14 +295,15 @@ int nd_cmd_sensitivity(int argc, char **argv) {
                     s.nu, s.nu);
         int k = keep_n > 0 ? (keep_n < s.nu ? keep_n : s.nu) : 0;
         if (!isnan(budget)) {
-            /* the smallest prefix whose predicted KL meets the budget (0: none is needed) */
+            /* the smallest prefix whose predicted KL meets the budget (0: none is needed); a unit
+             * screened out has no prediction: it joins only when the measured KL asks for more */
             double pred = kl_all;
-            while (k < s.nu && !(pred <= budget)) { pred -= kl_all - s.u[k].kl_ref; k++; }
+            while (k < s.nu && !s.u[k].screened_out && !(pred <= budget)) { pred -= kl_all - s.u[k].kl_ref; k++; }
         }
         for (;;) {
             memset(set, 0, (size_t)s.nu);
             double pred = kl_all;
-            for (int j = 0; j < k; j++) { set[j] = 1; pred -= kl_all - s.u[j].kl_ref; }
+            for (int j = 0; j < k; j++) { set[j] = 1; if (!s.u[j].screened_out) pred -= kl_all - s.u[j].kl_ref; }
             chosen.n = k;
             chosen.predicted = pred > 0 ? pred : 0;
             if (k == 0) { chosen.kl = kl_all; chosen.top1 = top1_all; }
@@ -280,11 +325,12 @@ int nd_cmd_sensitivity(int argc, char **argv) {
     if (!out_units) { rc = ND_EXIT_INTERNAL; goto out; }
     for (int k = 0; k < s.nu; k++) {
         out_units[k] = (nd_sens_unit){s.u[k].key, s.u[k].n, s.u[k].kl_ref, s.u[k].top1_ref, s.u[k].kl_alone, s.u[k].top1_alone,
-                                      (const char **)calloc((size_t)s.u[k].n + 1, sizeof(char *))};
+                                      (const char **)calloc((size_t)s.u[k].n + 1, sizeof(char *)), s.u[k].proxy, s.u[k].screened_out};
         for (int j = 0; out_units[k].stages && j < s.u[k].n; j++) out_units[k].stages[j] = s.names[s.u[k].stages[j]];
     }
     rep.units = out_units;
     rep.nu = s.nu;
+    rep.screen = screen && screen < s.nu ? screen : 0;
     rep.set = (!isnan(budget) || keep_n > 0) ? &chosen : NULL;
     if (recipe_out && chosen.n > 0) rc = nd_sens_write_recipes(recipe_out, &rep, &e);
     else json_decref(nd_sens_set_modules(&rep)); /* the counts alone */

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <yaml.h>
+#include "util/membuf.h"
 #include "ckpt/ckpt.h"
 #include "util/outfile.h"
 #include "util/term.h"
@@ -126,23 +127,6 @@ static int write_file(const char *dir, const char *name, const char *bytes, size
     return rc;
 }
 
-typedef struct membuf { char *p; size_t n, cap; } membuf;
-static int on_write(void *data, unsigned char *buf, size_t size) {
-    membuf *m = data;
-    if (m->n + size + 1 > m->cap) {
-        size_t c = m->cap ? m->cap * 2 : 4096;
-        while (c < m->n + size + 1) c *= 2;
-        char *q = realloc(m->p, c);
-        if (!q) return 0;
-        m->p = q;
-        m->cap = c;
-    }
-    memcpy(m->p + m->n, buf, size);
-    m->n += size;
-    m->p[m->n] = 0;
-    return 1;
-}
-
 static int scalar(yaml_emitter_t *em, const char *s) {
     yaml_event_t ev;
     return yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s), 1, 1, YAML_ANY_SCALAR_STYLE) &&
@@ -155,11 +139,11 @@ static int mapping(yaml_emitter_t *em, int start) {
 }
 
 /* quant_stage: quant_modifiers: QuantizationModifier: {targets: [Linear], scheme: NVFP4, ignore: [...]} */
-static int recipe_yaml(json_t *ignore, membuf *m, nd_err *e) {
+static int recipe_yaml(json_t *ignore, nd_membuf *m, nd_err *e) {
     yaml_emitter_t em;
     yaml_event_t ev;
     if (!yaml_emitter_initialize(&em)) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
-    yaml_emitter_set_output(&em, on_write, m);
+    yaml_emitter_set_output(&em, nd_membuf_append, m);
     yaml_emitter_set_unicode(&em, 1);
     yaml_emitter_set_width(&em, -1);
     int ok = yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING) && yaml_emitter_emit(&em, &ev) &&
@@ -234,7 +218,7 @@ int nd_sens_write_recipes(const char *dir, nd_sens_report *r, nd_err *e) {
         json_array_append_new(cfg, json_pack("{s:s, s:b}", "quantizer_name", pat, "enable", 0));
         json_object_set_new(cfg_dict, pat, json_pack("{s:b}", "enable", 0));
     }
-    membuf m = {0};
+    nd_membuf m = {0};
     int rc = recipe_yaml(ignore, &m, e);
     if (!rc) rc = write_file(dir, "llmcompressor-recipe.yaml", m.p, m.n, e);
     free(m.p);
@@ -268,7 +252,8 @@ void nd_sens_print_json(const nd_sens_report *r, const char *recipe_out) {
         const nd_sens_unit *u = &r->units[k];
         json_t *st = json_array();
         for (int j = 0; j < u->n; j++) json_array_append_new(st, json_string(u->stages[j]));
-        json_array_append_new(units, json_pack("{s:i, s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "rank", k + 1, "unit", u->key, "stages", st,
+        json_array_append_new(units, json_pack("{s:i, s:s, s:o, s:b, s:o, s:o, s:o, s:o, s:o, s:o}", "rank", k + 1, "unit", u->key, "stages", st,
+                                               "screened_out", u->screened_out, "own_error_energy", num(u->proxy),
                                                "kl_kept", num(u->kl_ref), "top1_kept", num(u->top1_ref), "gain",
                                                num(r->kl_all - u->kl_ref), "kl_alone_nvfp4", num(u->kl_alone), "top1_alone_nvfp4",
                                                num(u->top1_alone)));
@@ -282,6 +267,7 @@ void nd_sens_print_json(const nd_sens_report *r, const char *recipe_out) {
                                                    num(r->set->budget), "budget_met", isnan(r->set->budget) || r->set->kl <= r->set->budget));
         if (recipe_out && r->set->n) json_object_set_new(root, "recipe_out", json_string(recipe_out));
     }
+    json_object_set_new(root, "screen", r->screen ? json_integer(r->screen) : json_null());
     json_object_set_new(root, "runs", json_integer(r->traces));
     json_object_set_new(root, "elapsed_s", json_real(r->elapsed_s));
     json_object_set_new(root, "max_rss_mb", json_real(r->max_rss_mb));
@@ -315,8 +301,12 @@ void nd_sens_print_text(const nd_sens_report *r, const char *recipe_out) {
         const nd_sens_unit *u = &r->units[k];
         pct(t1, sizeof t1, u->top1_ref);
         pct(t2, sizeof t2, u->top1_alone);
-        printf("%-4d  %-*s  %7d  %-10.4g %6s (%+.2g)  %-10.4g %6s\n", k + 1, w, nd_term_safe(u->key, safe, sizeof safe), u->n,
-               u->kl_ref, t1, u->kl_ref - r->kl_all, u->kl_alone, t2);
+        if (u->screened_out)
+            printf("%-4d  %-*s  %7d  screened out (own error energy %.3g)\n", k + 1, w, nd_term_safe(u->key, safe, sizeof safe), u->n,
+                   u->proxy);
+        else
+            printf("%-4d  %-*s  %7d  %-10.4g %6s (%+.2g)  %-10.4g %6s\n", k + 1, w, nd_term_safe(u->key, safe, sizeof safe), u->n,
+                   u->kl_ref, t1, u->kl_ref - r->kl_all, u->kl_alone, t2);
     }
     if (r->set) {
         const nd_sens_set *s = r->set;
@@ -341,5 +331,8 @@ void nd_sens_print_text(const nd_sens_report *r, const char *recipe_out) {
                        nd_term_safe(recipe_out, safe, sizeof safe), safe, safe);
         }
     }
+    if (r->screen)
+        printf("--screen %d: exact runs for the %d units of largest own NVFP4 error, the other %d ranked by it alone\n", r->screen,
+               r->screen, r->nu - r->screen);
     printf("%d runs in %.1f s, peak memory %.0f MB\n", r->traces, r->elapsed_s, r->max_rss_mb);
 }

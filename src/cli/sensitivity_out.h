@@ -19,6 +19,8 @@ typedef struct nd_sens_unit {
     double kl_ref, top1_ref;    /* the final logits with the unit alone on the reference path */
     double kl_alone, top1_alone;/* ... with the unit alone NVFP4 in an otherwise reference model */
     const char **stages;
+    double proxy;               /* --screen's figure: Σ rel_l2² of its isolated rows */
+    int screened_out;           /* no exact runs (kl_* NaN) */
 } nd_sens_unit;
 
 typedef struct nd_sens_set {
@@ -40,6 +42,7 @@ typedef struct nd_sens_report {
     const nd_sens_unit *units;  /* ranked: largest gain first */
     int nu;
     const nd_sens_set *set;     /* NULL without --budget-kl / --keep */
+    int screen;                 /* --screen K when it left units out, else 0 */
 } nd_sens_report;
 
 /* --recipe-out DIR: refused (exit 2) unless it is new or an empty folder, and outside the checkpoint. */

@@ -34,6 +34,12 @@ ok "module granularity: one unit per quantized linear (3 layers x 7 = $n_units)"
 runs=$(num runs "$tmp/m.json")
 ok "two runs per unit and the full run ($runs)" '[ "$runs" -eq 43 ]'
 
+# --screen 1: one full run of both modes ranks the units by their own NVFP4 error; only the first gets
+# the two exact runs (the planted layer: its clipped activations), the others are listed screened out
+"$bin" sensitivity "$tmp/ll" --backend "$be" --tokens $toks --screen 1 >"$tmp/scr.txt" 2>&1
+rc=$?
+ok "--screen 1: exit $rc, layer 1 first with exact figures, 2 screened out, 3 runs" \
+  '[ $rc -eq 0 ] && grep -qE "^1 +layer 1 +7 +[0-9.e-]+ " "$tmp/scr.txt" && [ "$(grep -c "screened out (own error energy" "$tmp/scr.txt")" -eq 2 ] && grep -q "^3 runs in" "$tmp/scr.txt"'
 # a budget: half the full KL; the set is measured together and meets it
 budget=$(awk -v a="$kl_all" 'BEGIN { printf "%.6g", a / 2 }')
 "$bin" sensitivity "$tmp/ll" --backend "$be" --tokens $toks --granularity module --budget-kl "$budget" --json >"$tmp/b.json" 2>/dev/null

@@ -21,6 +21,13 @@ ok "$fam clean: exit $?, layer $mid does not lead (got: $(first "$tmp/clean.txt"
 rc=$?
 ok "$fam planted at layer $mid: exit $rc, it ranks first (got: $(first "$tmp/p.txt"))" '[ $rc -eq 0 ] && [ "$(first "$tmp/p.txt")" = "layer $mid" ]'
 
+# the screen (issue 35: layer granularity within about 10 traces' time): one full run ranks the 30
+# layers by their own NVFP4 error, exact runs for the top 4: 1 + 8 runs, the planted layer still first
+"$bin" sensitivity "$tmp/ck" --tokens "$t12" --backend "$be" -q --screen 4 >"$tmp/s.txt" 2>"$tmp/err"
+rc=$?
+ok "$fam --screen 4: exit $rc, layer $mid first, 9 runs ($(tail -1 "$tmp/s.txt"))" \
+  '[ $rc -eq 0 ] && [ "$(first "$tmp/s.txt")" = "layer $mid" ] && grep -q "^9 runs in" "$tmp/s.txt"'
+
 out=$("$py" - "$tmp/rec" "$m" "$mid" <<'PY' 2>"$tmp/py.err"
 import copy, json, sys, torch
 rec, m, mid = sys.argv[1], sys.argv[2], int(sys.argv[3])
