@@ -116,6 +116,8 @@ int nd_cmd_replay(int argc, char **argv) {
     nd_trace_opts o;
     memset(&o, 0, sizeof o);
     o.ckpt_dir = dir;
+    /* the bundle holds one stage's tensors: a norm's or a BF16 head's hold nothing quantized */
+    o.allow_unquantized = 1;
     o.recipe = recipe;
     o.stack = stack;
     o.backend = backend;
