@@ -177,10 +177,11 @@ int nd_ydoc_bool(const nd_ydoc *d, const char *key, const yaml_node_t *v, int *o
 
 int nd_ydoc_number(const nd_ydoc *d, const char *key, const yaml_node_t *v, double lo, double hi, double *out) {
     const char *s = plain(v);
-    char *end = NULL;
     /* decimal only: strtod would also take 0x10 (hexadecimal) and the like */
-    double x = s && strspn(s, "0123456789+-.eE") == strlen(s) ? strtod(s, &end) : NAN;
-    if (!s || end == s || *end || !isfinite(x))
+    const int decimal = s && strspn(s, "0123456789+-.eE") == strlen(s);
+    char *end = (char *)s;
+    double x = decimal ? strtod(s, &end) : NAN;
+    if (!decimal || end == s || *end || !isfinite(x))
         return nd_ydoc_fail(d, v, "%s must be a number (unquoted), not '%s'", key, shown(v));
     if (x < lo || x > hi) return nd_ydoc_fail(d, v, "%s is %s, outside [%g, %g]", key, s, lo, hi);
     *out = x;
