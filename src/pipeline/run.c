@@ -318,39 +318,6 @@ static void run_close(nd_run *r) {
 /* SPEC §2: a fixed built-in list of 16 ids, each taken modulo the vocabulary size. */
 static const int64_t default_tokens[16] = {0, 1, 100, 2000, 30000, 128000, 7, 42, 999, 12345, 64, 5, 77777, 256, 31, 9};
 
-/* config.json's sliding_window (Mistral, and Qwen's with use_sliding_window true) limits what a
- * token attends to; a recipe whose attention stages have no `window` attribute attends to every
- * earlier token, which differs only when the prompt is longer than the window: refused then. */
-static int check_window(const nd_run *r, nd_err *e) {
-    double w = 0, use = 1;
-    if (nd_cfg_number(r->cfg, "sliding_window", &w) || !(w > 0) || r->t <= (int64_t)w) return 0;
-    if (!nd_cfg_number(r->cfg, "use_sliding_window", &use) && use == 0) return 0;
-    const nd_recipe *rc = r->rc;
-    const nd_stage_def *secs[3] = {rc->prologue, rc->layer, rc->epilogue};
-    const int ns[3] = {rc->n_prologue, rc->n_layer, rc->n_epilogue};
-    int attends = 0;
-    for (int k = 0; k < 3; k++)
-        for (int i = 0; i < ns[k]; i++) {
-            if (nd_stage_attr(&secs[k][i], "window")) return 0;
-            attends |= !strncmp(secs[k][i].op, "attention", 9);
-        }
-    if (!attends) return 0; /* no attention stage (a replayed bundle's one stage) */
-    return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: sliding_window %.0f, and the prompt has %lld tokens: recipe %s attends to "
-                   "every earlier token (%s), so its reference would differ from the model's; trace at most %.0f tokens",
-                   nd_ckpt_dir(r->ck), w, (long long)r->t, rc->name, rc->path, w);
-}
-
-/* Does any module hold quantized tensors? (a config can say NVFP4 over BF16 weights) */
-static int any_quantized(const nd_ckpt *c) {
-    const size_t n = nd_ckpt_module_count(c);
-    for (size_t i = 0; i < n; i++) {
-        nd_module m;
-        nd_err e2 = {0};
-        if (nd_ckpt_module(c, nd_ckpt_module_path(c, i), &m, &e2) == 0 && m.wfmt != ND_WF_DENSE) return 1;
-    }
-    return 0;
-}
-
 static int run_open(nd_run *r, const char *ckpt_dir, const char *recipe, const char *backend, int device,
                     const int64_t *tokens, int64_t ntok, nd_err *e) {
     ND_TRY(nd_ckpt_open(ckpt_dir, &r->ck, e));
@@ -358,27 +325,7 @@ static int run_open(nd_run *r, const char *ckpt_dir, const char *recipe, const c
     if (recipe) ND_TRY(nd_recipe_load(recipe, &r->rc, e));
     else ND_TRY(nd_recipe_for_model_type(r->cfg->model_type, &r->rc, e));
     ND_TRY(nd_op_validate_recipe(r->rc, e));
-    for (int i = 0; i < r->rc->n_unsupported; i++) {
-        double v;
-        const char *key = r->rc->unsupported[i], *sv = nd_cfg_string(r->cfg, key);
-        if (sv || (!nd_cfg_number(r->cfg, key, &v) && v != 0))
-            return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: '%s' is set (not null, 0 or false), which recipe %s does "
-                           "not model (%s): its reference would be wrong", nd_ckpt_dir(r->ck), key, r->rc->name, r->rc->path);
-    }
-    for (int i = 0; i < r->rc->n_req; i++) {
-        const char *key = r->rc->req_key[i], *sv = nd_cfg_string(r->cfg, key);
-        int hit = !sv;
-        for (int j = 0; sv && j < r->rc->n_req_val[i]; j++) hit |= !strcmp(sv, r->rc->req_val[i][j]);
-        if (!hit) {
-            char list[300] = "";
-            for (int j = 0; j < r->rc->n_req_val[i]; j++)
-                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", j ? ", " : "", r->rc->req_val[i][j]);
-            char sv_safe[200];
-            snprintf(sv_safe, sizeof sv_safe, "%.120s", sv);
-            return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: %s is '%s'; recipe %s computes %s only (%s): its reference would "
-                           "be wrong", nd_ckpt_dir(r->ck), key, sv_safe, r->rc->name, list, r->rc->path);
-        }
-    }
+    ND_TRY(nd_run_check_config(r, e)); /* run_checks.c */
     r->naming = nd_naming_pick(r->rc, r->ck);
     ND_TRY(open_backend(backend, device, &r->be, e));
     if (!tokens || !ntok) {
@@ -390,7 +337,7 @@ static int run_open(nd_run *r, const char *ckpt_dir, const char *recipe, const c
     }
     r->t = ntok;
     r->tokens = (int64_t *)tokens;
-    ND_TRY(check_window(r, e));
+    ND_TRY(nd_run_check_window(r, e));
     r->pos = malloc(sizeof(int32_t) * (size_t)(ntok ? ntok : 1));
     if (!r->pos) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
     for (int64_t i = 0; i < ntok; i++) r->pos[i] = (int32_t)i;
@@ -464,7 +411,7 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     memset(&lp, 0, sizeof lp);
     r.loop = &lp;
     int rc = run_open(&r, o->ckpt_dir, o->recipe, o->backend, o->device, o->tokens, o->ntok, e);
-    if (!rc && !o->allow_unquantized && (!strcmp(nd_ckpt_format_str(r.ck), "unquantized") || !any_quantized(r.ck)))
+    if (!rc && !o->allow_unquantized && (!strcmp(nd_ckpt_format_str(r.ck), "unquantized") || !nd_run_any_quantized(r.ck)))
         rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: no quantized module (format %s%s): both paths would run the same "
                      "weights and find nothing. Trace the NVFP4 checkpoint (with this one as --reference-checkpoint), or "
                      "pass --allow-unquantized to replay it anyway", nd_ckpt_dir(r.ck), nd_ckpt_format_str(r.ck),

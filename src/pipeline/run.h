@@ -193,4 +193,10 @@ nd_buf *nd_run_captured(nd_run *r, const char *stage, const char *module, const 
  * followed by a knob; else exit 2 with the nearest name (before the replay) */
 int nd_override_targets_check(const nd_run *r, const nd_stack *st, nd_err *e);
 
+/* run_checks.c: the config against the recipe (unsupported: and requires: keys), the prompt against
+ * a config sliding window the recipe does not model, and whether any module holds quantized
+ * tensors (1) or none does (0). */
+int nd_run_check_config(const nd_run *r, nd_err *e);
+int nd_run_check_window(const nd_run *r, nd_err *e);
+int nd_run_any_quantized(const nd_ckpt *c);
 #endif

@@ -1,0 +1,65 @@
+/* run_checks.c — what a checkpoint's config says against what the recipe computes, before a run
+ * (run.h): keys the recipe does not model, values it does not compute, a sliding window, and
+ * whether anything is quantized at all. Each refusal is exit 2 naming config.json and the recipe. */
+#include <stdio.h>
+#include <string.h>
+#include "run.h"
+
+int nd_run_check_config(const nd_run *r, nd_err *e) {
+    for (int i = 0; i < r->rc->n_unsupported; i++) {
+        double v;
+        const char *key = r->rc->unsupported[i], *sv = nd_cfg_string(r->cfg, key);
+        if (sv || (!nd_cfg_number(r->cfg, key, &v) && v != 0))
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: '%s' is set (not null, 0 or false), which recipe %s does "
+                           "not model (%s): its reference would be wrong", nd_ckpt_dir(r->ck), key, r->rc->name, r->rc->path);
+    }
+    for (int i = 0; i < r->rc->n_req; i++) {
+        const char *key = r->rc->req_key[i], *sv = nd_cfg_string(r->cfg, key);
+        int hit = !sv;
+        for (int j = 0; sv && j < r->rc->n_req_val[i]; j++) hit |= !strcmp(sv, r->rc->req_val[i][j]);
+        if (!hit) {
+            char list[300] = "";
+            for (int j = 0; j < r->rc->n_req_val[i]; j++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", j ? ", " : "", r->rc->req_val[i][j]);
+            char sv_safe[200];
+            snprintf(sv_safe, sizeof sv_safe, "%.120s", sv);
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: %s is '%s'; recipe %s computes %s only (%s): its reference would "
+                           "be wrong", nd_ckpt_dir(r->ck), key, sv_safe, r->rc->name, list, r->rc->path);
+        }
+    }
+    return 0;
+}
+
+/* config.json's sliding_window (Mistral, and Qwen's with use_sliding_window true) limits what a
+ * token attends to; a recipe whose attention stages have no `window` attribute attends to every
+ * earlier token, which differs only when the prompt is longer than the window: refused then. */
+int nd_run_check_window(const nd_run *r, nd_err *e) {
+    double w = 0, use = 1;
+    if (nd_cfg_number(r->cfg, "sliding_window", &w) || !(w > 0) || r->t <= (int64_t)w) return 0;
+    if (!nd_cfg_number(r->cfg, "use_sliding_window", &use) && use == 0) return 0;
+    const nd_recipe *rc = r->rc;
+    const nd_stage_def *secs[3] = {rc->prologue, rc->layer, rc->epilogue};
+    const int ns[3] = {rc->n_prologue, rc->n_layer, rc->n_epilogue};
+    int attends = 0;
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < ns[k]; i++) {
+            if (nd_stage_attr(&secs[k][i], "window")) return 0;
+            attends |= !strncmp(secs[k][i].op, "attention", 9);
+        }
+    if (!attends) return 0; /* no attention stage (a replayed bundle's one stage) */
+    return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: sliding_window %.0f, and the prompt has %lld tokens: recipe %s attends to "
+                   "every earlier token (%s), so its reference would differ from the model's; trace at most %.0f tokens",
+                   nd_ckpt_dir(r->ck), w, (long long)r->t, rc->name, rc->path, w);
+}
+
+/* Does any module hold quantized tensors? (a config can say NVFP4 over BF16 weights) */
+int nd_run_any_quantized(const nd_ckpt *c) {
+    const size_t n = nd_ckpt_module_count(c);
+    for (size_t i = 0; i < n; i++) {
+        nd_module m;
+        nd_err e2 = {0};
+        if (nd_ckpt_module(c, nd_ckpt_module_path(c, i), &m, &e2) == 0 && m.wfmt != ND_WF_DENSE) return 1;
+    }
+    return 0;
+}
+
