@@ -27,6 +27,23 @@ int nd_run_check_config(const nd_run *r, nd_err *e) {
                            "be wrong", nd_ckpt_dir(r->ck), key, sv_safe, r->rc->name, list, r->rc->path);
         }
     }
+    /* attention_bias: true promises q/k/v/o biases; a checkpoint without them is another model (the
+     * recipe's q_proj of layer 0 as the witness, when the checkpoint names it so) */
+    double ab = 0;
+    if (!nd_cfg_number(r->cfg, "attention_bias", &ab) && ab != 0)
+        for (int i = 0; i < r->rc->n_layer; i++) {
+            const nd_stage_def *st = &r->rc->layer[i];
+            if (strcmp(st->op, "linear") || !strstr(st->module, "self_attn.q_proj")) continue;
+            char path[256];
+            nd_expand(st->module, 0, 0, path, sizeof path);
+            nd_module m;
+            nd_err e2 = {0};
+            if (!nd_ckpt_has_module(r->ck, path) || nd_ckpt_module(r->ck, path, &m, &e2)) break;
+            if (!m.bias)
+                return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: attention_bias is true, but %s has no bias tensor: the config "
+                               "does not describe these weights", nd_ckpt_dir(r->ck), path);
+            break;
+        }
     return 0;
 }
 
