@@ -292,9 +292,15 @@ int sy_stage_begin(const char *dir, char *stage, size_t cap, int *slot, nd_err *
 }
 
 int sy_stage_commit(const char *stage, int slot, const char *dir, int force, nd_err *e) {
+    struct stat before;
+    const int existed = lstat(dir, &before) == 0 && S_ISDIR(before.st_mode);
     int rc = sy_outdir_prepare(dir, force, e);
     struct stat st;
     if (!rc && (lstat(dir, &st) || !S_ISDIR(st.st_mode))) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: not a directory", dir);
+    /* a folder replaced keeps its permissions (a 0700 folder stays private); a new one keeps the
+     * staging folder's (the umask's, or synth --from's source folder's) */
+    if (!rc && existed && chmod(stage, before.st_mode & 07777))
+        rc = nd_fail(e, nd_io_exit(errno), "%s: cannot keep the folder's permissions: %s", dir, strerror(errno));
     /* dir is now empty: rename replaces an empty folder */
     if (!rc && rename(stage, dir))
         rc = nd_fail(e, nd_io_exit(errno), "%s: cannot move the new checkpoint into place: %s%s", dir, strerror(errno), nd_io_hint(errno));

@@ -302,6 +302,10 @@ run "trace --force over a 0600 trace" 0 "trace written to" -- trace "$tmp/n9" --
 [ "$(stat -c %a "$tmp/p600.h5")" = 600 ] && pass=$((pass + 1)) || { echo "FAIL: the replaced trace is $(stat -c %a "$tmp/p600.h5"), not 600"; fail=$((fail + 1)); }
 run "an escape in --out" 0 'trace written to .*x1b\[31m' -- trace "$tmp/n9" --tokens 1,2 --backend cpu --out "$tmp/e$(printf '\033')[31m.h5"
 if grep -q "$(printf '\033')" "$tmp/out"; then echo "FAIL: raw ESC in trace's output"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
+# synth --force over a 0700 folder of its own output keeps the folder private
+"$bin" synth "$tmp/s700" --recipe llama -q >/dev/null 2>&1; chmod 700 "$tmp/s700"
+run "synth --force over a 0700 folder" 0 "wrote" -- synth "$tmp/s700" --recipe llama --force
+[ "$(stat -c %a "$tmp/s700")" = 700 ] && pass=$((pass + 1)) || { echo "FAIL: the replaced synth folder is $(stat -c %a "$tmp/s700"), not 700"; fail=$((fail + 1)); }
 # attention_bias: true over a checkpoint without biases (its q_proj has none): not this model
 mkdir -p "$tmp/abias"; ln -sf "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/abias/model.safetensors"
 sed 's/"attention_bias": false/"attention_bias": true/' "$root/golden/conformance/llama/nvfp4/config.json" >"$tmp/abias/config.json"
