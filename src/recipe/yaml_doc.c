@@ -86,10 +86,15 @@ int nd_ydoc_load(nd_ydoc *d, const char *path, const char *what, nd_err *e) {
     FILE *f = nd_fopen_regular(path, &kind);
     if (!f && kind) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not a regular file (%s); refusing to read the %s", path, kind, what);
     if (!f) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot open %s: %s", path, what, strerror(errno));
-    int deep_line = 0;
-    if (!nd_yaml_depth_ok(f, ND_YAML_MAX_DEPTH, &deep_line)) {
+    int deep_line = 0, tag_line = 0;
+    if (!nd_yaml_depth_ok(f, ND_YAML_MAX_DEPTH, &deep_line, &tag_line)) {
         fclose(f);
         return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: nested deeper than %d levels", path, deep_line, ND_YAML_MAX_DEPTH);
+    }
+    if (tag_line) {
+        fclose(f);
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: an explicit YAML tag (such as !!str): a %s takes plain values, not tagged ones",
+                       path, tag_line, what);
     }
     yaml_parser_t p;
     if (!yaml_parser_initialize(&p)) {

@@ -302,6 +302,9 @@ run "trace --force over a 0600 trace" 0 "trace written to" -- trace "$tmp/n9" --
 [ "$(stat -c %a "$tmp/p600.h5")" = 600 ] && pass=$((pass + 1)) || { echo "FAIL: the replaced trace is $(stat -c %a "$tmp/p600.h5"), not 600"; fail=$((fail + 1)); }
 run "an escape in --out" 0 'trace written to .*x1b\[31m' -- trace "$tmp/n9" --tokens 1,2 --backend cpu --out "$tmp/e$(printf '\033')[31m.h5"
 if grep -q "$(printf '\033')" "$tmp/out"; then echo "FAIL: raw ESC in trace's output"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
+# a tagged tolerance (!!str 1) is refused, not read as the number
+printf 'default:\n  cosine: {abs: !!str 1}\n' >"$tmp/tag.yaml"
+run "tolerance !!str 1" 2 "tag.yaml:2: an explicit YAML tag" -- compare "$tmp/rt.h5" "$tmp/rt.h5" --tolerances "$tmp/tag.yaml"
 # synth --force over a 0700 folder of its own output keeps the folder private
 "$bin" synth "$tmp/s700" --recipe llama -q >/dev/null 2>&1; chmod 700 "$tmp/s700"
 run "synth --force over a 0700 folder" 0 "wrote" -- synth "$tmp/s700" --recipe llama --force
