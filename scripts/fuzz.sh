@@ -60,4 +60,13 @@ export -f run_one
 printf '%s\n' "${harnesses[@]}" | xargs -P "${FUZZ_JOBS:-$(nproc)}" -I{} bash -c "run_one {} $secs"
 total=$(find tests/fuzz/crashes -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) 2>/dev/null | wc -l)
 echo "fuzz.sh: $total findings in tests/fuzz/crashes/ (logs in $B/fuzz/*.log)"
+# a finding on a machine that is then thrown away (CI) must be reproducible from its output alone:
+# each one's report lines and the input itself (base64; replay with build-fuzz/fuzz/fuzz_H FILE)
+find tests/fuzz/crashes -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) 2>/dev/null |
+  while read -r f; do
+    h=$(basename "$(dirname "$f")")
+    echo "--- $f (harness $h)"
+    grep -E 'ERROR:|SUMMARY:|ALARM|out-of-memory|#[0-9]+ 0x' "$B/fuzz/$h.log" | head -n 30
+    if [ "$(stat -c %s "$f")" -le 65536 ]; then echo "input (base64):"; base64 -w 0 "$f"; echo; fi
+  done
 [ "$total" -eq 0 ]

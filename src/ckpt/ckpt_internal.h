@@ -2,7 +2,10 @@
 #ifndef ND_CKPT_INTERNAL_H
 #define ND_CKPT_INTERNAL_H
 
-#include <regex.h>
+#ifndef PCRE2_CODE_UNIT_WIDTH
+#define PCRE2_CODE_UNIT_WIDTH 8
+#endif
+#include <pcre2.h>
 #include "ckpt/ckpt.h"
 
 struct nd_st_file {
@@ -18,12 +21,15 @@ struct nd_st_file {
     int guard;                  /* util/mapguard.h slot of the mapping */
 };
 
-/* One name pattern of a quantization config: exact text, POSIX regex ("re:..."), or glob. */
+/* One name pattern of a quantization config: exact text, Python regex ("re:...", through PCRE2
+ * with match limits), or glob. */
 typedef enum { ND_PAT_EXACT, ND_PAT_REGEX, ND_PAT_GLOB, ND_PAT_CLASS } nd_pat_kind;
 typedef struct nd_pat {
     nd_pat_kind kind;
     char *text;
-    regex_t re;
+    pcre2_code *re;
+    pcre2_match_context *mc;
+    int *limit_hit;  /* heap: set when a match ran past PCRE2's limits (read by nd_qcfg_pattern_error) */
 } nd_pat;
 
 typedef struct nd_ct_group {
@@ -110,6 +116,8 @@ int nd_qcfg_ignored(const nd_qcfg *q, const char *module);
 /* 1 when the config says the module's input activations are quantized to 4 bits. */
 int nd_qcfg_act_quant(const nd_qcfg *q, const char *module, int *known);
 int nd_pat_match(const nd_pat *p, const char *name);
+/* exit 2 naming the first "re:" pattern whose match ran past PCRE2's limits; 0 when none did */
+int nd_qcfg_pattern_error(const nd_qcfg *q, const char *file, nd_err *e);
 
 /* mx_experts.c: gpt-oss's P.<proj>_blocks / _scales / _bias [experts, ...] as per-expert views
  * P.<e>.<proj>.weight / .weight_scale / .bias (exit 2 for blocks without matching scales). */

@@ -183,9 +183,7 @@ static int bind_fp8(const bind *b, nd_module *m, const nd_tview *w) {
     return 0;
 }
 
-int nd_ckpt_module(const nd_ckpt *c, const char *path, nd_module *m, nd_err *e) {
-    nd_err local;
-    if (!e) e = &local;
+static int module_bind(const nd_ckpt *c, const char *path, nd_module *m, nd_err *e) {
     memset(m, 0, sizeof *m);
     m->weight_global_div = NAN;
     m->input_global_mult = NAN;
@@ -239,6 +237,16 @@ int nd_ckpt_module(const nd_ckpt *c, const char *path, nd_module *m, nd_err *e) 
         m->act_quant = known ? aq : (m->conv == ND_CONV_MODELOPT ? 1 : m->input_global != NULL);
     }
     return 0;
+}
+
+int nd_ckpt_module(const nd_ckpt *c, const char *path, nd_module *m, nd_err *e) {
+    nd_err local;
+    if (!e) e = &local;
+    ND_TRY(module_bind(c, path, m, e));
+    /* a config regex that ran past its match limit on this name decided nothing: refused */
+    char file[4200];
+    snprintf(file, sizeof file, "%s/%s", nd_ckpt_dir(c), c->q.source[0] ? c->q.source : "config.json");
+    return nd_qcfg_pattern_error(&c->q, file, e);
 }
 
 const char *nd_gate_up_sibling(const char *path, const char **self) {

@@ -28,52 +28,50 @@ static json_t *get(json_t *o, const char *k) {
     return json_is_null(v) ? NULL : v;
 }
 
-/* Python regex spellings POSIX ERE lacks: \d and (?:...). */
-static char *py_to_ere(const char *s) {
-    size_t n = strlen(s);
-    char *o = malloc(5 * n + 8), *p = o;
-    if (!o) return NULL;
-    p += sprintf(p, "^(");
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '\\' && s[i + 1] == 'd') { p += sprintf(p, "[0-9]"); i++; }
-        else if (s[i] == '\\' && s[i + 1] == 'D') { p += sprintf(p, "[^0-9]"); i++; }
-        else if (s[i] == '(' && s[i + 1] == '?' && s[i + 2] == ':') { *p++ = '('; i += 2; }
-        else if (s[i] == '\\' && s[i + 1]) { *p++ = s[i]; *p++ = s[++i]; }
-        else *p++ = s[i];
-    }
-    *p++ = ')';
-    *p = 0;
-    return o;
-}
+/* "re:" patterns are Python regular expressions matched with re.match (compressed-tensors'
+ * is_match): PCRE2 reads Python's syntax, anchored at the start. A config is untrusted input, so
+ * the pattern is at most 1024 bytes, a back-reference (which module-name patterns never need and
+ * which makes matching exponential) is refused, and every match runs under PCRE2's match and depth
+ * limits: a pattern that passes them on a module name is an error (nd_qcfg_pattern_error), never a
+ * silent "no match". */
+enum { PAT_MAX_LEN = 1024, PAT_MATCH_LIMIT = 100000, PAT_DEPTH_LIMIT = 1000 };
 
-/* glibc's regcomp expands counted repetitions: "((((a{100}){100}){100}){100})" in an untrusted
- * config takes minutes and gigabytes. Module-name patterns need no such counts: the product of
- * every {m} / {m,n} / {m,} count (the larger bound) must stay <= 1024, the text <= 1024 bytes. */
-static int regex_too_big(const char *s) {
-    if (strlen(s) > 1024) return 1;
-    double prod = 1;
-    for (const char *c = s; *c; c++) {
-        if (*c == '\\' && c[1]) { c++; continue; }
-        if (*c != '{') continue;
-        char *end;
-        double m = strtod(c + 1, &end), n = m;
-        if (end == c + 1) continue; /* a literal brace */
-        if (*end == ',' && end[1] != '}') n = strtod(end + 1, &end);
-        prod *= (m > n ? m : n) > 1 ? (m > n ? m : n) : 1;
-        if (prod > 1024) return 1;
-    }
-    return 0;
-}
-
-/* A back-reference (\1 .. \9) turns glibc's matcher into a backtracking one whose time grows
- * exponentially with the name: "(a*)*\1" costs tens of seconds per module. Module-name
- * patterns (compressed-tensors' ignore/targets lists) never need one; they are refused. */
 static int has_backref(const char *s) {
     for (const char *c = s; *c; c++)
         if (*c == '\\' && c[1]) {
-            if (c[1] >= '1' && c[1] <= '9') return 1;
+            if ((c[1] >= '1' && c[1] <= '9') || c[1] == 'g' || c[1] == 'k') return 1;
             c++;
-        }
+        } else if (c[0] == '(' && c[1] == '?' && c[2] == 'P' && c[3] == '=') return 1; /* (?P=name) */
+    return 0;
+}
+
+static int pat_regex(nd_pat *p, const char *re, const char *file, const char *where, nd_err *e) {
+    if (strlen(re) > PAT_MAX_LEN)
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s: regular expression \"%.80s...\" is longer than %d bytes", file, where,
+                       p->text, PAT_MAX_LEN);
+    if (has_backref(re))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s: regular expression \"%.80s\" uses a back-reference (\\1..\\9, \\g, \\k, "
+                       "(?P=...)), which module-name patterns never need and which can make matching take minutes; refused",
+                       file, where, p->text);
+    int code;
+    PCRE2_SIZE off;
+    pcre2_code *c = pcre2_compile((PCRE2_SPTR)re, PCRE2_ZERO_TERMINATED, PCRE2_ANCHORED, &code, &off, NULL);
+    if (!c) {
+        PCRE2_UCHAR msg[160];
+        pcre2_get_error_message(code, msg, sizeof msg);
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s: bad regular expression \"%s\": %s at offset %zu", file, where, p->text,
+                       (const char *)msg, (size_t)off);
+    }
+    p->mc = pcre2_match_context_create(NULL);
+    p->limit_hit = calloc(1, sizeof *p->limit_hit);
+    if (!p->mc || !p->limit_hit) {
+        pcre2_code_free(c);
+        return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", file);
+    }
+    pcre2_set_match_limit(p->mc, PAT_MATCH_LIMIT);
+    pcre2_set_depth_limit(p->mc, PAT_DEPTH_LIMIT);
+    p->re = c;
+    p->kind = ND_PAT_REGEX;
     return 0;
 }
 
@@ -81,48 +79,49 @@ static int pat_init(nd_pat *p, const char *text, int glob, const char *file, con
     memset(p, 0, sizeof *p);
     if (!(p->text = strdup(text))) return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", file);
     if (glob) { p->kind = ND_PAT_GLOB; return 0; }
-    if (strncmp(text, "re:", 3) == 0) {
-        if (regex_too_big(text + 3)) {
-            p->kind = ND_PAT_EXACT; /* nothing compiled: nothing to free */
-            return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s: regular expression \"%.80s\" is too large (at most 1024 "
-                           "bytes, repetition counts multiplying to at most 1024)", file, where, text);
-        }
-        if (has_backref(text + 3)) {
-            p->kind = ND_PAT_EXACT;
-            return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s: regular expression \"%.80s\" uses a back-reference (\\1..\\9), "
-                           "which module-name patterns never need and which can make matching take minutes; refused",
-                           file, where, text);
-        }
-        char *ere = py_to_ere(text + 3);
-        if (!ere) return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", file);
-        int rc = regcomp(&p->re, ere, REG_EXTENDED | REG_NOSUB);
-        free(ere);
-        if (rc) {
-            char msg[128];
-            regerror(rc, &p->re, msg, sizeof msg);
-            p->kind = ND_PAT_EXACT; /* nothing compiled: nothing to free */
-            return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s: bad regular expression \"%s\": %s", file, where, text, msg);
-        }
-        p->kind = ND_PAT_REGEX;
-        return 0;
-    }
+    if (strncmp(text, "re:", 3) == 0) return pat_regex(p, text + 3, file, where, e); /* kind stays EXACT on failure */
     p->kind = (isupper((unsigned char)text[0]) && !strchr(text, '.')) ? ND_PAT_CLASS : ND_PAT_EXACT;
     return 0;
 }
 
 static void pat_free(nd_pat *p) {
-    if (p->kind == ND_PAT_REGEX) regfree(&p->re);
+    pcre2_code_free(p->re);
+    pcre2_match_context_free(p->mc);
+    free(p->limit_hit);
     free(p->text);
 }
 
 int nd_pat_match(const nd_pat *p, const char *name) {
     switch (p->kind) {
     case ND_PAT_EXACT: return strcmp(p->text, name) == 0;
-    case ND_PAT_REGEX: return regexec(&p->re, name, 0, NULL, 0) == 0;
+    case ND_PAT_REGEX: {
+        pcre2_match_data *md = pcre2_match_data_create(1, NULL);
+        if (!md) { *p->limit_hit = 1; return 0; }
+        int rc = pcre2_match(p->re, (PCRE2_SPTR)name, PCRE2_ZERO_TERMINATED, 0, 0, md, p->mc);
+        pcre2_match_data_free(md);
+        if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) *p->limit_hit = 1;
+        return rc >= 0;
+    }
     case ND_PAT_GLOB: return fnmatch(p->text, name, 0) == 0;
     case ND_PAT_CLASS: return strcmp(p->text, "Linear") == 0;
     }
     return 0;
+}
+
+static const nd_pat *limit_hit_in(const nd_pat *p, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (p[i].kind == ND_PAT_REGEX && *p[i].limit_hit) return &p[i];
+    return NULL;
+}
+
+int nd_qcfg_pattern_error(const nd_qcfg *q, const char *file, nd_err *e) {
+    const nd_pat *bad = limit_hit_in(q->ignore, q->n_ignore);
+    for (size_t g = 0; !bad && g < q->n_groups; g++) bad = limit_hit_in(q->groups[g].targets, q->groups[g].n_targets);
+    if (!bad) bad = limit_hit_in(q->exclude, q->n_exclude);
+    if (!bad) bad = limit_hit_in(q->no_convert, q->n_no_convert);
+    if (!bad) return 0;
+    return nd_fail(e, ND_EXIT_BADINPUT, "%s: regular expression \"%.80s\" passed PCRE2's match limit (%d steps) on a module "
+                   "name: a pattern that costly is not a module-name pattern; refused", file, bad->text, PAT_MATCH_LIMIT);
 }
 
 /* A JSON list of strings into patterns. */

@@ -158,6 +158,16 @@ run "header of 4.5M values" 2 "model.safetensors: header holds about 4500... JSO
 mkdir -p "$tmp/backref"; ln -s "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/backref/"
 sed 's/"ignore": \[/"ignore": ["re:(a*)*\\\\1b", /' "$root/golden/conformance/llama/nvfp4/config.json" >"$tmp/backref/config.json"
 run "regex with a back-reference" 2 "config.json: .*uses a back-reference" -- inspect "$tmp/backref"
+# a module-name regex with catastrophic backtracking (no back-reference): PCRE2's match limit
+# stops it on the first module name, exit 2 naming it (glibc's matcher had no limit)
+mkdir -p "$tmp/regcost"; ln -s "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/regcost/"
+sed 's/"ignore": \[/"ignore": ["re:(?:[a-z._0-9]|[a-z])*[A-Z]", /' "$root/golden/conformance/llama/nvfp4/config.json" >"$tmp/regcost/config.json"
+run "regex past the match limit" 2 "config.json: regular expression .* passed PCRE2's match limit" -- inspect "$tmp/regcost"
+# Python's regex syntax (compressed-tensors matches with re.match): a look-behind and \d are read,
+# so the ignore entry covers the attention q_proj linears that hold NVFP4 tensors
+mkdir -p "$tmp/pyre"; ln -s "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/pyre/"
+sed 's/"ignore": \[/"ignore": ["re:model\\\\.layers\\\\.\\\\d+\\\\..*(?<!mlp)\\\\.q_proj$", /' "$root/golden/conformance/llama/nvfp4/config.json" >"$tmp/pyre/config.json"
+run "Python regex syntax in ignore" 1 "quant_config_mismatch model.layers.1.self_attn.q_proj: .*ignores it" -- inspect "$tmp/pyre"
 # a pre-tokenizer regex with catastrophic backtracking on the prompt: PCRE2's limits stop it
 mkdir -p "$tmp/tokre"; ln -s "$root/golden/clean-v4/model.safetensors" "$tmp/tokre/"; cp "$root/golden/clean-v4/config.json" "$tmp/tokre/"
 cat >"$tmp/tokre/tokenizer.json" <<'TOK'
