@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -73,6 +75,19 @@ static int stdout_flushed(int rc) {
     return rc == 0 || rc == 1 ? ND_EXIT_BADINPUT : rc;
 }
 
+/* $NVFP4DBG_RECIPES names the recipes and stack profiles a run reads: a value that is not a
+ * folder is refused, never replaced silently by the installed or source-tree recipes */
+static int recipes_env_bad(void) {
+    const char *env = getenv("NVFP4DBG_RECIPES");
+    struct stat st;
+    if (!env || !env[0]) return 0;
+    if (stat(env, &st) == 0 && S_ISDIR(st.st_mode)) return 0;
+    char safe[4 * 1024];
+    fprintf(stderr, "nvfp4dbg: NVFP4DBG_RECIPES=%s: %s; it must name a folder of recipes (or be unset for the installed ones)\n",
+            nd_term_safe(env, safe, sizeof safe), stat(env, &st) == 0 ? "not a folder" : strerror(errno));
+    return 1;
+}
+
 int main(int argc, char **argv) {
     if (std_fds_open()) return ND_EXIT_BADINPUT;
     nd_tmpclean_install();
@@ -86,6 +101,7 @@ int main(int argc, char **argv) {
     const size_t ncmd = sizeof commands / sizeof commands[0];
     for (size_t i = 0; i < ncmd; i++)
         if (!strcmp(argv[1], commands[i].name)) {
+            if (recipes_env_bad()) return ND_EXIT_BADINPUT;
             /* the shared conventions (--opt=value, -o, did you mean, --color) before the command's own parsing */
             int ac = argc - 1;
             char **av = argv + 1;

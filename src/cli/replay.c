@@ -28,9 +28,12 @@ static const char *usage_text =
     "example: nvfp4dbg replay q_a.h5 --override layers.0.self_attn.q_a_proj.quant_mult=958.4\n"
     "         (q_a.h5 from: nvfp4dbg trace golden/seed-bug-v4 -o t.h5; nvfp4dbg repro t.h5 -o q_a.h5)\n";
 
+/* a bundle is a file from elsewhere: its row strings are escaped before they reach the terminal */
 static void print_row(const char *what, const nd_row *r) {
-    printf("%-9s %-40.40s %-9.9s %10.4g %10.4g %6lld %9.5f %7.1f %10.4g  %s\n", what, r->name, r->mode, r->ref_amax,
-           r->prod_amax, (long long)(r->prod_nan + r->prod_inf), r->cosine, r->sqnr_db, r->scale_mult, r->verdict);
+    char name[4 * sizeof r->name], mode[4 * sizeof r->mode], verdict[4 * sizeof r->verdict];
+    printf("%-9s %-40.40s %-9.9s %10.4g %10.4g %6lld %9.5f %7.1f %10.4g  %s\n", what, nd_term_safe(r->name, name, sizeof name),
+           nd_term_safe(r->mode, mode, sizeof mode), r->ref_amax, r->prod_amax, (long long)(r->prod_nan + r->prod_inf), r->cosine,
+           r->sqnr_db, r->scale_mult, nd_term_safe(r->verdict, verdict, sizeof verdict));
 }
 
 static json_t *row_json(const nd_row *r) {
@@ -135,6 +138,9 @@ int nd_cmd_replay(int argc, char **argv) {
     if (!rc && !nd_stage_rec_fast(rec))
         rc = nd_fail(&e, ND_EXIT_INTERNAL, "%s: stage %s was not replayed from the bundle's inputs", path, b->stage);
     nd_stage_rec_free(rec);
+    /* an override that matched nothing tested nothing: exit 2, as in trace and repro */
+    if (!rc && strstr(info.warning, "--override"))
+        rc = nd_fail(&e, ND_EXIT_BADINPUT, "%s: %s in the bundle's stage %s: the replay tests nothing", path, info.warning, b->stage);
     if (rc) { bundle_names(&e, dir, path); nd_cli_error(&e); goto out; }
     const nd_row *row = &replayed;
     nd_trace_result res; /* the run's identity (backend, stack) for the report */

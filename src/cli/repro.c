@@ -162,7 +162,13 @@ int nd_cmd_repro(int argc, char **argv) {
     opt.capture_user = b;
     snprintf(b->stage, sizeof b->stage, "%s", stage);
     nd_row again;
-    rc = nd_stage_replay(&opt, stage, NULL, 0, NULL, &again, NULL, &e);
+    nd_stage_info info;
+    memset(&info, 0, sizeof info);
+    rc = nd_stage_replay(&opt, stage, NULL, 0, NULL, &again, &info, &e);
+    /* an override that matched nothing in the replay up to the stage would make a bundle that
+     * tests nothing (and, naming another layer, one that no replay can load): refused, as trace does */
+    if (!rc && strstr(info.warning, "--override"))
+        rc = nd_fail(&e, ND_EXIT_BADINPUT, "%s (replaying %s up to stage %s): the bundle would test nothing", info.warning, ckpt, stage);
     /* the replay's own reason first (a malformed override, a missing tensor): the stage not having
      * run is what follows from it, not why */
     if (rc == ND_EXIT_BADINPUT && !b->stage_yaml) {

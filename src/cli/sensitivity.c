@@ -25,6 +25,7 @@
 #include "tokens.h"
 #include "sensitivity_out.h"
 #include "pipeline/pipeline.h"
+#include "recipe/recipe.h"
 #include "util/progress.h"
 #include "util/term.h"
 
@@ -185,7 +186,7 @@ int nd_cmd_sensitivity(int argc, char **argv) {
     int64_t *tokens = NULL, ntok = 0;
     int json = 0, rc = 0, gran = ND_SENS_LAYER, keep_n = -1, screen = 0;
     double budget = NAN;
-    const char *recipe_out = NULL;
+    const char *recipe_out = NULL, *tokens_file = NULL;
     unsigned char *set = NULL;
     nd_prompt prompt = {0};
     if (!ovr) return ND_EXIT_INTERNAL;
@@ -198,7 +199,7 @@ int nd_cmd_sensitivity(int argc, char **argv) {
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage_text, stdout); goto out; }
         else if (!strcmp(a, "--recipe")) { NEED(); s.o.recipe = v; }
         else if (!strcmp(a, "--tokens")) { NEED(); free(tokens); tokens = NULL; if (nd_tokens_parse(v, "--tokens", &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
-        else if (!strcmp(a, "--tokens-file")) { NEED(); free(tokens); tokens = NULL; if (nd_tokens_file(v, &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
+        else if (!strcmp(a, "--tokens-file")) { NEED(); tokens_file = v; free(tokens); tokens = NULL; if (nd_tokens_file(v, &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; } }
         else if (!strcmp(a, "--max-memory")) { NEED(); if (nd_parse_size(v, &s.o.max_memory)) { rc = nd_cli_usage_error("sensitivity", "--max-memory %s: expected a size such as 8G, 512M or 1.5G (at least 1M)", v); goto out; } }
         else if (!strcmp(a, "--backend")) { NEED(); s.o.backend = v; }
         else if (!strcmp(a, "--device")) { NEED(); if (nd_parse_device(v, &s.o.device)) { rc = nd_cli_usage_error("sensitivity", "--device %s: expected a device index (0, 1, ...)", v); goto out; } }
@@ -239,7 +240,15 @@ int nd_cmd_sensitivity(int argc, char **argv) {
     if (recipe_out && isnan(budget) && keep_n < 0) { rc = nd_cli_usage_error("sensitivity", "--recipe-out writes the set chosen by --budget-kl or --keep: give one"); goto out; }
     if (prompt.chat && !nd_prompt_given(&prompt)) { rc = nd_cli_usage_error("sensitivity", "--chat needs --prompt or --prompt-file"); goto out; }
     if (nd_prompt_given(&prompt) && nd_prompt_tokens(&prompt, s.o.ckpt_dir, tokens != NULL, &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; }
-    if (recipe_out && nd_sens_out_check(recipe_out, s.o.ckpt_dir, &e)) { rc = nd_cli_error(&e); goto out; }
+    if (recipe_out) {
+        /* never into an input folder of the run: the checkpoint, a tokenizer's, the recipes' */
+        const char *inputs[48] = {s.o.ckpt_dir, tokens_file, prompt.file, prompt.tokenizer};
+        int n_in = 4;
+        char rbuf[4096];
+        const char *recipe_args[] = {s.o.recipe, s.o.stack};
+        nd_recipe_inputs(recipe_args, 2, inputs, &n_in, 48, rbuf, sizeof rbuf);
+        if (nd_sens_out_check(recipe_out, inputs, n_in, &e)) { rc = nd_cli_error(&e); goto out; }
+    }
     s.o.tokens = tokens;
     s.o.ntok = ntok;
     s.o.overrides = ovr;

@@ -48,15 +48,14 @@ void nd_sens_unit_key(const char *stage, int g, char *out, size_t cap) {
     out[n] = 0;
 }
 
-static int inside(const char *dir, const char *path) {
-    const size_t n = strlen(dir);
-    return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == 0);
-}
+const char *const ND_SENS_RECIPE_FILES[3] = {"llmcompressor-recipe.yaml", "modelopt-quant-cfg.json",
+                                             "compressed-tensors-ignore.json"};
 
-int nd_sens_out_check(const char *dir, const char *ckpt, nd_err *e) {
+int nd_sens_out_check(const char *dir, const char *const *inputs, int n_inputs, nd_err *e) {
     struct stat st;
     if (!dir[0]) return nd_fail(e, ND_EXIT_BADINPUT, "--recipe-out: empty folder name");
-    if (lstat(dir, &st) == 0) {
+    const int exists = lstat(dir, &st) == 0;
+    if (exists) {
         if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode))
             return nd_fail(e, ND_EXIT_BADINPUT, "%s: --recipe-out must be a new or empty folder (this is a %s)", dir,
                            S_ISLNK(st.st_mode) ? "link" : "file");
@@ -69,20 +68,13 @@ int nd_sens_out_check(const char *dir, const char *ckpt, nd_err *e) {
     } else if (errno != ENOENT) {
         return nd_fail(e, nd_io_exit(errno), "%s: %s", dir, strerror(errno));
     }
-    /* never inside the checkpoint: the next load would read the configs as its own files */
-    char *ck = realpath(ckpt, NULL), parent[PATH_MAX];
-    snprintf(parent, sizeof parent, "%s", dir);
-    char *slash = strrchr(parent, '/');
-    if (slash == parent) parent[1] = 0;
-    else if (slash) *slash = 0;
-    else snprintf(parent, sizeof parent, ".");
-    char *pr = realpath(parent, NULL);
-    int rc = 0;
-    if (!pr) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: the folder to write the recipes in does not exist", dir);
-    else if (ck && inside(ck, pr)) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: is inside the checkpoint %s: give a folder outside it", dir, ckpt);
-    free(ck);
-    free(pr);
-    return rc;
+    /* never inside an input folder of the run (the checkpoint, the tokenizer's, the recipes'): the
+     * rule every writer keeps (util/outfile.h), applied to the folder's first file when the folder
+     * is there, to the folder itself when it is new */
+    char probe[PATH_MAX];
+    if (exists) snprintf(probe, sizeof probe, "%s/%s", dir, ND_SENS_RECIPE_FILES[0]);
+    const nd_out_rules rules = {.what = "recipes", .inputs = inputs, .n_inputs = n_inputs};
+    return nd_out_check(exists ? probe : dir, &rules, e);
 }
 
 /* the checkpoint's name of a stage's module: model.<stage> or <stage>, as the checkpoint has it */
@@ -203,7 +195,11 @@ json_t *nd_sens_set_modules(nd_sens_report *r) {
 }
 
 int nd_sens_write_recipes(const char *dir, nd_sens_report *r, nd_err *e) {
-    if (mkdir(dir, 0777) && errno != EEXIST) return nd_fail(e, nd_io_exit(errno), "%s: cannot create the folder: %s", dir, strerror(errno));
+    /* the three files are written into a staged folder renamed into place at the end: a failed
+     * run (full disk, signal) leaves --recipe-out as it was (util/outfile.h) */
+    char stage[PATH_MAX];
+    int slot;
+    ND_TRY(nd_outdir_begin(dir, "recipes", stage, sizeof stage, &slot, e));
     json_t *mods = nd_sens_set_modules(r), *ignore = config_ignore(r->ckpt), *cfg = json_array(), *cfg_dict = json_object();
     size_t q;
     json_t *v;
@@ -220,15 +216,15 @@ int nd_sens_write_recipes(const char *dir, nd_sens_report *r, nd_err *e) {
     }
     nd_membuf m = {0};
     int rc = recipe_yaml(ignore, &m, e);
-    if (!rc) rc = write_file(dir, "llmcompressor-recipe.yaml", m.p, m.n, e);
+    if (!rc) rc = write_file(stage, ND_SENS_RECIPE_FILES[0], m.p, m.n, e);
     free(m.p);
     json_t *mo = json_pack("{s:o, s:o, s:s}", "quant_cfg", cfg, "quant_cfg_dict", cfg_dict, "note",
                            "append quant_cfg's entries to the quant_cfg list of the config you quantize with (a copy of "
                            "mtq.NVFP4_DEFAULT_CFG; ModelOpt before the list form: update its dict with quant_cfg_dict)");
     json_t *ct = json_pack("{s:{s:O}, s:O}", "quantization_config", "ignore", ignore, "modules_kept_in_high_precision", mods);
     char *s1 = json_dumps(mo, JSON_INDENT(2) | JSON_PRESERVE_ORDER), *s2 = json_dumps(ct, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    if (!rc && s1) rc = write_file(dir, "modelopt-quant-cfg.json", s1, strlen(s1), e);
-    if (!rc && s2) rc = write_file(dir, "compressed-tensors-ignore.json", s2, strlen(s2), e);
+    if (!rc && s1) rc = write_file(stage, ND_SENS_RECIPE_FILES[1], s1, strlen(s1), e);
+    if (!rc && s2) rc = write_file(stage, ND_SENS_RECIPE_FILES[2], s2, strlen(s2), e);
     if (!rc && (!s1 || !s2)) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
     free(s1);
     free(s2);
@@ -236,6 +232,8 @@ int nd_sens_write_recipes(const char *dir, nd_sens_report *r, nd_err *e) {
     json_decref(ct);
     json_decref(mods);
     json_decref(ignore);
+    if (rc) nd_outdir_abort(stage, slot);
+    else rc = nd_outdir_commit(stage, slot, dir, e);
     return rc;
 }
 

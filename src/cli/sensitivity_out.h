@@ -45,8 +45,10 @@ typedef struct nd_sens_report {
     int screen;                 /* --screen K when it left units out, else 0 */
 } nd_sens_report;
 
-/* --recipe-out DIR: refused (exit 2) unless it is new or an empty folder, and outside the checkpoint. */
-int nd_sens_out_check(const char *dir, const char *ckpt, nd_err *e);
+/* --recipe-out DIR: refused (exit 2) unless it is new or an empty folder outside every input folder. */
+int nd_sens_out_check(const char *dir, const char *const *inputs, int n_inputs, nd_err *e);
+/* the files --recipe-out writes, in this order */
+extern const char *const ND_SENS_RECIPE_FILES[3];
 /* The checkpoint's quantized linears of the set's units, every one whether these tokens ran it or not
  * (an expert the prompt never routed to is in its layer's and its class's units): a JSON array of
  * module names (caller decrefs); fills r->ckpt_linears and r->set_linears. */

@@ -277,18 +277,7 @@ int sy_stage_begin(const char *dir, char *stage, size_t cap, int *slot, nd_err *
         snprintf(parent, sizeof parent, "%.*s", (int)(dl - 1), dir);
         ND_TRY(mkdir_parents(parent, e));
     }
-    /* the folder's name is cut so that the staging name still fits a file name (NAME_MAX) */
-    const size_t bl = strlen(dir + dl), keep = bl > NAME_MAX - 14 ? NAME_MAX - 14 : bl;
-    if ((size_t)snprintf(stage, cap, "%.*s.%.*s.synth-XXXXXX", (int)dl, dir, (int)keep, dir + dl) >= cap)
-        return nd_fail(e, ND_EXIT_BADINPUT, "%s: output path too long", dir);
-    if (!mkdtemp(stage))
-        return nd_fail(e, nd_io_exit(errno), "%s: cannot create a folder beside it: %s%s", dir, strerror(errno), nd_io_hint(errno));
-    /* mkdtemp makes 0700; the checkpoint is an ordinary folder: its mode follows the umask */
-    mode_t mask = umask(0);
-    umask(mask);
-    (void)chmod(stage, 0777 & ~mask);
-    *slot = nd_tmpclean_add_dir(stage);
-    return 0;
+    return nd_outdir_begin(dir, "synth", stage, cap, slot, e);
 }
 
 int sy_stage_commit(const char *stage, int slot, const char *dir, int force, nd_err *e) {
@@ -309,7 +298,4 @@ int sy_stage_commit(const char *stage, int slot, const char *dir, int force, nd_
     return rc;
 }
 
-void sy_stage_abort(const char *stage, int slot) {
-    nd_rmtree(stage, 3);
-    nd_tmpclean_drop(slot);
-}
+void sy_stage_abort(const char *stage, int slot) { nd_outdir_abort(stage, slot); }

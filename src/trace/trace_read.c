@@ -272,7 +272,10 @@ static int read_prompt(hid_t f, nd_trace *t, const char *path, nd_err *e) {
              (size = H5Tget_size(ft)) == 0 || size > MAX_PROMPT_BYTES + 1 || !nd_h5_backed(d, 1, size))
         rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: /prompt is not a scalar fixed-length string of a plausible size", path);
     else if (!(t->prompt = calloc(1, size + 1))) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
-    else if ((mt = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(mt, size) < 0 || H5Tset_cset(mt, H5Tget_cset(ft)) < 0 || H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, t->prompt) < 0)
+    /* read as a NUL-terminated string one byte longer than stored: a NULLPAD or SPACEPAD string
+     * (h5py's default) that fills its size keeps its last byte */
+    else if ((mt = H5Tcopy(ft)) < 0 || H5Tset_size(mt, size + 1) < 0 || H5Tset_strpad(mt, H5T_STR_NULLTERM) < 0 ||
+             H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, t->prompt) < 0)
         rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot read /prompt");
     nd_h5_close(mt); nd_h5_close(s); nd_h5_close(ft); nd_h5_close(d);
     if (!rc) {

@@ -73,6 +73,38 @@ static int same_file_in(const char *dir, const struct stat *st) {
     return same;
 }
 
+/* The permission bits an output of this run may have: group and other bits only where every
+ * input grants them (an input folder: the folder and each file in it). Set by nd_out_check from
+ * its inputs, applied by the commits: a bundle or trace made from a private (0600/0700) checkpoint
+ * is private too, whatever the umask (the rule synth --from keeps for its copies). */
+static mode_t g_out_mask = 07777;
+
+static mode_t share_bits(const char *in) {
+    struct stat st;
+    if (stat(in, &st) != 0) return 07777;
+    mode_t m = 0700 | (st.st_mode & 077);
+    if (!S_ISDIR(st.st_mode)) return m;
+    DIR *d = opendir(in);
+    if (!d) return m;
+    for (struct dirent *de; (de = readdir(d));) {
+        char p[PATH_MAX];
+        struct stat fs;
+        if (de->d_name[0] != '.' && snprintf(p, sizeof p, "%s/%s", in, de->d_name) < (int)sizeof p && stat(p, &fs) == 0 &&
+            S_ISREG(fs.st_mode))
+            m &= 0700 | (fs.st_mode & 077);
+    }
+    closedir(d);
+    return m;
+}
+
+/* narrow an output (file or staged folder) to g_out_mask */
+static int narrow(const char *path, const char *out, nd_err *e) {
+    struct stat st;
+    if (g_out_mask == 07777 || stat(path, &st) != 0 || (st.st_mode & 07777 & ~g_out_mask) == 0) return 0;
+    if (chmod(path, st.st_mode & 07777 & g_out_mask) == 0) return 0;
+    return nd_fail(e, nd_io_exit(errno), "%s: cannot narrow the output's permissions to its inputs': %s", out, strerror(errno));
+}
+
 int nd_out_check(const char *out, const nd_out_rules *r, nd_err *e) {
     const char *what = r->what ? r->what : "output";
     if (!out || !out[0]) return nd_fail(e, ND_EXIT_BADINPUT, "%s: empty output path", what);
@@ -95,6 +127,7 @@ int nd_out_check(const char *out, const nd_out_rules *r, nd_err *e) {
         const char *in = r->inputs[i];
         struct stat ist;
         if (!in || stat(in, &ist) != 0) continue;
+        g_out_mask &= share_bits(in);
         if (exists && ist.st_dev == ost.st_dev && ist.st_ino == ost.st_ino) {
             rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: is also an input of this run (%s); the %s would replace it: give another output path",
                          out, in, what);
@@ -167,6 +200,8 @@ int nd_out_commit(nd_outtmp *o, nd_err *e) {
         nd_out_abort(o);
         return rc;
     }
+    const int nrc = narrow(o->tmp, o->out, e);
+    if (nrc) { nd_out_abort(o); return nrc; }
     if (rename(o->tmp, o->out) != 0) {
         const int err = errno;
         const int rc = nd_fail(e, nd_io_exit(err), "%s: cannot move the output into place: %s%s", o->out, strerror(err), nd_io_hint(err));
@@ -186,6 +221,48 @@ void nd_out_abort(nd_outtmp *o) {
     free(o->tmp); free(o->out);
     o->tmp = o->out = NULL;
     o->slot = -1;
+}
+
+int nd_outdir_begin(const char *dir, const char *tag, char *stage, size_t cap, int *slot, nd_err *e) {
+    *slot = -1;
+    const char *sl = strrchr(dir, '/');
+    const size_t dl = sl ? (size_t)(sl - dir) + 1 : 0;
+    /* the folder's name is cut so that the staging name still fits a file name (NAME_MAX) */
+    const size_t extra = strlen(tag) + 9, bl = strlen(dir + dl), keep = bl > NAME_MAX - extra ? NAME_MAX - extra : bl;
+    if ((size_t)snprintf(stage, cap, "%.*s.%.*s.%s-XXXXXX", (int)dl, dir, (int)keep, dir + dl, tag) >= cap)
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: output path too long", dir);
+    if (!mkdtemp(stage))
+        return nd_fail(e, nd_io_exit(errno), "%s: cannot create a folder beside it: %s%s", dir, strerror(errno), nd_io_hint(errno));
+    /* mkdtemp makes 0700; an output folder is an ordinary folder: its mode follows the umask */
+    mode_t mask = umask(0);
+    umask(mask);
+    (void)chmod(stage, 0777 & ~mask);
+    *slot = nd_tmpclean_add_dir(stage);
+    return 0;
+}
+
+int nd_outdir_commit(const char *stage, int slot, const char *dir, nd_err *e) {
+    struct stat st;
+    int rc = 0;
+    if (lstat(dir, &st) == 0) {
+        /* a folder replaced keeps its permissions (a 0700 folder stays private) */
+        if (!S_ISDIR(st.st_mode)) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: became %s while the output was written; not replacing it", dir, kind_of(st.st_mode));
+        else if (chmod(stage, st.st_mode & 07777))
+            rc = nd_fail(e, nd_io_exit(errno), "%s: cannot keep the folder's permissions: %s", dir, strerror(errno));
+    }
+    if (!rc) rc = narrow(stage, dir, e);
+    /* rename replaces an empty folder and refuses one that is not (ENOTEMPTY, EEXIST) */
+    if (!rc && rename(stage, dir))
+        rc = nd_fail(e, errno == ENOTEMPTY || errno == EEXIST ? ND_EXIT_BADINPUT : nd_io_exit(errno),
+                     "%s: cannot move the new folder into place: %s%s", dir, strerror(errno), nd_io_hint(errno));
+    if (rc) nd_outdir_abort(stage, slot);
+    else nd_tmpclean_drop(slot);
+    return rc;
+}
+
+void nd_outdir_abort(const char *stage, int slot) {
+    nd_rmtree(stage, 3);
+    nd_tmpclean_drop(slot);
 }
 
 int nd_rmtree(const char *dir, int depth) {

@@ -4,7 +4,9 @@
  *     input of the run (the same file, or a path inside an input checkpoint folder); when it is a
  *     symbolic link, a folder, a device, a FIFO or a socket (never replaced, never written
  *     through); and when it is an existing file that is not this tool's own output of that kind
- *     (or any existing file, with keep_ours), unless --force.
+ *     (or any existing file, with keep_ours), unless --force. It also notes the inputs' permission
+ *     bits: every output the run commits has group/other bits only where all its inputs grant
+ *     them (a private checkpoint gives private traces and bundles).
  *  2. nd_out_begin creates a temporary beside the output with O_CREAT|O_EXCL (so never through a
  *     link, never over another file), registered with tmpclean so that SIGINT/SIGTERM/SIGHUP
  *     remove it; nd_out_commit checks the target again and renames; nd_out_abort removes the
@@ -14,6 +16,7 @@
  * permission) are exit 2 (SPEC §3: bad input and environment); nd_io_exit classifies an errno. */
 #ifndef ND_OUTFILE_H
 #define ND_OUTFILE_H
+#include <stddef.h>
 #include "util/err.h"
 
 /* 1 when the regular file at path is this tool's own output of the kind being written (a trace,
@@ -54,6 +57,14 @@ void nd_out_abort(nd_outtmp *o);
 int nd_io_exit(int err);
 /* A short reason to append to the errno text for the common environment errors ("" otherwise). */
 const char *nd_io_hint(int err);
+
+/* An output folder staged the same way: nd_outdir_begin makes "<parent>/.<name>.<tag>-XXXXXX"
+ * (mode from the umask; registered with tmpclean) for the caller to fill; nd_outdir_commit renames
+ * it onto dir, which must be absent or an empty folder (whose permissions it keeps); on failure, and
+ * in nd_outdir_abort, the staged tree is removed. stage holds at least PATH_MAX bytes. */
+int nd_outdir_begin(const char *dir, const char *tag, char *stage, size_t cap, int *slot, nd_err *e);
+int nd_outdir_commit(const char *stage, int slot, const char *dir, nd_err *e);
+void nd_outdir_abort(const char *stage, int slot);
 
 /* Remove the tree at dir (files and folders at most depth levels down); symbolic links are removed,
  * never followed. 0 on success. */

@@ -326,5 +326,32 @@ run "attention_bias true without biases" 2 "config.json: attention_bias is true,
 # synth's --force takes no value: -q after it is the quiet switch
 run "synth --force -q" 0 "wrote" -- synth "$tmp/sq" --recipe llama --force -q
 
+# 10. the tenth review (issue 37)
+# replay escapes the bundle's row strings (name, mode, verdict) before the terminal
+"$mk_lie" "$tmp/lie-b.h5" "$tmp/esc-b.h5" esc
+run "replay of a bundle with escapes in its rows" 1 "original" -- replay "$tmp/esc-b.h5" --backend cpu
+grep -q "$(printf '\033')" "$tmp/out" && { echo "FAIL: replay printed a raw ESC"; fail=$((fail + 1)); } || pass=$((pass + 1))
+grep -qF 'ok\x1b]0;T\x07' "$tmp/out" && pass=$((pass + 1)) || { echo "FAIL: replay does not show the escaped verdict: $(head -c 300 "$tmp/out")"; fail=$((fail + 1)); }
+# an override that matches nothing tests nothing: repro and replay refuse it, as trace does
+run "repro with a misspelt override knob" 2 "matched no checkpoint scale or stage parameter.*the bundle would test nothing" -- repro "$tmp/lie-t.h5" --out "$tmp/typo-b.h5" --override model.layers.0.self_attn.q_a_proj.input_global_scal=3
+[ -e "$tmp/typo-b.h5" ] && { echo "FAIL: repro wrote a bundle with the typo"; fail=$((fail + 1)); } || pass=$((pass + 1))
+run "repro with an override of a later layer" 2 "the bundle would test nothing" -- repro "$tmp/lie-t.h5" --out "$tmp/l1-b.h5" --override model.layers.1.self_attn.q_a_proj.input_global_scale=5
+run "replay with a misspelt override knob" 2 "lie-b.h5: .*matched no checkpoint scale or stage parameter.*the replay tests nothing" -- replay "$tmp/lie-b.h5" --backend cpu --override layers.0.self_attn.q_a_proj.quant_mlt=958.4
+# $NVFP4DBG_RECIPES that is not a folder: refused, never replaced by other recipes
+NVFP4DBG_RECIPES="$tmp/no-such-folder" run "NVFP4DBG_RECIPES not there" 2 "NVFP4DBG_RECIPES=.*no-such-folder: No such file" -- trace "$root/golden/clean-v4" "${T[@]}"
+NVFP4DBG_RECIPES="$tmp/tol.yaml" run "NVFP4DBG_RECIPES a file" 2 "NVFP4DBG_RECIPES=.*tol.yaml: not a folder" -- inspect "$root/golden/clean-v4"
+# a /prompt written as h5py writes it (NULLPAD, filling its size): read whole
+run "a NULLPAD prompt" 0 "prompt: hello world" -- show "$tmp/prompt-nullpad.h5"
+# a bundle of a private checkpoint is private: at most the source's permission bits, whatever the umask
+cp -r "$root/golden/seed-bug-v4" "$tmp/priv"; chmod 700 "$tmp/priv"; chmod 600 "$tmp/priv"/*.json "$tmp/priv"/*.safetensors
+(umask 022; "$bin" trace "$tmp/priv" --backend cpu --out "$tmp/priv-t.h5" >/dev/null 2>&1; "$bin" repro "$tmp/priv-t.h5" --out "$tmp/priv-b.h5" >/dev/null 2>&1)
+[ "$(stat -c %a "$tmp/priv-t.h5" 2>/dev/null)" = 600 ] && [ "$(stat -c %a "$tmp/priv-b.h5" 2>/dev/null)" = 600 ] && pass=$((pass + 1)) ||
+  { echo "FAIL: trace/bundle of a 0600 checkpoint are $(stat -c %a "$tmp/priv-t.h5" "$tmp/priv-b.h5" 2>&1 | tr '\n' ' '), not 600"; fail=$((fail + 1)); }
+# sensitivity --recipe-out never writes into an input folder (the recipes', a tokenizer's)
+cp -r "${NVFP4DBG_RECIPES:-$root/recipes}" "$tmp/rc"; mkdir -p "$tmp/tkd"; cp "$root"/golden/clean-v4/tokenizer*.json "$tmp/tkd/"
+NVFP4DBG_RECIPES="$tmp/rc" run "sensitivity --recipe-out in the recipes folder" 2 "is inside the input folder" -- sensitivity "$root/golden/clean-v4" -q --keep 1 --recipe-out "$tmp/rc/newdir" --backend cpu
+run "sensitivity --recipe-out in the tokenizer's folder" 2 "is inside the input folder" -- sensitivity "$root/golden/clean-v4" -q --keep 1 --prompt hello --tokenizer "$tmp/tkd" --recipe-out "$tmp/tkd/rr" --backend cpu
+[ -e "$tmp/rc/newdir" ] || [ -e "$tmp/tkd/rr" ] && { echo "FAIL: a recipe folder was made inside an input folder"; fail=$((fail + 1)); } || pass=$((pass + 1))
+
 echo "bad-input corpus: $pass passed, $fail failed"
 [ $fail -eq 0 ]

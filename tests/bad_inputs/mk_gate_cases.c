@@ -1,7 +1,8 @@
 /* mk_gate_cases.c — writes the traces of the gate's cases of the bad-input corpus (corpus.sh) into
  * OUTDIR: a golden, runs that hide a broken run (a duplicate stage row, an extra row of NaN
  * figures, a missing stage, status error), a golden whose status is error, a run of other tokens,
- * one of another recipe, and a golden with an HDF5 external link to another trace in /tensors.
+ * one of another recipe, a golden with an HDF5 external link to another trace in /tensors, and a
+ * trace whose /prompt is a NULLPAD string that fills its size (as h5py writes one).
  *   usage: mk_gate_cases OUTDIR */
 #include <hdf5.h>
 #include <stdio.h>
@@ -84,5 +85,17 @@ int main(int argc, char **argv) {
         fprintf(stderr, "mk_gate_cases: cannot add the external link\n");
         rc = 1;
     }
+    /* /prompt as h5py writes a fixed-length bytes string: NULLPAD, filling its size (no NUL) */
+    rc |= put("prompt-nullpad.h5", rows, N, "ok", tok, 4, NULL);
+    f = H5Fopen(at("prompt-nullpad.h5"), H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t st = H5Tcopy(H5T_C_S1), sp = H5Screate(H5S_SCALAR), d = -1;
+    if (f < 0 || st < 0 || sp < 0 || H5Tset_size(st, 11) < 0 || H5Tset_strpad(st, H5T_STR_NULLPAD) < 0 ||
+        (d = H5Dcreate2(f, "prompt", st, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0 ||
+        H5Dwrite(d, st, H5S_ALL, H5S_ALL, H5P_DEFAULT, "hello world") < 0 || H5Dclose(d) < 0 || H5Fclose(f) < 0) {
+        fprintf(stderr, "mk_gate_cases: cannot add the NULLPAD prompt\n");
+        rc = 1;
+    }
+    H5Tclose(st);
+    H5Sclose(sp);
     return rc ? 1 : 0;
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# trace_disk_full.sh NVFP4DBG — `nvfp4dbg trace` onto a full disk and onto an unwritable path.
+# trace_disk_full.sh NVFP4DBG — `nvfp4dbg trace` (and sensitivity --recipe-out) onto a full disk and onto an unwritable path.
 # Each must exit 2 with "PATH: ..." on stderr, leave no stray temporary file, and leave either no
 # trace or one that opens with status "incomplete" (so compare refuses it). The full disks are
 # small tmpfs mounts (4 KB: full before the first row; 48 KB: full mid-run); the unwritable
@@ -45,5 +45,19 @@ umount "$mnt"
 touch "$W/afile"
 "$N" trace --force "$W/ck" --backend cpu --out "$W/afile/x.h5" >/dev/null 2>"$W/err"
 check "path under a file" "$W/afile/x.h5" $? "$W/err"
+# sensitivity --recipe-out onto a full disk: exit 2, and the folder it names is left as it was
+# (absent, or the empty folder it was), so that the same command runs again once there is room
+for fill in 56 62; do
+  mount -t tmpfs -o size=64k tmpfs "$mnt"
+  dd if=/dev/zero of="$mnt/fill" bs=1k count=$fill 2>/dev/null
+  "$N" sensitivity "$W/ck" -q --keep 1 --backend cpu --recipe-out "$mnt/ro" >/dev/null 2>"$W/err"; rc=$?
+  left=$(ls -A "$mnt" | grep -v '^fill$' | tr '\n' ' ')
+  if [ $rc -ne 2 ] || [ -n "$left" ]; then echo "FAIL sensitivity --recipe-out on a full disk ($fill KB used): exit $rc, left: '$left': $(head -c 300 "$W/err")"; fail=1; fi
+  rm -f "$mnt/fill"
+  "$N" sensitivity "$W/ck" -q --keep 1 --backend cpu --recipe-out "$mnt/ro" >/dev/null 2>"$W/err"; rc=$?
+  if [ $rc -ne 0 ] || [ "$(ls "$mnt/ro" | wc -l)" -ne 3 ]; then echo "FAIL sensitivity --recipe-out again with room: exit $rc: $(head -c 300 "$W/err")"; fail=1; fi
+  echo "recipe-out on a full disk ($fill KB used): exit 2, nothing left; again with room: exit $rc"
+  umount "$mnt"
+done
 [ $fail -eq 0 ] && echo "trace_disk_full: ok"
 exit $fail
