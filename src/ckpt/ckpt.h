@@ -123,6 +123,12 @@ typedef struct nd_module {
     float weight_global_div;      /* NVFP4: divisor of e4m3 scales (CT value, or 1/weight_scale_2) */
     float input_global_mult;      /* NVFP4 W4A4: quantizer multiplier as the checkpoint means it */
     int n_shards;                 /* >1 when the global scales are per fused shard */
+    int block;                    /* NVFP4 elements per stored block scale: 16, or 32 (ModelOpt
+                                   * W4A8_NVFP4_FP8: weight_scale [N, K/32]; readers of the bytes
+                                   * that pair them with codes go through nd_module_sf16) */
+    int act_fp8;                  /* activations FP8 E4M3 per tensor with the static input_scale (W4A8) */
+    float global_num;             /* the healthy weight divisor is global_num / amax(W): 2688 (6 x 448),
+                                   * 448 for W4A8_NVFP4_FP8 (block scales up to 448/6) */
 } nd_module;
 
 /* ---- the checkpoint folder ---- */

@@ -276,11 +276,14 @@ static int misfit_one(const nd_module *m, double max, int shared, nd_findings *f
     if (max == 0.0)
         return nd_findings_add(f, ND_BREAKS_NONE, "global_misfit", m->path, m->weight_scale->name,
                                "every block scale is zero: the weight dequantizes to zeros");
-    if (max < ND_E4M3_MAX / 4)
+    /* the block-scale ceiling of the scheme: 448, or 448/6 under W4A8_NVFP4_FP8 (whose global maps
+     * amax(W) to 448, so that the kernel dequantizes the weight to FP8) */
+    const double ceil = m->global_num / 6.0;
+    if (max < ceil / 4)
         return nd_findings_add(f, ND_BREAKS_NONE, "global_misfit", m->path, m->weight_scale->name,
-                               "largest block scale is %.6g%s, far below 448: the global scale does not fit the "
-                               "weight (it should map amax(W) to 448*6), so precision is lost", max,
-                               shared ? " in every shard sharing its global scale" : "");
+                               "largest block scale is %.6g%s, far below %.4g: the global scale does not fit the "
+                               "weight (it should map amax(W) to %.4g), so precision is lost", max,
+                               shared ? " in every shard sharing its global scale" : "", ceil, (double)m->global_num);
     return 0;
 }
 
@@ -357,7 +360,8 @@ static int check_input_conventions(const nd_ckpt *c, nd_findings *f, nd_err *e) 
     for (size_t i = 0; i < n && !rc; i++) {
         nd_module m;
         if ((rc = nd_ckpt_module(c, nd_ckpt_module_path(c, i), &m, e))) break;
-        if (m.wfmt != ND_WF_NVFP4 || !m.input_global || m.input_global->dtype != ND_DT_F32) continue;
+        /* (a W4A8 module's input_scale is an FP8 per-tensor scale, amax/448: not this convention) */
+        if (m.wfmt != ND_WF_NVFP4 || m.act_fp8 || !m.input_global || m.input_global->dtype != ND_DT_F32) continue;
         for (int64_t k = 0; k < m.input_global->numel; k++) {
             const float v = nd_tview_get_f32(m.input_global, k);
             if (!isfinite(v) || v <= 0) continue; /* nonfinite_scale */

@@ -102,15 +102,22 @@ static int bind_nvfp4(const bind *b, nd_module *m, const nd_tview *w, int modelo
     if (w->dtype != ND_DT_U8 || w->ndim != 2) return bad(b, w, "not packed FP4 codes", "U8 [N, K/2]");
     m->out_features = w->shape[0];
     m->in_features = 2 * w->shape[1];
+    const int blk = modelopt ? nd_qcfg_nvfp4_block(&b->c->q, b->path) : ND_NVFP4_BLOCK;
+    char exp[96];
+    snprintf(exp, sizeof exp, "F8_E4M3 [N, K/%d]", blk);
     if (!s) return missing(b, "weight_scale", "NVFP4 block scales");
-    if (s->dtype != ND_DT_F8_E4M3) return bad(b, s, "wrong dtype for NVFP4 block scales", "F8_E4M3 [N, K/16]");
-    if (m->in_features % ND_NVFP4_BLOCK) return bad(b, w, "K is not a multiple of 16", "U8 [N, K/2] with K % 16 == 0");
-    if (!is2d(s, m->out_features, m->in_features / ND_NVFP4_BLOCK) && !nd_sf_padded_shape(s, m->out_features, m->in_features / ND_NVFP4_BLOCK)) {
-        char exp[96];
+    if (s->dtype != ND_DT_F8_E4M3) return bad(b, s, "wrong dtype for NVFP4 block scales", exp);
+    snprintf(exp, sizeof exp, "U8 [N, K/2] with K %% %d == 0", blk);
+    if (m->in_features % blk) return bad(b, w, blk == 16 ? "K is not a multiple of 16" : "K is not a multiple of 32", exp);
+    if (!is2d(s, m->out_features, m->in_features / blk) &&
+        (blk != ND_NVFP4_BLOCK || !nd_sf_padded_shape(s, m->out_features, m->in_features / ND_NVFP4_BLOCK))) {
         snprintf(exp, sizeof exp, "F8_E4M3 [%lld, %lld] for packed weight [%lld, %lld]", (long long)m->out_features,
-                 (long long)(m->in_features / 16), (long long)w->shape[0], (long long)w->shape[1]);
+                 (long long)(m->in_features / blk), (long long)w->shape[0], (long long)w->shape[1]);
         return bad(b, s, "block scales do not match the weight", exp);
     }
+    m->block = blk;
+    m->act_fp8 = modelopt && nd_qcfg_act_fp8_static(&b->c->q, b->path);
+    m->global_num = blk == 32 ? 448.0f : ND_NVFP4_GLOBAL_NUM;
     m->wfmt = ND_WF_NVFP4;
     m->conv = modelopt ? ND_CONV_MODELOPT : ND_CONV_CT;
     m->weight = w;
@@ -188,6 +195,8 @@ static int module_bind(const nd_ckpt *c, const char *path, nd_module *m, nd_err 
     m->weight_global_div = NAN;
     m->input_global_mult = NAN;
     m->n_shards = 1;
+    m->block = ND_NVFP4_BLOCK;
+    m->global_num = ND_NVFP4_GLOBAL_NUM;
     if (strlen(path) >= sizeof m->path)
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: module path '%.64s...' is too long", nd_ckpt_dir(c), path);
     snprintf(m->path, sizeof m->path, "%s", path);

@@ -18,10 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <jansson.h>
 #include "util/json_load.h"
 #include "ckpt/ckpt_internal.h"
 #include "util/infile.h"
+#include "numerics/nd_numerics.h"
 
 static json_t *get(json_t *o, const char *k) {
     json_t *v = json_object_get(o, k);
@@ -239,10 +241,16 @@ static int is_nvfp4_algo(const char *a) {
            strcmp(a, "W4A8_NVFP4_FP8") == 0 || strcmp(a, "NVFP4_SVD") == 0;
 }
 
+/* NVFP4 elements per block scale of a ModelOpt algorithm: 16, but 32 for W4A8_NVFP4_FP8 (its preset
+ * quantizes weights as nvfp4_bs32: E4M3 block scales per 32, weight_scale_2 = amax/448) */
+static int algo_block(const char *algo) { return strcmp(algo, "W4A8_NVFP4_FP8") == 0 ? 32 : ND_NVFP4_BLOCK; }
+
 static int check_group_size(const char *file, const char *where, const char *algo, int gs, nd_err *e) {
     if (!is_nvfp4_algo(algo)) return 0;
     if (gs == 0) return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s: quant_algo %s without group_size", file, where, algo);
-    if (gs != 16) return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s: quant_algo %s with group_size %d (NVFP4 blocks are 16)", file, where, algo, gs);
+    if (gs != algo_block(algo))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s: quant_algo %s with group_size %d (its NVFP4 blocks are %d)", file, where, algo, gs,
+                       algo_block(algo));
     return 0;
 }
 
@@ -387,7 +395,15 @@ int nd_qcfg_load(const char *dir, const nd_model_cfg *cfg, nd_qcfg *c, nd_err *e
         if (m && !json_is_string(m)) return nd_fail(e, ND_EXIT_BADINPUT, "%s: 'quantization_config.quant_method' must be a string", path);
         const char *meth = m ? json_string_value(m) : (get(q, "config_groups") ? "compressed-tensors" : "");
         if (strcmp(meth, "compressed-tensors") == 0) rc = parse_ct(q, path, c, e);
-        else if (strcmp(meth, "modelopt") == 0) rc = parse_modelopt(q, path, "quantization_config", c, e);
+        else if (strcmp(meth, "modelopt") == 0) {
+            /* hf_quant_config.json wins: ModelOpt's embedded copy may lack what it holds (W4A8's
+             * group_size), so it is read only where that file is absent */
+            char hq[4096];
+            struct stat hst;
+            snprintf(hq, sizeof hq, "%s/hf_quant_config.json", dir);
+            if (lstat(hq, &hst) != 0) rc = parse_modelopt(q, path, "quantization_config", c, e);
+            else c->fmt = ND_CKPT_MODELOPT;
+        }
         else if (strcmp(meth, "fp8") == 0) { c->fmt = ND_CKPT_FP8; rc = parse_fp8(q, path, c, e); }
         else if (strcmp(meth, "mxfp4") == 0) rc = parse_mxfp4(q, path, c, e);
         else rc = nd_fail(e, ND_EXIT_BADINPUT,
@@ -458,6 +474,14 @@ int nd_qcfg_ignored(const nd_qcfg *q, const char *module) {
     case ND_CKPT_UNQUANTIZED: return 1;
     }
     return 1;
+}
+
+int nd_qcfg_nvfp4_block(const nd_qcfg *q, const char *module) {
+    return q->fmt == ND_CKPT_MODELOPT ? algo_block(mo_algo_of(q, module)) : ND_NVFP4_BLOCK;
+}
+
+int nd_qcfg_act_fp8_static(const nd_qcfg *q, const char *module) {
+    return q->fmt == ND_CKPT_MODELOPT && strcmp(mo_algo_of(q, module), "W4A8_NVFP4_FP8") == 0;
 }
 
 int nd_qcfg_act_quant(const nd_qcfg *q, const char *module, int *known) {

@@ -49,11 +49,12 @@ static const char *fp8_kind_str(int k) {
 
 /* The scheme the loader resolved for a module, as the replay runs it (issue 33 item 4): weight and
  * activation bits, the block (group) size and the scale layout: "W4A4 g16" (NVFP4 with its
- * activations quantized), "W4A16 g16" (NVFP4 weights only), "W4A16 g32" (MXFP4), "W8A8 b128x128"
+ * activations quantized), "W4A16 g16" (NVFP4 weights only), "W4A8 g32" (ModelOpt W4A8_NVFP4_FP8:
+ * NVFP4 weights in 32-blocks, FP8 activations), "W4A16 g32" (MXFP4), "W8A8 b128x128"
  * (FP8 with block scales), "W8A8 channel", "-" for a dense weight. */
 static void scheme_str(const nd_module *m, char *out, size_t cap) {
     switch (m->wfmt) {
-    case ND_WF_NVFP4: snprintf(out, cap, "%s g16", m->act_quant ? "W4A4" : "W4A16"); return;
+    case ND_WF_NVFP4: snprintf(out, cap, "%s g%d", m->act_quant ? "W4A4" : m->act_fp8 ? "W4A8" : "W4A16", m->block); return;
     case ND_WF_MXFP4: snprintf(out, cap, "W4A16 g32"); return;
     case ND_WF_FP8:
         if (m->fp8_scale_kind >= 2) snprintf(out, cap, "W8A8 b%dx%d", m->bn, m->bk);
@@ -93,8 +94,8 @@ static json_t *module_json(const nd_ckpt *c, const nd_module *m, const nd_scale_
     json_object_set_new(o, "scheme", json_string(sch));
     json_object_set_new(o, "weight_bits", json_integer(m->wfmt == ND_WF_NVFP4 || m->wfmt == ND_WF_MXFP4 ? 4 : m->wfmt == ND_WF_FP8 ? 8
                                                        : m->weight->dtype == ND_DT_F32 ? 32 : 16));
-    json_object_set_new(o, "act_bits", json_integer(m->wfmt == ND_WF_NVFP4 && m->act_quant ? 4 : m->wfmt == ND_WF_FP8 ? 8 : 16));
-    json_object_set_new(o, "group", m->wfmt == ND_WF_NVFP4 ? json_integer(16) : m->wfmt == ND_WF_MXFP4 ? json_integer(32) : json_null());
+    json_object_set_new(o, "act_bits", json_integer(m->wfmt == ND_WF_NVFP4 && m->act_quant ? 4 : m->wfmt == ND_WF_FP8 || m->act_fp8 ? 8 : 16));
+    json_object_set_new(o, "group", m->wfmt == ND_WF_NVFP4 ? json_integer(m->block) : m->wfmt == ND_WF_MXFP4 ? json_integer(32) : json_null());
     json_object_set_new(o, "scale_dtypes", json_string(scale_dtype_str(m)));
     json_object_set_new(o, "out_features", json_integer(m->out_features));
     json_object_set_new(o, "in_features", json_integer(m->in_features));

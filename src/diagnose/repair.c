@@ -164,12 +164,13 @@ int nd_repairs_for(const nd_row *row, const nd_stage_info *in, nd_repair *out, i
         snprintf(r->what, sizeof r->what, "%d NaN block scales of %s replaced by their row neighbours", in->nan_block_scales, in->module);
     }
     /* with an unusable weight divisor no input repair can restore the stage: those are not tried */
-    if (in->nvfp4_w4a4 && usable(in->weight_div)) {
+    /* (a W4A8 module's input scale is an FP8 per-tensor scale: the same repairs, calibrated as 448/amax) */
+    if ((in->nvfp4_w4a4 || in->act_fp8) && usable(in->weight_div)) {
         const double m = in->input_mult;
         if (!usable(m) || !in->has_input_scale) {
             /* a missing, zero or non-finite input scale: the value calibration would give */
             if (usable(in->in_amax) && (r = add(out, &n, cap, "input_scale_calibrated", "nonfinite_scale")))
-                set_input(r, in, in->module, m, 2688.0 / in->in_amax);
+                set_input(r, in, in->module, m, (in->act_fp8 ? 448.0 : 2688.0) / in->in_amax);
         } else {
             /* the module's own input scale, and under a stack that fuses input scales, each
              * sibling's: the value the fused rule picked may be a sibling's */

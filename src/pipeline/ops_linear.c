@@ -43,6 +43,8 @@ static int add_bias(nd_run *r, const nd_lin *l, nd_buf *y, nd_err *e) {
     return r->be->add_bias(r->be, y->p, l->bias, y->rows, y->cols, e);
 }
 
+static int usable_f(float v) { return isfinite(v) && v != 0.0f; }
+
 static int64_t in_width(const nd_lin *l) { return l->m.in_features * (l->groups > 1 ? l->groups : 1); }
 
 /* What the checkpoint alone says about this module (a cause code, or ""), after the repairs the
@@ -81,6 +83,7 @@ static void stage_info(const nd_run *r, const nd_lin *l, nd_stage_info *in) {
     snprintf(in->module, sizeof in->module, "%s", l->m.path);
     in->modelopt = l->m.conv == ND_CONV_MODELOPT;
     in->nvfp4_w4a4 = l->prod_kind == LIN_NVFP4_W4A4;
+    in->act_fp8 = l->prod_kind == LIN_WEIGHT_ONLY && l->m.act_fp8;
     in->has_input_scale = l->m.input_global != NULL;
     in->input_mult = l->m.input_global_mult;
     in->weight_div = l->m.weight_global_div;
@@ -315,6 +318,24 @@ int nd_lin_prod(nd_run *r, nd_lin *l, const nd_buf *x, double x_ref_amax, nd_buf
             xq = r->be->alloc(r->be, (size_t)x->n * sizeof(float), e);
             rc = xq ? r->be->fake_quant_fp8(r->be, x->p, x->rows, x->cols, grp, 1, xq, e) : e->code;
             xin = xq;
+        } else if (l->m.act_fp8) {
+            /* W4A8_NVFP4_FP8 (TensorRT-LLM's W4A8NVFP4FP8LinearMethod): x quantized to E4M3 per tensor
+             * with the static input_scale (the stack's multiplier is its reciprocal), satfinite, times
+             * the dequantized NVFP4 weight; without an input scale, per tensor from amax(x) / 448 as
+             * its dynamic fallback does */
+            float sc = isfinite(l->pp.mult) && l->pp.mult > 0 ? 1.0f / l->pp.mult : NAN;
+            /* the stored scale itself where the stack leaves it as stored: 1/(1/s) is not always s in
+             * FP32, and one ulp moves an element across an E4M3 rounding boundary */
+            if (l->m.input_global && l->m.input_global->numel == 1) {
+                const float stored = nd_tview_get_f32(l->m.input_global, 0);
+                if (l->pp.mult == 1.0f / stored) sc = stored; /* not overridden */
+            }
+            if (!isfinite(sc)) sc = (float)(nd_buf_amax(r, x, e) / ND_E4M3_MAX);
+            if (!(sc > 0) || !isfinite(sc)) sc = 1.0f; /* an all-zero (or non-finite) input: nothing to scale */
+            xq = r->be->alloc(r->be, (size_t)x->n * sizeof(float), e);
+            rc = xq ? r->be->kv_fp8(r->be, x->p, x->n, sc, sc, xq, e) : e->code;
+            fig->scale_mult = l->pp.mult;
+            xin = xq;
         }
         if (!rc) rc = gemm(r, l, xin, w, (*y)->p, x->rows, 1.0f, 0, e);
         if (xq) r->be->release(r->be, xq);
@@ -453,6 +474,14 @@ int nd_lin_stage(nd_run *r, const nd_stage *st, nd_lin *l, const nd_buf *x_ref, 
             nd_cmp cw;
             ND_TRY(r->be->compare(r->be, l->w_ref, l->w_prod, l->m.out_features * l->m.in_features, 16, &cw, e));
             if (cw.sum_rp > 0) in->weight_div_fit = cw.sum_pp / cw.sum_rp;
+            in->orig_amax = cw.ref_amax;
+        } else if (r->ref_ck && l->prod_kind == LIN_WEIGHT_ONLY && l->m.wfmt == ND_WF_NVFP4 && l->w_prod && l->w_ref &&
+                   usable_f(l->m.weight_global_div)) {
+            /* weights only (W4A16, W4A8): the production operand is C / g with the stored g, so the
+             * fit over C = g x operand is g <P,P> / <W,P> */
+            nd_cmp cw;
+            ND_TRY(r->be->compare(r->be, l->w_ref, l->w_prod, l->m.out_features * l->m.in_features, 16, &cw, e));
+            if (cw.sum_rp > 0) in->weight_div_fit = l->m.weight_global_div * cw.sum_pp / cw.sum_rp;
             in->orig_amax = cw.ref_amax;
         }
     }

@@ -78,6 +78,7 @@ typedef struct nd_stage_info {
     char module[256];               /* checkpoint module path ("model.layers.0.self_attn.q_a_proj") */
     int modelopt;                   /* 1: ModelOpt names and meaning (input_scale, weight_scale_2) */
     int nvfp4_w4a4;                 /* the production path quantizes activations to NVFP4 */
+    int act_fp8;                    /* ... or to FP8 per tensor with the static input scale (W4A8) */
     int has_input_scale;            /* the checkpoint holds an input scale tensor */
     double input_mult;              /* quantizer multiplier as the checkpoint means it (2688/amax) */
     double weight_div;              /* divisor of the e4m3 block scales as the checkpoint means it */

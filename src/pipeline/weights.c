@@ -125,11 +125,28 @@ static int decode(nd_run *r, const nd_module *m, const float *div, int nout, int
     nd_stack_module_repair(&r->stack, m, &fix);
     swap_nibbles ^= fix.nibble_swap;
     /* block scales read another way (a repair, or the production kernel's reading): on the host */
-    if ((m->wfmt == ND_WF_NVFP4 || m->wfmt == ND_WF_MXFP4) && nd_scale_read_needed(&fix, rd))
+    const int sf32 = m->wfmt == ND_WF_NVFP4 && m->block == 32;
+    if ((m->wfmt == ND_WF_NVFP4 || m->wfmt == ND_WF_MXFP4) && nd_scale_read_needed(&fix, rd)) {
+        if (sf32)
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s: block scales per 32 (W4A8_NVFP4_FP8) are read only as stored; another "
+                           "reading of them (a repair, a stack's scale layout) is not replayed", m->weight->file, m->path);
         return nd_scale_read_decode(r, m, &fix, rd, swap_nibbles, div, nout, out, e);
+    }
     void *w = NULL, *s = NULL;
     int rc = upload_raw(r, m->weight, &w, e);
-    if (!rc && m->weight_scale) rc = upload_raw(r, m->weight_scale, &s, e);
+    if (!rc && sf32) {
+        /* E4M3 scales per 32 elements: each scale serves both 16-blocks of its 32 (exact), so the one
+         * NVFP4 dequantization (16-blocks) decodes them */
+        const int64_t nb = k / 32, bytes = n * nb * 2;
+        uint8_t *tmp = malloc((size_t)bytes);
+        const uint8_t *src = m->weight_scale->data;
+        if (!tmp) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+        for (int64_t i = 0; !rc && i < n * nb; i++) tmp[2 * i] = tmp[2 * i + 1] = src[i];
+        if (!rc && fix.block_scale_fix && nd_fix_nan_block_scales(tmp, n, 2 * nb) < 0) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+        if (!rc && !(s = r->be->alloc(r->be, (size_t)bytes, e))) rc = e->code;
+        if (!rc) rc = r->be->upload(r->be, s, tmp, (size_t)bytes, e);
+        free(tmp);
+    } else if (!rc && m->weight_scale) rc = upload_raw(r, m->weight_scale, &s, e);
     if (!rc && swap_nibbles && m->wfmt != ND_WF_FP8) {
         /* the "other packing" of the same bytes (weight_packing diagnosis and its repair) */
         uint8_t *tmp = malloc(m->weight->nbytes);
@@ -140,7 +157,7 @@ static int decode(nd_run *r, const nd_module *m, const float *div, int nout, int
             free(tmp);
         }
     }
-    if (!rc && s && fix.block_scale_fix && m->wfmt == ND_WF_NVFP4) {
+    if (!rc && s && fix.block_scale_fix && m->wfmt == ND_WF_NVFP4 && !sf32) {
         uint8_t *tmp = malloc(m->weight_scale->nbytes);
         if (!tmp) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
         else {

@@ -103,13 +103,16 @@ static int parse(const nd_ckpt *ck, const char *spec, sy_fault *f, target *ts, i
         if (!one_f32(m->weight_global) || (m->input_global && !one_f32(m->input_global)))
             return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: %s's global scales are not single F32 values", nd_ckpt_dir(ck), path);
         if (m->weight->nbytes != (size_t)(m->out_features * (m->in_features / 2)) ||
-            m->weight_scale->nbytes != (size_t)(m->out_features * (m->in_features / 16)))
+            m->weight_scale->nbytes != (size_t)(m->out_features * (m->in_features / m->block)))
             return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: %s's packed weight or block scales have an unexpected size", nd_ckpt_dir(ck), path);
     }
     if (ts[i].m.wfmt == ND_WF_MXFP4) return mx_target(ck, spec, f, path, ts, i, e);
     if (f->kind == SY_F_SCALE_ENCODING && f->value != ND_SF_E8M0)
         return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: --inject '%s': %s is NVFP4: its E4M3 bytes are written as e8m0, "
                        "the E8M0 biases are an MXFP4 weight's", spec, path);
+    if (sy_scale_fault(f->kind) && ts[i].m.block != 16)
+        return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: --inject '%s': %s holds block scales per %d (W4A8_NVFP4_FP8); the "
+                       "block-scale faults are planted in 16-blocks only", spec, path, ts[i].m.block);
     if (sy_scale_fault(f->kind)) ND_TRY(sy_scale_fault_check(f, ts[i].m.out_features, ts[i].m.in_features, spec, e));
     if (f->kind == SY_F_MISSING_INPUT && !ts[i].m.input_global)
         return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: module '%s' has no input scale to remove", nd_ckpt_dir(ck), path);
@@ -153,7 +156,7 @@ static int apply_mx(target *t, long idx, sy_faults *fs, nd_err *e) {
 static int apply(target *t, long idx, sy_faults *fs, nd_err *e) {
     const nd_module *m = &t->m;
     if (m->wfmt == ND_WF_MXFP4) return apply_mx(t, idx, fs, e);
-    const int64_t nb = m->in_features / 16, cols = sy_faults_sf_cols(fs, idx, nb);
+    const int64_t nb = m->in_features / m->block, cols = sy_faults_sf_cols(fs, idx, nb);
     t->sf_shape[0] = m->out_features;
     t->sf_shape[1] = cols;
     t->packed = malloc(m->weight->nbytes);

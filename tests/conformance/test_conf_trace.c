@@ -10,6 +10,11 @@
  *                     fp32-exact) against transformers' FP32 forward (REFERENCE_FILE, FP32 tensors made
  *                     by tools/conformance/make_fp32_references.py): rel L2 <= 1e-4 for every compared
  *                     tensor (cosine >= 1 - 1e-8), top-1 on every position.
+ *   mode "production": our PRODUCTION path (--ref-numerics transformers) against the serving engine's
+ *                     forward re-implemented on the exported tensors (REFERENCE_FILE, e.g.
+ *                     production_w4a8.safetensors by tools/conformance/make_modelopt_variants.py), with
+ *                     the limits of mode "reference": the variant's semantics (FP8 activations, 32-blocks)
+ *                     as the engine computes them.
  * usage: test_conf_trace NVFP4DBG MODEL exit|reference|exact [CHECKPOINT_DIR (default: the fixture's)
  *                        [REFERENCE_FILE (default: reference.safetensors)]] */
 #include <stdio.h>
@@ -23,6 +28,8 @@
 
 /* the limits of mode "reference" (BF16 vs BF16); mode "exact" sets the FP32 ones in main */
 static double MIN_COS = 0.9999, MAX_REL = 1e-2;
+/* which path's tensors are compared: "ref", or "prod" in mode "production" */
+static const char *g_path = "ref";
 /* mode "spread": the manifest's fp32_vs_bf16_rel_l2 (per reference tensor) and fp32_vs_bf16_top1 */
 static json_t *g_spread;
 static double g_top1_min = 1.0;
@@ -39,7 +46,9 @@ static void compare(const char *h5, const nd_st_file *ref, const char *stage, co
     int ndim = 0;
     int64_t shape[ND_TRACE_MAXDIM], n = 0, nf = 0;
     nd_err e = {0};
-    CHECK(nd_trace_read_tensor(h5, stage, "ref", &ours, &ndim, shape, &e) == 0, "%s", e.msg);
+    char st[160]; /* the production path's chained tensors: the whole production forward */
+    snprintf(st, sizeof st, "%s%s", stage, strcmp(g_path, "prod") ? "" : "@chained");
+    CHECK(nd_trace_read_tensor(h5, st, g_path, &ours, &ndim, shape, &e) == 0, "%s", e.msg);
     float *theirs = conf_floats(ref, fixture_name, &nf);
     CHECK(theirs != NULL, "reference.safetensors has no %s", fixture_name);
     if (ours && theirs) {
@@ -104,11 +113,14 @@ static void remove_outputs(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 4 || (strcmp(argv[3], "exit") && strcmp(argv[3], "reference") && strcmp(argv[3], "exact") && strcmp(argv[3], "spread"))) {
-        fprintf(stderr, "usage: test_conf_trace NVFP4DBG MODEL exit|reference|exact|spread [CHECKPOINT_DIR [REFERENCE_FILE]]\n");
+    if (argc < 4 || (strcmp(argv[3], "exit") && strcmp(argv[3], "reference") && strcmp(argv[3], "exact") && strcmp(argv[3], "spread") &&
+                     strcmp(argv[3], "production"))) {
+        fprintf(stderr, "usage: test_conf_trace NVFP4DBG MODEL exit|reference|exact|spread|production [CHECKPOINT_DIR [REFERENCE_FILE]]\n");
         return 2;
     }
-    const char *bin = argv[1], *model = argv[2], *mode = argv[3];
+    const char *bin = argv[1], *model = argv[2];
+    const char *mode = argv[3];
+    if (!strcmp(mode, "production")) { g_path = "prod"; mode = "reference"; }
     const int exact = !strcmp(mode, "exact");
     if (exact) MIN_COS = 1.0 - 1e-8, MAX_REL = 1e-4;
     json_t *manifest = NULL;
