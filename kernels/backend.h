@@ -158,6 +158,9 @@ typedef struct nd_backend nd_backend;
     X(add, ND_ODT_F32, (nd_backend *b, float *y, const float *x, int64_t n, nd_err *e)) \
     /* y[r, c] += bias[c] for an [rows, cols] y (a linear layer's bias, before its output rounding). */ \
     X(add_bias, ND_ODT_F32, (nd_backend *b, float *y, const float *bias, int64_t rows, int64_t cols, nd_err *e)) \
+    /* y[r, c] = x[r, c] * s[c] for an [rows, cols] x, one FP32 product per value (AWQ's pre_quant_scale \
+     * on a linear's input). In place allowed (x == y). */ \
+    X(mul_cols, ND_ODT_F32, (nd_backend *b, const float *x, const float *s, int64_t rows, int64_t cols, float *y, nd_err *e)) \
     /* h = silu(min(g, limit)) * clamp(v, -limit, limit); limit <= 0: no clamp. bf16_steps: silu(g) \
      * rounded to BF16 before the product (nd_swiglu_elem). */ \
     X(swiglu, ND_ODT_F32, (nd_backend *b, const float *g, const float *v, int64_t n, float limit, int bf16_steps, float *h, \

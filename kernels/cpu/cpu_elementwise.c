@@ -66,6 +66,15 @@ int nd_cpu_add_bias(nd_backend *b, float *y, const float *bias, int64_t rows, in
     return 0;
 }
 
+int nd_cpu_mul_cols(nd_backend *b, const float *x, const float *s, int64_t rows, int64_t cols, float *y, nd_err *e) {
+    (void)b;
+    ND_CPU_SIZES(e, "mul_cols", rows, cols);
+    ND_CPU_REQUIRE(rows == 0 || cols == 0 || (x && s && y), e, "mul_cols", "NULL buffer");
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) y[r * cols + c] = x[r * cols + c] * s[c];
+    return 0;
+}
+
 int nd_cpu_swiglu(nd_backend *b, const float *g, const float *v, int64_t n, float limit, int bf16_steps,
                   float *h, nd_err *e) {
     (void)b;

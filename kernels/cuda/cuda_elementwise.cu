@@ -68,6 +68,20 @@ int nd_cuda_add_bias(nd_backend *b, float *y, const float *bias, int64_t rows, i
     return 0;
 }
 
+__global__ void mul_cols_kernel(const float *__restrict__ x, const float *__restrict__ s, int64_t n, int64_t cols,
+                                float *y) {
+    GRID_STRIDE(i, n) y[i] = __fmul_rn(x[i], s[i % cols]);
+}
+
+int nd_cuda_mul_cols(nd_backend *b, const float *x, const float *s, int64_t rows, int64_t cols, float *y, nd_err *e) {
+    if (rows < 0 || cols < 0) return nd_fail(e, ND_EXIT_INTERNAL, "cuda: mul_cols: negative size");
+    const int64_t n = rows * cols;
+    if (n == 0) return 0;
+    mul_cols_kernel<<<nd_cuda_grid(b, n, 256), 256, 0, nd_cu(b)->stream>>>(x, s, n, cols, y);
+    ND_LAUNCHED("mul_cols_kernel");
+    return 0;
+}
+
 __global__ void swiglu_kernel(const float *__restrict__ g, const float *__restrict__ v, int64_t n, float limit,
                               int bf16_steps, float *__restrict__ h) {
     GRID_STRIDE(i, n) h[i] = nd_swiglu_elem(g[i], v[i], limit, bf16_steps);

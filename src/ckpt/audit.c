@@ -497,7 +497,7 @@ static unsigned char *accounted(const nd_ckpt *c) {
         nd_module m;
         nd_err e;
         if (nd_ckpt_module(c, nd_ckpt_module_path(c, i), &m, &e)) continue;
-        const nd_tview *ts[] = {m.weight, m.weight_scale, m.weight_global, m.input_global, m.bias};
+        const nd_tview *ts[] = {m.weight, m.weight_scale, m.weight_global, m.input_global, m.bias, m.pre_quant_scale};
         for (size_t j = 0; j < sizeof ts / sizeof ts[0]; j++) {
             int k = ts[j] ? tv_index(c, ts[j]) : -1;
             if (k >= 0) a[k] = 1;

@@ -127,6 +127,9 @@ typedef struct nd_module {
                                    * W4A8_NVFP4_FP8: weight_scale [N, K/32]; readers of the bytes
                                    * that pair them with codes go through nd_module_sf16) */
     int act_fp8;                  /* activations FP8 E4M3 per tensor with the static input_scale (W4A8) */
+    const nd_tview *pre_quant_scale; /* ModelOpt AWQ (NVFP4_AWQ): [K], the input times it before the
+                                   * linear (its weight holds the inverse); NULL when absent or folded
+                                   * into the layer before at export */
     float global_num;             /* the healthy weight divisor is global_num / amax(W): 2688 (6 x 448),
                                    * 448 for W4A8_NVFP4_FP8 (block scales up to 448/6) */
 } nd_module;

@@ -117,6 +117,12 @@ static int bind_nvfp4(const bind *b, nd_module *m, const nd_tview *w, int modelo
     }
     m->block = blk;
     m->act_fp8 = modelopt && nd_qcfg_act_fp8_static(&b->c->q, b->path);
+    if (modelopt && (m->pre_quant_scale = tens(b, "pre_quant_scale"))) {
+        const nd_tview *p = m->pre_quant_scale;
+        snprintf(exp, sizeof exp, "BF16/F16/F32 [%lld]", (long long)m->in_features);
+        if ((p->dtype != ND_DT_BF16 && p->dtype != ND_DT_F16 && p->dtype != ND_DT_F32) || p->ndim != 1 || p->shape[0] != m->in_features)
+            return bad(b, p, "AWQ pre_quant_scale does not match the weight's input features", exp);
+    }
     m->global_num = blk == 32 ? 448.0f : ND_NVFP4_GLOBAL_NUM;
     m->wfmt = ND_WF_NVFP4;
     m->conv = modelopt ? ND_CONV_MODELOPT : ND_CONV_CT;

@@ -50,11 +50,14 @@ static const char *fp8_kind_str(int k) {
 /* The scheme the loader resolved for a module, as the replay runs it (issue 33 item 4): weight and
  * activation bits, the block (group) size and the scale layout: "W4A4 g16" (NVFP4 with its
  * activations quantized), "W4A16 g16" (NVFP4 weights only), "W4A8 g32" (ModelOpt W4A8_NVFP4_FP8:
- * NVFP4 weights in 32-blocks, FP8 activations), "W4A16 g32" (MXFP4), "W8A8 b128x128"
+ * NVFP4 weights in 32-blocks, FP8 activations), " awq" after any of them where the input is multiplied
+ * by an AWQ pre_quant_scale first, "W4A16 g32" (MXFP4), "W8A8 b128x128"
  * (FP8 with block scales), "W8A8 channel", "-" for a dense weight. */
 static void scheme_str(const nd_module *m, char *out, size_t cap) {
     switch (m->wfmt) {
-    case ND_WF_NVFP4: snprintf(out, cap, "%s g%d", m->act_quant ? "W4A4" : m->act_fp8 ? "W4A8" : "W4A16", m->block); return;
+    case ND_WF_NVFP4:
+        snprintf(out, cap, "%s g%d%s", m->act_quant ? "W4A4" : m->act_fp8 ? "W4A8" : "W4A16", m->block, m->pre_quant_scale ? " awq" : "");
+        return;
     case ND_WF_MXFP4: snprintf(out, cap, "W4A16 g32"); return;
     case ND_WF_FP8:
         if (m->fp8_scale_kind >= 2) snprintf(out, cap, "W8A8 b%dx%d", m->bn, m->bk);

@@ -44,6 +44,10 @@ typedef struct nd_lin {
     float *w_floor;        /* the checkpoint's own codes x block scales when the stage's kernel reads the
                             * scales another way (stack.h nd_sf_read): the floor quantizes with these */
     nd_sf_read sf_read;    /* how the production GEMM reads the block scales */
+    float *pqs;            /* ModelOpt AWQ's pre_quant_scale [K] as FP32 on the backend, or NULL: the
+                            * input times it (rounded to BF16, as the engine multiplies) before the
+                            * quantizer and the GEMM; on the reference path only where the reference
+                            * weight is the checkpoint's (which holds its inverse), not an original's */
     float *bias;           /* the module's bias [N] as FP32 on the backend, or NULL (both paths add it
                             * before the output's BF16 rounding, as F.linear and the serving epilogue do) */
     int prod_kind;         /* LIN_* below */

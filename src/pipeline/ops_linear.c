@@ -218,6 +218,10 @@ int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char
         /* the reference of --ref-numerics transformers holds it in BF16, as the BF16 model does */
         if (!rc && r->ref_tf) rc = r->be->round_bf16(r->be, l->bias, l->m.out_features, e);
     }
+    if (!rc && l->m.pre_quant_scale) {
+        if (l->groups > 1) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: %s: a grouped projection with an AWQ pre_quant_scale is not supported", nd_ckpt_dir(r->ck), l->m.path);
+        else rc = nd_tensor_f32(r, l->m.pre_quant_scale, &l->pqs, e);
+    }
     if (rc) { nd_lin_close(r, l); return rc; }
     /* --ref-numerics transformers: the reference weight as the BF16 model holds it (compressed-tensors
      * decompresses to BF16; FP32 weights are cast on load), exact dequantization first */
@@ -236,8 +240,12 @@ void nd_lin_close(nd_run *r, nd_lin *l) {
     if (l->w_prod) r->be->release(r->be, l->w_prod);
     if (l->bias) r->be->release(r->be, l->bias);
     if (l->w_floor) r->be->release(r->be, l->w_floor);
-    l->w_ref = l->w_prod = l->bias = l->w_floor = NULL;
+    if (l->pqs) r->be->release(r->be, l->pqs);
+    l->w_ref = l->w_prod = l->bias = l->w_floor = l->pqs = NULL;
 }
+
+static int lin_ref(nd_run *r, nd_lin *l, const nd_buf *x, nd_buf **y, nd_err *e);
+static int lin_prod(nd_run *r, nd_lin *l, const nd_buf *x, double x_ref_amax, nd_buf **y, nd_row *fig, nd_err *e);
 
 static int check_input(nd_run *r, const nd_lin *l, const nd_buf *x, nd_err *e) {
     if (x->cols != in_width(l))
@@ -246,8 +254,31 @@ static int check_input(nd_run *r, const nd_lin *l, const nd_buf *x, nd_err *e) {
     return 0;
 }
 
+/* AWQ (ModelOpt NVFP4_AWQ): the input times pre_quant_scale per column, rounded to BF16 as the
+ * engine's BF16 multiply gives it (TensorRT-LLM: `input * module.pre_quant_scale` before fp4_quantize).
+ * *xs NULL when the module has none. */
+static int awq_input(nd_run *r, const nd_lin *l, const nd_buf *x, nd_buf **xs, nd_err *e) {
+    *xs = NULL;
+    if (!l->pqs) return 0;
+    if (!(*xs = nd_buf_new(r, x->rows, x->cols, e))) return e->code;
+    int rc = r->be->mul_cols(r->be, x->p, l->pqs, x->rows, x->cols, (*xs)->p, e);
+    if (!rc) rc = r->be->round_bf16(r->be, (*xs)->p, (*xs)->n, e);
+    if (rc) { nd_buf_put(r, *xs); *xs = NULL; }
+    return rc;
+}
+
 int nd_lin_ref(nd_run *r, nd_lin *l, const nd_buf *x, nd_buf **y, nd_err *e) {
     ND_TRY(check_input(r, l, x, e));
+    /* the checkpoint's weight holds the inverse of pre_quant_scale; an original's does not */
+    nd_buf *xs = NULL;
+    if (!r->ref_ck) ND_TRY(awq_input(r, l, x, &xs, e));
+    if (xs) x = xs;
+    int rc = lin_ref(r, l, x, y, e);
+    if (xs) nd_buf_put(r, xs);
+    return rc;
+}
+
+static int lin_ref(nd_run *r, nd_lin *l, const nd_buf *x, nd_buf **y, nd_err *e) {
     int64_t n = l->m.out_features;
     *y = nd_buf_new(r, x->rows, n, e);
     if (!*y) return e->code;
@@ -273,6 +304,15 @@ static int quant_dequant(nd_run *r, const nd_buf *x, float g, int sem, float *xq
 
 int nd_lin_prod(nd_run *r, nd_lin *l, const nd_buf *x, double x_ref_amax, nd_buf **y, nd_row *fig, nd_err *e) {
     ND_TRY(check_input(r, l, x, e));
+    nd_buf *xs = NULL;
+    ND_TRY(awq_input(r, l, x, &xs, e));
+    if (xs) { x = xs; x_ref_amax = nd_buf_amax(r, xs, e); } /* what the quantizer sees */
+    int rc = lin_prod(r, l, x, x_ref_amax, y, fig, e);
+    if (xs) nd_buf_put(r, xs);
+    return rc;
+}
+
+static int lin_prod(nd_run *r, nd_lin *l, const nd_buf *x, double x_ref_amax, nd_buf **y, nd_row *fig, nd_err *e) {
     nd_row_init(fig);
     fig->weight_rel_l2 = l->weight_rel_l2;
     int64_t n = l->m.out_features;
@@ -370,9 +410,21 @@ static int lin_floor_weight_only(nd_run *r, nd_lin *l, const nd_buf *x, nd_buf *
     return rc;
 }
 
+static int lin_floor(nd_run *r, nd_lin *l, const nd_buf *x, double amax, nd_buf **y, nd_err *e);
+
 int nd_lin_floor(nd_run *r, nd_lin *l, const nd_buf *x, double amax, nd_buf **y, nd_err *e) {
     *y = NULL;
     if (r->no_probes) return 0; /* the floor is a measurement */
+    /* the checkpoint's AWQ weight quantized healthily sees the scaled input (an original: x itself) */
+    nd_buf *xs = NULL;
+    if (!r->ref_ck) ND_TRY(awq_input(r, l, x, &xs, e));
+    if (xs) { x = xs; amax = nd_buf_amax(r, xs, e); }
+    int rc = lin_floor(r, l, x, amax, y, e);
+    if (xs) nd_buf_put(r, xs);
+    return rc;
+}
+
+static int lin_floor(nd_run *r, nd_lin *l, const nd_buf *x, double amax, nd_buf **y, nd_err *e) {
     if (l->prod_kind == LIN_WEIGHT_ONLY && r->ref_ck && l->m.wfmt == ND_WF_NVFP4 && !l->act_fp8_group && l->w_ref && l->groups <= 1)
         return lin_floor_weight_only(r, l, x, y, e);
     if (l->prod_kind != LIN_NVFP4_W4A4 || !(amax > 0) || !isfinite(amax)) return 0;

@@ -621,6 +621,23 @@ static void case_elementwise(void) {
         CHECK(bad == 0, "add_bias: %d elements differ from y + bias[col]", bad);
         free(r[0]); free(r[1]); free(bias);
     }
+    /* mul_cols: every row times a column vector (AWQ's pre_quant_scale) */
+    {
+        const int64_t cols = 1 + rnd_int(97), rows = n / cols;
+        float *sc = rnd_floats(cols, 3.0f);
+        BOTH(be) {
+            nd_err e = {0};
+            void *dx = dev_put(be, a, (size_t)(rows * cols) * 4), *ds = dev_put(be, sc, (size_t)cols * 4);
+            op_rc(be, "mul_cols", g_be[be]->mul_cols(g_be[be], dx, ds, rows, cols, dx, &e), &e);
+            r[be] = dev_get(be, dx, (size_t)(rows * cols) * 4);
+            dev_free(be, dx); dev_free(be, ds);
+        }
+        same_floats("mul_cols", r[0], r[1], rows * cols);
+        int bad = 0;
+        for (int64_t i = 0; i < rows * cols; i++) bad += r[0][i] != a[i] * sc[i % cols];
+        CHECK(bad == 0, "mul_cols: %d elements differ from x * s[col]", bad);
+        free(r[0]); free(r[1]); free(sc);
+    }
     /* swiglu, with and without the clamp; gates spread over [-30, 30] */
     for (int lim = 0; lim < 2; lim++)
         for (int bs = 0; bs < 2; bs++) { /* bs: silu rounded to BF16 first (transformers) */
@@ -1449,7 +1466,7 @@ static const test_case g_cases[] = {
     {"kv_fp8", case_kv_fp8, "f32,fp8_e4m3"},
     {"swizzle_sf+unswizzle_sf", case_swizzle, "fp8_e4m3+fp8_e4m3"},
     {"gemm+gemm_grouped", case_gemm, "f32,bf16+f32,bf16"}, /* bf16: ND_GEMM_BF16_EXACT; f32: ND_GEMM_F32 and ND_GEMM_ORDERED */
-    {"round_bf16+cast_f16_scale+scale+add+add_bias+swiglu+rmsnorm", case_elementwise, "f32+f32+f32+f32+f32+f32+f32"},
+    {"round_bf16+cast_f16_scale+scale+add+add_bias+mul_cols+swiglu+rmsnorm", case_elementwise, "f32+f32+f32+f32+f32+f32+f32+f32"},
     {"swiglu_oai", case_swiglu_oai, "f32"}, {"rope", case_rope, "f32"}, {"attention", case_attention, "f32"},
     {"hc_pre+hc_post+hc_head", case_hc, "f32+f32+f32"}, {"router_topk", case_router, "f32,i32"},
     {"gather_rows+scatter_add_rows", case_moe_rows, "f32+f32"},

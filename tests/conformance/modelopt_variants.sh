@@ -7,27 +7,30 @@
 # the scheme and finds nothing (no global_misfit from the 448/6 block-scale ceiling, no
 # scale_convention from the FP8 input scale), trace exits 0, and planted faults are named at their
 # stage and cleared by the printed next command (the seed bug in ModelOpt's convention; on W4A8 the
-# FP8 input scale stored as its reciprocal). Block-scale faults are refused on 32-blocks.
+# FP8 input scale stored as its reciprocal). Block-scale faults are refused on 32-blocks. And
+# modelopt_awq (NVFP4_AWQ: pre_quant_scale per linear, the input times it before the quantizer).
 #   usage: modelopt_variants.sh NVFP4DBG SOURCE_ROOT
 set -u
 . "$(dirname "$0")/plant_check.sh" "$@"
 
-while read -r v scheme; do
+while read -r v act group scheme; do
   d="$conf/llama/modelopt_$v"
   "$bin" inspect "$d" >"$tmp/i.out" 2>&1; rc=$?
   ok "modelopt_$v: inspect exit $rc, $(grep '^schemes' "$tmp/i.out"), $(tail -1 "$tmp/i.out")" \
      '[ $rc -eq 0 ] && grep -q "^schemes .*$scheme (nvfp4) 14" "$tmp/i.out" && grep -q "^findings: 0 errors, 0 warnings" "$tmp/i.out"'
   "$bin" inspect "$d" --json >"$tmp/i.json" 2>&1
-  ok "modelopt_$v: inspect --json act_bits/group" 'grep -q "\"act_bits\": $( [ "$v" = w4a8 ] && echo 8 || echo 16 )" "$tmp/i.json" && grep -q "\"group\": $( [ "$v" = w4a8 ] && echo 32 || echo 16 )" "$tmp/i.json"'
+  ok "modelopt_$v: inspect --json act_bits $act, group $group" 'grep -q "\"act_bits\": $act" "$tmp/i.json" && grep -q "\"group\": $group" "$tmp/i.json"'
   "$bin" trace --force "$d" --backend "${ND_TEST_BACKEND:-cpu}" --json --out "$tmp/c.h5" >"$tmp/c.json" 2>"$tmp/err"; rc=$?
   ok "modelopt_$v: clean trace exit $rc ($(json_field first_divergence "$tmp/c.json") $(head -c 200 "$tmp/err"))" '[ $rc -eq 0 ]'
 done <<'LIST'
-w4a8 W4A8 g32
-w4a16 W4A16 g16
+w4a8 8 32 W4A8 g32
+w4a16 16 16 W4A16 g16
+awq 4 16 W4A4 g16 awq
 LIST
 check llama modelopt_w4a8 layers.1.self_attn.o_proj layers.1.self_attn.o_proj input-scale-inverted scale_inverted
 check llama modelopt_w4a8 layers.0.mlp.down_proj layers.0.mlp.down_proj weight-mul=4 weight_global_mismatch
 check llama modelopt_w4a16 layers.1.mlp.down_proj layers.1.mlp.down_proj weight-mul=4 weight_global_mismatch
+check llama modelopt_awq layers.1.self_attn.o_proj layers.1.self_attn.o_proj input-scale-inverted scale_inverted
 # a block-scale fault on 32-blocks is refused, naming why
 "$bin" synth "$tmp/b32" --from "$conf/llama/modelopt_w4a8" --inject scale-exponent-shift=2@layers.0.mlp.down_proj >/dev/null 2>"$tmp/err"; rc=$?
 ok "block-scale fault on a W4A8 module: exit $rc ($(head -c 200 "$tmp/err"))" '[ $rc -eq 2 ] && grep -q "block scales per 32" "$tmp/err"'

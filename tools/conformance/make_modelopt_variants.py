@@ -13,6 +13,19 @@ forward_record) of the BF16 model whose quantized linears compute what the engin
 The decoding here is written from ModelOpt's export (not from nvfp4dbg): codes e2m1, element 2j in the
 low nibble; weight = e2m1 * e4m3(weight_scale[block]) * weight_scale_2.
 
+  awq   (NVFP4_AWQ, in ModelOpt's export layout): ModelOpt 0.47's AWQ calibration needs CUDA, so the
+        AWQ step is done here as ModelOpt's awq_lite does it (per group of linears that read one
+        input, q/k/v and gate/up, as ModelOpt's export averages them; scales s = amax(x)^a /
+        amax(W)^(1-a) normalised by sqrt(max*min), a searched over 0, 0.25, 0.5, 0.75, 1 for the
+        smallest output error of the fake-quantized linear on the calibration inputs), the weight
+        replaced by W * s and the input multiplied by pre_quant_scale = 1/s (a forward pre-hook);
+        then ModelOpt's own NVFP4_DEFAULT_CFG quantizes and exports (its calibrated input_scale is
+        amax(x * pre_quant_scale) / 2688), and each linear gets `pre_quant_scale` [K] BF16 beside
+        its tensors with hf_quant_config's quant_algo NVFP4_AWQ and pre_quant_scale: true, as
+        ModelOpt's export writes a module whose scale is not folded into the layer before (o_proj
+        under GQA, experts). Reference: reference_awq.safetensors, the BF16 model with the exported
+        weights decoded and the input times pre_quant_scale (rounded to BF16).
+
 Only for making fixtures: nothing in the build or the tests runs this.
 Usage: python tools/conformance/make_modelopt_variants.py [--out golden/conformance]
        (the venv of requirements.txt plus nvidia-modelopt==0.47.0)
@@ -64,9 +77,130 @@ def production_forward(bf16_dir, out_dir, block, fp8_act):
     return mf.forward_record(model)
 
 
+def e2m1_fake(x):
+    """NVFP4 fake-quant of a weight, per 16 along K (global amax/2688, E4M3 block scales, RNE codes)."""
+    g = x.abs().max().clamp(min=1e-12) / 2688.0
+    xb = x.float().reshape(x.shape[0], -1, 16)
+    bs = (xb.abs().amax(-1, keepdim=True) / 6.0 / g).clamp(max=448.0).to(torch.float8_e4m3fn).float() * g
+    q = xb / bs.clamp(min=1e-30)
+    grid = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+    idx = (q.abs().unsqueeze(-1) - grid).abs().argmin(-1)
+    return (grid[idx] * q.sign() * bs).reshape(x.shape)
+
+
+# the linears that read one input share one AWQ scale (ModelOpt averages pre_quant_scale over a fused
+# group at export, so that a fused GEMM quantizes one input): q/k/v after input_layernorm, gate/up
+# after post_attention_layernorm; o_proj and down_proj have their own
+GROUPS = {"input_layernorm": ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"),
+          "post_attention_layernorm": ("mlp.gate_proj", "mlp.up_proj")}
+
+
+@torch.no_grad()
+def awq_scales(model, rows):
+    """ModelOpt awq_lite's search, per group of linears that share an input: the scale of each input channel."""
+    inputs = {}
+    hooks = []
+    for name, mod in model.named_modules():
+        if isinstance(mod, torch.nn.Linear) and "lm_head" not in name:
+            hooks.append(mod.register_forward_pre_hook(
+                lambda m, a, name=name: inputs.setdefault(name, []).append(a[0].reshape(-1, a[0].shape[-1]).float())))
+    for r in rows:
+        model(torch.tensor([r]), use_cache=False)
+    for h in hooks:
+        h.remove()
+    mods = dict(model.named_modules())
+    groups = []
+    for i in range(len(model.model.layers)):
+        pre = f"model.layers.{i}."
+        grouped = set()
+        for members in GROUPS.values():
+            groups.append([pre + m for m in members])
+            grouped.update(pre + m for m in members)
+        groups += [[n] for n in inputs if n.startswith(pre) and n not in grouped]
+    scales = {}
+    for g in groups:
+        x = torch.cat(inputs[g[0]])
+        ws = [mods[n].weight.float() for n in g]
+        ys = [x @ w.t() for w in ws]
+        a_x = x.abs().amax(0).clamp(min=1e-4)
+        a_w = torch.stack([w.abs().amax(0) for w in ws]).amax(0).clamp(min=1e-4)
+        best, best_err = torch.ones_like(a_x), None
+        for alpha in (0.0, 0.25, 0.5, 0.75, 1.0):
+            sc = a_x.pow(alpha) / a_w.pow(1 - alpha)
+            sc = (sc / (sc.max() * sc.min()).sqrt()).clamp(min=1e-4)
+            err = sum(((x / sc) @ e2m1_fake(w * sc).t() - y).pow(2).mean().item() for w, y in zip(ws, ys))
+            if best_err is None or err < best_err:
+                best, best_err = sc, err
+        for n in g:
+            scales[n] = best.to(torch.bfloat16).float()  # ModelOpt keeps pre_quant_scale in the weight's dtype
+    return scales
+
+
+def add_awq_hooks(model, pqs):
+    """The input times pre_quant_scale (BF16): after the norm a group shares (one input tensor for the
+    group, as ModelOpt's fusion needs), before each other linear."""
+    for i, layer in enumerate(model.model.layers):
+        for norm, members in GROUPS.items():
+            p = pqs[f"model.layers.{i}.{members[0]}"]
+            getattr(layer, norm).register_forward_hook(lambda m, a, o, p=p: (o * p).to(o.dtype))
+    grouped = {f"model.layers.{i}.{m}" for i in range(len(model.model.layers)) for ms in GROUPS.values() for m in ms}
+    for name, mod in model.named_modules():
+        if name in pqs and name not in grouped:
+            mod.register_forward_pre_hook(lambda m, a, p=pqs[name]: ((a[0] * p).to(a[0].dtype),) + tuple(a[1:]))
+
+
+@torch.no_grad()
+def make_awq(base, bf16_dir, rows):
+    import modelopt.torch.quantization as mtq
+    from modelopt.torch.export import export_hf_checkpoint
+    import transformers
+    torch.manual_seed(mf.SEED)
+    model = transformers.AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16,
+                                                              attn_implementation="eager").eval()
+    scales = awq_scales(model, rows)
+    pqs = {}
+    for name, mod in model.named_modules():
+        if name in scales:
+            s = scales[name]
+            mod.weight.copy_((mod.weight.float() * s).to(torch.bfloat16))
+            pqs[name] = (1.0 / s).to(torch.bfloat16)
+    add_awq_hooks(model, pqs)
+
+    def loop(m):
+        for r in rows:
+            m(torch.tensor([r]), use_cache=False)
+    model = mtq.quantize(model, copy.deepcopy(mtq.NVFP4_DEFAULT_CFG), loop)
+    out_dir = os.path.join(base, "modelopt_awq")
+    export_hf_checkpoint(model, export_dir=out_dir)
+    st = os.path.join(out_dir, "model.safetensors")
+    t = load_file(st)
+    for name, p in pqs.items():
+        t[name + ".pre_quant_scale"] = p.contiguous()
+    save_file(t, st, metadata={"format": "pt"})
+    hq = json.load(open(os.path.join(out_dir, "hf_quant_config.json")))
+    hq["quantization"].update({"quant_algo": "NVFP4_AWQ", "has_zero_point": False, "pre_quant_scale": True})
+    json.dump(hq, open(os.path.join(out_dir, "hf_quant_config.json"), "w"), indent=4)
+    cfg = json.load(open(os.path.join(out_dir, "config.json")))
+    cfg["quantization_config"]["quant_algo"] = "NVFP4_AWQ"
+    json.dump(cfg, open(os.path.join(out_dir, "config.json"), "w"), indent=2)
+    # the reference: exported weights decoded, the input times pre_quant_scale (BF16)
+    ref = transformers.AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16,
+                                                            attn_implementation="eager").eval()
+    for name, mod in ref.named_modules():
+        if name in pqs:
+            mod.weight.copy_(decode(t, name, 16).to(torch.bfloat16))
+    add_awq_hooks(ref, pqs)
+    save_file(mf.forward_record(ref), os.path.join(base, "reference_awq.safetensors"))
+    return {"made_by": "AWQ-lite scale search here per group of linears sharing an input (ModelOpt's needs CUDA), "
+                       "then modelopt.torch.quantization.quantize(NVFP4_DEFAULT_CFG) with the input times "
+                       "pre_quant_scale, export_hf_checkpoint, pre_quant_scale added per linear and quant_algo NVFP4_AWQ",
+            "pre_quant_scale_range": [min(float(p.min()) for p in pqs.values()), max(float(p.max()) for p in pqs.values())]}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "..", "golden", "conformance"))
+    ap.add_argument("--only", choices=["awq"], help="remake only the AWQ variant")
     args = ap.parse_args()
     import modelopt.torch.quantization as mtq
     from modelopt.torch.export import export_hf_checkpoint
@@ -75,7 +209,10 @@ def main():
     bf16_dir = os.path.join(base, "bf16")
     rows = mf.calib_dataset()["input_ids"]
     notes = {}
-    for v, (cfg_name, block, fp8_act) in VARIANTS.items():
+    path = os.path.join(base, "modelopt_variants.json")
+    if args.only == "awq" and os.path.exists(path):
+        notes = json.load(open(path))
+    for v, (cfg_name, block, fp8_act) in ({} if args.only == "awq" else VARIANTS).items():
         torch.manual_seed(mf.SEED)
         model = transformers.AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16,
                                                                   attn_implementation="eager").eval()
@@ -92,8 +229,9 @@ def main():
                                "calibration ids); modelopt.torch.export.export_hf_checkpoint",
                     "production": "TensorRT-LLM's math re-implemented on the exported tensors (this file's docstring)",
                     "hf_quant_config": json.load(open(os.path.join(out_dir, "hf_quant_config.json")))["quantization"]}
+    notes["awq"] = make_awq(base, bf16_dir, rows)
     notes["versions"] = mf.versions(packages=("torch", "transformers", "nvidia-modelopt", "safetensors"))
-    with open(os.path.join(base, "modelopt_variants.json"), "w") as f:
+    with open(path, "w") as f:
         json.dump(notes, f, indent=2, sort_keys=True)
         f.write("\n")
 
