@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <jansson.h>
 #include "ckpt/ckpt_internal.h"
 
 typedef struct int_range { const char *key; size_t off; int64_t lo, hi; int present_only; } int_range;
@@ -85,5 +86,35 @@ int nd_cfg_check(const char *path, const nd_model_cfg *c, nd_err *e) {
     if (c->n_layer_types && c->n_layer_types < c->num_hidden_layers)
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: layer_types has %d entries for %lld layers", path, c->n_layer_types,
                        (long long)c->num_hidden_layers);
+    /* DeepSeek's per-layer compression: one entry per layer, each a rate a layer can have */
+    if (c->n_compress_ratios && c->n_compress_ratios < c->num_hidden_layers)
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: compress_ratios has %d entries for %lld layers", path, c->n_compress_ratios,
+                       (long long)c->num_hidden_layers);
+    for (int i = 0; i < c->n_compress_ratios; i++)
+        if (c->compress_ratios[i] > 4096)
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: key 'compress_ratios[%d]' is %lld, outside the allowed range 0..4096", path, i,
+                           (long long)c->compress_ratios[i]);
+    /* sizes that, given, must be sizes: 0 builds a linear of no rows (a null key means "none") */
+    static const char *const positive[] = {"q_lora_rank", "kv_lora_rank", "o_lora_rank", "moe_intermediate_size"};
+    for (size_t i = 0; i < sizeof positive / sizeof positive[0]; i++) {
+        double v;
+        if (nd_cfg_number(c, positive[i], &v) == 0 && v < 1)
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: key '%s' is %g: a size of at least 1, or null when the model has none", path,
+                           positive[i], v);
+    }
+    /* words the replay acts on: a value outside the known set would be replayed as something else */
+    const char *tm = json_string_value(json_object_get((json_t *)c->json, "topk_method"));
+    if (tm && strcmp(tm, "noaux_tc") && strcmp(tm, "greedy") && strcmp(tm, "group_limited_greedy"))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: key 'topk_method' is \"%.40s\" (noaux_tc, greedy or group_limited_greedy)", path, tm);
+    static const char *const types[] = {"full_attention", "sliding_attention", "linear_attention", "chunked_attention",
+                                        "compressed_sparse_attention", "heavily_compressed_attention"};
+    for (int i = 0; i < c->n_layer_types; i++) {
+        int ok = 0;
+        for (size_t k = 0; k < sizeof types / sizeof types[0] && !ok; k++) ok = !strcmp(c->layer_types[i], types[k]);
+        if (!ok)
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: key 'layer_types[%d]' is \"%.40s\", not a layer type the recipes know "
+                           "(full_attention, sliding_attention, linear_attention, chunked_attention, "
+                           "compressed_sparse_attention, heavily_compressed_attention)", path, i, c->layer_types[i]);
+    }
     return 0;
 }

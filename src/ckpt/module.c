@@ -247,6 +247,13 @@ static int module_bind(const nd_ckpt *c, const char *path, nd_module *m, nd_err 
         m->act_quant = known && aq;
     }
     if (m->wfmt == ND_WF_NVFP4) {
+        /* NVFP4 tensors under a ModelOpt algorithm of another scheme (FP8, INT4 AWQ, W4A8 AWQ):
+         * which activations the engine quantizes is not known, so nothing is guessed */
+        const char *algo;
+        if (nd_qcfg_nvfp4_algo_conflict(&c->q, path, &algo))
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s holds NVFP4 tensors, but the ModelOpt config (%s) gives it quant_algo "
+                           "%s, which is not an NVFP4 scheme (NVFP4, NVFP4_AWQ, W4A16_NVFP4, W4A8_NVFP4_FP8, NVFP4_SVD)",
+                           nd_ckpt_dir(c), path, c->q.source[0] ? c->q.source : "config.json", algo);
         int known;
         int aq = nd_qcfg_act_quant(&c->q, path, &known);
         m->act_quant = known ? aq : (m->conv == ND_CONV_MODELOPT ? 1 : m->input_global != NULL);

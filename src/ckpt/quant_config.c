@@ -232,8 +232,36 @@ static int parse_ct(json_t *q, const char *file, nd_qcfg *c, nd_err *e) {
         snprintf(w2, sizeof w2, "%s.input_activations", where);
         ND_TRY(ct_args(get(v, "input_activations"), file, w2, &gr->a_bits, gr->a_type, &gr->a_group_size, NULL,
                        NULL, NULL, e));
+        /* 4-bit float weights (NVFP4, MXFP4) take 4-bit float activations or none: any other
+         * activation scheme is one no engine runs (vLLM finds no compressed-tensors scheme for it),
+         * and replaying it as weight-only would test nothing of it */
+        const int fp4_w = gr->w_bits == 4 && !strcmp(gr->w_type, "float");
+        if (fp4_w && gr->a_bits && !(gr->a_bits == 4 && (!gr->a_type[0] || !strcmp(gr->a_type, "float"))))
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s' is %d-bit %s over 4-bit float weights: no serving engine runs this "
+                           "scheme (NVFP4/MXFP4 weights take 4-bit float activations or none), so it is not replayed", file, w2,
+                           gr->a_bits, gr->a_type[0] ? gr->a_type : "float");
     }
     return 0;
+}
+
+/* ModelOpt quant_algo values (modelopt/torch/export/model_config.py QUANTIZATION_*): a value
+ * outside them is exit 2, never a scheme guessed (a misspelt or lower-case NVFP4 was read as
+ * weights only and hid a fault). */
+static int known_mo_algo(const char *a) {
+    static const char *const k[] = {"NVFP4", "NVFP4_AWQ", "W4A16_NVFP4", "W4A8_NVFP4_FP8", "NVFP4_SVD", "FP8",
+                                    "FP8_PER_CHANNEL_PER_TOKEN", "FP8_PB_WO", "FP8_PB_REAL", "MXFP8", "MXFP4",
+                                    "W4A8_MXFP4_FP8", "W4A16_AWQ", "W4A8_AWQ", "INT8_SQ", "INT8_WO", "INT4_AWQ",
+                                    "MIXED_PRECISION"};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        if (!strcmp(a, k[i])) return 1;
+    return 0;
+}
+
+static int check_mo_algo(const char *file, const char *where, const char *a, nd_err *e) {
+    if (known_mo_algo(a)) return 0;
+    return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s.quant_algo' is \"%s\", not a ModelOpt quantization algorithm (NVFP4, "
+                   "NVFP4_AWQ, W4A16_NVFP4, W4A8_NVFP4_FP8, FP8, MXFP4, MIXED_PRECISION, ...; names are upper case)",
+                   file, where, a);
 }
 
 static int is_nvfp4_algo(const char *a) {
@@ -260,6 +288,7 @@ static int parse_modelopt(json_t *q, const char *file, const char *where, nd_qcf
     json_t *a = get(q, "quant_algo");
     if (!json_is_string(a)) return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s.quant_algo' is missing or not a string", file, where);
     snprintf(c->mo_algo, sizeof c->mo_algo, "%s", json_string_value(a));
+    ND_TRY(check_mo_algo(file, where, c->mo_algo, e));
     ND_TRY(opt_int(q, "group_size", file, where, &c->mo_group_size, e));
     if (c->mo_group_size == 0) {
         /* the embedded (CT-like) form keeps group_size under config_groups.*.weights */
@@ -294,6 +323,7 @@ static int parse_modelopt(json_t *q, const char *file, const char *where, nd_qcf
             if (!json_is_object(v) || !json_is_string(get(v, "quant_algo")))
                 return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s' must be an object with a string quant_algo", file, w3);
             snprintf(L->algo, sizeof L->algo, "%s", json_string_value(get(v, "quant_algo")));
+            ND_TRY(check_mo_algo(file, w3, L->algo, e));
             L->group_size = c->mo_group_size;
             ND_TRY(opt_int(v, "group_size", file, w3, &L->group_size, e));
             ND_TRY(check_group_size(file, w3, L->algo, L->group_size, e));
@@ -474,6 +504,11 @@ int nd_qcfg_ignored(const nd_qcfg *q, const char *module) {
     case ND_CKPT_UNQUANTIZED: return 1;
     }
     return 1;
+}
+
+int nd_qcfg_nvfp4_algo_conflict(const nd_qcfg *q, const char *module, const char **algo) {
+    *algo = q->fmt == ND_CKPT_MODELOPT ? mo_algo_of(q, module) : "";
+    return (*algo)[0] && !is_nvfp4_algo(*algo);
 }
 
 int nd_qcfg_nvfp4_block(const nd_qcfg *q, const char *module) {

@@ -25,11 +25,17 @@ int nd_tokens_parse(const char *text, const char *what, int64_t **out, int64_t *
         if (commas > 1 || (commas == 1 && (!k || !*p)))
             { free(v); return nd_fail(e, ND_EXIT_BADINPUT, "%s: an empty entry in '%.40s' (ids separated by one comma)", what, text); }
         if (!*p) break;
-        if (*p < '0' || *p > '9') { free(v); return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%.20s' is not a token id (non-negative integers, comma or newline separated)", what, p); }
         char *end;
         errno = 0;
-        long long x = strtoll(p, &end, 10);
-        if (end == p || errno || x < 0) { free(v); return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%.20s' is not a token id (non-negative integers, comma or newline separated)", what, p); }
+        long long x = *p >= '0' && *p <= '9' ? strtoll(p, &end, 10) : (end = (char *)p, 0);
+        /* the whole entry up to its separator is quoted: "0x10" and "1e3" are not ids (the
+         * message once quoted only what followed the digits) */
+        if (end == p || errno || x < 0 || (*end && !strchr(", \n\r\t", *end))) {
+            const int len = (int)strcspn(p, ", \n\r\t");
+            free(v);
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%.*s%s' is not a token id (non-negative integers, comma or newline separated)",
+                           what, len < 40 ? len : 40, p, len > 40 ? "..." : "");
+        }
         if (k == cap) {
             cap *= 2;
             int64_t *nv = realloc(v, sizeof *v * (size_t)cap);

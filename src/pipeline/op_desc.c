@@ -188,6 +188,46 @@ static int num_ok(const char *v) {
     }
 }
 
+/* tf: a comma-separated list of known variants (a misspelt one changed the reference numerics
+ * without a word) */
+static int check_tf(const nd_stage_def *s, const char *v, const char *file, int line, nd_err *e) {
+    for (const char *p = v; *p;) {
+        while (*p == ' ' || *p == ',') p++;
+        const size_t n = strcspn(p, ", ");
+        if (!n) break;
+        int ok = 0;
+        for (int i = 0; ND_TF_VARIANTS[i] && !ok; i++) ok = strlen(ND_TF_VARIANTS[i]) == n && !strncmp(p, ND_TF_VARIANTS[i], n);
+        if (!ok) {
+            char word[64], list[400] = "";
+            snprintf(word, sizeof word, "%.*s", (int)(n < 60 ? n : 60), p);
+            for (int i = 0; ND_TF_VARIANTS[i]; i++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", ND_TF_VARIANTS[i]);
+            const char *best = nd_suggest(word, (const char *const *)ND_TF_VARIANTS, 10);
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s (op %s): tf variant '%s' is not one of %s%s%s%s", file, line,
+                           s->name, s->op, word, list, best ? " (did you mean '" : "", best ? best : "", best ? "'?)" : "");
+        }
+        p += n;
+    }
+    return 0;
+}
+
+/* A stage name: the trace's dataset path and the key of its rows, so no '/' (an HDF5 path
+ * separator) or '@' (the mode separator of /tensors), placeholders only {L} (the layer) and {E}
+ * (an expert). (A layer stage without {L} writes the same rows in every layer: the run refuses
+ * duplicate rows, run.c.) */
+static int check_name(const nd_stage_def *s, const char *file, nd_err *e) {
+    const char *why = NULL;
+    for (const char *p = s->name; *p && !why; p++) {
+        if (*p == '/' || *p == '@') why = "holds '/' or '@' (path and mode separators of the trace)";
+        else if (*p == '{') {
+            if ((p[1] == 'L' || p[1] == 'E') && p[2] == '}') p += 2;
+            else why = "holds a placeholder other than {L} (the layer) or {E} (an expert), or an unclosed one";
+        } else if (*p == '}') why = "holds a '}' that closes no placeholder";
+    }
+    if (!why) return 0;
+    return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage name '%s' %s", file, s->line, s->name, why);
+}
+
 static int check_stage(const nd_recipe *rc, const nd_stage_def *s, nd_err *e) {
     /* the file and line a stage (an attribute) was written at: the recipe or one it extends */
     const char *sf = nd_stage_file(rc, s);
@@ -215,6 +255,7 @@ static int check_stage(const nd_recipe *rc, const nd_stage_def *s, nd_err *e) {
         if (a->kind == ND_AK_FLAG && v[0] != '$' && strcmp(v, "0") && strcmp(v, "1"))
             return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s (op %s): attribute %s must be 0 or 1, not '%s'", af,
                            al, s->name, s->op, k, v);
+        if (!strcmp(k, "tf")) ND_TRY(check_tf(s, v, af, al, e));
         if (a->kind == ND_AK_TENSOR && !v[0])
             return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s (op %s): attribute %s names no tensor", af, al,
                            s->name, s->op, k);
@@ -233,10 +274,23 @@ static int check_stage(const nd_recipe *rc, const nd_stage_def *s, nd_err *e) {
     return 0;
 }
 
+static int conditional(const nd_stage_def *s) { return s->when_has[0] || s->when_missing[0] || s->when_config[0]; }
+
 int nd_op_validate_recipe(const nd_recipe *rc, nd_err *e) {
     const nd_stage_def *secs[3] = {rc->prologue, rc->layer, rc->epilogue};
     const int ns[3] = {rc->n_prologue, rc->n_layer, rc->n_epilogue};
     for (int k = 0; k < 3; k++)
-        for (int i = 0; i < ns[k]; i++) ND_TRY(check_stage(rc, &secs[k][i], e));
+        for (int i = 0; i < ns[k]; i++) {
+            ND_TRY(check_stage(rc, &secs[k][i], e));
+            ND_TRY(check_name(&secs[k][i], nd_stage_file(rc, &secs[k][i]), e));
+            /* one stage per name: two would write the same rows (stages that run under a condition,
+             * when_has / when_missing / when_config, are the alternatives of one stage) */
+            for (int k2 = 0; k2 <= k && !conditional(&secs[k][i]); k2++)
+                for (int j = 0; j < (k2 == k ? i : ns[k2]); j++)
+                    if (!conditional(&secs[k2][j]) && !strcmp(secs[k2][j].name, secs[k][i].name))
+                        return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage '%s' is named twice (also at %s:%d): its rows would "
+                                       "be written twice", nd_stage_file(rc, &secs[k][i]), secs[k][i].line, secs[k][i].name,
+                                       nd_stage_file(rc, &secs[k2][j]), secs[k2][j].line);
+        }
     return 0;
 }

@@ -45,5 +45,7 @@ const nd_op_desc *nd_op_desc_find(const char *op);
 const nd_attr_desc *nd_op_common_attrs(int *n);
 /* Check every stage of the recipe against the table (exit 2 on the first violation). */
 int nd_op_validate_recipe(const nd_recipe *rc, nd_err *e);
+/* The `tf:` variants the reference numerics know, NULL-terminated (ref_numerics.c, beside nd_stage_tf). */
+extern const char *const ND_TF_VARIANTS[];
 
 #endif

@@ -54,6 +54,10 @@ int nd_gemm_mode(const nd_run *r, int bf16_exact) {
 }
 
 /* 1 if the run is in transformers mode and the stage's `tf` attribute is `variant` */
+/* every variant nd_stage_tf is asked for somewhere (a recipe naming another is refused at load) */
+const char *const ND_TF_VARIANTS[] = {"bf16", "bf16_bias", "bf16_logits", "bf16_logits_weights", "bf16_products",
+                                      "bf16_scale", "bf16_sink_max", "bf16_then_weight", "fp32", "rsqrt_bf16", NULL};
+
 int nd_stage_tf(const nd_run *r, const nd_stage *st, const char *variant) {
     if (!r->ref_tf) return 0;
     const char *v = nd_stage_attr(st->def, "tf");

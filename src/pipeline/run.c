@@ -290,7 +290,16 @@ static int run_all(nd_run *r, nd_err *e) {
 }
 
 static int open_backend(const char *name, int device, nd_backend **be, nd_err *e) {
+    /* a device other than the default names a CUDA device: never dropped for the CPU in silence */
+    if (device != 0 && name && !strcmp(name, "cpu"))
+        return nd_fail(e, ND_EXIT_BADINPUT, "--device %d names a CUDA device, but --backend cpu runs on the host (leave --device out)", device);
     if (!name || !strcmp(name, "auto")) {
+        if (device != 0) {
+            if (!nd_backend_cuda_available())
+                return nd_fail(e, ND_EXIT_BADINPUT, "--device %d: this machine has no CUDA device (--backend auto would run the CPU "
+                               "backend; leave --device out)", device);
+            return nd_backend_cuda_create(be, device, e);
+        }
         if (nd_backend_cuda_available() && !nd_backend_cuda_create(be, device, e)) return 0;
         return nd_backend_cpu_create(be, e);
     }
@@ -400,6 +409,29 @@ uint64_t nd_pipeline_default_max_memory(void) {
 static const char *modes_str(int m) { return m == 3 ? "isolated,chained" : m == 1 ? "isolated" : "chained"; }
 
 static int check_dump_used(const nd_loop *lp, const char *path, nd_err *e);
+
+static int row_key_cmp(const void *a, const void *b) {
+    const nd_row *x = *(const nd_row *const *)a, *y = *(const nd_row *const *)b;
+    const int c = strcmp(x->name, y->name);
+    return c ? c : strcmp(x->mode, y->mode);
+}
+
+/* Every (stage, mode) row once: a recipe whose layer stage lacks {L} writes the same rows in every
+ * layer, which a golden then holds twice (and a gate reads either). Exit 2 naming it. */
+static int check_rows_unique(const nd_loop *lp, const nd_recipe *recipe, nd_err *e) {
+    if (lp->nrows < 2) return 0;
+    const nd_row **v = malloc((size_t)lp->nrows * sizeof *v);
+    if (!v) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    for (int64_t i = 0; i < lp->nrows; i++) v[i] = &lp->rows[i];
+    qsort(v, (size_t)lp->nrows, sizeof *v, row_key_cmp);
+    int rc = 0;
+    for (int64_t i = 1; i < lp->nrows && !rc; i++)
+        if (!row_key_cmp(&v[i - 1], &v[i]))
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: stage %s (%s) wrote its row twice: two stages of the recipe expand to one name "
+                         "(a layer stage without {L}?)", recipe->path, v[i]->name, v[i]->mode);
+    free(v);
+    return rc;
+}
 static void dump_unused_warning(const nd_loop *lp, const char *path, char *out, size_t cap);
 
 int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
@@ -500,6 +532,7 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     res->floor_margin_db = r.rc ? r.rc->th.floor_margin_db : NAN;
     /* --prod-dump whose tensors name no stage judged nothing: not "no divergence" (issue 37) */
     if (!rc && lp.dump && !o->only_row) rc = check_dump_used(&lp, o->prod_dump, e);
+    if (!rc) rc = check_rows_unique(&lp, r.rc, e);
     if (!rc) {
         nd_first_divergence(lp.rows, lp.nrows, &res->summary);
         /* with expert parallelism, say which rank holds a diverging expert */

@@ -44,6 +44,16 @@ int nd_run_check_config(const nd_run *r, nd_err *e) {
                                "does not describe these weights", nd_ckpt_dir(r->ck), path);
             break;
         }
+    /* n_shared_experts: 0 promises none; a checkpoint that holds them is another model (a loader
+     * that follows the config builds no shared expert and meets unexpected keys) */
+    double nse = -1;
+    if (!nd_cfg_number(r->cfg, "n_shared_experts", &nse) && nse == 0)
+        for (size_t i = 0; i < nd_ckpt_module_count(r->ck); i++) {
+            const char *mp = nd_ckpt_module_path(r->ck, i);
+            if (strstr(mp, ".shared_experts.") || strstr(mp, ".shared_expert."))
+                return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: n_shared_experts is 0, but the checkpoint holds %s: the config "
+                               "does not describe these weights", nd_ckpt_dir(r->ck), mp);
+        }
     return 0;
 }
 

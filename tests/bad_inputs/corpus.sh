@@ -353,5 +353,38 @@ NVFP4DBG_RECIPES="$tmp/rc" run "sensitivity --recipe-out in the recipes folder" 
 run "sensitivity --recipe-out in the tokenizer's folder" 2 "is inside the input folder" -- sensitivity "$root/golden/clean-v4" -q --keep 1 --prompt hello --tokenizer "$tmp/tkd" --recipe-out "$tmp/tkd/rr" --backend cpu
 [ -e "$tmp/rc/newdir" ] || [ -e "$tmp/tkd/rr" ] && { echo "FAIL: a recipe folder was made inside an input folder"; fail=$((fail + 1)); } || pass=$((pass + 1))
 
+# 11. the eleventh review (issue 37)
+# an unknown or non-NVFP4 activation scheme over NVFP4 weights is refused, never replayed as weights only
+"$bin" synth "$tmp/mo11" --recipe deepseek_v4 --format modelopt --inject input-scale-inverted@layers.0.self_attn.q_a_proj -q >/dev/null 2>&1
+for a in EVIL nvfp4; do
+  rm -rf "$tmp/mo11b"; cp -r "$tmp/mo11" "$tmp/mo11b"; sed -i "s/\"NVFP4\"/\"$a\"/" "$tmp/mo11b/hf_quant_config.json" "$tmp/mo11b/config.json"
+  run "ModelOpt quant_algo $a" 2 "hf_quant_config.json: 'quantization.quant_algo' is \"$a\", not a ModelOpt quantization algorithm" -- trace "$tmp/mo11b" "${T[@]}"
+done
+rm -rf "$tmp/mo11b"; cp -r "$tmp/mo11" "$tmp/mo11b"; sed -i 's/"NVFP4"/"W4A8_AWQ"/' "$tmp/mo11b/hf_quant_config.json" "$tmp/mo11b/config.json"
+run "ModelOpt INT4 algorithm over NVFP4 tensors" 2 "holds NVFP4 tensors, but the ModelOpt config (hf_quant_config.json) gives it quant_algo W4A8_AWQ" -- trace "$tmp/mo11b" "${T[@]}"
+rm -rf "$tmp/ct11"; cp -r "$root/golden/seed-bug-v4" "$tmp/ct11"
+perl -0pi -e 's/("input_activations":\s*\{\s*"num_bits":\s*)4/${1}8/' "$tmp/ct11/config.json"
+run "compressed-tensors 8-bit activations over NVFP4 weights" 2 "input_activations' is 8-bit float over 4-bit float weights" -- trace "$tmp/ct11" "${T[@]}"
+# recipe stage names and tf variants are checked when the recipe loads
+sed 's|stage: "layers.{L}.self_attn.o_proj"|stage: "layers.{L}.self_attn/o_proj"|' "$root/recipes/llama.yaml" >"$tmp/slash.yaml"
+run "stage name with a '/'" 2 "slash.yaml:[0-9]*: stage name 'layers.{L}.self_attn/o_proj' holds '/' or '@'" -- trace "$root/golden/conformance/llama/nvfp4" --recipe "$tmp/slash.yaml" --dump tensors "${T[@]}"
+sed 's|tf: bf16_then_weight|tf: bf16_then_wieght|' "$root/recipes/llama.yaml" >"$tmp/tftypo.yaml"
+run "misspelt tf variant" 2 "tftypo.yaml:[0-9]*: .*tf variant 'bf16_then_wieght' is not one of .*did you mean 'bf16_then_weight'" -- trace "$root/golden/conformance/llama/nvfp4" --recipe "$tmp/tftypo.yaml" --ref-numerics transformers "${T[@]}"
+sed 's|stage: "layers.{L}.self_attn.o_proj"|stage: "layers.0.self_attn.o_proj"|' "$root/recipes/llama.yaml" >"$tmp/noL.yaml"
+run "layer stage without {L}" 2 "noL.yaml: stage layers.0.self_attn.o_proj (.*) wrote its row twice" -- trace "$root/golden/conformance/llama/nvfp4" --recipe "$tmp/noL.yaml" "${T[@]}"
+sed 's|stage: "layers.{L}.input_layernorm"|stage: "layers.{X}.input_layernorm"|' "$root/recipes/llama.yaml" >"$tmp/ph.yaml"
+run "unknown placeholder in a stage name" 2 "ph.yaml:[0-9]*: stage name 'layers.{X}.input_layernorm' holds a placeholder other than {L}" -- trace "$root/golden/conformance/llama/nvfp4" --recipe "$tmp/ph.yaml" "${T[@]}"
+# config values the replay would act on, checked
+for m in 's/"noaux_tc"/"evil"/|topk_method' 's/"q_lora_rank": [0-9]*/"q_lora_rank": 0/|q_lora_rank' 's/"n_shared_experts": [0-9]*/"n_shared_experts": 0/|n_shared_experts'; do
+  rm -rf "$tmp/cfg11"; cp -r "$root/golden/clean-v4" "$tmp/cfg11"; sed -i "${m%|*}" "$tmp/cfg11/config.json"
+  run "config $m" 2 "config.json: .*${m#*|}" -- trace "$tmp/cfg11" "${T[@]}"
+done
+rm -rf "$tmp/cfg11"; cp -r "$root/golden/conformance/gemma3_text/bf16" "$tmp/cfg11"; sed -i '0,/"sliding_attention"/s//"slidng_attention"/' "$tmp/cfg11/config.json"
+run "unknown layer type" 2 "config.json: key 'layer_types\[[0-9]*\]' is \"slidng_attention\", not a layer type" -- trace "$tmp/cfg11" --allow-unquantized "${T[@]}"
+# token ids quoted whole; a --device the CPU cannot honour is refused
+run "--tokens 0x10" 2 "'0x10' is not a token id" -- trace "$root/golden/clean-v4" --tokens 0x10 "${T[@]}"
+run "--tokens 1e3" 2 "'1e3' is not a token id" -- trace "$root/golden/clean-v4" --tokens 1e3 "${T[@]}"
+run "--device 7 with the CPU backend" 2 "\-\-device 7 names a CUDA device, but --backend cpu" -- trace "$root/golden/clean-v4" --device 7 "${T[@]}"
+
 echo "bad-input corpus: $pass passed, $fail failed"
 [ $fail -eq 0 ]

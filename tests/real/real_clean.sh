@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Zero false alarms on a real trained model (issue 31 item 2): every quantized variant the real tools
-# wrote (llmcompressor NVFP4 W4A4 and W4A16, ModelOpt NVFP4) gives inspect exit 0 with no finding and
+# wrote (llmcompressor NVFP4 W4A4 and W4A16, ModelOpt NVFP4 and W4A8_NVFP4_FP8) gives inspect exit 0 with no finding and
 # trace exit 0 with every layer line ok, under each healthy stack profile of its format and with
 # --reference-checkpoint set to the BF16 original. The manifest's prompt (real English text) is used.
 #   usage: real_clean.sh NVFP4DBG FAMILY

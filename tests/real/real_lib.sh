@@ -18,5 +18,6 @@ manifest() { "$py" -c "import json,sys; m=json.load(open(sys.argv[1])); print($1
 toks="$(manifest "','.join(map(str, m['tokens']))")"
 # the quantized variants built for this family, and the stacks each is judged under (the healthy
 # profiles of the format: exact and vLLM's current and older loaders)
-variants() { local v; for v in nvfp4 nvfp4a16 modelopt; do [ -f "$m/$v/config.json" ] && echo "$v"; done; }
-stacks_of() { case "$1" in modelopt) echo "exact vllm-modelopt vllm" ;; *) echo "exact vllm vllm-old" ;; esac; }
+variants() { local v; for v in nvfp4 nvfp4a16 modelopt modelopt_w4a8; do [ -f "$m/$v/config.json" ] && echo "$v"; done; }
+# W4A8_NVFP4_FP8 runs on TensorRT-LLM's math (exact); vLLM refuses the algorithm
+stacks_of() { case "$1" in modelopt) echo "exact vllm-modelopt vllm" ;; modelopt_w4a8) echo "exact" ;; *) echo "exact vllm vllm-old" ;; esac; }

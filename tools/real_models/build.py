@@ -15,6 +15,7 @@ For each family this writes $ROOT/models/<family>/ (ROOT = $ND_REAL_CACHE or ~/.
                the tokenizer that tokenized the calibration text (its tokenizer.json keeps the truncation block)
   nvfp4a16/    (smollm2) the same with scheme "NVFP4A16" (weights only; no calibration data, as the example)
   modelopt/    (where ModelOpt installs and runs on the CPU) mtq.quantize(NVFP4_DEFAULT_CFG) + export_hf_checkpoint
+  modelopt_w4a8/  the same with W4A8_NVFP4_FP8_CFG (NVFP4 weights in 32-blocks, FP8 activations)
   reference.safetensors        transformers' eager BF16 forward of bf16/ on the fixed prompt
   reference_fp32.safetensors   the same forward in FP32 (from_pretrained(dtype=float32) + model.float())
   reference_nvfp4.safetensors  transformers' eager BF16 forward of nvfp4/ decompressed by compressed-tensors
@@ -53,7 +54,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
 import make_fixtures as mf  # noqa: E402  (read_compressed, decompress_checkpoint, describe, versions)
 import make_fp32_references as mfr  # noqa: E402  (kept, rel_l2)
 
-BUILD_VERSION = 3
+BUILD_VERSION = 4
 
 PROMPT = ("Every evening the old lighthouse keeper climbed the narrow stone stairs, trimmed the wick, "
           "and watched the fishing boats come home safely through the cold grey fog.")   # 30 / 32 tokens
@@ -405,14 +406,15 @@ def reference_nvfp4(nvfp4_dir, tokens, notes):
 
 
 @torch.no_grad()
-def make_modelopt(bf16_dir, out, calib, fast, notes):
-    """NVIDIA ModelOpt NVFP4 (mtq.NVFP4_DEFAULT_CFG, max calibration on the same English text) exported with
-    export_hf_checkpoint, as tools/conformance/make_fixtures.modelopt_export does; tokenizer saved beside it."""
+def make_modelopt(bf16_dir, out, calib, fast, notes, cfg_name="NVFP4_DEFAULT_CFG", key="modelopt"):
+    """NVIDIA ModelOpt NVFP4 (mtq.NVFP4_DEFAULT_CFG, or cfg_name: W4A8_NVFP4_FP8_CFG; max calibration on the
+    same English text) exported with export_hf_checkpoint, as tools/conformance/make_fixtures.modelopt_export
+    does; tokenizer saved beside it."""
     try:
         import modelopt.torch.quantization as mtq
         from modelopt.torch.export import export_hf_checkpoint
     except ImportError as e:
-        notes["made_by"]["modelopt"] = f"not made: {e}"
+        notes["made_by"][key] = f"not made: {e}"
         return
     from transformers import AutoTokenizer
     model = load_stock(bf16_dir, torch.bfloat16)
@@ -425,19 +427,19 @@ def make_modelopt(bf16_dir, out, calib, fast, notes):
         for r in rows:
             m(torch.tensor([r]), use_cache=False)
     with fp32_linear(fast):
-        model = mtq.quantize(model, mtq.NVFP4_DEFAULT_CFG, loop)
+        model = mtq.quantize(model, getattr(mtq, cfg_name), loop)
     export_hf_checkpoint(model, export_dir=out)
     tok.save_pretrained(out)
     saved = {}
     for fn in sorted(os.listdir(out)):
         if fn.endswith(".safetensors"):
             saved.update(load_file(os.path.join(out, fn)))
-    notes["made_by"]["modelopt"] = (
-        "modelopt.torch.quantization.quantize(model, NVFP4_DEFAULT_CFG, forward_loop over "
+    notes["made_by"][key] = (
+        f"modelopt.torch.quantization.quantize(model, {cfg_name}, forward_loop over "
         f"{n} calibration samples of <= {maxlen} tokens: calibration_texts({n}), the same pydoc text), "
         "modelopt.torch.export.export_hf_checkpoint; tokenizer.save_pretrained"
         + ("; Linear computed as fp32 GEMM rounded to BF16 during calibration" if fast else ""))
-    notes["modelopt"] = {
+    notes[key] = {
         "nvfp4_modules": len([k for k in saved if k.endswith(".weight_scale_2")]),
         "bf16_matrices": sorted(k for k, v in saved.items() if v.dtype == torch.bfloat16 and v.dim() == 2),
     }
@@ -507,6 +509,14 @@ def build(fam, root, fast, log):
             shutil.rmtree(os.path.join(out, "modelopt"), ignore_errors=True)
             notes["made_by"]["modelopt"] = f"not made: {type(e).__name__}: {e}"
             log(f"{fam}: modelopt failed: {e}")
+        # W4A8_NVFP4_FP8 (NVFP4 weights in 32-blocks, FP8 activations; issue 33): ModelOpt runs it on the CPU
+        try:
+            step("modelopt_w4a8", make_modelopt, bf16, os.path.join(out, "modelopt_w4a8"), spec["modelopt_calib"], fast, notes,
+                 "W4A8_NVFP4_FP8_CFG", "modelopt_w4a8")
+        except Exception as e:
+            shutil.rmtree(os.path.join(out, "modelopt_w4a8"), ignore_errors=True)
+            notes["made_by"]["modelopt_w4a8"] = f"not made: {type(e).__name__}: {e}"
+            log(f"{fam}: modelopt_w4a8 failed: {e}")
     notes["reference_files"] = {
         "reference.safetensors": "eager BF16 forward of bf16/ (from_pretrained(dtype=bfloat16))",
         "reference_fp32.safetensors": "eager FP32 forward of bf16/ (from_pretrained(dtype=float32), model.float()); "
