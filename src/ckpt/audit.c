@@ -416,6 +416,41 @@ static int check_outlier(const nd_ckpt *c, const nd_module *m, nd_findings *f) {
                            m->weight_global_div, r, med);
 }
 
+/* 1 when every value of an AWQ pre_quant_scale is exactly 1 (readable dtypes only) */
+static int all_ones(const nd_tview *t) {
+    for (int64_t i = 0; i < t->numel; i++)
+        if (nd_tview_get_f32(t, i) != 1.0f) return 0;
+    return t->numel > 0;
+}
+
+/* awq_uncalibrated_expert: ModelOpt's AWQ gives an expert that calibration never reached a
+ * pre_quant_scale of ones (and its weight no AWQ scale) while its siblings get searched scales
+ * (vLLM issue #45333; the export averages them in later ModelOpt releases). Consistent for that
+ * expert alone, but a fused MoE kernel applies one input scale to all experts of a projection
+ * (TensorRT-LLM's requires them equal): the siblings' scale on this expert, or ones on theirs. */
+static int check_awq_experts(const nd_ckpt *c, const nd_module *m, nd_findings *f) {
+    size_t pre;
+    const char *suf;
+    long self;
+    if (!m->pre_quant_scale || !expert_split(m->path, &pre, &suf, &self) || !all_ones(m->pre_quant_scale)) return 0;
+    int looked = 0, calibrated = 0;
+    for (long j = 0; j < 256 && looked < 16; j++) {
+        if (j == self) continue;
+        char nm[700];
+        snprintf(nm, sizeof nm, "%.*s%ld.%s.pre_quant_scale", (int)pre, m->path, j, suf);
+        const nd_tview *t = nd_ckpt_find(c, nm);
+        if (!t || t->ndim != 1 || t->numel != m->pre_quant_scale->numel) continue;
+        looked++;
+        calibrated += !all_ones(t);
+    }
+    if (!calibrated) return 0;
+    return nd_findings_add(f, ND_BREAKS_NONE, "awq_uncalibrated_expert", m->path, m->pre_quant_scale->name,
+                           "AWQ pre_quant_scale is all ones while %d of %d sibling experts looked at have searched scales: "
+                           "calibration never reached this expert; a fused MoE kernel that applies one input scale to "
+                           "every expert (TensorRT-LLM's requires them equal) scales this expert's input with its "
+                           "siblings' scale, or theirs with ones", calibrated, looked);
+}
+
 int nd_ckpt_audit(const nd_ckpt *c, nd_findings *f, nd_err *e) {
     size_t n = nd_ckpt_module_count(c);
     char **norm = calloc(n ? n : 1, sizeof *norm);
@@ -451,7 +486,7 @@ int nd_ckpt_audit(const nd_ckpt *c, nd_findings *f, nd_err *e) {
         nd_module m;
         if ((rc = nd_ckpt_module(c, nd_ckpt_module_path(c, i), &m, e))) break;
         if (check_config(c, &m, (const char *const *)norm, quant, n, seen, &nseen, f) || check_scales(c, &m, f) ||
-            check_health(&m, f) || check_outlier(c, &m, f) || check_layout(&m, f))
+            check_health(&m, f) || check_outlier(c, &m, f) || check_layout(&m, f) || check_awq_experts(c, &m, f))
             rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
         if (m.weight_scale) nd_ckpt_release(c, m.weight_scale);
     }

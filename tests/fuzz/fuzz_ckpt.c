@@ -5,7 +5,8 @@
  * Input: CONFIG NUL HF_QUANT NUL SAFETENSORS. An empty HF_QUANT means no hf_quant_config.json;
  * an absent or empty SAFETENSORS means the built-in tiny checkpoint below, whose modules cover
  * every binding: compressed-tensors NVFP4 (a fused q_a_proj/kv_proj pair), ModelOpt NVFP4
- * (gate/up), DeepSeek FP8, MXFP4 and dense BF16. */
+ * (gate/up), ModelOpt NVFP4_AWQ (a pre_quant_scale) and W4A8_NVFP4_FP8 (block scales per 32),
+ * DeepSeek FP8, MXFP4 and dense BF16. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,17 @@ static void make_builtin(void) {
         snprintf(n, sizeof n, "%s.weight_scale_2", mo[i]); add(w, n, ND_DT_F32, 0, 0, 0, &mo2);
         snprintf(n, sizeof n, "%s.input_scale", mo[i]); add(w, n, ND_DT_F32, 0, 0, 0, &moin);
     }
+    /* ModelOpt variants (issue 33): an NVFP4_AWQ linear with its pre_quant_scale [K], and a
+     * W4A8_NVFP4_FP8 one with block scales per 32 ([32, 1] for K = 32) */
+    add(w, "model.layers.2.mlp.down_proj.weight", ND_DT_U8, 2, 32, 16, codes);
+    add(w, "model.layers.2.mlp.down_proj.weight_scale", ND_DT_F8_E4M3, 2, 32, 2, e4m3);
+    add(w, "model.layers.2.mlp.down_proj.weight_scale_2", ND_DT_F32, 0, 0, 0, &mo2);
+    add(w, "model.layers.2.mlp.down_proj.input_scale", ND_DT_F32, 0, 0, 0, &moin);
+    add(w, "model.layers.2.mlp.down_proj.pre_quant_scale", ND_DT_BF16, 1, 32, 0, bf16);
+    add(w, "model.layers.3.mlp.down_proj.weight", ND_DT_U8, 2, 32, 16, codes);
+    add(w, "model.layers.3.mlp.down_proj.weight_scale", ND_DT_F8_E4M3, 2, 32, 1, e4m3);
+    add(w, "model.layers.3.mlp.down_proj.weight_scale_2", ND_DT_F32, 0, 0, 0, &mo2);
+    add(w, "model.layers.3.mlp.down_proj.input_scale", ND_DT_F32, 0, 0, 0, &moin);
     add(w, "model.layers.0.mlp.down_proj.weight", ND_DT_F8_E4M3, 2, 32, 32, fp8);
     add(w, "model.layers.0.mlp.down_proj.weight_scale_inv", ND_DT_F32, 2, 1, 1, &inv);
     add(w, "model.layers.1.ffn.experts.0.w1.weight", ND_DT_U8, 2, 32, 16, codes);

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The static class awq_uncalibrated_expert (issue 33 item 2) on two MoE families (DeepSeek-V3 and
+# MiniMax-M2's w1/w2/w3 experts, ModelOpt NVFP4 fixtures given AWQ pre_quant_scales by mk_awq_experts,
+# quant_algo NVFP4_AWQ): an expert whose scale is all ones while its siblings' are searched is named,
+# at that expert only; none when every expert is calibrated, or when every one is ones (nothing to
+# tell apart). The run replays the scales (trace exit 0 on each) and inspect's scheme says awq.
+#   usage: awq_experts.sh NVFP4DBG MK_AWQ_EXPERTS SOURCE_ROOT
+set -u
+bin="$1"; mk="$2"; root="$3"
+. "$(dirname "$0")/../lib.sh"
+conf="$root/golden/conformance"
+for fam in deepseek_v3 minimax_m2; do
+  src="$conf/$fam/modelopt"
+  for ones in "" 1 all; do
+    d="$tmp/$fam-${ones:-none}"; mkdir -p "$d"
+    cp "$src/config.json" "$d/"
+    sed 's/"quant_algo": "NVFP4"/"quant_algo": "NVFP4_AWQ"/' "$src/hf_quant_config.json" >"$d/hf_quant_config.json"
+    "$mk" "$src" "$d/model.safetensors" $ones >/dev/null || { echo "FAIL mk_awq_experts $fam $ones"; fail=$((fail + 1)); continue; }
+    "$bin" inspect "$d" --json >"$tmp/i.json" 2>&1
+    "$bin" inspect "$d" >"$tmp/i.txt" 2>&1; rc=$?
+    n=$(grep -c "awq_uncalibrated_expert" "$tmp/i.txt")
+    case "$ones" in
+      1) ok "$fam, expert 1 all ones: named at expert 1 only, as a warning (exit $rc, $n lines: $(grep -m1 awq_uncalibrated "$tmp/i.txt" | cut -c1-160))" \
+            '[ $rc -eq 0 ] && [ "$n" -gt 0 ] && ! grep "awq_uncalibrated_expert" "$tmp/i.txt" | grep -qv "experts\.1\." && grep -q "all ones while" "$tmp/i.txt"' ;;
+      *) ok "$fam, ones on '${ones:-no}' experts: no awq_uncalibrated_expert (exit $rc)" '[ "$n" -eq 0 ]' ;;
+    esac
+    ok "$fam/${ones:-none}: scheme awq" 'grep -q "^schemes .*g16 awq" "$tmp/i.txt"'
+    "$bin" trace --force "$d" --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/t.h5" >"$tmp/t.txt" 2>&1; rc=$?
+    ok "$fam/${ones:-none}: trace exit $rc ($(tail -n 2 "$tmp/t.txt" | head -c 200))" '[ $rc -eq 0 ]'
+  done
+done
+echo "awq experts: $pass passed, $fail failed"
+[ $fail -eq 0 ]
