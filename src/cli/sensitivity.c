@@ -49,6 +49,9 @@ static const char *usage_text =
     "                    that figure only (layer granularity on a deep model: 2K + 2 runs)\n"
     "  --recipe-out DIR  write the set as DIR/llmcompressor-recipe.yaml, DIR/modelopt-quant-cfg.json\n"
     "                    and DIR/compressed-tensors-ignore.json (DIR must be new or empty)\n"
+    "  --verify DIR|FILE run the set a --recipe-out wrote (its compressed-tensors-ignore.json) on this\n"
+    "                    checkpoint: those modules dequantized, the rest NVFP4; exit 1 when the KL\n"
+    "                    budget it records is not met (two runs; nothing is ranked)\n"
     "  --recipe NAME|FILE, --tokens 1,2,3, --tokens-file FILE, --backend auto|cpu|cuda,\n"
     "  --device N, --stack NAME, --override NAME=VALUE (repeatable), --max-memory SIZE,\n"
     "  --prompt TEXT, --prompt-file FILE, --chat, --tokenizer DIR|FILE      as for trace\n"
@@ -186,7 +189,7 @@ int nd_cmd_sensitivity(int argc, char **argv) {
     int64_t *tokens = NULL, ntok = 0;
     int json = 0, rc = 0, gran = ND_SENS_LAYER, keep_n = -1, screen = 0;
     double budget = NAN;
-    const char *recipe_out = NULL, *tokens_file = NULL;
+    const char *recipe_out = NULL, *tokens_file = NULL, *verify = NULL;
     unsigned char *set = NULL;
     nd_prompt prompt = {0};
     if (!ovr) return ND_EXIT_INTERNAL;
@@ -206,6 +209,7 @@ int nd_cmd_sensitivity(int argc, char **argv) {
         else if (!strcmp(a, "--stack")) { NEED(); s.o.stack = v; }
         else if (!strcmp(a, "--override")) { NEED(); ovr[s.o.n_overrides++] = v; }
         else if (!strcmp(a, "--recipe-out")) { NEED(); recipe_out = v; }
+        else if (!strcmp(a, "--verify")) { NEED(); verify = v; }
         else if (!strcmp(a, "--granularity")) {
             NEED();
             if (!strcmp(v, "module")) gran = ND_SENS_MODULE;
@@ -252,6 +256,15 @@ int nd_cmd_sensitivity(int argc, char **argv) {
     s.o.tokens = tokens;
     s.o.ntok = ntok;
     s.o.overrides = ovr;
+    if (verify) {
+        if (recipe_out || !isnan(budget) || keep_n > 0 || screen) {
+            rc = nd_cli_usage_error("sensitivity", "--verify runs a set already chosen: without --recipe-out, --budget-kl, --keep or --screen");
+            goto out;
+        }
+        rc = nd_sens_verify(&s.o, verify, json, &e);
+        if (rc > 1) nd_cli_error(&e);
+        goto out;
+    }
 
     const double t0 = now_s();
     nd_progress_start(&s.pg, "sensitivity", "runs", 0);

@@ -221,7 +221,13 @@ int nd_sens_write_recipes(const char *dir, nd_sens_report *r, nd_err *e) {
     json_t *mo = json_pack("{s:o, s:o, s:s}", "quant_cfg", cfg, "quant_cfg_dict", cfg_dict, "note",
                            "append quant_cfg's entries to the quant_cfg list of the config you quantize with (a copy of "
                            "mtq.NVFP4_DEFAULT_CFG; ModelOpt before the list form: update its dict with quant_cfg_dict)");
-    json_t *ct = json_pack("{s:{s:O}, s:O}", "quantization_config", "ignore", ignore, "modules_kept_in_high_precision", mods);
+    /* what the set was chosen for, read back by --verify */
+    const nd_sens_set *st = r->set;
+    json_t *rec = json_pack("{s:o, s:o, s:o}", "budget_kl", st && isfinite(st->budget) ? json_real(st->budget) : json_null(),
+                            "predicted_kl", st && isfinite(st->predicted) ? json_real(st->predicted) : json_null(),
+                            "measured_kl", st && isfinite(st->kl) ? json_real(st->kl) : json_null());
+    json_t *ct = json_pack("{s:{s:O}, s:O, s:o}", "quantization_config", "ignore", ignore, "modules_kept_in_high_precision", mods,
+                           "nvfp4dbg", rec);
     char *s1 = json_dumps(mo, JSON_INDENT(2) | JSON_PRESERVE_ORDER), *s2 = json_dumps(ct, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     if (!rc && s1) rc = write_file(stage, ND_SENS_RECIPE_FILES[1], s1, strlen(s1), e);
     if (!rc && s2) rc = write_file(stage, ND_SENS_RECIPE_FILES[2], s2, strlen(s2), e);

@@ -49,6 +49,10 @@ typedef struct nd_sens_report {
 int nd_sens_out_check(const char *dir, const char *const *inputs, int n_inputs, nd_err *e);
 /* the files --recipe-out writes, in this order */
 extern const char *const ND_SENS_RECIPE_FILES[3];
+/* --verify DIR|FILE (sensitivity_verify.c): the kept set a --recipe-out wrote, run on this
+ * checkpoint against every linear NVFP4; 1 when the budget it records is not met. */
+struct nd_trace_opts;
+int nd_sens_verify(struct nd_trace_opts *o, const char *arg, int json, nd_err *e);
 /* The checkpoint's quantized linears of the set's units, every one whether these tokens ran it or not
  * (an expert the prompt never routed to is in its layer's and its class's units): a JSON array of
  * module names (caller decrefs); fills r->ckpt_linears and r->set_linears. */

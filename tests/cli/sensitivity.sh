@@ -77,6 +77,27 @@ first0=$(awk '$1 == "1" { print $2, $3; exit }' "$tmp/v4c.txt")
 ok "deepseek_v4: layer 1 ranks first (got: $first; unplanted: $first0)" '[ "$first" = "layer 1" ] && [ "$first0" = "layer 0" ]'
 ok "deepseek_v4: budget 0 not met, exit $rc" '[ $rc -eq 1 ] && grep -q "budget 0 NOT met even with every unit kept" "$tmp/v4.txt"'
 
+# --verify: the written set run again on the checkpoint (issue 35 item 2): its measured KL is the one
+# --recipe-out recorded; a budget below it is exit 1; a set naming another checkpoint's module, a
+# file without the list, and --verify with a new choice are exit 2
+"$bin" sensitivity "$root/golden/clean-v4" --backend "$be" --tokens 1,2,3 --budget-kl 0.005 --recipe-out "$tmp/ver" >"$tmp/ver.txt" 2>&1
+"$bin" sensitivity "$root/golden/clean-v4" --backend "$be" --tokens 1,2,3 --verify "$tmp/ver" --json >"$tmp/verj.json" 2>&1; rc=$?
+kl=$(sed -n 's/.*"kl": \([0-9.e+-]*\).*/\1/p' "$tmp/verj.json" | head -1)
+meas=$(sed -n 's/.*"measured_kl_when_written": \([0-9.e+-]*\).*/\1/p' "$tmp/verj.json" | head -1)
+ok "--verify of the written set: exit $rc, KL $kl = the recorded $meas, budget met" \
+  '[ $rc -eq 0 ] && [ -n "$kl" ] && awk -v a="$kl" -v b="$meas" "BEGIN { exit !(a - b < 1e-9 && b - a < 1e-9) }" && grep -q "\"budget_met\": true" "$tmp/verj.json"'
+sed 's/"budget_kl": [0-9.e+-]*/"budget_kl": 1e-9/' "$tmp/ver/compressed-tensors-ignore.json" >"$tmp/ver-tight.json"
+"$bin" sensitivity "$root/golden/clean-v4" --backend "$be" --tokens 1,2,3 --verify "$tmp/ver-tight.json" >"$tmp/vt.txt" 2>&1; rc=$?
+ok "--verify against a budget below its KL: exit $rc" '[ $rc -eq 1 ] && grep -q "budget KL 1e-09: NOT met" "$tmp/vt.txt"'
+sed 's/"model.layers.0.self_attn.q_a_proj"/"model.layers.0.self_attn.q_zz_proj"/' "$tmp/ver/compressed-tensors-ignore.json" >"$tmp/ver-other.json"
+echo '{"quantization_config": {}}' >"$tmp/ver-none.json"
+for f in ver-other.json ver-none.json; do
+  "$bin" sensitivity "$root/golden/clean-v4" --backend "$be" --tokens 1,2,3 --verify "$tmp/$f" >/dev/null 2>"$tmp/e.txt"; rc=$?
+  ok "--verify $f: exit $rc ($(head -c 160 "$tmp/e.txt"))" '[ $rc -eq 2 ] && grep -q "$f: " "$tmp/e.txt"'
+done
+"$bin" sensitivity "$root/golden/clean-v4" --backend "$be" --verify "$tmp/ver" --budget-kl 0.1 >/dev/null 2>"$tmp/e.txt"; rc=$?
+ok "--verify with --budget-kl: exit $rc" '[ $rc -eq 2 ] && grep -q "runs a set already chosen" "$tmp/e.txt"'
+
 # bad usage and bad --recipe-out: exit 2, nothing written
 mkdir "$tmp/full" && echo x >"$tmp/full/x"
 for args in "--budget-kl 0.1 --keep 1" "--recipe-out $tmp/r2" "--granularity expert" "--budget-kl -1" "--keep 0" \

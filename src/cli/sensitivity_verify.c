@@ -1,0 +1,113 @@
+/* sensitivity_verify.c — `nvfp4dbg sensitivity CKPT --verify DIR|FILE` (issue 35 item 2): the set a
+ * --recipe-out wrote (compressed-tensors-ignore.json: modules_kept_in_high_precision and, as
+ * written, the predicted and measured KL and the budget), run once more on this checkpoint with
+ * those modules on the reference path (dequantized: nothing is re-quantized), against every linear
+ * NVFP4. Exit 0 when the budget the file records is met (or none is recorded), 1 when it is not. */
+#include "sensitivity_out.h"
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "cli.h"
+#include "pipeline/pipeline.h"
+#include "ckpt/ckpt.h"
+#include "util/infile.h"
+#include "util/json_load.h"
+#include "util/term.h"
+
+static double num_or_nan(json_t *o, const char *k) {
+    json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* the final logits' KL and top-1 of a chained run with `off` on the reference path */
+static int head_kl(nd_trace_opts *o, const char *const *off, int n_off, double *kl, double *top1, nd_err *e) {
+    o->ref_only = off;
+    o->n_ref_only = n_off;
+    o->modes = ND_MODES_CHAINED;
+    nd_trace_result res;
+    ND_TRY(nd_pipeline_trace(o, &res, e));
+    *kl = INFINITY;
+    *top1 = NAN;
+    for (int64_t i = 0; i < res.nrows; i++)
+        if (!strcmp(res.rows[i].mode, "chained") && isfinite(res.rows[i].kl_div)) { *kl = res.rows[i].kl_div; *top1 = res.rows[i].top1_agree; }
+    nd_trace_result_free(&res);
+    return 0;
+}
+
+int nd_sens_verify(nd_trace_opts *o, const char *arg, int json, nd_err *e) {
+    char path[4096];
+    struct stat st;
+    if (stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) snprintf(path, sizeof path, "%s/%s", arg, ND_SENS_RECIPE_FILES[2]);
+    else snprintf(path, sizeof path, "%s", arg);
+    ND_TRY(nd_input_regular(path, e));
+    json_error_t je;
+    json_t *doc = nd_json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!doc) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not valid JSON (line %d: %s)", path, je.line, je.text);
+    json_t *mods = json_object_get(doc, "modules_kept_in_high_precision"), *rec = json_object_get(doc, "nvfp4dbg");
+    int rc = 0;
+    const size_t n = json_is_array(mods) ? json_array_size(mods) : 0;
+    const char **off = calloc(n + 1, sizeof *off);
+    char (*names)[ND_NAME_LEN] = calloc(n + 1, sizeof *names);
+    nd_ckpt *ck = NULL;
+    if (!json_is_array(mods))
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: no list 'modules_kept_in_high_precision' (a --recipe-out folder's %s)", path,
+                     ND_SENS_RECIPE_FILES[2]);
+    else if (!off || !names) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    else rc = nd_ckpt_open(o->ckpt_dir, &ck, e);
+    /* each entry a module of this checkpoint: a name that matches nothing would verify nothing */
+    for (size_t i = 0; !rc && i < n; i++) {
+        const char *m = json_string_value(json_array_get(mods, i));
+        char safe[400];
+        if (!m) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: modules_kept_in_high_precision[%zu] is not a string", path, i);
+        else if (!nd_ckpt_has_module(ck, m))
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: module '%s' is not a module of %s: the set was chosen for another checkpoint", path,
+                         nd_term_safe(m, safe, sizeof safe), o->ckpt_dir);
+        else if (strlen(m) >= ND_NAME_LEN + 6) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: module name '%.60s...' too long", path, m);
+        else {
+            snprintf(names[i], sizeof names[i], "%s", strncmp(m, "model.", 6) ? m : m + 6); /* its stage */
+            off[i] = names[i];
+        }
+    }
+    if (ck) nd_ckpt_close(ck);
+    double kl_all = NAN, top1_all = NAN, kl = NAN, top1 = NAN;
+    if (!rc) rc = head_kl(o, NULL, 0, &kl_all, &top1_all, e);
+    if (!rc) rc = head_kl(o, off, (int)n, &kl, &top1, e);
+    const double budget = rec ? num_or_nan(rec, "budget_kl") : NAN, predicted = rec ? num_or_nan(rec, "predicted_kl") : NAN,
+                 measured = rec ? num_or_nan(rec, "measured_kl") : NAN;
+    if (!rc) {
+        char ps[8192];
+        nd_term_safe(path, ps, sizeof ps);
+        if (json) {
+            json_t *out = json_pack("{s:s, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "verify", path, "modules", (json_int_t)n,
+                                    "kl", isfinite(kl) ? json_real(kl) : json_null(), "top1", isfinite(top1) ? json_real(top1) : json_null(),
+                                    "kl_all_nvfp4", isfinite(kl_all) ? json_real(kl_all) : json_null(),
+                                    "predicted_kl", isfinite(predicted) ? json_real(predicted) : json_null(),
+                                    "measured_kl_when_written", isfinite(measured) ? json_real(measured) : json_null(),
+                                    "budget_kl", isfinite(budget) ? json_real(budget) : json_null(),
+                                    "budget_met", isfinite(budget) ? json_boolean(kl <= budget) : json_null());
+            char *s = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+            if (s) puts(s);
+            free(s);
+            json_decref(out);
+        } else {
+            printf("nvfp4dbg sensitivity --verify: %s  checkpoint %s\n", ps, o->ckpt_dir);
+            printf("%zu modules on the reference path (dequantized, nothing re-quantized): final logits KL %.6g nats, top-1 %.1f%%\n", n, kl,
+                   100.0 * top1);
+            printf("every linear NVFP4: KL %.6g nats, top-1 %.1f%%\n", kl_all, 100.0 * top1_all);
+            if (isfinite(predicted) || isfinite(measured))
+                printf("as written: predicted KL %.6g, measured %.6g%s\n", predicted, measured,
+                       isfinite(measured) && isfinite(kl) && fabs(kl - measured) > 1e-6 * fmax(1.0, measured) ?
+                       " (this run differs: other tokens, stack or checkpoint)" : "");
+            if (isfinite(budget)) printf("budget KL %.6g: %s\n", budget, kl <= budget ? "met" : "NOT met");
+        }
+        if (isfinite(budget) && !(kl <= budget)) rc = 1;
+    }
+    free(off);
+    free(names);
+    json_decref(doc);
+    return rc;
+}
