@@ -416,6 +416,27 @@ static int check_outlier(const nd_ckpt *c, const nd_module *m, nd_findings *f) {
                            m->weight_global_div, r, med);
 }
 
+/* AWQ's pre_quant_scale: read only where the config's algorithm is NVFP4_AWQ (a loader that follows
+ * another algorithm never reads it, and a weight that holds its inverse then computes W·s·x), and
+ * every value a positive finite number (the input is multiplied by it). */
+static int check_pqs(const nd_ckpt *c, const nd_module *m, nd_findings *f) {
+    const nd_tview *t = find2(c, m->path, "pre_quant_scale");
+    if (!t || m->wfmt != ND_WF_NVFP4) return 0;
+    if (!m->pre_quant_scale)
+        return nd_findings_add(f, ND_BREAKS_ALL, "quant_config_mismatch", m->path, t->name,
+                               "holds an AWQ pre_quant_scale, but the config (%s) does not give it quant_algo NVFP4_AWQ: a "
+                               "loader that follows the config never reads the scale, and a weight that holds its inverse "
+                               "then computes the wrong product", c->q.source[0] ? c->q.source : "config.json");
+    for (int64_t i = 0; i < t->numel; i++) {
+        const float v = nd_tview_get_f32(t, i);
+        if (!isfinite(v) || v <= 0)
+            return nd_findings_add(f, ND_BREAKS_ALL, "nonfinite_scale", m->path, t->name,
+                                   "AWQ pre_quant_scale[%lld] is %g: the input is multiplied by it, so the module's output is "
+                                   "%s", (long long)i, v, v == 0 ? "zero in that channel's share" : "NaN/Inf or sign-flipped");
+    }
+    return 0;
+}
+
 /* 1 when every value of an AWQ pre_quant_scale is exactly 1 (readable dtypes only) */
 static int all_ones(const nd_tview *t) {
     for (int64_t i = 0; i < t->numel; i++)
@@ -486,7 +507,8 @@ int nd_ckpt_audit(const nd_ckpt *c, nd_findings *f, nd_err *e) {
         nd_module m;
         if ((rc = nd_ckpt_module(c, nd_ckpt_module_path(c, i), &m, e))) break;
         if (check_config(c, &m, (const char *const *)norm, quant, n, seen, &nseen, f) || check_scales(c, &m, f) ||
-            check_health(&m, f) || check_outlier(c, &m, f) || check_layout(&m, f) || check_awq_experts(c, &m, f))
+            check_health(&m, f) || check_outlier(c, &m, f) || check_layout(&m, f) || check_awq_experts(c, &m, f) ||
+            check_pqs(c, &m, f))
             rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
         if (m.weight_scale) nd_ckpt_release(c, m.weight_scale);
     }

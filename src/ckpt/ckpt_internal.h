@@ -117,6 +117,8 @@ int nd_qcfg_ignored(const nd_qcfg *q, const char *module);
 int nd_qcfg_act_quant(const nd_qcfg *q, const char *module, int *known);
 /* 1 when a ModelOpt config gives the module a quant_algo (*algo) that is not an NVFP4 scheme. */
 int nd_qcfg_nvfp4_algo_conflict(const nd_qcfg *q, const char *module, const char **algo);
+/* 1 when the module's ModelOpt algorithm is NVFP4_AWQ (its pre_quant_scale is applied). */
+int nd_qcfg_awq(const nd_qcfg *q, const char *module);
 /* NVFP4 elements per block scale of the module: 16, or 32 (ModelOpt W4A8_NVFP4_FP8). */
 int nd_qcfg_nvfp4_block(const nd_qcfg *q, const char *module);
 /* 1 when the module's activations are FP8 E4M3 per tensor with its static input_scale (W4A8). */

@@ -117,7 +117,9 @@ static int bind_nvfp4(const bind *b, nd_module *m, const nd_tview *w, int modelo
     }
     m->block = blk;
     m->act_fp8 = modelopt && nd_qcfg_act_fp8_static(&b->c->q, b->path);
-    if (modelopt && (m->pre_quant_scale = tens(b, "pre_quant_scale"))) {
+    /* pre_quant_scale is applied where the config's algorithm is NVFP4_AWQ, as a loader does; elsewhere
+     * it is a tensor no loader reads (audit: quant_config_mismatch) */
+    if (modelopt && nd_qcfg_awq(&b->c->q, b->path) && (m->pre_quant_scale = tens(b, "pre_quant_scale"))) {
         const nd_tview *p = m->pre_quant_scale;
         snprintf(exp, sizeof exp, "BF16/F16/F32 [%lld]", (long long)m->in_features);
         if ((p->dtype != ND_DT_BF16 && p->dtype != ND_DT_F16 && p->dtype != ND_DT_F32) || p->ndim != 1 || p->shape[0] != m->in_features)

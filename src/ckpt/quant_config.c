@@ -236,6 +236,19 @@ static int parse_ct(json_t *q, const char *file, nd_qcfg *c, nd_err *e) {
          * activation scheme is one no engine runs (vLLM finds no compressed-tensors scheme for it),
          * and replaying it as weight-only would test nothing of it */
         const int fp4_w = gr->w_bits == 4 && !strcmp(gr->w_type, "float");
+        /* float formats have no zero point, and 4-bit float activations take the weights' blocks
+         * (NVFP4 16, MXFP4 32): anything else is a scheme no engine runs */
+        static const char *const sides[] = {"weights", "input_activations"};
+        for (int k = 0; k < 2; k++) {
+            json_t *side = get(v, sides[k]), *sym = json_is_object(side) ? get(side, "symmetric") : NULL;
+            const char *ty = k ? gr->a_type : gr->w_type;
+            if (json_is_false(sym) && (!ty[0] || !strcmp(ty, "float")))
+                return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s.%s.symmetric' is false for a float format, which has no zero point",
+                               file, where, sides[k]);
+        }
+        if (fp4_w && gr->a_bits == 4 && gr->a_group_size && gr->w_group_size && gr->a_group_size != gr->w_group_size)
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s.input_activations.group_size' is %d, the weights' %d: 4-bit float "
+                           "activations are quantized in the weights' blocks", file, where, gr->a_group_size, gr->w_group_size);
         if (fp4_w && gr->a_bits && !(gr->a_bits == 4 && (!gr->a_type[0] || !strcmp(gr->a_type, "float"))))
             return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s' is %d-bit %s over 4-bit float weights: no serving engine runs this "
                            "scheme (NVFP4/MXFP4 weights take 4-bit float activations or none), so it is not replayed", file, w2,
@@ -509,6 +522,10 @@ int nd_qcfg_ignored(const nd_qcfg *q, const char *module) {
 int nd_qcfg_nvfp4_algo_conflict(const nd_qcfg *q, const char *module, const char **algo) {
     *algo = q->fmt == ND_CKPT_MODELOPT ? mo_algo_of(q, module) : "";
     return (*algo)[0] && !is_nvfp4_algo(*algo);
+}
+
+int nd_qcfg_awq(const nd_qcfg *q, const char *module) {
+    return q->fmt == ND_CKPT_MODELOPT && strcmp(mo_algo_of(q, module), "NVFP4_AWQ") == 0;
 }
 
 int nd_qcfg_nvfp4_block(const nd_qcfg *q, const char *module) {

@@ -18,6 +18,7 @@ static const char *static_cause(const nd_row *r, const nd_stage_info *in) {
     if (in->found && in->nan_block_scales > 0) return "nan_weight_scale";
     if (in->found && in->nvfp4_w4a4 && (!isfinite(in->mult) || in->mult == 0 || !isfinite(in->alpha) || in->alpha == 0))
         return "nonfinite_scale";
+    if (in->found && in->act_fp8 && in->has_input_scale && (!isfinite(in->mult) || in->mult == 0)) return "nonfinite_scale";
     return NULL;
 }
 

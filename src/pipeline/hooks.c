@@ -47,7 +47,8 @@ nd_buf *nd_run_captured(nd_run *r, const char *stage, const char *module, const 
 /* ---- capture ---- */
 static const char *const suffixes[] = {"", ".weight", ".weight_packed", ".weight_scale", ".weight_global_scale",
                                        ".input_global_scale", ".weight_scale_2", ".input_scale", ".weight_scale_inv",
-                                       ".scale", ".bias", ".fn", ".base", ".hc_fn", ".hc_base", ".hc_scale"};
+                                       ".scale", ".bias", ".fn", ".base", ".hc_fn", ".hc_base", ".hc_scale",
+                                       ".pre_quant_scale"};
 
 /* the projections of an MLP module (gpt-oss fuses gate and up into gate_up_proj) */
 static const char *const mlp_proj[] = {"gate_proj", "up_proj", "down_proj", "gate_up_proj"};

@@ -56,7 +56,14 @@ static void static_finding(nd_run *r, nd_lin *l) {
     l->finding[0] = 0;
     if (m->wfmt != ND_WF_NVFP4) return;
     float g = m->weight_global_div, x = m->input_global_mult;
-    if (!isfinite(g) || g == 0 || (m->act_quant && (!isfinite(x) || x == 0))) { strcpy(l->finding, "nonfinite_scale"); return; }
+    /* a stored input scale the quantizer divides by (W4A4, and W4A8's FP8 static scale) */
+    const int in_used = m->act_quant || (m->act_fp8 && m->input_global);
+    if (!isfinite(g) || g == 0 || (in_used && (!isfinite(x) || x == 0))) { strcpy(l->finding, "nonfinite_scale"); return; }
+    if (m->pre_quant_scale)
+        for (int64_t i = 0; i < m->pre_quant_scale->numel; i++) {
+            const float v = nd_tview_get_f32(m->pre_quant_scale, i);
+            if (!isfinite(v) || v <= 0) { strcpy(l->finding, "nonfinite_scale"); return; }
+        }
     if (m->weight_scale && !fix.block_scale_fix) {
         const uint8_t *s = m->weight_scale->data;
         for (size_t i = 0; i < m->weight_scale->nbytes; i++)
@@ -363,15 +370,22 @@ static int lin_prod(nd_run *r, nd_lin *l, const nd_buf *x, double x_ref_amax, nd
              * with the static input_scale (the stack's multiplier is its reciprocal), satfinite, times
              * the dequantized NVFP4 weight; without an input scale, per tensor from amax(x) / 448 as
              * its dynamic fallback does */
-            float sc = isfinite(l->pp.mult) && l->pp.mult > 0 ? 1.0f / l->pp.mult : NAN;
-            /* the stored scale itself where the stack leaves it as stored: 1/(1/s) is not always s in
-             * FP32, and one ulp moves an element across an E4M3 rounding boundary */
-            if (l->m.input_global && l->m.input_global->numel == 1) {
-                const float stored = nd_tview_get_f32(l->m.input_global, 0);
-                if (l->pp.mult == 1.0f / stored) sc = stored; /* not overridden */
+            float sc;
+            if (l->m.input_global) {
+                /* the stored scale as the kernel divides by it, broken or not (a NaN, 0 or Inf scale
+                 * gives what the kernel gives); the stored value itself where the stack leaves it as
+                 * stored: 1/(1/s) is not always s in FP32, and one ulp moves an element across an E4M3
+                 * rounding boundary */
+                sc = 1.0f / l->pp.mult;
+                if (l->m.input_global->numel == 1) {
+                    const float stored = nd_tview_get_f32(l->m.input_global, 0);
+                    if (l->pp.mult == 1.0f / stored || (isnan(l->pp.mult) && isnan(stored))) sc = stored; /* not overridden */
+                }
+            } else {
+                /* no input scale stored: TensorRT-LLM's dynamic per-tensor fallback */
+                sc = (float)(nd_buf_amax(r, x, e) / ND_E4M3_MAX);
+                if (!(sc > 0) || !isfinite(sc)) sc = 1.0f; /* an all-zero input: nothing to scale */
             }
-            if (!isfinite(sc)) sc = (float)(nd_buf_amax(r, x, e) / ND_E4M3_MAX);
-            if (!(sc > 0) || !isfinite(sc)) sc = 1.0f; /* an all-zero (or non-finite) input: nothing to scale */
             xq = r->be->alloc(r->be, (size_t)x->n * sizeof(float), e);
             rc = xq ? r->be->kv_fp8(r->be, x->p, x->n, sc, sc, xq, e) : e->code;
             fig->scale_mult = l->pp.mult;
@@ -424,7 +438,47 @@ int nd_lin_floor(nd_run *r, nd_lin *l, const nd_buf *x, double amax, nd_buf **y,
     return rc;
 }
 
+/* The floor of a W4A8 module (NVFP4 weights, FP8 activations per tensor): x quantized to E4M3 with a
+ * healthy static scale (the stored one kept inside [1/2, 8] x amax(x)/448, the band of the W4A4
+ * floor's multiplier: a calibrated scale covers other data than this prompt) times the weight
+ * (the checkpoint's; with --reference-checkpoint the original quantized the healthy NVFP4 way). */
+static int lin_floor_w4a8(nd_run *r, nd_lin *l, const nd_buf *x, double amax, nd_buf **y, nd_err *e) {
+    if (!(amax > 0) || !isfinite(amax)) return 0;
+    const int64_t n = l->m.out_features, k = l->m.in_features, nk = n * k;
+    const float ideal = (float)(amax / ND_E4M3_MAX);
+    float sc = isfinite(l->pp.mult) && l->pp.mult > 0 ? 1.0f / l->pp.mult : ideal;
+    sc = fminf(fmaxf(sc, 0.5f * ideal), 8.0f * ideal);
+    const float *w = l->w_prod ? l->w_prod : l->w_ref;
+    float *wq = NULL, *xq = NULL;
+    int rc = 0;
+    if (r->ref_ck) {
+        nd_buf tmp = {.p = l->w_ref, .n = nk, .rows = n, .cols = k};
+        const double wa = nd_buf_amax(r, &tmp, e);
+        if (!(wa > 0) || !isfinite(wa)) return 0;
+        if (!(wq = r->be->alloc(r->be, (size_t)nk * sizeof(float), e))) return e->code;
+        rc = quant_dequant(r, &tmp, ND_NVFP4_GLOBAL_NUM / (float)wa, ND_QSEM_CT, wq, NULL, e);
+        w = wq;
+    }
+    float alpha = 1.0f;
+    if (!rc && r->ref_ck) {
+        nd_buf tmp = {.p = l->w_ref, .n = nk, .rows = n, .cols = k};
+        alpha = (float)(nd_buf_amax(r, &tmp, e) / ND_NVFP4_GLOBAL_NUM); /* the codes x block scales above, times 1/global */
+    }
+    if (!rc && !(xq = r->be->alloc(r->be, (size_t)x->n * sizeof(float), e))) rc = e->code;
+    if (!rc) rc = r->be->kv_fp8(r->be, x->p, x->n, sc, sc, xq, e);
+    if (!rc) *y = nd_buf_new(r, x->rows, n, e);
+    if (!rc && !*y) rc = e->code;
+    if (!rc) rc = gemm(r, l, xq, w, (*y)->p, x->rows, alpha, 1, e);
+    if (!rc) rc = add_bias(r, l, *y, e);
+    if (!rc) rc = r->be->round_bf16(r->be, (*y)->p, (*y)->n, e);
+    if (xq) r->be->release(r->be, xq);
+    if (wq) r->be->release(r->be, wq);
+    if (rc && *y) { nd_buf_put(r, *y); *y = NULL; }
+    return rc;
+}
+
 static int lin_floor(nd_run *r, nd_lin *l, const nd_buf *x, double amax, nd_buf **y, nd_err *e) {
+    if (l->prod_kind == LIN_WEIGHT_ONLY && l->m.act_fp8 && l->w_ref && l->groups <= 1) return lin_floor_w4a8(r, l, x, amax, y, e);
     if (l->prod_kind == LIN_WEIGHT_ONLY && r->ref_ck && l->m.wfmt == ND_WF_NVFP4 && !l->act_fp8_group && l->w_ref && l->groups <= 1)
         return lin_floor_weight_only(r, l, x, y, e);
     if (l->prod_kind != LIN_NVFP4_W4A4 || !(amax > 0) || !isfinite(amax)) return 0;

@@ -443,7 +443,9 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     memset(&lp, 0, sizeof lp);
     r.loop = &lp;
     int rc = run_open(&r, o->ckpt_dir, o->recipe, o->backend, o->device, o->tokens, o->ntok, e);
-    if (!rc && !o->allow_unquantized && (!strcmp(nd_ckpt_format_str(r.ck), "unquantized") || !nd_run_any_quantized(r.ck)))
+    const int any_q = rc || o->allow_unquantized || !strcmp(nd_ckpt_format_str(r.ck), "unquantized") ? 0 : nd_run_any_quantized(r.ck, e);
+    if (any_q < 0) rc = e->code;
+    else if (!rc && !o->allow_unquantized && (!strcmp(nd_ckpt_format_str(r.ck), "unquantized") || !any_q))
         rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: no quantized module (format %s%s): both paths would run the same "
                      "weights and find nothing. Trace the NVFP4 checkpoint (with this one as --reference-checkpoint), or "
                      "pass --allow-unquantized to replay it anyway", nd_ckpt_dir(r.ck), nd_ckpt_format_str(r.ck),

@@ -198,5 +198,5 @@ int nd_override_targets_check(const nd_run *r, const nd_stack *st, nd_err *e);
  * tensors (1) or none does (0). */
 int nd_run_check_config(const nd_run *r, nd_err *e);
 int nd_run_check_window(const nd_run *r, nd_err *e);
-int nd_run_any_quantized(const nd_ckpt *c);
+int nd_run_any_quantized(const nd_ckpt *c, nd_err *e); /* 1, 0, or -1 with the first binding error in e */
 #endif

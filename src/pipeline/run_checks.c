@@ -80,13 +80,18 @@ int nd_run_check_window(const nd_run *r, nd_err *e) {
 }
 
 /* Does any module hold quantized tensors? (a config can say NVFP4 over BF16 weights) */
-int nd_run_any_quantized(const nd_ckpt *c) {
+int nd_run_any_quantized(const nd_ckpt *c, nd_err *e) {
     const size_t n = nd_ckpt_module_count(c);
+    int bad = -1;
+    nd_err first = {0};
     for (size_t i = 0; i < n; i++) {
         nd_module m;
         nd_err e2 = {0};
-        if (nd_ckpt_module(c, nd_ckpt_module_path(c, i), &m, &e2) == 0 && m.wfmt != ND_WF_DENSE) return 1;
+        if (nd_ckpt_module(c, nd_ckpt_module_path(c, i), &m, &e2) == 0) { if (m.wfmt != ND_WF_DENSE) return 1; }
+        else if (bad < 0) { bad = (int)i; first = e2; }
     }
+    /* none bound as quantized, and one failed to bind: its reason, not "no quantized module" */
+    if (bad >= 0) { *e = first; return -1; }
     return 0;
 }
 

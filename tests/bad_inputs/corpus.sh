@@ -386,5 +386,17 @@ run "--tokens 0x10" 2 "'0x10' is not a token id" -- trace "$root/golden/clean-v4
 run "--tokens 1e3" 2 "'1e3' is not a token id" -- trace "$root/golden/clean-v4" --tokens 1e3 "${T[@]}"
 run "--device 7 with the CPU backend" 2 "\-\-device 7 names a CUDA device, but --backend cpu" -- trace "$root/golden/clean-v4" --device 7 "${T[@]}"
 
+# 12. the twelfth review (issue 37): compressed-tensors fields a float scheme cannot have
+rm -rf "$tmp/ct12"; cp -r "$root/golden/seed-bug-v4" "$tmp/ct12"
+perl -0pi -e 's/("input_activations":\s*\{[^}]*?"group_size":\s*)16/${1}32/' "$tmp/ct12/config.json"
+run "compressed-tensors activation group_size 32 over 16-blocks" 2 "config.json: .*input_activations.group_size' is 32, the weights' 16" -- inspect "$tmp/ct12"
+rm -rf "$tmp/ct12"; cp -r "$root/golden/seed-bug-v4" "$tmp/ct12"
+perl -0pi -e 's/("weights":\s*\{[^}]*?"symmetric":\s*)true/${1}false/' "$tmp/ct12/config.json"
+run "compressed-tensors float weights with symmetric false" 2 "config.json: .*weights.symmetric' is false for a float format" -- inspect "$tmp/ct12"
+# a ModelOpt module that fails to bind: trace names its reason, not "no quantized module"
+rm -rf "$tmp/w16"; cp -r "$root/golden/conformance/llama/modelopt_w4a8" "$tmp/w16"
+sed -i 's/"group_size": 32/"group_size": 16/; s/W4A8_NVFP4_FP8/NVFP4/' "$tmp/w16/hf_quant_config.json"
+run "32-block scales read as 16-blocks" 2 "block scales do not match the weight" -- trace "$tmp/w16" "${T[@]}"
+
 echo "bad-input corpus: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -8,6 +8,7 @@
 set -u
 bin="$1"; mk="$2"; root="$3"
 . "$(dirname "$0")/../lib.sh"
+json_field() { tr -d '\n' <"$2" | sed -n "s/.*\"$1\": *\"\([^\"]*\)\".*/\1/p" | head -n 1; }
 conf="$root/golden/conformance"
 for fam in deepseek_v3 minimax_m2; do
   src="$conf/$fam/modelopt"
@@ -29,5 +30,23 @@ for fam in deepseek_v3 minimax_m2; do
     ok "$fam/${ones:-none}: trace exit $rc ($(tail -n 2 "$tmp/t.txt" | head -c 200))" '[ $rc -eq 0 ]'
   done
 done
+# a broken scale (0, NaN) on expert 1: a static fact (nonfinite_scale), an error in inspect and the
+# cause of the trace
+for val in 0 nan; do
+  d="$tmp/ds-$val"; mkdir -p "$d"; src="$conf/deepseek_v3/modelopt"
+  cp "$src/config.json" "$d/"; sed 's/"quant_algo": "NVFP4"/"quant_algo": "NVFP4_AWQ"/' "$src/hf_quant_config.json" >"$d/hf_quant_config.json"
+  "$mk" "$src" "$d/model.safetensors" 1 $val >/dev/null
+  "$bin" inspect "$d" >"$tmp/i.txt" 2>&1; rc=$?
+  ok "pre_quant_scale $val on expert 1: inspect exit $rc, nonfinite_scale ($(grep -m1 nonfinite "$tmp/i.txt" | cut -c1-140))" \
+     '[ $rc -eq 1 ] && grep -q "error   nonfinite_scale .*experts\.1\..*pre_quant_scale\[0\]" "$tmp/i.txt"'
+  "$bin" trace --force "$d" --backend "${ND_TEST_BACKEND:-cpu}" --json --out "$tmp/t.h5" >"$tmp/t.json" 2>&1; rc=$?
+  ok "pre_quant_scale $val on expert 1: trace exit $rc, cause $(json_field cause "$tmp/t.json")" '[ $rc -eq 1 ] && [ "$(json_field cause "$tmp/t.json")" = nonfinite_scale ]'
+done
+# pre_quant_scale tensors under a config that does not announce AWQ: not applied, and named
+d="$tmp/ds-unannounced"; mkdir -p "$d"; src="$conf/deepseek_v3/modelopt"
+cp "$src/config.json" "$src/hf_quant_config.json" "$d/"; "$mk" "$src" "$d/model.safetensors" >/dev/null
+"$bin" inspect "$d" >"$tmp/i.txt" 2>&1; rc=$?
+ok "pre_quant_scale under quant_algo NVFP4: inspect exit $rc, quant_config_mismatch, scheme not awq" \
+   '[ $rc -eq 1 ] && grep -q "quant_config_mismatch .*holds an AWQ pre_quant_scale, but the config" "$tmp/i.txt" && ! grep -q "^schemes .*awq" "$tmp/i.txt"'
 echo "awq experts: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -4,7 +4,8 @@
  * experts named by ONES get scales of exactly 1 (calibration never reached them). The weights are
  * not rescaled: a fixture of the pre_quant_scale pattern the static check reads, replayed
  * consistently on both paths. The caller writes hf_quant_config.json's quant_algo NVFP4_AWQ.
- *   usage: mk_awq_experts SRC_DIR OUT.safetensors [ONES]   (ONES: comma-separated expert ids, or "all") */
+ * With VALUE, the listed experts get that value instead of 1 (0, nan: a broken scale).
+ *   usage: mk_awq_experts SRC_DIR OUT.safetensors [ONES [VALUE]]   (ONES: comma-separated expert ids, or "all") */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,8 @@ static int listed(const char *list, long id) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3 || argc > 4) { fprintf(stderr, "usage: mk_awq_experts SRC_DIR OUT.safetensors [ONES]\n"); return 2; }
+    if (argc < 3 || argc > 5) { fprintf(stderr, "usage: mk_awq_experts SRC_DIR OUT.safetensors [ONES [VALUE]]\n"); return 2; }
+    const float listed_value = argc > 4 ? strtof(argv[4], NULL) : 1.0f;
     nd_err e = {0};
     nd_ckpt *ck = NULL;
     nd_st_writer *w = NULL;
@@ -48,7 +50,7 @@ int main(int argc, char **argv) {
         uint16_t *v = malloc((size_t)k * sizeof *v);
         if (!v) { rc = 1; break; }
         for (int64_t c = 0; c < k; c++)
-            v[c] = nd_bf16_from_f32(listed(argc > 3 ? argv[3] : NULL, id) ? 1.0f : 0.5f + 0.0625f * (float)((c + id) % 8));
+            v[c] = nd_bf16_from_f32(listed(argc > 3 ? argv[3] : NULL, id) ? listed_value : 0.5f + 0.0625f * (float)((c + id) % 8));
         char name[600];
         snprintf(name, sizeof name, "%.*s.pre_quant_scale", (int)(suf - t->name), t->name);
         const int64_t shape[1] = {k};

@@ -31,6 +31,14 @@ check llama modelopt_w4a8 layers.1.self_attn.o_proj layers.1.self_attn.o_proj in
 check llama modelopt_w4a8 layers.0.mlp.down_proj layers.0.mlp.down_proj weight-mul=4 weight_global_mismatch
 check llama modelopt_w4a16 layers.1.mlp.down_proj layers.1.mlp.down_proj weight-mul=4 weight_global_mismatch
 check llama modelopt_awq layers.1.self_attn.o_proj layers.1.self_attn.o_proj input-scale-inverted scale_inverted
+check llama modelopt_w4a8 layers.0.self_attn.q_proj layers.0.self_attn.q_proj input-scale-inverted scale_inverted
+check llama modelopt_w4a8 layers.0.self_attn.q_proj layers.0.self_attn.q_proj input-scale-inf nonfinite_scale
+# an AWQ stage's bundle carries its pre_quant_scale: the replay gives the trace's row to the last digit
+"$bin" trace --force "$conf/llama/modelopt_awq" --backend cpu --out "$tmp/awq.h5" >/dev/null 2>&1
+"$bin" repro "$tmp/awq.h5" --stage layers.0.self_attn.q_proj --out "$tmp/awq-b.h5" >/dev/null 2>&1
+"$bin" replay "$tmp/awq-b.h5" >"$tmp/rp.txt" 2>&1; rc=$?
+rep=$(awk '$1 == "replay" { print $5, $6, $8, $9 }' "$tmp/rp.txt"); orig=$(awk '$1 == "original" && $3 == "isolated" { print $5, $6, $8, $9 }' "$tmp/rp.txt")
+ok "AWQ bundle replayed: exit $rc, '$rep' = '$orig'" '[ $rc -eq 0 ] && [ -n "$rep" ] && [ "$rep" = "$orig" ] && h5ls -r "$tmp/awq-b.h5" | grep -q pre_quant_scale'
 # a block-scale fault on 32-blocks is refused, naming why
 "$bin" synth "$tmp/b32" --from "$conf/llama/modelopt_w4a8" --inject scale-exponent-shift=2@layers.0.mlp.down_proj >/dev/null 2>"$tmp/err"; rc=$?
 ok "block-scale fault on a W4A8 module: exit $rc ($(head -c 200 "$tmp/err"))" '[ $rc -eq 2 ] && grep -q "block scales per 32" "$tmp/err"'
