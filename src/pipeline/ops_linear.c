@@ -401,26 +401,43 @@ static int lin_prod(nd_run *r, nd_lin *l, const nd_buf *x, double x_ref_amax, nd
     return rc;
 }
 
+/* The original weight (--reference-checkpoint) quantized the healthy NVFP4 way (global 2688/amax):
+ * codes x block scales in *wq, the divisor in *w_div; *wq NULL when its amax is unusable. */
+static int healthy_weight(nd_run *r, const nd_lin *l, float **wq, float *w_div, nd_err *e) {
+    const int64_t n = l->m.out_features, k = l->m.in_features, nk = n * k;
+    nd_buf tmp = {.p = l->w_ref, .n = nk, .rows = n, .cols = k};
+    const double wa = nd_buf_amax(r, &tmp, e);
+    *wq = NULL;
+    if (!(wa > 0) || !isfinite(wa)) return 0;
+    *w_div = ND_NVFP4_GLOBAL_NUM / (float)wa;
+    if (!(*wq = r->be->alloc(r->be, (size_t)nk * sizeof(float), e))) return e->code;
+    const int rc = quant_dequant(r, &tmp, *w_div, ND_QSEM_CT, *wq, NULL, e);
+    if (rc) { r->be->release(r->be, *wq); *wq = NULL; }
+    return rc;
+}
+
+/* A floor's output: xq [rows, k] times w, alpha, the bias, the output's BF16 rounding; *y NULL on
+ * error. exact: the GEMM in the order of the production path's (gemm's exact). */
+static int floor_out(nd_run *r, nd_lin *l, const float *xq, int64_t rows, const float *w, float alpha, int exact, nd_buf **y,
+                     nd_err *e) {
+    if (!(*y = nd_buf_new(r, rows, l->m.out_features, e))) return e->code;
+    int rc = gemm(r, l, xq, w, (*y)->p, rows, alpha, exact, e);
+    if (!rc) rc = add_bias(r, l, *y, e);
+    if (!rc) rc = r->be->round_bf16(r->be, (*y)->p, (*y)->n, e);
+    if (rc) { nd_buf_put(r, *y); *y = NULL; }
+    return rc;
+}
+
 /* The floor of a weights-only NVFP4 module (W4A16) against the original (--reference-checkpoint):
  * the original weight quantized the healthy way (global 2688/amax(W)) times the unquantized input.
  * Without it such a row was judged by the recipe's fixed cosine/SQNR bars, which a real weight with
  * outlier channels can miss by NVFP4 rounding alone (a trained v_proj: cosine 0.988). */
 static int lin_floor_weight_only(nd_run *r, nd_lin *l, const nd_buf *x, nd_buf **y, nd_err *e) {
-    const int64_t n = l->m.out_features, k = l->m.in_features, nk = n * k;
-    nd_buf tmp = {.p = l->w_ref, .n = nk, .rows = n, .cols = k};
-    const double wa = nd_buf_amax(r, &tmp, e);
-    if (!(wa > 0) || !isfinite(wa)) return 0;
-    const float w_div = ND_NVFP4_GLOBAL_NUM / (float)wa;
-    float *wq = r->be->alloc(r->be, (size_t)nk * sizeof(float), e);
-    if (!wq) return e->code;
-    int rc = quant_dequant(r, &tmp, w_div, ND_QSEM_CT, wq, NULL, e);
-    if (!rc) *y = nd_buf_new(r, x->rows, n, e);
-    if (!rc && !*y) rc = e->code;
-    if (!rc) rc = gemm(r, l, x->p, wq, (*y)->p, x->rows, 1.0f / w_div, 0, e);
-    if (!rc) rc = add_bias(r, l, *y, e);
-    if (!rc) rc = r->be->round_bf16(r->be, (*y)->p, (*y)->n, e);
+    float *wq = NULL, w_div = 1.0f;
+    int rc = healthy_weight(r, l, &wq, &w_div, e);
+    if (rc || !wq) return rc;
+    rc = floor_out(r, l, x->p, x->rows, wq, 1.0f / w_div, 0, y, e);
     r->be->release(r->be, wq);
-    if (rc && *y) { nd_buf_put(r, *y); *y = NULL; }
     return rc;
 }
 
@@ -444,36 +461,21 @@ int nd_lin_floor(nd_run *r, nd_lin *l, const nd_buf *x, double amax, nd_buf **y,
  * (the checkpoint's; with --reference-checkpoint the original quantized the healthy NVFP4 way). */
 static int lin_floor_w4a8(nd_run *r, nd_lin *l, const nd_buf *x, double amax, nd_buf **y, nd_err *e) {
     if (!(amax > 0) || !isfinite(amax)) return 0;
-    const int64_t n = l->m.out_features, k = l->m.in_features, nk = n * k;
     const float ideal = (float)(amax / ND_E4M3_MAX);
     float sc = isfinite(l->pp.mult) && l->pp.mult > 0 ? 1.0f / l->pp.mult : ideal;
     sc = fminf(fmaxf(sc, 0.5f * ideal), 8.0f * ideal);
     const float *w = l->w_prod ? l->w_prod : l->w_ref;
-    float *wq = NULL, *xq = NULL;
+    float *wq = NULL, *xq = NULL, w_div = 1.0f;
     int rc = 0;
     if (r->ref_ck) {
-        nd_buf tmp = {.p = l->w_ref, .n = nk, .rows = n, .cols = k};
-        const double wa = nd_buf_amax(r, &tmp, e);
-        if (!(wa > 0) || !isfinite(wa)) return 0;
-        if (!(wq = r->be->alloc(r->be, (size_t)nk * sizeof(float), e))) return e->code;
-        rc = quant_dequant(r, &tmp, ND_NVFP4_GLOBAL_NUM / (float)wa, ND_QSEM_CT, wq, NULL, e);
+        if ((rc = healthy_weight(r, l, &wq, &w_div, e)) || !wq) return rc;
         w = wq;
     }
-    float alpha = 1.0f;
-    if (!rc && r->ref_ck) {
-        nd_buf tmp = {.p = l->w_ref, .n = nk, .rows = n, .cols = k};
-        alpha = (float)(nd_buf_amax(r, &tmp, e) / ND_NVFP4_GLOBAL_NUM); /* the codes x block scales above, times 1/global */
-    }
-    if (!rc && !(xq = r->be->alloc(r->be, (size_t)x->n * sizeof(float), e))) rc = e->code;
+    if (!(xq = r->be->alloc(r->be, (size_t)x->n * sizeof(float), e))) rc = e->code;
     if (!rc) rc = r->be->kv_fp8(r->be, x->p, x->n, sc, sc, xq, e);
-    if (!rc) *y = nd_buf_new(r, x->rows, n, e);
-    if (!rc && !*y) rc = e->code;
-    if (!rc) rc = gemm(r, l, xq, w, (*y)->p, x->rows, alpha, 1, e);
-    if (!rc) rc = add_bias(r, l, *y, e);
-    if (!rc) rc = r->be->round_bf16(r->be, (*y)->p, (*y)->n, e);
+    if (!rc) rc = floor_out(r, l, xq, x->rows, w, 1.0f / w_div, 1, y, e);
     if (xq) r->be->release(r->be, xq);
     if (wq) r->be->release(r->be, wq);
-    if (rc && *y) { nd_buf_put(r, *y); *y = NULL; }
     return rc;
 }
 
@@ -482,7 +484,6 @@ static int lin_floor(nd_run *r, nd_lin *l, const nd_buf *x, double amax, nd_buf 
     if (l->prod_kind == LIN_WEIGHT_ONLY && r->ref_ck && l->m.wfmt == ND_WF_NVFP4 && !l->act_fp8_group && l->w_ref && l->groups <= 1)
         return lin_floor_weight_only(r, l, x, y, e);
     if (l->prod_kind != LIN_NVFP4_W4A4 || !(amax > 0) || !isfinite(amax)) return 0;
-    int64_t n = l->m.out_features, k = l->m.in_features, nk = n * k;
     /* The healthy multiplier band: a static input scale is calibrated on other data, and the
      * quantization error such a scale gives on this prompt is what NVFP4 explains. The floor uses
      * the stack's multiplier clamped into that band. Calibration sees larger values than one prompt:
@@ -498,27 +499,15 @@ static int lin_floor(nd_run *r, nd_lin *l, const nd_buf *x, double amax, nd_buf 
     int rc = 0;
     if (r->ref_ck || !(w_div > 0) || !isfinite(w_div)) {
         /* the original (or the checkpoint's, when its global is unusable) quantized healthily */
-        double wa = 0;
-        nd_buf tmp = {.p = l->w_ref, .n = nk, .rows = n, .cols = k};
-        wa = nd_buf_amax(r, &tmp, e);
-        if (!(wa > 0) || !isfinite(wa)) return 0;
-        w_div = ND_NVFP4_GLOBAL_NUM / (float)wa;
-        wq = r->be->alloc(r->be, (size_t)nk * sizeof(float), e);
-        if (!wq) return e->code;
-        rc = quant_dequant(r, &tmp, w_div, ND_QSEM_CT, wq, NULL, e);
+        if ((rc = healthy_weight(r, l, &wq, &w_div, e)) || !wq) return rc;
         wf = wq;
     }
-    float *xq = rc ? NULL : r->be->alloc(r->be, (size_t)x->n * sizeof(float), e);
-    if (!rc && !xq) rc = e->code;
+    float *xq = r->be->alloc(r->be, (size_t)x->n * sizeof(float), e);
+    if (!xq) rc = e->code;
     if (!rc) rc = quant_dequant(r, x, g, ND_QSEM_KERNEL, xq, NULL, e);
-    if (!rc) *y = nd_buf_new(r, x->rows, n, e);
-    if (!rc && !*y) rc = e->code;
-    if (!rc) rc = gemm(r, l, xq, wf, (*y)->p, x->rows, 1.0f / (g * w_div), 1, e);
-    if (!rc) rc = add_bias(r, l, *y, e);
-    if (!rc) rc = r->be->round_bf16(r->be, (*y)->p, (*y)->n, e);
+    if (!rc) rc = floor_out(r, l, xq, x->rows, wf, 1.0f / (g * w_div), 1, y, e);
     if (xq) r->be->release(r->be, xq);
     if (wq) r->be->release(r->be, wq);
-    if (rc && *y) { nd_buf_put(r, *y); *y = NULL; }
     return rc;
 }
 
