@@ -187,7 +187,7 @@ int nd_cmd_sensitivity(int argc, char **argv) {
     s.o.modes = ND_MODES_CHAINED;
     const char **ovr = calloc((size_t)argc + 1, sizeof *ovr);
     int64_t *tokens = NULL, ntok = 0;
-    int json = 0, rc = 0, gran = ND_SENS_LAYER, keep_n = -1, screen = 0;
+    int json = 0, rc = 0, gran = ND_SENS_LAYER, keep_n = -1, screen = 0, gran_given = 0;
     double budget = NAN;
     const char *recipe_out = NULL, *tokens_file = NULL, *verify = NULL;
     unsigned char *set = NULL;
@@ -212,6 +212,7 @@ int nd_cmd_sensitivity(int argc, char **argv) {
         else if (!strcmp(a, "--verify")) { NEED(); verify = v; }
         else if (!strcmp(a, "--granularity")) {
             NEED();
+            gran_given = 1;
             if (!strcmp(v, "module")) gran = ND_SENS_MODULE;
             else if (!strcmp(v, "layer")) gran = ND_SENS_LAYER;
             else if (!strcmp(v, "class")) gran = ND_SENS_CLASS;
@@ -257,8 +258,9 @@ int nd_cmd_sensitivity(int argc, char **argv) {
     s.o.ntok = ntok;
     s.o.overrides = ovr;
     if (verify) {
-        if (recipe_out || !isnan(budget) || keep_n > 0 || screen) {
-            rc = nd_cli_usage_error("sensitivity", "--verify runs a set already chosen: without --recipe-out, --budget-kl, --keep or --screen");
+        if (recipe_out || !isnan(budget) || keep_n > 0 || screen || gran_given) {
+            rc = nd_cli_usage_error("sensitivity", "--verify runs a set already chosen: without --recipe-out, --budget-kl, --keep, "
+                                    "--screen or --granularity");
             goto out;
         }
         rc = nd_sens_verify(&s.o, verify, json, &e);

@@ -38,12 +38,19 @@ static int head_kl(nd_trace_opts *o, const char *const *off, int n_off, double *
     return 0;
 }
 
+static int quantized_linear(const nd_ckpt *ck, const char *path) {
+    nd_module m;
+    nd_err e2 = {0};
+    return nd_ckpt_module(ck, path, &m, &e2) == 0 && m.wfmt != ND_WF_DENSE;
+}
+
 int nd_sens_verify(nd_trace_opts *o, const char *arg, int json, nd_err *e) {
     char path[4096];
     struct stat st;
     if (stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) snprintf(path, sizeof path, "%s/%s", arg, ND_SENS_RECIPE_FILES[2]);
     else snprintf(path, sizeof path, "%s", arg);
     ND_TRY(nd_input_regular(path, e));
+    if (stat(path, &st) != 0) return nd_fail(e, ND_EXIT_BADINPUT, "%s: cannot read: %s", path, strerror(errno));
     json_error_t je;
     json_t *doc = nd_json_load_file(path, JSON_REJECT_DUPLICATES, &je);
     if (!doc) return nd_fail(e, ND_EXIT_BADINPUT, "%s: not valid JSON (line %d: %s)", path, je.line, je.text);
@@ -53,9 +60,14 @@ int nd_sens_verify(nd_trace_opts *o, const char *arg, int json, nd_err *e) {
     const char **off = calloc(n + 1, sizeof *off);
     char (*names)[ND_NAME_LEN] = calloc(n + 1, sizeof *names);
     nd_ckpt *ck = NULL;
+    /* what the file records is checked as the command line checks it: a budget is a number, 0 or more */
+    json_t *bud = rec ? json_object_get(rec, "budget_kl") : NULL;
     if (!json_is_array(mods))
         rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: no list 'modules_kept_in_high_precision' (a --recipe-out folder's %s)", path,
                      ND_SENS_RECIPE_FILES[2]);
+    else if (rec && !json_is_object(rec)) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: 'nvfp4dbg' must be an object", path);
+    else if (bud && !json_is_null(bud) && (!json_is_number(bud) || !(json_number_value(bud) >= 0)))
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: 'nvfp4dbg.budget_kl' must be a KL in nats, 0 or more (a number), or null", path);
     else if (!off || !names) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
     else rc = nd_ckpt_open(o->ckpt_dir, &ck, e);
     /* each entry a module of this checkpoint: a name that matches nothing would verify nothing */
@@ -66,10 +78,16 @@ int nd_sens_verify(nd_trace_opts *o, const char *arg, int json, nd_err *e) {
         else if (!nd_ckpt_has_module(ck, m))
             rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: module '%s' is not a module of %s: the set was chosen for another checkpoint", path,
                          nd_term_safe(m, safe, sizeof safe), o->ckpt_dir);
+        else if (!quantized_linear(ck, m))
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: module '%s' is not a quantized linear of %s: keeping it in high precision keeps "
+                         "nothing", path, nd_term_safe(m, safe, sizeof safe), o->ckpt_dir);
         else if (strlen(m) >= ND_NAME_LEN + 6) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: module name '%.60s...' too long", path, m);
         else {
             snprintf(names[i], sizeof names[i], "%s", strncmp(m, "model.", 6) ? m : m + 6); /* its stage */
             off[i] = names[i];
+            for (size_t j = 0; j < i && !rc; j++)
+                if (!strcmp(names[j], names[i]))
+                    rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: module '%s' is listed twice", path, nd_term_safe(m, safe, sizeof safe));
         }
     }
     if (ck) nd_ckpt_close(ck);

@@ -110,9 +110,19 @@ static int parse(const nd_ckpt *ck, const char *spec, sy_fault *f, target *ts, i
     if (f->kind == SY_F_SCALE_ENCODING && f->value != ND_SF_E8M0)
         return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: --inject '%s': %s is NVFP4: its E4M3 bytes are written as e8m0, "
                        "the E8M0 biases are an MXFP4 weight's", spec, path);
-    if (sy_scale_fault(f->kind) && ts[i].m.block != 16)
-        return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: --inject '%s': %s holds block scales per %d (W4A8_NVFP4_FP8); the "
-                       "block-scale faults are planted in 16-blocks only", spec, path, ts[i].m.block);
+    /* block scales per 32 (W4A8_NVFP4_FP8): only the faults that leave the block-scale bytes as they
+     * are (globals, input scales, codes, names) are planted; the others address 16-blocks */
+    if (ts[i].m.block != 16) {
+        static const int keep32[] = {SY_F_INPUT_INVERTED, SY_F_INPUT_MUL, SY_F_INPUT_INF, SY_F_WGLOBAL_ZERO, SY_F_NIBBLE_SWAP,
+                                     SY_F_FUSED_MISMATCH, SY_F_MISSING_INPUT, SY_F_WGLOBAL_MUL, SY_F_WEIGHT_MUL,
+                                     SY_F_SCALE_RENAMED, SY_F_WSCALE_RENAMED, SY_F_CONFIG_IGNORE, SY_F_GATE_UP_SWAP,
+                                     SY_F_SCALE_MISSING_EXPERT};
+        int ok = 0;
+        for (size_t k = 0; k < sizeof keep32 / sizeof keep32[0] && !ok; k++) ok = (int)f->kind == keep32[k];
+        if (!ok)
+            return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: --inject '%s': %s holds block scales per %d (W4A8_NVFP4_FP8); "
+                           "the faults that rewrite block scales are planted in 16-blocks only", spec, path, ts[i].m.block);
+    }
     if (sy_scale_fault(f->kind)) ND_TRY(sy_scale_fault_check(f, ts[i].m.out_features, ts[i].m.in_features, spec, e));
     if (f->kind == SY_F_MISSING_INPUT && !ts[i].m.input_global)
         return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: module '%s' has no input scale to remove", nd_ckpt_dir(ck), path);

@@ -91,7 +91,10 @@ sed 's/"budget_kl": [0-9.e+-]*/"budget_kl": 1e-9/' "$tmp/ver/compressed-tensors-
 ok "--verify against a budget below its KL: exit $rc" '[ $rc -eq 1 ] && grep -q "budget KL 1e-09: NOT met" "$tmp/vt.txt"'
 sed 's/"model.layers.0.self_attn.q_a_proj"/"model.layers.0.self_attn.q_zz_proj"/' "$tmp/ver/compressed-tensors-ignore.json" >"$tmp/ver-other.json"
 echo '{"quantization_config": {}}' >"$tmp/ver-none.json"
-for f in ver-other.json ver-none.json; do
+echo '{"modules_kept_in_high_precision": ["model.layers.0"]}' >"$tmp/ver-notlinear.json"
+echo '{"modules_kept_in_high_precision": ["model.layers.0.self_attn.q_a_proj", "model.layers.0.self_attn.q_a_proj"]}' >"$tmp/ver-twice.json"
+echo '{"modules_kept_in_high_precision": ["model.layers.0.self_attn.q_a_proj"], "nvfp4dbg": {"budget_kl": "0.001"}}' >"$tmp/ver-strbudget.json"
+for f in ver-other.json ver-none.json ver-notlinear.json ver-twice.json ver-strbudget.json; do
   "$bin" sensitivity "$root/golden/clean-v4" --backend "$be" --tokens 1,2,3 --verify "$tmp/$f" >/dev/null 2>"$tmp/e.txt"; rc=$?
   ok "--verify $f: exit $rc ($(head -c 160 "$tmp/e.txt"))" '[ $rc -eq 2 ] && grep -q "$f: " "$tmp/e.txt"'
 done
