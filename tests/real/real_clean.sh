@@ -55,7 +55,7 @@ ok "$fam/$v1: the reference perplexity $ours is transformers' FP32 $tf_ppl withi
 # the scheme inspect resolved for each real writer's checkpoint (issue 33 item 4): llmcompressor's
 # NVFP4 and ModelOpt's quantize activations too, NVFP4A16 only the weights
 for v in $(variants); do
-  want="W4A4 g16 (nvfp4)"; [ "$v" = nvfp4a16 ] && want="W4A16 g16 (nvfp4)"
+  want="W4A4 g16 (nvfp4)"; [ "$v" = nvfp4a16 ] && want="W4A16 g16 (nvfp4)"; [ "$v" = modelopt_w4a8 ] && want="W4A8 g32 (nvfp4)"
   sch=$("$bin" inspect "$m/$v" 2>/dev/null | sed -n 's/^schemes     //p')
   ok "$fam/$v: inspect's schemes say $want ($sch)" '[[ "$sch" == *"$want "[0-9]* ]]'
 done
