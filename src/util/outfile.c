@@ -100,8 +100,11 @@ static mode_t share_bits(const char *in) {
 /* narrow an output (file or staged folder) to g_out_mask */
 static int narrow(const char *path, const char *out, nd_err *e) {
     struct stat st;
-    if (g_out_mask == 07777 || stat(path, &st) != 0 || (st.st_mode & 07777 & ~g_out_mask) == 0) return 0;
-    if (chmod(path, st.st_mode & 07777 & g_out_mask) == 0) return 0;
+    if (g_out_mask == 07777 || stat(path, &st) != 0) return 0;
+    /* a folder may be entered wherever it may be read (the inputs' files grant r, not x) */
+    const mode_t mask = S_ISDIR(st.st_mode) ? g_out_mask | ((g_out_mask & 0044) >> 2) : g_out_mask;
+    if ((st.st_mode & 07777 & ~mask) == 0) return 0;
+    if (chmod(path, st.st_mode & 07777 & mask) == 0) return 0;
     return nd_fail(e, nd_io_exit(errno), "%s: cannot narrow the output's permissions to its inputs': %s", out, strerror(errno));
 }
 

@@ -347,6 +347,10 @@ cp -r "$root/golden/seed-bug-v4" "$tmp/priv"; chmod 700 "$tmp/priv"; chmod 600 "
 (umask 022; "$bin" trace "$tmp/priv" --backend cpu --out "$tmp/priv-t.h5" >/dev/null 2>&1; "$bin" repro "$tmp/priv-t.h5" --out "$tmp/priv-b.h5" >/dev/null 2>&1)
 [ "$(stat -c %a "$tmp/priv-t.h5" 2>/dev/null)" = 600 ] && [ "$(stat -c %a "$tmp/priv-b.h5" 2>/dev/null)" = 600 ] && pass=$((pass + 1)) ||
   { echo "FAIL: trace/bundle of a 0600 checkpoint are $(stat -c %a "$tmp/priv-t.h5" "$tmp/priv-b.h5" 2>&1 | tr '\n' ' '), not 600"; fail=$((fail + 1)); }
+# a --recipe-out folder from a shared (0644/0755) checkpoint stays enterable (0755 under umask 022)
+cp -r "$root/golden/clean-v4" "$tmp/shared"; chmod 755 "$tmp/shared"; chmod 644 "$tmp/shared"/*.json "$tmp/shared"/*.safetensors
+(umask 022; "$bin" sensitivity "$tmp/shared" --keep 1 --recipe-out "$tmp/shared-ro" --backend cpu -q >/dev/null 2>&1)
+[ "$(stat -c %a "$tmp/shared-ro" 2>/dev/null)" = 755 ] && pass=$((pass + 1)) || { echo "FAIL: --recipe-out folder of a shared checkpoint is $(stat -c %a "$tmp/shared-ro" 2>&1), not 755"; fail=$((fail + 1)); }
 # sensitivity --recipe-out never writes into an input folder (the recipes', a tokenizer's)
 cp -r "${NVFP4DBG_RECIPES:-$root/recipes}" "$tmp/rc"; mkdir -p "$tmp/tkd"; cp "$root"/golden/clean-v4/tokenizer*.json "$tmp/tkd/"
 NVFP4DBG_RECIPES="$tmp/rc" run "sensitivity --recipe-out in the recipes folder" 2 "is inside the input folder" -- sensitivity "$root/golden/clean-v4" -q --keep 1 --recipe-out "$tmp/rc/newdir" --backend cpu
