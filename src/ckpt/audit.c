@@ -516,11 +516,7 @@ int nd_ckpt_audit(const nd_ckpt *c, nd_findings *f, nd_err *e) {
     free(norm);
     free(quant);
     free(seen);
-    if (!rc) {
-        char file[4200];
-        snprintf(file, sizeof file, "%s/%s", nd_ckpt_dir(c), c->q.source[0] ? c->q.source : "config.json");
-        rc = nd_qcfg_pattern_error(&c->q, file, e);
-    }
+    if (!rc) rc = nd_qcfg_pattern_error(&c->q, nd_ckpt_dir(c), e);
     return rc;
 }
 

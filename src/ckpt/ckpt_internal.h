@@ -124,8 +124,8 @@ int nd_qcfg_nvfp4_block(const nd_qcfg *q, const char *module);
 /* 1 when the module's activations are FP8 E4M3 per tensor with its static input_scale (W4A8). */
 int nd_qcfg_act_fp8_static(const nd_qcfg *q, const char *module);
 int nd_pat_match(const nd_pat *p, const char *name);
-/* exit 2 naming the first "re:" pattern whose match ran past PCRE2's limits; 0 when none did */
-int nd_qcfg_pattern_error(const nd_qcfg *q, const char *file, nd_err *e);
+/* exit 2 naming DIR's config file and the first "re:" pattern whose match ran past PCRE2's limits; 0 when none did */
+int nd_qcfg_pattern_error(const nd_qcfg *q, const char *dir, nd_err *e);
 
 /* mx_experts.c: gpt-oss's P.<proj>_blocks / _scales / _bias [experts, ...] as per-expert views
  * P.<e>.<proj>.weight / .weight_scale / .bias (exit 2 for blocks without matching scales). */

@@ -268,9 +268,7 @@ int nd_ckpt_module(const nd_ckpt *c, const char *path, nd_module *m, nd_err *e) 
     if (!e) e = &local;
     ND_TRY(module_bind(c, path, m, e));
     /* a config regex that ran past its match limit on this name decided nothing: refused */
-    char file[4200];
-    snprintf(file, sizeof file, "%s/%s", nd_ckpt_dir(c), c->q.source[0] ? c->q.source : "config.json");
-    return nd_qcfg_pattern_error(&c->q, file, e);
+    return nd_qcfg_pattern_error(&c->q, nd_ckpt_dir(c), e);
 }
 
 const char *nd_gate_up_sibling(const char *path, const char **self) {

@@ -116,14 +116,15 @@ static const nd_pat *limit_hit_in(const nd_pat *p, size_t n) {
     return NULL;
 }
 
-int nd_qcfg_pattern_error(const nd_qcfg *q, const char *file, nd_err *e) {
+int nd_qcfg_pattern_error(const nd_qcfg *q, const char *dir, nd_err *e) {
     const nd_pat *bad = limit_hit_in(q->ignore, q->n_ignore);
     for (size_t g = 0; !bad && g < q->n_groups; g++) bad = limit_hit_in(q->groups[g].targets, q->groups[g].n_targets);
     if (!bad) bad = limit_hit_in(q->exclude, q->n_exclude);
     if (!bad) bad = limit_hit_in(q->no_convert, q->n_no_convert);
     if (!bad) return 0;
-    return nd_fail(e, ND_EXIT_BADINPUT, "%s: regular expression \"%.80s\" passed PCRE2's match limit (%d steps) on a module "
-                   "name: a pattern that costly is not a module-name pattern; refused", file, bad->text, PAT_MATCH_LIMIT);
+    return nd_fail(e, ND_EXIT_BADINPUT, "%s/%s: regular expression \"%.80s\" passed PCRE2's match limit (%d steps) on a module "
+                   "name: a pattern that costly is not a module-name pattern; refused", dir, q->source[0] ? q->source : "config.json",
+                   bad->text, PAT_MATCH_LIMIT);
 }
 
 /* A JSON list of strings into patterns. */
