@@ -19,7 +19,7 @@
  *       quantization noise (at most 0.21 for a row that passes chained_min_cosine 0.9; clean
  *       synth and conformance checkpoints stay below 0.1).
  *   (e) its quantizer multiplier is more than FAR_MULT times away from the healthy 2688/amax
- *       (scale_ratio; calibration spread is within about 2x) and that costs it more than
+ *       (448/amax for a W4A8 module's FP8 input; scale_ratio; calibration spread is within about 2x) and that costs it more than
  *       FAR_MULT_LOSS_DB below its floor: an inverted input scale of about 270 (a multiplier of
  *       1/270 for an input of amax 10) puts the block scales into E4M3's subnormals and costs 2 to
  *       4 dB, within floor_margin_db, yet it is a wrong scale, not noise (the diagnosis proves it
@@ -212,7 +212,7 @@ int64_t nd_first_divergence(const nd_row *rows, int64_t n, nd_trace_summary *s) 
     char detail[256] = "";
     nd_row_evidence(r, detail, sizeof detail);
     char scale[160] = "";
-    if (isfinite(r->scale_ratio)) snprintf(scale, sizeof scale, "; quantizer multiplier %.6g is %.3g x the healthy 2688/amax = %.6g",
+    if (isfinite(r->scale_ratio)) snprintf(scale, sizeof scale, "; quantizer multiplier %.6g is %.3g x the healthy one for this input's amax, %.6g",
                                            r->scale_mult, r->scale_ratio, r->scale_mult / r->scale_ratio);
     else if (!isnan(r->scale_mult)) snprintf(scale, sizeof scale, "; quantizer multiplier %.6g", r->scale_mult);
     snprintf(s->message, sizeof s->message, "first divergence at %s (%s): %s%s: figures suggest %s", r->name, r->mode, detail, scale, r->verdict);

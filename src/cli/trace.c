@@ -137,8 +137,9 @@ static const nd_jfield ROW_FIGURES[] = {W(cosine, FINITE), W(rel_l2, FINITE), W(
 #undef W
 
 static void print_json(const nd_trace_result *res, const char *out, const nd_diagnosis *diag, int ndiag, json_t *check,
-                       json_t *sweep, json_t *findings, json_t *quality) {
+                       json_t *sweep, json_t *findings, int static_errors, json_t *quality) {
     json_t *root = json_object(), *rows = json_array();
+    json_object_set_new(root, "static_errors", json_integer(static_errors));
     json_object_set_new(root, "quality", quality);
     json_object_set_new(root, "stack_findings", findings ? findings : json_array());
     if (sweep) json_object_set_new(root, "stacks", sweep);
@@ -341,6 +342,7 @@ int nd_cmd_trace(int argc, char **argv) {
     nd_diagnosis *diag = NULL;
     int ndiag = 0;
     json_t *check = NULL, *sweep = NULL, *findings = NULL;
+    int n_static = 0; /* static errors in the replayed layers that break the stack (exit 1) */
     const char *stacks = NULL, *stage = NULL;
     int table = 0;
     nd_err e = {0};
@@ -470,7 +472,7 @@ int nd_cmd_trace(int argc, char **argv) {
         if (!rc) rc = rc2;
     }
     if (!rc && stacks && json) rc = nd_trace_stack_sweep(&o, stacks, 1, &sweep, &e);
-    if (!rc && json && !o.no_probes) rc = nd_trace_stack_findings(o.ckpt_dir, o.stack, o.overrides, o.n_overrides, 1, &findings, &e);
+    if (!rc && json && !o.no_probes) rc = nd_trace_stack_findings(o.ckpt_dir, o.stack, o.overrides, o.n_overrides, 1, o.layer_lo, o.layer_hi, &n_static, &findings, &e);
     if (rc) {
         nd_cli_error(&e);
         if (res.nrows && !json) {
@@ -489,7 +491,7 @@ int nd_cmd_trace(int argc, char **argv) {
     nd_quality quality;
     nd_quality_of(res.rows, res.nrows, o.ntok, &quality);
     if (json) {
-        print_json(&res, o.out_path, diag, ndiag, check, sweep, findings, nd_trace_quality_json(&quality, o.ref_ckpt != NULL));
+        print_json(&res, o.out_path, diag, ndiag, check, sweep, findings, n_static, nd_trace_quality_json(&quality, o.ref_ckpt != NULL));
         check = sweep = findings = NULL;
     }
     else {
@@ -497,7 +499,8 @@ int nd_cmd_trace(int argc, char **argv) {
          * per layer, the verdict and the diagnosis last, where the screen ends */
         const int width = nd_term_width(1), color = color_on(no_color);
         nd_trace_print_header(&o, &res, width);
-        if (!o.no_probes && (rc = nd_trace_stack_findings(o.ckpt_dir, o.stack, o.overrides, o.n_overrides, table ? 0 : 2, NULL, &e))) {
+        if (!o.no_probes && (rc = nd_trace_stack_findings(o.ckpt_dir, o.stack, o.overrides, o.n_overrides, table ? 0 : 2, o.layer_lo, o.layer_hi,
+                                                         &n_static, NULL, &e))) {
             nd_cli_error(&e);
             nd_trace_result_free(&res);
             goto out;
@@ -507,6 +510,15 @@ int nd_cmd_trace(int argc, char **argv) {
         /* what NVFP4 costs, on a healthy run only: after a divergence the logits show the fault */
         if (!strcmp(res.summary.status, "ok")) nd_trace_print_quality(&quality, o.ref_ckpt != NULL, width);
         nd_trace_print_verdict(&res, diag, ndiag, table, width);
+        if (n_static && strcmp(res.summary.status, "diverged")) {
+            char line[512];
+            snprintf(line, sizeof line,
+                     "but %d static finding%s above break%s stack %s in the replayed layers, which the replay did not "
+                     "show: an expert no token was routed to, or how a loader reads the file (the replay binds by tensor "
+                     "names); the checkpoint is not healthy under %s (exit 1)",
+                     n_static, n_static == 1 ? "" : "s", n_static == 1 ? "s" : "", res.stack, res.stack);
+            nd_term_wrap(stdout, line, 2, 0, width);
+        }
         if (apply_txt) fputs(apply_txt, stdout);
         if (stacks && (rc = nd_trace_stack_sweep(&o, stacks, 0, NULL, &e))) {
             nd_cli_error(&e);
@@ -526,7 +538,7 @@ int nd_cmd_trace(int argc, char **argv) {
         printf("note: %s holds no quantized stage%s: both paths ran the same weights, nothing quantized was compared\n",
                nd_term_safe(o.ckpt_dir, dir, sizeof dir), o.allow_unquantized ? " (--allow-unquantized)" : "");
     }
-    rc = strcmp(res.summary.status, "diverged") ? ND_EXIT_OK : ND_EXIT_FINDING;
+    rc = strcmp(res.summary.status, "diverged") && !n_static ? ND_EXIT_OK : ND_EXIT_FINDING;
     if (res.warning[0]) fprintf(stderr, "nvfp4dbg: warning: %s\n", res.warning); /* (an unused override ended the run above) */
     nd_trace_result_free(&res);
 out:

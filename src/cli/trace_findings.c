@@ -23,8 +23,20 @@ static int overridden(const char *module, const char *const *ovr, int n_ovr) {
     return 0;
 }
 
+/* the layer index of "...layers.N..." in a module name, or -1 (embeddings, head) */
+static int module_layer(const char *module) {
+    for (const char *p = strstr(module, "layers."); p; p = strstr(p + 1, "layers.")) {
+        if ((p == module || p[-1] == '.') && p[7] >= '0' && p[7] <= '9') {
+            char *end;
+            const long v = strtol(p + 7, &end, 10);
+            if ((*end == '.' || !*end) && v < 1 << 20) return (int)v;
+        }
+    }
+    return -1;
+}
+
 int nd_trace_stack_findings(const char *ckpt_dir, const char *stack_name, const char *const *ovr, int n_ovr, int json,
-                            json_t **out, nd_err *e) {
+                            int layer_lo, int layer_hi, int *n_err, json_t **out, nd_err *e) {
     nd_ckpt *ck = NULL;
     nd_stack st;
     nd_findings f;
@@ -33,16 +45,21 @@ int nd_trace_stack_findings(const char *ckpt_dir, const char *stack_name, const 
     if (!rc) rc = nd_ckpt_open(ckpt_dir, &ck, e);
     if (!rc) rc = nd_ckpt_check(ck, &f, NULL, e);
     json_t *list = json == 1 ? json_array() : NULL;
+    if (n_err) *n_err = 0;
     int shown = 0, n_over = 0;
     for (size_t i = 0; !rc && i < f.n; i++) {
         const nd_finding *x = &f.v[i];
         if (!nd_stack_breaks(&st, x->kind)) continue;
         /* the run replaced a value of that module: the finding is about the file, not this run */
         const int over = overridden(x->module, ovr, n_ovr);
+        const int layer = module_layer(x->module);
+        const int in_run = layer < 0 || layer_hi < 0 || (layer >= layer_lo && layer <= layer_hi);
         n_over += over;
+        if (n_err && !over && in_run) ++*n_err;
         if (json == 1) {
             json_t *o = json_object();
             json_object_set_new(o, "overridden", json_boolean(over));
+            json_object_set_new(o, "in_replayed_layers", json_boolean(in_run));
             json_object_set_new(o, "code", json_string(x->code));
             json_object_set_new(o, "module", json_string(x->module));
             json_object_set_new(o, "message", json_string(x->msg));
@@ -63,8 +80,10 @@ int nd_trace_stack_findings(const char *ckpt_dir, const char *stack_name, const 
                 if (json != 2) printf("\n");
                 nd_term_wrap(stdout, line, 2, 0, width);
             }
-            if (json == 2) snprintf(line, sizeof line, "%-22s %s", x->code, nd_term_safe(x->module, mod, sizeof mod));
-            else snprintf(line, sizeof line, "%-22s %s: %s", x->code, nd_term_safe(x->module, mod, sizeof mod), nd_term_safe(x->msg, m, sizeof m));
+            const char *outside = in_run ? "" : " (outside this run's --layers)";
+            if (json == 2) snprintf(line, sizeof line, "%-22s %s%s", x->code, nd_term_safe(x->module, mod, sizeof mod), outside);
+            else snprintf(line, sizeof line, "%-22s %s%s: %s", x->code, nd_term_safe(x->module, mod, sizeof mod), outside,
+                          nd_term_safe(x->msg, m, sizeof m));
             printf("  ");
             nd_term_wrap(stdout, line, 4, 2, width);
         }

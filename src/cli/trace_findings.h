@@ -8,6 +8,10 @@
  * with json 1 return them as a list in *out (each with "overridden"); nothing when there are none.
  * A finding on a module that one of the run's overrides (NAME=VALUE, NAME "<module>.<knob>")
  * replaces a value of is not printed as breaking the run: one line counts them. */
+/* *n_err (may be NULL) counts the printed ones whose module lies in the replayed layers
+ * [layer_lo, layer_hi] (layer_hi < 0: all; modules outside any layer count too): the errors this run
+ * stands behind, exit 1 even when the replay showed no divergence (an expert no token was routed
+ * to is not replayed, yet it breaks the stack for other prompts). */
 int nd_trace_stack_findings(const char *ckpt_dir, const char *stack_name, const char *const *ovr, int n_ovr, int json,
-                            json_t **out, nd_err *e);
+                            int layer_lo, int layer_hi, int *n_err, json_t **out, nd_err *e);
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 #include "pipeline/stack.h"
 #include "pipeline/scale_repr.h"
+#include "numerics/nd_numerics.h"
 
 double nd_repair_file_value(const nd_stage_info *in, double mult) { return in->modelopt ? 1.0 / mult : mult; }
 
@@ -38,25 +39,35 @@ static void set_weight(nd_repair *r, const nd_stage_info *in, double old_div, do
 
 static int usable(double v) { return isfinite(v) && v > 0; }
 
+/* the stored weight divisor is 2688 / amax of the original weight (within 0.5%), the module's own
+ * or its fused group's (a writer that gives the shards one global calibrates it to their largest) */
+static int maps(double div, double amax) { return usable(amax) && usable(div) && fabs(div * amax / 2688.0 - 1) < 5e-3; }
+static int global_maps_amax(const nd_stage_info *in) {
+    return maps(in->weight_div, in->orig_amax) || maps(in->weight_div, in->group_orig_amax);
+}
+
 /* k in 1..8 when the fit wants the divisor 2^k smaller (within 2%) and the largest stored block
- * scale is exactly 448 / 2^k; else 0 */
+ * scale is 2^k below what calibration gives the module's largest block under the stored global:
+ * E4M3(amax / 6 x global), 448 when the global is the module's own (within half an E4M3 step, the
+ * writer's own rounding of the product) */
 static int exponent_shift(const nd_stage_info *in) {
     if (!in->has_original || !usable(in->weight_div_fit) || !usable(in->weight_div) || !usable(in->sf_max)) return 0;
     const double k = log2(in->weight_div / in->weight_div_fit);
     const int kr = (int)lround(k);
     if (kr < 1 || kr > 8 || fabs(k - kr) > 0.03) return 0;
-    return in->sf_max == ldexp(448.0, -kr) ? kr : 0;
-}
-
-/* the stored weight divisor is 2688 / amax of the original weight (within 0.5%) */
-static int global_maps_amax(const nd_stage_info *in) {
-    return usable(in->orig_amax) && usable(in->weight_div) && fabs(in->weight_div * in->orig_amax / 2688.0 - 1) < 5e-3;
+    if (in->sf_max == ldexp(448.0, -kr)) return kr;
+    if (!usable(in->orig_amax)) return 0;
+    const double want = nd_e4m3_round_mag((float)fmin(in->orig_amax / 6.0 * in->weight_div, 448.0));
+    return usable(want) && fabs(log2(ldexp(in->sf_max, kr) / want)) < 0.06 ? kr : 0;
 }
 
 static void shift_repair(nd_repair *r, const nd_stage_info *in, int k) {
     snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.scale_exponent_shift=%d", in->module, k);
-    snprintf(r->what, sizeof r->what, "%s's block scales read x 2^%d (max %.6g = 448/2^%d; global %s 2688/amax of the original)",
-             in->module, k, in->sf_max, k, global_maps_amax(in) ? "=" : "!=");
+    const char *g = maps(in->weight_div, in->orig_amax)         ? "= 2688/amax of the original"
+                    : maps(in->weight_div, in->group_orig_amax) ? "= 2688/amax of the fused group's originals"
+                                                                : "!= 2688/amax of the original";
+    snprintf(r->what, sizeof r->what, "%s's block scales read x 2^%d (max %.6g x 2^%d = %.6g, what calibration gives its largest "
+             "block under the stored global; global %s)", in->module, k, in->sf_max, k, ldexp(in->sf_max, k), g);
 }
 
 /* A KV-cache row (FP8 cache, ops_kvcache.c): the checkpoint's scales applied once on write and read

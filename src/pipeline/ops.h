@@ -36,6 +36,7 @@ typedef struct nd_lin {
     char stage[ND_NAME_LEN];
     nd_module m;           /* checkpoint module */
     nd_module fused[4];    /* fused shards (m included) for the stack's shared-scale rule */
+    char fused_canonical[4][192]; /* their canonical paths ([0] = canonical) */
     int n_fused;
     int groups;
     int act_fp8_group;     /* production FP8 activation groups (0: none) */

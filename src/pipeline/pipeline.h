@@ -106,6 +106,7 @@ typedef struct nd_stage_info {
                                      * codes x block scales / g closest to the original weight (least
                                      * squares); NaN without an original */
     double orig_amax;               /* --reference-checkpoint: amax of the original weight (NaN without) */
+    double group_orig_amax;         /* ... and the largest over its fused shards (= orig_amax unfused) */
     double sf_max;                  /* the largest finite stored E4M3 block scale (NVFP4; NaN else) */
     /* the run that replayed it (nd_stage_replay fills these for every row) */
     char backend[16], device[128], stack[32];

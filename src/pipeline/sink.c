@@ -31,7 +31,7 @@ nd_stage_info *nd_sink_describe(nd_run *r, const nd_stage *st) {
     memset(in, 0, sizeof *in);
     in->found = 1;
     in->routed_scaling = -1;
-    in->in_amax = in->weight_div_fit = in->orig_amax = in->sf_max = NAN;
+    in->in_amax = in->weight_div_fit = in->orig_amax = in->group_orig_amax = in->sf_max = NAN;
     snprintf(in->module, sizeof in->module, "%s", st->module);
     return in;
 }

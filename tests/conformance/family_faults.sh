@@ -12,7 +12,8 @@
 # traced with its original) is gate_up_order, proven by reading them in each other's place.
 # Block scales written with their exponent K too low (scale-exponent-shift=K) are
 # scale_encoding_mismatch, and a global scale off by the same factor (weight-mul) stays
-# weight_global_mismatch: both repairs restore either, the block-scale range tells them apart.
+# weight_global_mismatch: both repairs restore either, the block-scale range tells them apart;
+# also on a v_proj or up_proj, whose global its fused group shares (calibrated to the group's amax).
 # The seed bug (input-scale-inverted: input_global_scale stored as its reciprocal) in every family;
 # on Qwen3-Next's and Qwen3.5's full-attention projections (inputs of amax about 10, global scale
 # about 270) it costs only 2 to 4 dB, caught by the verdict's far-multiplier rule (probes/verdict.c
@@ -75,6 +76,8 @@ mixtral layers.1.block_sparse_moe.experts.4.gate_proj gate-up-swap gate_up_order
 llama31 layers.0.mlp.gate_proj gate-up-swap gate_up_order
 llama31 layers.0.self_attn.o_proj scale-exponent-shift=2 scale_encoding_mismatch
 qwen3 layers.1.mlp.down_proj scale-exponent-shift=3 scale_encoding_mismatch
+llama31 layers.0.self_attn.v_proj scale-exponent-shift=2 scale_encoding_mismatch
+qwen3 layers.1.mlp.up_proj scale-exponent-shift=3 scale_encoding_mismatch
 llama31 layers.0.self_attn.o_proj weight-mul=0.25 weight_global_mismatch
 qwen3 layers.1.mlp.down_proj weight-mul=0.125 weight_global_mismatch
 LIST
