@@ -245,6 +245,8 @@ int nd_cmd_bisect(int argc, char **argv) {
         if (!dup) snprintf(b.names[b.n++], ND_NAME_LEN, "%s", r->name);
     }
     int diverged = !strcmp(res.summary.status, "diverged");
+    char first[ND_NAME_LEN + 40];
+    snprintf(first, sizeof first, "%s: %s", res.summary.first_divergence, res.summary.cause);
     nd_trace_result_free(&res);
     b.use_nan = full.nonfinite > 0;
     /* the clean chain: every quantized stage at its floor (or, with --off reference, none quantized) */
@@ -262,6 +264,25 @@ int nd_cmd_bisect(int argc, char **argv) {
     else snprintf(crit, sizeof crit, "chained cosine of %s below the threshold", b.judged[0] ? b.judged : "the last stage");
     if ((!diverged && !b.use_nan) || !symptom(&b, &full) || symptom(&b, &clean) || b.n == 0) {
         progress_done(&b);
+        if (diverged) {
+            /* the trace diverged, yet switching stages cannot show it: not a pass (exit 1) */
+            const char *why = b.n == 0                 ? "it has no quantized stage to switch"
+                              : !symptom(&b, &full)    ? "its divergence does not reach the chained path"
+                                                       : "the symptom stays with every quantized stage at its floor (the "
+                                                         "checkpoint's values carry it on both paths)";
+            char fs[sizeof first * 4];
+            nd_term_safe(first, fs, sizeof fs);
+            if (json)
+                printf("{\"status\": \"unbisectable\", \"diverged\": true, \"traces\": %d, \"stages\": [], \"reason\": \"%s\"}\n",
+                       b.traces, !symptom(&b, &full) ? "not_chained" : b.n == 0 ? "no_quantized_stage" : "symptom_at_floor");
+            else
+                printf("nvfp4dbg bisect: %s: the trace diverges (first divergence at %s) but no set of stages can be bisected: %s; "
+                       "nvfp4dbg trace names the cause (final chained cosine %.5f, %lld NaN/Inf; clean chain %.5f, %lld NaN/Inf)\n",
+                       nd_term_safe(b.o.ckpt_dir, safe_dir, sizeof safe_dir), fs, why, full.cos, (long long)full.nonfinite, clean.cos,
+                       (long long)clean.nonfinite);
+            rc = ND_EXIT_FINDING;
+            goto out;
+        }
         if (json) printf("{\"status\": \"no_symptom\", \"diverged\": %s, \"traces\": %d, \"stages\": []}\n", diverged ? "true" : "false", b.traces);
         else printf("nvfp4dbg bisect: %s: nothing to bisect (%s; final chained cosine %.5f, %lld NaN/Inf; clean chain %.5f, %lld NaN/Inf; threshold %.5f; %d quantized stages)\n",
                     nd_term_safe(b.o.ckpt_dir, safe_dir, sizeof safe_dir), diverged ? "diverged" : "the trace shows no divergence", full.cos, (long long)full.nonfinite,

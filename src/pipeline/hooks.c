@@ -22,15 +22,29 @@ nd_buf *nd_run_captured(nd_run *r, const char *stage, const char *module, const 
     const nd_tview *t = NULL;
     snprintf(name, sizeof name, "%s%s", stage, suffix);
     t = nd_st_find(r->loop->dump, name);
-    if (!t && module && *module) {
-        snprintf(name, sizeof name, "%s%s", module, suffix);
-        t = nd_st_find(r->loop->dump, name);
+    if (module && *module && strcmp(module, stage)) {
+        /* the stage may be captured under its module's name too, but not under both */
+        char mname[320];
+        snprintf(mname, sizeof mname, "%s%s", module, suffix);
+        const nd_tview *tm = nd_st_find(r->loop->dump, mname);
+        if (t && tm && tm != t) {
+            nd_fail(e, ND_EXIT_BADINPUT, "%s: two tensors capture stage %s: %s and %s (keep one)", t->file, stage, t->name, tm->name);
+            return NULL;
+        }
+        if (!t) t = tm;
     }
     if (!t) return NULL;
     if (r->loop->dump_used) r->loop->dump_used[t - nd_st_at(r->loop->dump, 0)] = 1;
-    if (cols <= 0 || t->numel % cols || t->numel / cols != r->t) {
-        nd_fail(e, ND_EXIT_BADINPUT, "%s: captured %s has %lld values, expected %lld tokens x %lld", t->file, t->name,
-                (long long)t->numel, (long long)r->t, (long long)cols);
+    /* [tokens, features], or [1, tokens, features] as a batch of one: a capture of another shape
+     * holds the same count of values in another order */
+    const int batched = t->ndim == 3 && t->shape[0] == 1;
+    const int64_t rows = t->ndim == 2 ? t->shape[0] : batched ? t->shape[1] : -1, c = t->ndim == 2 ? t->shape[1] : batched ? t->shape[2] : -1;
+    if (cols <= 0 || rows != r->t || c != cols) {
+        char shape[96] = "";
+        for (int i = 0; i < t->ndim && i < 6; i++)
+            snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+        nd_fail(e, ND_EXIT_BADINPUT, "%s: captured %s is [%s], expected [%lld, %lld] (tokens x features; [1, %lld, %lld] as a batch of one)",
+                t->file, t->name, shape, (long long)r->t, (long long)cols, (long long)r->t, (long long)cols);
         return NULL;
     }
     nd_buf *b = calloc(1, sizeof *b);

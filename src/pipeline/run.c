@@ -13,6 +13,9 @@
 #include "pipeline.h"
 #include "probes.h"
 #include "verdict.h"
+#include "recipe/recipe.h"
+#include "trace/trace.h"
+_Static_assert(ND_STAGE_NAME_MAX == ND_NAME_LEN - 1, "recipe stage names must fit the trace's name field");
 #include "util/suggest.h"
 #include "util/term.h"
 #include "sink.h"

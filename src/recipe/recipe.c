@@ -57,6 +57,17 @@ int nd_recipe_stage_key(yctx *y, nd_stage_def *s, yaml_node_t *kn, yaml_node_t *
         /* a stage name is printed and pasted: no control bytes in it */
         for (const unsigned char *p = (const unsigned char *)s->name; *p; p++)
             if (*p < 0x20 || *p == 0x7f) return bad(y, vn, "a stage name holds a control character");
+        /* expanded ({L}, {E}: up to 7 digits each) it must fit the trace's name field, which would
+         * cut it (a name then not found, or two stages run into one) */
+        size_t len = strlen(s->name);
+        for (const char *p = s->name; (p = strstr(p, "{")); p++)
+            if (!strncmp(p, "{L}", 3) || !strncmp(p, "{E}", 3)) len += 4;
+        if (len > ND_STAGE_NAME_MAX) {
+            char what[160];
+            snprintf(what, sizeof what, "a stage name of %zu characters (with {L}/{E} expanded to 7 digits): at most %d", len,
+                     ND_STAGE_NAME_MAX);
+            return bad(y, vn, what);
+        }
         return 0;
     }
     if (!strcmp(k, "op")) return copy_str(y, vn, s->op, sizeof s->op, k);

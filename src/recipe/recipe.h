@@ -31,6 +31,9 @@ typedef struct nd_attr {
     int line;
 } nd_attr;
 
+/* the longest stage name a trace stores, expanded (trace.h's ND_NAME_LEN - 1; pipeline/run.c checks) */
+#define ND_STAGE_NAME_MAX 95
+
 typedef struct nd_stage_def {
     char name[128];                     /* stage name template, e.g. "layers.{L}.self_attn.q_a_proj" */
     char op[32];

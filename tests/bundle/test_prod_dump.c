@@ -53,6 +53,7 @@ int main(void) {
     };
     const int nc = (int)(sizeof caps / sizeof caps[0]);
     float *data[4] = {0};
+    int64_t shape0[2] = {0, 0}; /* q_a_proj's [tokens, features] */
     nd_st_writer *w = NULL;
     rc = nd_st_writer_open(dump, &w, &e);
     CHECK(rc == 0, "writer: %s", e.msg);
@@ -64,6 +65,7 @@ int main(void) {
         rc = nd_trace_read_tensor(trace, st, "prod", &data[i], &nd, shape, &e);
         CHECK(rc == 0 && nd == 2, "read %s: %s", st, e.msg);
         if (rc) break;
+        if (i == 0) shape0[0] = shape[0], shape0[1] = shape[1];
         if (caps[i].corrupt) /* a serving stack whose activation quantizer flushed most of the rows */
             for (int64_t j = 0; j < shape[0] * shape[1]; j++)
                 if ((j / shape[1]) % 4 != 0) data[i][j] = 0.0f;
@@ -156,6 +158,31 @@ int main(void) {
     CHECK_EQ_INT(rc, ND_EXIT_BADINPUT);
     CHECK(strstr(e.msg, dump) != NULL, "message names the file: %s", e.msg);
     nd_trace_result_free(&res);
+
+    /* the same values under another shape (rows cut differently, transposed dims), or one stage
+     * captured twice (under its stage and its module name): exit 2 naming the file; a batch of
+     * one, [1, tokens, features], is the capture (issue 37, round 14) */
+    struct { const char *what; int ndim; int64_t sh[3]; int twice; int want; const char *msg; } shapes[] = {
+        {"rows cut in two", 2, {shape0[0] * 2, shape0[1] / 2}, 0, ND_EXIT_BADINPUT, "expected ["},
+        {"dims exchanged", 2, {shape0[1], shape0[0]}, 0, ND_EXIT_BADINPUT, "expected ["},
+        {"flat", 1, {shape0[0] * shape0[1]}, 0, ND_EXIT_BADINPUT, "expected ["},
+        {"a batch of one", 3, {1, shape0[0], shape0[1]}, 0, 0, ""},
+        {"stage and module name both", 2, {shape0[0], shape0[1]}, 1, ND_EXIT_BADINPUT, "two tensors capture stage layers.0.self_attn.q_a_proj"},
+    };
+    for (size_t k = 0; data[0] && shape0[0] != shape0[1] && k < sizeof shapes / sizeof shapes[0]; k++) {
+        memset(&e, 0, sizeof e);
+        rc = nd_st_writer_open(dump, &w, &e);
+        if (!rc) rc = nd_st_writer_add(w, "layers.0.self_attn.q_a_proj", ND_DT_F32, shapes[k].ndim, shapes[k].sh, data[0], &e);
+        if (!rc && shapes[k].twice) rc = nd_st_writer_add(w, "model.layers.0.self_attn.q_a_proj", ND_DT_F32, 2, shape0, data[0], &e);
+        if (!rc) rc = nd_st_writer_close(w, &e);
+        CHECK(rc == 0, "writer (%s): %s", shapes[k].what, e.msg);
+        rc = nd_pipeline_trace(&o, &res, &e);
+        CHECK(rc == shapes[k].want, "%s: exit %d, want %d (%s)", shapes[k].what, rc, shapes[k].want, e.msg);
+        if (shapes[k].want) CHECK(strstr(e.msg, dump) && strstr(e.msg, shapes[k].msg), "%s: message '%s'", shapes[k].what, e.msg);
+        else CHECK(!strcmp(res.summary.status, "ok"), "%s: the healthy capture is %s", shapes[k].what, res.summary.status);
+        nd_trace_result_free(&res);
+    }
+    CHECK(data[0] && shape0[0] != shape0[1], "q_a_proj's capture is [%lld, %lld]", (long long)shape0[0], (long long)shape0[1]);
 
     for (int i = 0; i < nc; i++) free(data[i]);
     unlink(trace);
