@@ -99,9 +99,11 @@ static int check_global(const nd_module *m, const nd_tview *t, const char *what,
         float v = nd_tview_get_f32(t, i);
         char shard[32] = "";
         if (t->numel > 1) snprintf(shard, sizeof shard, " (shard %lld)", (long long)i);
-        if (!isfinite(v) || v == 0.0f) {
+        if (!isfinite(v) || !(v > 0.0f)) {
+            char neg[48];
+            snprintf(neg, sizeof neg, "negative (%.6g): every product it scales changes sign", v);
             ND_TRY(nd_findings_add(f, ND_BREAKS_ALL, "nonfinite_scale", P, t->name, "%s%s is %s", what, shard,
-                                   isnan(v) ? "NaN" : isinf(v) ? "Inf" : "zero"));
+                                   isnan(v) ? "NaN" : isinf(v) ? "Inf" : v == 0.0f ? "zero" : neg));
         } else if (t == m->input_global) {
             continue; /* the input convention is judged against the whole checkpoint (check_input_conventions) */
         } else if (ct && fabsf(v) < 1.0f) {

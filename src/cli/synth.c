@@ -38,7 +38,7 @@ static void usage(FILE *f) {
             "  --inject   FAULT@MODULE, any number; MODULE is a stage name such as\n"
             "             layers.0.self_attn.q_a_proj or layers.1.mlp.experts.3.up_proj. Faults:\n"
             "             input-scale-inverted, input-scale-mul=F, input-scale-inf,\n"
-            "             weight-global-scale-zero, weight-scale-nan, nibble-swap,\n"
+            "             weight-global-scale-zero, weight-global-scale-negative, weight-scale-nan, nibble-swap,\n"
             "             fused-scale-mismatch=F, missing-input-scale, weight-global-scale-mul=F,\n"
             "             scale-pow2, scale-swizzled, scale-transposed, scale-encoding=e8m0,\n"
             "             scale-row-stride=M (scale rows padded to a multiple M), weight-mul=F,\n"

@@ -57,8 +57,8 @@ static const nd_cause CAUSES[] = {
      "",
      "re-export with the role in the ignore list (router gates: re:.*mlp.gate$, lm_head, embed_tokens)"},
     {"nonfinite_scale",
-     "a global scale, quantizer multiplier or alpha is NaN, Inf or zero (a missing, unloaded or zeroed scale) (field "
-     "reports C07, C08, C09, A31)",
+     "a global scale, quantizer multiplier or alpha is NaN, Inf, zero or negative (a missing, unloaded, zeroed or "
+     "sign-flipped scale) (field reports C07, C08, C09, A31)",
      "a static fact on its own; where a calibrated value can be computed, replaying the stage with it restores it",
      "input_scale_calibrated: the input scale set to 2688/amax of this prompt's input",
      "re-export the scale; the --override shown sets a calibrated value for the whole run"},

@@ -58,7 +58,8 @@ static void static_finding(nd_run *r, nd_lin *l) {
     float g = m->weight_global_div, x = m->input_global_mult;
     /* a stored input scale the quantizer divides by (W4A4, and W4A8's FP8 static scale) */
     const int in_used = m->act_quant || (m->act_fp8 && m->input_global);
-    if (!isfinite(g) || g == 0 || (in_used && (!isfinite(x) || x == 0))) { strcpy(l->finding, "nonfinite_scale"); return; }
+    /* a negative global is no scale either: every product changes sign */
+    if (!isfinite(g) || !(g > 0) || (in_used && (!isfinite(x) || !(x > 0)))) { strcpy(l->finding, "nonfinite_scale"); return; }
     if (m->pre_quant_scale)
         for (int64_t i = 0; i < m->pre_quant_scale->numel; i++) {
             const float v = nd_tview_get_f32(m->pre_quant_scale, i);

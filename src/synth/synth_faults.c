@@ -13,6 +13,7 @@
  *  missing-input-scale    the input scale tensor is left out
  *  kv-scales, kv-scale-mul=F, kv-scale-inverted   FP8 KV-cache scales of an attention module, with
  *                         --from only (synth_kv.h)
+ *  weight-global-scale-negative  the weight global scale stored with its sign flipped
  *  weight-global-scale-mul=F  the weight global divisor times F (CT weight_global_scale * F; ModelOpt
  *                         weight_scale_2 / F), codes and block scales re-quantized with it
  *                         (synth_static.c: sy_requant_global); F < 1 pushes block scales into subnormals
@@ -69,6 +70,7 @@ static const struct { const char *name; int needs_value; } KINDS[SY_F_COUNT] = {
     [SY_F_WEIGHT_MUL] = {"weight-mul", 1},
     [SY_F_GATE_UP_SWAP] = {"gate-up-swap", 0},
     [SY_F_SCALE_EXPONENT] = {"scale-exponent-shift", 1},
+    [SY_F_WGLOBAL_NEGATIVE] = {"weight-global-scale-negative", 0},
 };
 
 const char *sy_fault_name(sy_fault_kind k) { return k < SY_F_COUNT ? KINDS[k].name : "?"; }
@@ -192,6 +194,7 @@ void sy_faults_apply(sy_faults *fs, long param, nd_synth_format fmt, const char 
             f->stored = m->iglobal; t = in_name; break;
         case SY_F_INPUT_INF: m->iglobal = INFINITY; f->stored = m->iglobal; t = in_name; break;
         case SY_F_WGLOBAL_ZERO: m->wglobal = 0.0f; f->stored = 0.0; t = wg_name; break;
+        case SY_F_WGLOBAL_NEGATIVE: m->wglobal = -m->wglobal; f->stored = m->wglobal; t = wg_name; break;
         case SY_F_FUSED_MISMATCH:
             m->wglobal = ct ? (float)(m->wglobal * f->value) : (float)(m->wglobal / f->value);
             f->stored = m->wglobal; t = wg_name; break;

@@ -21,6 +21,7 @@ typedef enum sy_fault_kind {
     SY_F_QUANTIZE_UNIGNORED, /* synth_static.h: quantize, and the module's entry dropped from the config's ignore list */
     SY_F_GATE_UP_SWAP,       /* synth_static.h: gate_proj's and up_proj's tensors stored under each other's names */
     SY_F_SCALE_EXPONENT,     /* synth_scales.h: every block scale written with its exponent K too low */
+    SY_F_WGLOBAL_NEGATIVE,   /* the weight global scale stored with its sign flipped */
     SY_F_COUNT
 } sy_fault_kind;
 

@@ -113,7 +113,7 @@ static int parse(const nd_ckpt *ck, const char *spec, sy_fault *f, target *ts, i
     /* block scales per 32 (W4A8_NVFP4_FP8): only the faults that leave the block-scale bytes as they
      * are (globals, input scales, codes, names) are planted; the others address 16-blocks */
     if (ts[i].m.block != 16) {
-        static const int keep32[] = {SY_F_INPUT_INVERTED, SY_F_INPUT_MUL, SY_F_INPUT_INF, SY_F_WGLOBAL_ZERO, SY_F_NIBBLE_SWAP,
+        static const int keep32[] = {SY_F_INPUT_INVERTED, SY_F_INPUT_MUL, SY_F_INPUT_INF, SY_F_WGLOBAL_ZERO, SY_F_WGLOBAL_NEGATIVE, SY_F_NIBBLE_SWAP,
                                      SY_F_FUSED_MISMATCH, SY_F_MISSING_INPUT, SY_F_WGLOBAL_MUL, SY_F_WEIGHT_MUL,
                                      SY_F_SCALE_RENAMED, SY_F_WSCALE_RENAMED, SY_F_CONFIG_IGNORE, SY_F_GATE_UP_SWAP,
                                      SY_F_SCALE_MISSING_EXPERT};

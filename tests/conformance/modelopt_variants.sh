@@ -37,6 +37,11 @@ check llama modelopt_w4a8 layers.0.self_attn.q_proj layers.0.self_attn.q_proj in
 # far-multiplier rule (probes/verdict.c (e), against 448/amax) catches it (round 13 of issue 37)
 check llama modelopt_w4a8 layers.0.mlp.gate_proj layers.0.mlp.gate_proj input-scale-inverted scale_inverted
 check llama modelopt_w4a8 layers.1.mlp.up_proj layers.1.mlp.up_proj input-scale-inverted scale_inverted
+# a weight global stored negative (every product changes sign; cosine cannot see it when both paths
+# read it): nonfinite_scale as a static fact, in both conventions (round 14 of issue 37)
+check llama modelopt layers.1.mlp.down_proj layers.1.mlp.down_proj weight-global-scale-negative nonfinite_scale
+check llama nvfp4 layers.0.self_attn.o_proj layers.0.self_attn.o_proj weight-global-scale-negative nonfinite_scale
+check llama modelopt_w4a8 layers.0.self_attn.k_proj layers.0.self_attn.k_proj weight-global-scale-negative nonfinite_scale
 # an AWQ stage's bundle carries its pre_quant_scale: the replay gives the trace's row to the last digit
 "$bin" trace --force "$conf/llama/modelopt_awq" --backend cpu --out "$tmp/awq.h5" >/dev/null 2>&1
 "$bin" repro "$tmp/awq.h5" --stage layers.0.self_attn.q_proj --out "$tmp/awq-b.h5" >/dev/null 2>&1
