@@ -151,15 +151,20 @@ int nd_chat_render(const char *config_path, const char *text, char **out, const 
                 tmpl = json_string_value(json_object_get(x, "template"));
         }
     }
+    /* transformers 4.50+ and 5.x save the template beside the config as chat_template.jinja; that
+     * file takes priority over the config's entry when both exist (tokenization_utils_base.py:
+     * "independent chat template file(s) ... take priority over template entries in the tokenizer
+     * config") */
+    int jrc = read_jinja(config_path, &jinja, e);
+    if (jrc) {
+        json_decref(root);
+        return jrc;
+    }
+    if (jinja) tmpl = jinja;
     if (!tmpl) {
-        /* transformers 4.50+ and 5.x save the template beside the config as chat_template.jinja */
-        int rc = read_jinja(config_path, &jinja, e);
-        if (rc || !jinja) {
-            json_decref(root);
-            return rc ? rc : nd_fail(e, ND_EXIT_BADINPUT, "%s: no chat_template, and no chat_template.jinja beside it (a base model?): "
-                                     "use --prompt without --chat", config_path);
-        }
-        tmpl = jinja;
+        json_decref(root);
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: no chat_template, and no chat_template.jinja beside it (a base model?): "
+                       "use --prompt without --chat", config_path);
     }
     const char *bos = token_text(json_object_get(root, "bos_token"));
     /* the file the template came from, for the messages */

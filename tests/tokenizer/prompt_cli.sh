@@ -104,7 +104,15 @@ sed '/^ "chat_template": /d' "$cfg_save" >"$ck/tokenizer_config.json"
 "$bin" trace --force "$ck" --backend cpu --prompt "What is 2+2?" --chat --out "$tmp/jj.h5" -q >/dev/null 2>"$tmp/err"
 ok "--chat with the template in chat_template.jinja: the same ids ($(head -c 160 "$tmp/err"))" \
   '! grep -q chat_template "$ck/tokenizer_config.json" && [ "$(got "$tmp/jj.h5")" = "$(expected chat "What is 2+2?")" ]'
+# both: chat_template.jinja takes priority over the config's entry, as in transformers
+# (tokenization_utils_base.py); a ChatML file beside the config's Mistral template renders ChatML
+cp "$cfg_save" "$ck/tokenizer_config.json"
+printf '%s' "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}" >"$ck/chat_template.jinja"
+"$bin" trace --force "$ck" --backend cpu --prompt "What is 2+2?" --chat --out "$tmp/jp.h5" -q >/dev/null 2>"$tmp/err"
+ok "--chat with chat_template.jinja and a config template: the file wins ($(head -c 160 "$tmp/err"))" \
+  '"$bin" show "$tmp/jp.h5" | grep -q "^prompt (chat chatml): What is 2+2?$"'
 rm "$ck/chat_template.jinja"
+sed '/^ "chat_template": /d' "$cfg_save" >"$ck/tokenizer_config.json"
 bad "--chat with neither a chat_template nor chat_template.jinja" "no chat_template, and no chat_template.jinja beside it" --prompt "hi" --chat
 cp "$cfg_save" "$ck/tokenizer_config.json"
 rm "$tj"
