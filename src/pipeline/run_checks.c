@@ -44,6 +44,33 @@ int nd_run_check_config(const nd_run *r, nd_err *e) {
                                "does not describe these weights", nd_ckpt_dir(r->ck), path);
             break;
         }
+    /* mlp_bias: true promises biases on the dense MLP's projections; intermediate_size is the dense
+     * MLP's width (down_proj's input): a checkpoint that disagrees is another model, which neither
+     * transformers nor a serving stack loads (layer 0's down_proj as the witness) */
+    double mb = 0, isz = 0;
+    const int want_bias = !nd_cfg_number(r->cfg, "mlp_bias", &mb) && mb != 0;
+    const int want_width = !nd_cfg_number(r->cfg, "intermediate_size", &isz) && isz > 0;
+    for (int i = 0; (want_bias || want_width) && i < r->rc->n_layer; i++) {
+        const nd_stage_def *st = &r->rc->layer[i];
+        const size_t ml = strlen(st->module);
+        /* an `mlp` stage's module holds its down_proj; a `linear` stage may be the down_proj */
+        const int is_mlp = !strcmp(st->op, "mlp") && ml > 4 && !strcmp(st->module + ml - 4, ".mlp");
+        const int is_down = !strcmp(st->op, "linear") && ml > 13 && !strcmp(st->module + ml - 14, ".mlp.down_proj");
+        if (!is_mlp && !is_down) continue;
+        char path[256], tmpl[256];
+        snprintf(tmpl, sizeof tmpl, "%s%s", st->module, is_mlp ? ".down_proj" : "");
+        nd_expand(tmpl, 0, 0, path, sizeof path);
+        nd_module m;
+        nd_err e2 = {0};
+        if (!nd_ckpt_has_module(r->ck, path) || nd_ckpt_module(r->ck, path, &m, &e2)) break;
+        if (want_bias && !m.bias)
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: mlp_bias is true, but %s has no bias tensor: the config does "
+                           "not describe these weights", nd_ckpt_dir(r->ck), path);
+        if (want_width && m.in_features != (int64_t)isz)
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: intermediate_size is %.0f, but %s takes %lld inputs: the config "
+                           "does not describe these weights", nd_ckpt_dir(r->ck), isz, path, (long long)m.in_features);
+        break;
+    }
     /* n_shared_experts: 0 promises none; a checkpoint that holds them is another model (a loader
      * that follows the config builds no shared expert and meets unexpected keys) */
     double nse = -1;

@@ -323,6 +323,15 @@ run "synth --force over a 0700 folder" 0 "wrote" -- synth "$tmp/s700" --recipe l
 mkdir -p "$tmp/abias"; ln -sf "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/abias/model.safetensors"
 sed 's/"attention_bias": false/"attention_bias": true/' "$root/golden/conformance/llama/nvfp4/config.json" >"$tmp/abias/config.json"
 run "attention_bias true without biases" 2 "config.json: attention_bias is true, but model.layers.0.self_attn.q_proj has no bias tensor" -- trace "$tmp/abias" --tokens 1,2 "${T[@]}"
+# mlp_bias: true without MLP biases, an intermediate_size the MLP weights do not have (round 14)
+mkdir -p "$tmp/mbias" "$tmp/isize"
+ln -sf "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/mbias/model.safetensors"
+ln -sf "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/isize/model.safetensors"
+sed 's/"mlp_bias": false/"mlp_bias": true/' "$root/golden/conformance/llama/nvfp4/config.json" >"$tmp/mbias/config.json"
+sed 's/"intermediate_size": 128,/"intermediate_size": 64,/' "$root/golden/conformance/llama/nvfp4/config.json" >"$tmp/isize/config.json"
+run "mlp_bias true without biases" 2 "config.json: mlp_bias is true, but model.layers.0.mlp.down_proj has no bias tensor" -- trace "$tmp/mbias" --tokens 1,2 "${T[@]}"
+run "intermediate_size unlike the weights" 2 "config.json: intermediate_size is 64, but model.layers.0.mlp.down_proj takes 128 inputs" -- trace "$tmp/isize" --tokens 1,2 "${T[@]}"
+run "inspect: intermediate_size unlike the weights" 1 "unreplayable" -- inspect "$tmp/isize"
 # synth's --force takes no value: -q after it is the quiet switch
 run "synth --force -q" 0 "wrote" -- synth "$tmp/sq" --recipe llama --force -q
 
