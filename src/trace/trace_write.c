@@ -43,8 +43,31 @@ int nd_trace_incomplete_path(const char *out, char *buf, size_t cap) {
     return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
 
+/* An HDF5 file whose root carries this schema: a run's file is renamed to .incomplete only after
+ * its root attributes are flushed, so a killed run's file has them (SWMR keeps them readable) */
+static int is_trace(const char *path) {
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl >= 0) H5Pset_metadata_read_attempts(fapl, 3);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl >= 0 ? fapl : H5P_DEFAULT);
+    if (f < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    }
+    if (fapl >= 0) H5Pclose(fapl);
+    if (f < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return 0;
+    }
+    char schema[64] = "";
+    nd_err e2 = {0};
+    const int ok = nd_h5_get_str_attr(f, "schema", schema, sizeof schema, path, &e2) == 0 && !strcmp(schema, ND_TRACE_SCHEMA);
+    H5Fclose(f);
+    H5Eclear2(H5E_DEFAULT);
+    return ok;
+}
+
 /* A stale "<target>.incomplete" of a run that was killed is removed; anything else at that name
- * (not a regular file, or a file that is not HDF5) is refused, never replaced. */
+ * (not a regular file, or a file that is not an nvfp4dbg trace) is refused, never replaced. */
 static int clear_stale(const char *inprog, const char *path, nd_err *e) {
     struct stat st;
     if (lstat(inprog, &st) != 0) return errno == ENOENT ? 0 : nd_fail(e, nd_io_exit(errno), "%s: %s", inprog, strerror(errno));
@@ -56,6 +79,7 @@ static int clear_stale(const char *inprog, const char *path, nd_err *e) {
         ours = fd >= 0 && read(fd, head, sizeof head) == (ssize_t)sizeof head && !memcmp(head, sig, sizeof sig);
         if (fd >= 0) close(fd);
     }
+    if (ours && st.st_size > 0) ours = is_trace(inprog);
     if (!ours)
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: exists and is not a trace that an earlier run left unfinished; the trace of %s "
                        "is written there while it runs: move it away", inprog, path);

@@ -78,6 +78,13 @@ ok "report over its own trace (--force): exit $rc, trace kept" '[ $rc -eq 2 ] &&
 echo "my page" >"$w/page.html"
 run "$bin" report "$w/t.h5" --html "$w/page.html"
 ok "report over another file: exit $rc, kept" '[ $rc -eq 2 ] && [ "$(cat "$w/page.html")" = "my page" ]'
+# a report the user annotated (its header kept, its body edited) is the user's now (round 14)
+sed 's/<title>/<title>my notes: /' "$w/r.html" >"$w/annotated.html"
+cp "$w/annotated.html" "$w/annotated-before.html"
+run "$bin" report "$w/t.h5" --html "$w/annotated.html"
+ok "report over an annotated report: exit $rc, kept" '[ $rc -eq 2 ] && cmp -s "$w/annotated.html" "$w/annotated-before.html"'
+run "$bin" report "$w/t.h5" --html "$w/annotated.html" --force
+ok "report over an annotated report with --force: exit $rc" '[ $rc -eq 0 ] && ! grep -q "my notes" "$w/annotated.html"'
 run "$bin" report "$w/t.h5" --html "$w/link.h5" --force
 ok "report over a link: exit $rc, target kept" '[ $rc -eq 2 ] && [ "$(cat "$w/target.txt")" = target ]'
 # a file-size limit reached mid-write: exit 2 naming the output, the earlier report kept, no temporary
@@ -100,6 +107,11 @@ ok "repro over a trace (not a bundle) without --force: exit $rc" '[ $rc -eq 2 ] 
 run "$bin" repro "$w/bug.h5" --out "$w/null.h5" --force
 ok "repro over a link to /dev/null: exit $rc" '[ $rc -eq 2 ] && [ -c /dev/null ]'
 ok "repro: no temporaries left" 'no_temps'
+# an HDF5 file at OUT.incomplete that is not a trace (a bundle here) is not an earlier run's
+# leftover: refused, kept (round 14)
+cp "$w/b.h5" "$w/bt.h5.incomplete"; cp "$w/b.h5" "$w/bt-before.h5"
+run "$bin" trace "$ck" --backend cpu --tokens 1,2 --out "$w/bt.h5" -q
+ok "trace beside an HDF5 OUT.incomplete that is no trace: exit $rc, kept" '[ $rc -eq 2 ] && cmp -s "$w/bt.h5.incomplete" "$w/bt-before.h5" && grep -q "is not a trace that an earlier run left unfinished" "$tmp/err"'
 
 # --- synth OUTDIR and its fault list ----------------------------------------------------------
 run "$bin" synth "$w/s1" --recipe llama
