@@ -90,6 +90,36 @@ int nd_sens_verify(nd_trace_opts *o, const char *arg, int json, nd_err *e) {
                     rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: module '%s' is listed twice", path, nd_term_safe(m, safe, sizeof safe));
         }
     }
+    /* quantization_config.ignore is what a user pastes into the quantizer's config: it must hold
+     * the same quantized modules as the list verified (the config's own ignores, such as lm_head
+     * or re: patterns, aside), or the verdict would be about another set */
+    json_t *qc = json_object_get(doc, "quantization_config"), *ig = json_is_object(qc) ? json_object_get(qc, "ignore") : NULL;
+    if (!rc && qc && !json_is_object(qc)) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: 'quantization_config' must be an object", path);
+    if (!rc && ig && !json_is_array(ig)) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: 'quantization_config.ignore' must be a list", path);
+    for (size_t i = 0; !rc && ig && i < json_array_size(ig); i++) {
+        const char *m = json_string_value(json_array_get(ig, i));
+        char safe[400];
+        if (!m) { rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: quantization_config.ignore[%zu] is not a string", path, i); break; }
+        if (!strncmp(m, "re:", 3) || !nd_ckpt_has_module(ck, m) || !quantized_linear(ck, m)) continue;
+        int listed = 0;
+        for (size_t j = 0; j < n && !listed; j++) listed = !strcmp(json_string_value(json_array_get(mods, j)), m);
+        if (!listed)
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: quantization_config.ignore keeps '%s', which modules_kept_in_high_precision does not "
+                         "list: the two lists must name the same modules (the one verified is modules_kept_in_high_precision)", path,
+                         nd_term_safe(m, safe, sizeof safe));
+    }
+    for (size_t j = 0; !rc && ig && j < n; j++) {
+        const char *m = json_string_value(json_array_get(mods, j));
+        int listed = 0;
+        for (size_t i = 0; i < json_array_size(ig) && !listed; i++) {
+            const char *x = json_string_value(json_array_get(ig, i));
+            listed = x && !strcmp(x, m);
+        }
+        char safe[400];
+        if (!listed)
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: modules_kept_in_high_precision lists '%s', which quantization_config.ignore does "
+                         "not keep: a quantizer given that config quantizes it", path, nd_term_safe(m, safe, sizeof safe));
+    }
     if (ck) nd_ckpt_close(ck);
     double kl_all = NAN, top1_all = NAN, kl = NAN, top1 = NAN;
     if (!rc) rc = head_kl(o, NULL, 0, &kl_all, &top1_all, e);

@@ -94,7 +94,10 @@ echo '{"quantization_config": {}}' >"$tmp/ver-none.json"
 echo '{"modules_kept_in_high_precision": ["model.layers.0"]}' >"$tmp/ver-notlinear.json"
 echo '{"modules_kept_in_high_precision": ["model.layers.0.self_attn.q_a_proj", "model.layers.0.self_attn.q_a_proj"]}' >"$tmp/ver-twice.json"
 echo '{"modules_kept_in_high_precision": ["model.layers.0.self_attn.q_a_proj"], "nvfp4dbg": {"budget_kl": "0.001"}}' >"$tmp/ver-strbudget.json"
-for f in ver-other.json ver-none.json ver-notlinear.json ver-twice.json ver-strbudget.json; do
+# the config's ignore list unlike the list verified, either way (round 14 of issue 37)
+echo '{"quantization_config": {"ignore": ["lm_head", "model.layers.1.self_attn.q_a_proj"]}, "modules_kept_in_high_precision": ["model.layers.0.self_attn.q_a_proj"]}' >"$tmp/ver-ignore-other.json"
+echo '{"quantization_config": {"ignore": ["lm_head"]}, "modules_kept_in_high_precision": ["model.layers.0.self_attn.q_a_proj"]}' >"$tmp/ver-ignore-short.json"
+for f in ver-other.json ver-none.json ver-notlinear.json ver-twice.json ver-strbudget.json ver-ignore-other.json ver-ignore-short.json; do
   "$bin" sensitivity "$root/golden/clean-v4" --backend "$be" --tokens 1,2,3 --verify "$tmp/$f" >/dev/null 2>"$tmp/e.txt"; rc=$?
   ok "--verify $f: exit $rc ($(head -c 160 "$tmp/e.txt"))" '[ $rc -eq 2 ] && grep -q "$f: " "$tmp/e.txt"'
 done
