@@ -1,5 +1,6 @@
 /* repro.c — `nvfp4dbg repro TRACE.h5 [--stage NAME] --out BUNDLE.h5`: rerun the trace's
  * checkpoint up to one stage and write that stage, self-contained, as a bundle (docs/repro.md). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +181,27 @@ int nd_cmd_repro(int argc, char **argv) {
     if (!b->stage_yaml) {
         rc = nd_cli_usage_error("repro", "%s: stage '%s' did not run when the checkpoint was replayed", ckpt, stage);
         goto out;
+    }
+    /* the checkpoint must give the trace's row (the replay runs on the CPU, the trace maybe not:
+     * the quantizer multiplier is the checkpoint's own number, the reference amax agrees across
+     * backends far within 0.1%); another checkpoint's bundle would pair these rows with other
+     * tensors. Overrides given here change the stage on purpose: not compared then. */
+    for (int i = 0; i < b->n_rows && !n_extra; i++) {
+        const nd_row *tr = &b->rows[i];
+        if (strcmp(tr->mode, again.mode)) continue;
+        const int mult_differs = !(isnan(tr->scale_mult) && isnan(again.scale_mult)) &&
+                                 !(fabs(tr->scale_mult - again.scale_mult) <= 1e-6 * fabs(tr->scale_mult));
+        const int amax_differs = !(isnan(tr->ref_amax) && isnan(again.ref_amax)) &&
+                                 !(fabs(tr->ref_amax - again.ref_amax) <= 1e-3 * fabs(tr->ref_amax) + 1e-30);
+        if (mult_differs || amax_differs) {
+            char cs[4200], ts[4200];
+            nd_fail(&e, ND_EXIT_BADINPUT, "%s: does not give the trace's row %s (quantizer multiplier %.6g, reference amax %.6g; the "
+                    "trace %s has %.6g and %.6g): the trace was made from another checkpoint", nd_term_safe(ckpt, cs, sizeof cs), stage,
+                    again.scale_mult, again.ref_amax, nd_term_safe(trace_path, ts, sizeof ts), tr->scale_mult, tr->ref_amax);
+            rc = nd_cli_error(&e);
+            goto out;
+        }
+        break;
     }
     if ((rc = nd_bundle_write(out, b, &e))) { nd_cli_error(&e); goto out; }
     size_t bytes = 0;

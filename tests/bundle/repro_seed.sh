@@ -89,6 +89,9 @@ grep -q "trunc.h5" "$T/e1" && ok || bad "message does not name the file: $(cat "
 "$N" replay "$T/none.h5" > /dev/null 2>&1; expect_rc 2 $? "replay missing file"
 "$N" repro "$T/seed.h5" --stage no.such.stage --out "$T/x.h5" > /dev/null 2>&1; expect_rc 2 $? "repro unknown stage"
 "$N" repro "$T/trunc.h5" --out "$T/x.h5" > /dev/null 2>&1; expect_rc 2 $? "repro of a non-trace"
+# another checkpoint given with --checkpoint: its stage is not the trace's row (round 14 of issue 37)
+"$N" repro "$T/seed.h5" --checkpoint "$ROOT/golden/clean-v4" --out "$T/other.h5" > "$T/e3" 2>&1; expect_rc 2 $? "repro with another checkpoint"
+grep -q "does not give the trace's row layers.0.self_attn.q_a_proj" "$T/e3" && [ ! -e "$T/other.h5" ] && ok || bad "another checkpoint: $(cat "$T/e3")"
 
 echo "repro_seed: $pass passed, $fail failed"
 [ "$fail" = 0 ]
