@@ -357,3 +357,15 @@ hid_t nd_h5_row_type(const unsigned char *use) {
     }
     return t;
 }
+
+hid_t nd_h5_open_read(const char *path) {
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl >= 0) H5Pset_metadata_read_attempts(fapl, 3);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl >= 0 ? fapl : H5P_DEFAULT);
+    if (fapl >= 0) H5Pclose(fapl);
+    if (f < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    }
+    return f;
+}

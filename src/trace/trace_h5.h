@@ -39,6 +39,12 @@ int nd_h5_compound_fits(hid_t ft, const char *what, const char *path, nd_err *e)
  * which H5Dread follows: another file is read, a FIFO blocks; docs/fuzzing.md F10). Checked from
  * the object header's message summary before the dataset is opened. Exit 2 naming the dataset. */
 int nd_h5_no_external_data(hid_t loc, const char *name, const char *path, nd_err *e);
+/* Open an HDF5 file read-only: as an SWMR reader first (it opens a trace whose writer was killed:
+ * its superblock still says "open for SWMR writing"), then plainly (files written without SWMR).
+ * SWMR readers retry a metadata read whose checksum fails (100 times by default, with growing
+ * sleeps) in case a live writer was mid-update; on a truncated or corrupt file that turns into a
+ * hang, so only a few times. A negative id when neither opens it (HDF5's error stack holds why). */
+hid_t nd_h5_open_read(const char *path);
 /* A scalar float64 attribute: create (put) or overwrite in place (set). */
 int nd_h5_put_f64_attr(hid_t obj, const char *name, double value, const char *path, nd_err *e);
 int nd_h5_set_f64_attr(hid_t obj, const char *name, double value, const char *path, nd_err *e);

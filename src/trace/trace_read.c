@@ -45,19 +45,7 @@ static hid_t open_file(const char *path, nd_err *e) {
         nd_fail(e, ND_EXIT_BADINPUT, "%s: not an HDF5 file (so not an nvfp4dbg trace)", path);
         return -1;
     }
-    /* SWMR read first: it opens traces whose writer was killed (their superblock still says
-     * "open for SWMR writing"); plain read-only covers files written without SWMR. */
-    /* SWMR readers retry a metadata read whose checksum fails (100 times by default, with
-     * growing sleeps) in case a live writer was mid-update; on a truncated or corrupt file that
-     * turns into a hang, so retry only a few times. */
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl >= 0) H5Pset_metadata_read_attempts(fapl, 3);
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl >= 0 ? fapl : H5P_DEFAULT);
-    if (f < 0) {
-        H5Eclear2(H5E_DEFAULT);
-        f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    }
-    nd_h5_close(fapl);
+    hid_t f = nd_h5_open_read(path);
     if (f < 0) ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "corrupt or truncated HDF5 file");
     return f;
 }

@@ -23,11 +23,7 @@ static int read_array(const char *path, const char *grp, const char *stage, cons
     char name[512];
     snprintf(name, sizeof name, "/%s/%s/%s", grp, stage, which);
     ND_TRY(nd_input_regular(path, e));
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl >= 0) H5Pset_metadata_read_attempts(fapl, 3);
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl >= 0 ? fapl : H5P_DEFAULT);
-    nd_h5_close(fapl);
-    if (f < 0) f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t f = nd_h5_open_read(path);
     if (f < 0) return ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot open");
     hid_t d = -1, s = -1, ty = -1;
     int rc = 0;

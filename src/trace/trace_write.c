@@ -46,14 +46,7 @@ int nd_trace_incomplete_path(const char *out, char *buf, size_t cap) {
 /* An HDF5 file whose root carries this schema: a run's file is renamed to .incomplete only after
  * its root attributes are flushed, so a killed run's file has them (SWMR keeps them readable) */
 static int is_trace(const char *path) {
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl >= 0) H5Pset_metadata_read_attempts(fapl, 3);
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl >= 0 ? fapl : H5P_DEFAULT);
-    if (f < 0) {
-        H5Eclear2(H5E_DEFAULT);
-        f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    }
-    if (fapl >= 0) H5Pclose(fapl);
+    hid_t f = nd_h5_open_read(path);
     if (f < 0) {
         H5Eclear2(H5E_DEFAULT);
         return 0;
