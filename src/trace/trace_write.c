@@ -43,13 +43,15 @@ int nd_trace_incomplete_path(const char *out, char *buf, size_t cap) {
     return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
 
-/* An HDF5 file whose root carries this schema: a run's file is renamed to .incomplete only after
- * its root attributes are flushed, so a killed run's file has them (SWMR keeps them readable) */
+/* An HDF5 file that is not another kind of HDF5 file: one that opens must carry the trace schema at
+ * its root (a run's file takes the .incomplete name only after its root attributes are flushed);
+ * one that no longer opens is a run's that a write failure or a kill cut short (a file-size limit,
+ * a full disk). A bundle or any other HDF5 file that opens is someone else's. */
 static int is_trace(const char *path) {
     hid_t f = nd_h5_open_read(path);
     if (f < 0) {
         H5Eclear2(H5E_DEFAULT);
-        return 0;
+        return 1;
     }
     char schema[64] = "";
     nd_err e2 = {0};
