@@ -234,7 +234,7 @@ static int check_repair(const nd_trace_opts *o, nd_trace_result *res, const nd_d
     }
     if (!rc) {
         const nd_row *h0 = head_row(res->rows, res->nrows), *h1 = head_row(after.rows, after.nrows);
-        char cmd[4096];
+        char cmd[ND_CMD_LEN];
         /* every word shell-quoted: a path or override from the user's files is pasted as data */
         nd_next_command(o, (const char *const *)ovr + o->n_overrides, n - o->n_overrides, cmd, sizeof cmd);
         nd_trace_summary *s = &res->summary;

@@ -288,7 +288,7 @@ void nd_trace_print_layers(const nd_trace_result *res, int64_t first, int color,
 /* ---- the diagnosis ---- */
 
 static void print_diagnosis(const nd_diagnosis *d, int i, int full, int sentence, int width) {
-    char nm[4 * ND_NAME_LEN], ev[1024], nx[4096], line[8192];
+    char nm[4 * ND_NAME_LEN], ev[1024], nx[4 * ND_CMD_LEN], line[8192];
     const nd_cause *c = nd_cause_find(d->cause);
     const char *proof = d->proof == ND_PROOF_REPAIR ? " (proven by repair)" : d->proof == ND_PROOF_STATIC ? " (static fact)" : " (no repair restores it)";
     if (full || i) {

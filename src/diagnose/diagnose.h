@@ -38,7 +38,7 @@ typedef struct nd_diagnosis {
     int n_shard_ovr;
     char shard_ovr[ND_DIAG_MAX_SHARD_OVR][320];
     char evidence[512];        /* one sentence */
-    char next_command[1024];   /* the whole-run command with the repair ("" when none) */
+    char next_command[ND_CMD_LEN]; /* the whole-run command with the repair ("" when none) */
     char next_step[320];       /* without a command: what to do, when the catalogue's words do not fit the run */
 } nd_diagnosis;
 

@@ -51,6 +51,14 @@ static void repaired_path(const char *path, char *out, size_t cap) {
         snprintf(out, cap, "%.*s-2.h5", (int)l, path);
     else
         snprintf(out, cap, "%.*s%s.h5", (int)l, path, tag);
+    /* a file name past NAME_MAX cannot be created: the stem is cut so that its suffix fits */
+    const char *slash = strrchr(out, '/'), *base = slash ? slash + 1 : out;
+    if (strlen(base) > 255) {
+        const char *suf = strstr(base, tag);
+        char keep[64];
+        snprintf(keep, sizeof keep, "%s", suf ? suf : ".h5");
+        snprintf((char *)base + 255 - strlen(keep), cap - (size_t)(base - out) - (255 - strlen(keep)), "%s", keep);
+    }
 }
 
 void nd_next_command(const nd_trace_opts *o, const char *const *extra, int n, char *out, size_t cap) {
@@ -61,7 +69,7 @@ void nd_next_command(const nd_trace_opts *o, const char *const *extra, int n, ch
     if (o->tokens_opt && o->prompt_chat) add(buf, sizeof buf, "--chat", NULL);
     if (o->tokens_opt && o->tokenizer) add(buf, sizeof buf, "--tokenizer", o->tokenizer);
     const size_t tok_len = strlen(buf) - head_len;
-    char tail[8192] = "";
+    char tail[ND_CMD_LEN] = "";
     for (int i = 0; i < o->n_overrides; i++) add(tail, sizeof tail, "--override", o->overrides[i]);
     for (int i = 0; i < n; i++) add(tail, sizeof tail, "--override", extra[i]);
     if (o->out_path) {
@@ -78,5 +86,5 @@ void nd_next_command(const nd_trace_opts *o, const char *const *extra, int n, ch
     char note[96];
     snprintf(note, sizeof note, "  # and this run's %s (too long to repeat here)", o->tokens_opt ? o->tokens_opt : "options");
     if (tok_len && head_len + strlen(tail) + strlen(note) < cap) snprintf(out, cap, "%s%s%s", buf, tail, note);
-    else snprintf(out, cap, "%s", buf); /* cannot happen with the field sizes used; never a cut word */
+    else out[0] = 0; /* no command rather than one that runs without its overrides or --out */
 }

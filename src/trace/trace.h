@@ -12,6 +12,9 @@
 
 #define ND_TRACE_SCHEMA "nvfp4dbg-trace/1"
 #define ND_NAME_LEN 96
+/* a stored command (the next command, the applied one): a checkpoint path and an --out of PATH_MAX
+ * each, shell-quoted, with the overrides */
+#define ND_CMD_LEN 12288
 #define ND_OP_LEN 24
 #define ND_MODE_LEN 12
 #define ND_VERDICT_LEN 32
@@ -72,11 +75,11 @@ typedef struct nd_trace_summary {
     /* the diagnosis's evidence (SPEC §7, issue 13; optional on read: older traces lack them) */
     char repair[64];          /* the repair that restored the stage ("" when none did) */
     char evidence[512];       /* how the cause was proven, in words */
-    char next_command[1024];  /* the options that apply the repair to the whole run */
+    char next_command[ND_CMD_LEN]; /* the options that apply the repair to the whole run */
     double sqnr_before_db, sqnr_after_db, floor_db; /* the stage's SQNR without and with the repair */
     /* trace --apply-repair (issue 36 item 2; optional on read, "" / NaN when not run): the whole
      * model re-run with every repair proven in turn */
-    char applied_command[1024];  /* the command with all of them */
+    char applied_command[ND_CMD_LEN]; /* the command with all of them */
     char applied_status[16];     /* the status of that run: "ok" = no divergence left */
     char applied_first[ND_NAME_LEN]; /* its first divergence when one is left */
     double kl_before, kl_after, top1_before, top1_after; /* final logits against the reference */
