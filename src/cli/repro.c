@@ -117,7 +117,7 @@ int nd_cmd_repro(int argc, char **argv) {
     b->th_min_sqnr_db = rcp->th.min_sqnr_db;
     b->th_floor_margin_db = rcp->th.floor_margin_db;
     b->th_chained_min_cosine = rcp->th.chained_min_cosine;
-    char path[1200];
+    char path[4096 + 64]; /* a folder of PATH_MAX and a file name */
     if ((rc = nd_bundle_slurp(rcp->path, &b->recipe_yaml, &e)) > 1) { nd_cli_error(&e); goto out; }
     stack_path(t->stack, path, sizeof path);
     if ((rc = nd_bundle_slurp(path, &b->stack_yaml, &e))) {

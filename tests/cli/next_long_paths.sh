@@ -26,5 +26,10 @@ for out in "$deep/run.h5" "$tmp/$n.h5"; do
   ok "$label: run as printed it clears the divergence (exit $rc: $(tail -n 2 n.txt | head -c 300))" '[ $rc -eq 0 ] && [ ! -e run/nvfp4dbg-trace.h5 ]'
 done
 ok "the repaired name of the long one fits NAME_MAX" '[ "$(ls "$tmp" | awk "length(\$0) > 255" | wc -l)" -eq 0 ] && ls "$tmp" | grep -q -- "-repaired.h5$"'
+# a checkpoint under a path of about 1.2 KB: repro opens it (its config.json path was cut at 1200)
+mkdir -p "$deep/$a" && cp -r "$root/golden/seed-bug-v4" "$deep/$a/ck"
+"$bin" trace "$deep/$a/ck" --backend cpu --out "$deep/$a/t.h5" >/dev/null 2>&1
+"$bin" repro "$deep/$a/t.h5" --out "$deep/$a/b.h5" >r.txt 2>&1; rc=$?
+ok "repro of a checkpoint under $(printf %s "$deep/$a/ck" | wc -c) bytes: exit $rc ($(head -c 200 r.txt))" '[ $rc -eq 0 ] && [ -f "$deep/$a/b.h5" ]'
 echo "next_long_paths: $pass passed, $fail failed"
 [ $fail -eq 0 ]
