@@ -1,5 +1,6 @@
 /* audit.c — the static audit of inspect (audit.h): config against tensors, roles, orphans,
  * block-scale health with coordinates. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -429,10 +430,14 @@ static int check_pqs(const nd_ckpt *c, const nd_module *m, nd_findings *f) {
                                "then computes the wrong product", c->q.source[0] ? c->q.source : "config.json");
     for (int64_t i = 0; i < t->numel; i++) {
         const float v = nd_tview_get_f32(t, i);
-        if (!isfinite(v) || v <= 0)
+        /* positive and normal, and an FP16-range input times it stays finite */
+        if (!isfinite(v) || v <= 0 || v < FLT_MIN || v > FLT_MAX / 65504.0f)
             return nd_findings_add(f, ND_BREAKS_ALL, "nonfinite_scale", m->path, t->name,
                                    "AWQ pre_quant_scale[%lld] is %g: the input is multiplied by it, so the module's output is "
-                                   "%s", (long long)i, v, v == 0 ? "zero in that channel's share" : "NaN/Inf or sign-flipped");
+                                   "%s", (long long)i, v,
+                                   v == 0 || (v > 0 && v < FLT_MIN) ? "(almost) zero in that channel's share"
+                                   : v > 0 && isfinite(v)           ? "Inf for inputs of FP16 range"
+                                                                    : "NaN/Inf or sign-flipped");
     }
     return 0;
 }

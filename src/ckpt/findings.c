@@ -1,4 +1,5 @@
 /* findings.c — static scale checks (see findings.h for the codes and their meaning). */
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -141,6 +142,39 @@ static int check_shards(const nd_module *m, const nd_tview *t, const char *code,
     return 0;
 }
 
+/* 1 when the stored scalar scale t is itself usable (finite, > 0): its own problems are check_global's */
+static int stored_usable(const nd_tview *t) {
+    for (int64_t i = 0; t && i < t->numel; i++) {
+        const float v = nd_tview_get_f32(t, i);
+        if (!isfinite(v) || !(v > 0)) return 0;
+    }
+    return t != NULL;
+}
+
+/* What the kernels compute from usable stored scales, in float as they do: the weight divisor, the
+ * quantizer multiplier and alpha = 1/(multiplier x divisor). A ModelOpt weight_scale_2 of 1e-40 is
+ * a divisor of Inf, a compressed-tensors weight_global_scale of 3e38 an alpha that underflows. */
+static int check_derived(const nd_module *m, nd_findings *f) {
+    const float g = m->weight_global_div, x = m->input_global_mult;
+    const int w_ok = stored_usable(m->weight_global), x_ok = m->act_quant && stored_usable(m->input_global);
+    if (w_ok && (!isfinite(g) || !(g >= FLT_MIN)))
+        return nd_findings_add(f, ND_BREAKS_ALL, "nonfinite_scale", m->path, m->weight_global->name,
+                               "%s gives a weight divisor of %g: the weight dequantizes to %s", wg_name(m), g,
+                               isfinite(g) ? "Inf" : "zero");
+    if (x_ok && (!isfinite(x) || !(x >= FLT_MIN)))
+        return nd_findings_add(f, ND_BREAKS_ALL, "nonfinite_scale", m->path, m->input_global->name,
+                               "%s gives a quantizer multiplier of %g: the activations quantize to %s", ig_name(m), x,
+                               isfinite(x) ? "zero" : "NaN/Inf");
+    if (w_ok && x_ok) {
+        const float alpha = 1.0f / (x * g);
+        if (!isfinite(alpha) || !(alpha >= FLT_MIN))
+            return nd_findings_add(f, ND_BREAKS_ALL, "nonfinite_scale", m->path, m->weight_global->name,
+                                   "alpha = 1/(multiplier %g x divisor %g) is %g: the GEMM's output is %s", x, g, alpha,
+                                   isfinite(alpha) ? "zero" : "NaN/Inf");
+    }
+    return 0;
+}
+
 int nd_check_module(const nd_ckpt *c, const nd_module *m, const nd_scale_stats *st, nd_findings *f) {
     const char *P = m->path;
     char tn[320];
@@ -148,6 +182,20 @@ int nd_check_module(const nd_ckpt *c, const nd_module *m, const nd_scale_stats *
     if (st->nan || st->inf)
         ND_TRY(nd_findings_add(f, ND_BREAKS_ALL, "nan_weight_scale", P, m->weight_scale->name,
                                "%lld of %lld block scales are NaN or Inf", (long long)(st->nan + st->inf), (long long)st->count));
+    /* real-valued block scales (FP8 weights' scale_inv and block scales): a negative one flips the
+     * sign of its block, one past FLT_MAX/448 dequantizes an E4M3 code to Inf, a subnormal one to
+     * (almost) zero; the byte encodings (E4M3, E8M0) are judged by their own rules */
+    const int real_scales = m->weight_scale && (m->weight_scale->dtype == ND_DT_F32 || m->weight_scale->dtype == ND_DT_BF16 ||
+                                                m->weight_scale->dtype == ND_DT_F16);
+    if (real_scales && isfinite(st->min) && st->min < 0)
+        ND_TRY(nd_findings_add(f, ND_BREAKS_ALL, "nonfinite_scale", P, m->weight_scale->name,
+                               "a weight scale is negative (min %.6g): the blocks it scales change sign", st->min));
+    else if (real_scales && isfinite(st->max) && st->max > FLT_MAX / ND_E4M3_MAX)
+        ND_TRY(nd_findings_add(f, ND_BREAKS_ALL, "nonfinite_scale", P, m->weight_scale->name,
+                               "a weight scale is %.6g: its block dequantizes to Inf", st->max));
+    else if (real_scales && isfinite(st->min) && st->min > 0 && st->min < FLT_MIN)
+        ND_TRY(nd_findings_add(f, ND_BREAKS_ALL, "nonfinite_scale", P, m->weight_scale->name,
+                               "a weight scale is subnormal (%.6g): its block dequantizes to (almost) zero", st->min));
     if (m->wfmt != ND_WF_NVFP4) return 0;
     if (!m->weight_global) {
         snprintf(tn, sizeof tn, "%s.%s", P, wg_name(m));
@@ -167,6 +215,7 @@ int nd_check_module(const nd_ckpt *c, const nd_module *m, const nd_scale_stats *
                                "W4A4 module without its input scale %s: the activation quantizer multiplier is "
                                "undefined (a serving stack may use uninitialised memory or 1.0)", tn));
     }
+    ND_TRY(check_derived(m, f));
     if (st->count > st->nan + st->inf) {
         if (st->at_max > 1 && st->at_max * 4 > st->count)
             ND_TRY(nd_findings_add(f, ND_BREAKS_NONE, "block_saturation", P, m->weight_scale->name,

@@ -2,6 +2,7 @@
  * their static checks (kv_scales.h). */
 #include "ckpt/kv_scales.h"
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +115,12 @@ static int check_value(const nd_tview *t, const char *attn, nd_findings *f) {
     if (!t) return 0;
     for (int64_t i = 0; i < t->numel; i++) {
         float v = nd_tview_get_f32(t, i);
+        /* usable: positive and normal (1/v finite), and not so large that every FP16-range value
+         * divided by it falls below E4M3's smallest subnormal (2^-9): an empty cache */
+        if (isfinite(v) && v > 0 && (v < FLT_MIN || v > 65504.0f * 512.0f))
+            return nd_findings_add(f, ND_BREAKS_KV_FP8, "nonfinite_scale", attn, t->name,
+                                   "KV-cache scale %s is %g: an FP8 KV cache divides K/V by it, which gives %s", t->numel > 1 ? "element" : "",
+                                   v, v < FLT_MIN ? "Inf (its reciprocal overflows)" : "zero for every FP16-range value");
         if (isfinite(v) && v > 0) continue;
         return nd_findings_add(f, ND_BREAKS_KV_FP8, "nonfinite_scale", attn, t->name,
                                "KV-cache scale %s is %s: an FP8 KV cache divides K/V by it (vLLM treats a value <= 0 as "

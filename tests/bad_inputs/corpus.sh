@@ -332,6 +332,17 @@ sed 's/"intermediate_size": 128,/"intermediate_size": 64,/' "$root/golden/confor
 run "mlp_bias true without biases" 2 "config.json: mlp_bias is true, but model.layers.0.mlp.down_proj has no bias tensor" -- trace "$tmp/mbias" --tokens 1,2 "${T[@]}"
 run "intermediate_size unlike the weights" 2 "config.json: intermediate_size is 64, but model.layers.0.mlp.down_proj takes 128 inputs" -- trace "$tmp/isize" --tokens 1,2 "${T[@]}"
 run "inspect: intermediate_size unlike the weights" 1 "unreplayable" -- inspect "$tmp/isize"
+# scales whose derived numbers are unusable although the stored value is finite and positive, and
+# a negative real-valued FP8 weight scale (round 15): inspect errors, as trace's static fact
+"$bin" synth "$tmp/mo-sub" --from "$root/golden/conformance/llama/modelopt" --inject input-scale-mul=1e38@layers.0.self_attn.q_proj >/dev/null 2>&1
+"$bin" synth "$tmp/ct-huge" --from "$root/golden/conformance/llama/nvfp4" --inject weight-global-scale-mul=4e34@layers.0.self_attn.o_proj >/dev/null 2>&1
+run "inspect: a ModelOpt input_scale of 1e-40" 1 "input_scale gives a quantizer multiplier of inf" -- inspect "$tmp/mo-sub"
+run "inspect: a weight_global_scale of 3e38" 1 "the GEMM's output is zero" -- inspect "$tmp/ct-huge"
+cp -r "$root/golden/clean-v4" "$tmp/fp8neg"
+hl=$(od -An -tu8 -N8 "$tmp/fp8neg/model.safetensors" | tr -d ' ')
+off=$(dd if="$tmp/fp8neg/model.safetensors" bs=1 skip=8 count="$hl" 2>/dev/null | grep -o '"model.layers.0.self_attn.o_a_proj.weight_scale":{[^}]*}' | sed 's/.*"data_offsets":\[\([0-9]*\),.*/\1/')
+printf '\000\000\200\277' | dd of="$tmp/fp8neg/model.safetensors" bs=1 seek=$((8 + hl + off)) conv=notrunc 2>/dev/null
+run "inspect: a negative FP8 weight scale" 1 "o_a_proj: a weight scale is negative (min -1)" -- inspect "$tmp/fp8neg"
 # synth's --force takes no value: -q after it is the quiet switch
 run "synth --force -q" 0 "wrote" -- synth "$tmp/sq" --recipe llama --force -q
 
