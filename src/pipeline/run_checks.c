@@ -2,8 +2,101 @@
  * (run.h): keys the recipe does not model, values it does not compute, a sliding window, and
  * whether anything is quantized at all. Each refusal is exit 2 naming config.json and the recipe. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <jansson.h>
 #include "run.h"
+
+/* The first module of the checkpoint whose path ends with one of the suffixes (NULL-terminated), bound;
+ * 0 when there is none or it does not bind (its own error comes when a stage reads it) */
+static int first_module(const nd_run *r, const char *const *suffixes, nd_module *m, const char **path) {
+    const size_t n = nd_ckpt_module_count(r->ck);
+    for (size_t i = 0; i < n; i++) {
+        const char *mp = nd_ckpt_module_path(r->ck, i);
+        const size_t ml = strlen(mp);
+        for (const char *const *s = suffixes; *s; s++) {
+            const size_t sl = strlen(*s);
+            nd_err e2 = {0};
+            if (ml >= sl && !strcmp(mp + ml - sl, *s) && (ml == sl || **s == '.' || mp[ml - sl - 1] == '.') &&
+                !nd_ckpt_module(r->ck, mp, m, &e2)) {
+                *path = mp;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+static int width_fails(const nd_run *r, const char *key, double want, const char *path, const char *what, int64_t got,
+                       nd_err *e) {
+    return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: %s is %.0f, but %s %s %lld: the config does not describe these weights",
+                   nd_ckpt_dir(r->ck), key, want, path, what, (long long)got);
+}
+
+/* Widths and counts the config states against the tensors that have them: hidden_size (the embedding's
+ * columns), moe_intermediate_size (a routed expert's down projection), n_shared_experts (the shared
+ * expert's width in units of it, DeepSeek's layout), q_lora_rank (q_a_proj's rows), and
+ * num_hidden_layers (no decoder layer past it but the MTP layers num_nextn_predict_layers adds). A
+ * loader that builds the model from the config meets shapes or names it cannot load. */
+static int check_widths(const nd_run *r, nd_err *e) {
+    nd_module m;
+    const char *path;
+    double v, v2;
+    static const char *const embed[] = {"model.embed_tokens", "model.language_model.embed_tokens", NULL};
+    if (!nd_cfg_number(r->cfg, "hidden_size", &v) && v > 0 && first_module(r, embed, &m, &path) && m.in_features != (int64_t)v)
+        return width_fails(r, "hidden_size", v, path, "has rows of", m.in_features, e);
+    static const char *const expert_down[] = {".experts.0.down_proj", ".experts.0.w2", NULL};
+    if (!nd_cfg_number(r->cfg, "moe_intermediate_size", &v) && v > 0 && first_module(r, expert_down, &m, &path) &&
+        m.in_features != (int64_t)v)
+        return width_fails(r, "moe_intermediate_size", v, path, "takes inputs", m.in_features, e);
+    static const char *const shared_down[] = {".shared_experts.down_proj", ".shared_experts.w2", NULL};
+    if (!nd_cfg_number(r->cfg, "n_shared_experts", &v) && v > 0 && !nd_cfg_number(r->cfg, "moe_intermediate_size", &v2) &&
+        v2 > 0 && first_module(r, shared_down, &m, &path) && m.in_features != (int64_t)(v * v2))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: n_shared_experts %.0f x moe_intermediate_size %.0f is %.0f, but %s takes "
+                       "inputs %lld: the config does not describe these weights", nd_ckpt_dir(r->ck), v, v2, v * v2, path,
+                       (long long)m.in_features);
+    static const char *const q_a[] = {".self_attn.q_a_proj", ".attn.wq_a", NULL};
+    if (!nd_cfg_number(r->cfg, "q_lora_rank", &v) && v > 0 && first_module(r, q_a, &m, &path) && m.out_features != (int64_t)v)
+        return width_fails(r, "q_lora_rank", v, path, "has rows", m.out_features, e);
+    /* tied embeddings: the loaders read the embedding matrix as lm_head (vLLM skips a stored
+     * lm_head.weight); a stored one that differs is another model than the one served */
+    static const char *const head[] = {"lm_head", NULL};
+    nd_module emb;
+    const char *epath;
+    if (r->cfg->tie_word_embeddings && first_module(r, head, &m, &path) && first_module(r, embed, &emb, &epath) &&
+        (m.weight == NULL || emb.weight == NULL || m.weight->nbytes != emb.weight->nbytes || m.weight->dtype != emb.weight->dtype ||
+         memcmp(m.weight->data, emb.weight->data, m.weight->nbytes)))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: tie_word_embeddings is true, but %s is not %s: the loaders serve the "
+                       "embedding as the head (vLLM skips the stored lm_head), so the config does not describe these weights",
+                       nd_ckpt_dir(r->ck), path, epath);
+    /* mlp_only_layers (Qwen MoE): those layers hold a dense MLP, no experts */
+    json_t *mol = r->cfg->json ? json_object_get((json_t *)r->cfg->json, "mlp_only_layers") : NULL;
+    size_t k;
+    json_t *x;
+    json_array_foreach(mol, k, x) {
+        if (!json_is_integer(x)) continue;
+        char pre[64];
+        snprintf(pre, sizeof pre, "layers.%lld.mlp.experts.", (long long)json_integer_value(x));
+        for (size_t i = 0; i < nd_ckpt_module_count(r->ck); i++)
+            if (strstr(nd_ckpt_module_path(r->ck, i), pre))
+                return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: mlp_only_layers lists layer %lld, but the checkpoint holds %s: the "
+                               "config does not describe these weights", nd_ckpt_dir(r->ck), (long long)json_integer_value(x),
+                               nd_ckpt_module_path(r->ck, i));
+    }
+    if (!nd_cfg_number(r->cfg, "num_hidden_layers", &v) && v > 0) {
+        double mtp = 0;
+        if (nd_cfg_number(r->cfg, "num_nextn_predict_layers", &mtp) || !(mtp > 0)) mtp = 0;
+        const size_t n = nd_ckpt_module_count(r->ck);
+        for (size_t i = 0; i < n; i++) {
+            const char *mp = nd_ckpt_module_path(r->ck, i), *l = strstr(mp, "layers.");
+            if (!l || (l != mp && l[-1] != '.') || l[7] < '0' || l[7] > '9') continue;
+            if (strtol(l + 7, NULL, 10) >= (long)(v + mtp))
+                return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: num_hidden_layers is %.0f%s, but the checkpoint holds %s: the config "
+                               "does not describe these weights", nd_ckpt_dir(r->ck), v, mtp > 0 ? " (and num_nextn_predict_layers)" : "", mp);
+        }
+    }
+    return 0;
+}
 
 int nd_run_check_config(const nd_run *r, nd_err *e) {
     for (int i = 0; i < r->rc->n_unsupported; i++) {
@@ -71,6 +164,7 @@ int nd_run_check_config(const nd_run *r, nd_err *e) {
                            "does not describe these weights", nd_ckpt_dir(r->ck), isz, path, (long long)m.in_features);
         break;
     }
+    ND_TRY(check_widths(r, e));
     /* n_shared_experts: 0 promises none; a checkpoint that holds them is another model (a loader
      * that follows the config builds no shared expert and meets unexpected keys) */
     double nse = -1;
