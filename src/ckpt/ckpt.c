@@ -167,8 +167,22 @@ static int open_impl(nd_ckpt *c, const char *dir, nd_err *e) {
     ND_TRY(nd_cfg_parse(p, &c->cfg, e));
     ND_TRY(nd_qcfg_load(dir, &c->cfg, &c->q, e));
     snprintf(p, sizeof p, "%s/model.safetensors.index.json", dir);
-    if (stat(p, &st) == 0) ND_TRY(load_index(c, p, e));
-    else {
+    if (stat(p, &st) == 0) {
+        ND_TRY(load_index(c, p, e));
+        /* model.safetensors beside an index that does not name it: transformers loads it (it looks
+         * for the single file first), vLLM the index's shards; which model is this? */
+        char single[4200];
+        snprintf(single, sizeof single, "%s/model.safetensors", dir);
+        int named = 0;
+        for (size_t i = 0; i < c->n_files && !named; i++) {
+            const char *f = c->files[i]->path, *sl = strrchr(f, '/');
+            named = !strcmp(sl ? sl + 1 : f, "model.safetensors");
+        }
+        if (!named && lstat(single, &st) == 0)
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: holds both model.safetensors and model.safetensors.index.json, whose shards are "
+                           "others: transformers loads model.safetensors, vLLM the index's shards; remove the one that is not "
+                           "the checkpoint", dir);
+    } else {
         snprintf(p, sizeof p, "%s/model.safetensors", dir);
         if (stat(p, &st) != 0)
             return nd_fail(e, ND_EXIT_BADINPUT, "%s: no model.safetensors or model.safetensors.index.json", dir);

@@ -425,6 +425,62 @@ static int load_hf_quant(const char *dir, nd_qcfg *c, nd_err *e) {
     return rc;
 }
 
+/* the group size an embedded ModelOpt config states (top level, or its CT-like config_groups), -1 none */
+static long long mo_group(json_t *q) {
+    if (json_is_integer(get(q, "group_size"))) return json_integer_value(get(q, "group_size"));
+    json_t *g = get(q, "config_groups"), *v;
+    const char *k;
+    if (json_is_object(g)) json_object_foreach(g, k, v) {
+        json_t *w = json_is_object(v) ? get(v, "weights") : NULL;
+        if (json_is_object(w) && json_is_integer(get(w, "group_size"))) return json_integer_value(get(w, "group_size"));
+    }
+    return -1;
+}
+
+/* an entry of list a that list b lacks, or NULL */
+static const char *missing_from(json_t *a, json_t *b) {
+    size_t i, j;
+    json_t *x, *y;
+    json_array_foreach(a, i, x) {
+        int found = 0;
+        json_array_foreach(b, j, y) found |= json_is_string(x) && json_is_string(y) && !strcmp(json_string_value(x), json_string_value(y));
+        if (!found) return json_is_string(x) ? json_string_value(x) : "(not a string)";
+    }
+    return NULL;
+}
+
+/* config.json's quantization_config beside hf_quant_config.json: vLLM and transformers read the
+ * first, TensorRT-LLM (and this tool) the second, so they must say the same (quant_algo, group
+ * size where both state one, the excluded modules); an embedded copy may leave out what the file
+ * holds (W4A8's group_size), which is no contradiction */
+static int modelopt_agree(json_t *q, const char *meth, const char *dir, const char *cfg_path, nd_err *e) {
+    char hq[4096];
+    snprintf(hq, sizeof hq, "%s/hf_quant_config.json", dir);
+    json_error_t je;
+    json_t *root = nd_json_load_file(hq, JSON_REJECT_DUPLICATES, &je);
+    json_t *h = root ? get(root, "quantization") : NULL;
+    int rc = 0;
+    if (!json_is_object(h)) { json_decref(root); return 0; } /* load_hf_quant says what is wrong with it */
+    if (strcmp(meth, "modelopt"))
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: quantization_config.quant_method is \"%s\", but %s is ModelOpt's: a loader that reads "
+                     "config.json and one that reads hf_quant_config.json load different models", cfg_path, meth, hq);
+    json_t *a = get(q, "quant_algo"), *b = get(h, "quant_algo");
+    if (!rc && json_is_string(a) && json_is_string(b) && strcmp(json_string_value(a), json_string_value(b)))
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: quantization_config.quant_algo is %s, but %s says %s: vLLM and transformers read "
+                     "config.json, TensorRT-LLM hf_quant_config.json", cfg_path, json_string_value(a), hq, json_string_value(b));
+    const long long gc = mo_group(q), gh = json_is_integer(get(h, "group_size")) ? json_integer_value(get(h, "group_size")) : -1;
+    if (!rc && gc >= 0 && gh >= 0 && gc != gh)
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: quantization_config's group size is %lld, but %s says %lld", cfg_path, gc, hq, gh);
+    json_t *lc = get(q, "exclude_modules") ? get(q, "exclude_modules") : get(q, "ignore"), *lh = get(h, "exclude_modules");
+    const char *m1 = json_is_array(lc) && json_is_array(lh) ? missing_from(lc, lh) : NULL;
+    const char *m2 = json_is_array(lc) && json_is_array(lh) && !m1 ? missing_from(lh, lc) : NULL;
+    if (!rc && (m1 || m2))
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: %s excludes '%.200s' from quantization and %s does not: the two files describe "
+                     "different checkpoints", cfg_path, m1 ? "quantization_config" : hq, m1 ? m1 : m2, m1 ? hq : "quantization_config");
+    json_decref(root);
+    return rc;
+}
+
 int nd_qcfg_load(const char *dir, const nd_model_cfg *cfg, nd_qcfg *c, nd_err *e) {
     memset(c, 0, sizeof *c);
     char path[4096];
@@ -455,7 +511,14 @@ int nd_qcfg_load(const char *dir, const nd_model_cfg *cfg, nd_qcfg *c, nd_err *e
                           path, meth);
         if (rc) return rc;
     }
-    return load_hf_quant(dir, c, e);
+    ND_TRY(load_hf_quant(dir, c, e));
+    /* both files, each valid on its own: they must agree */
+    if (q && !strcmp(c->source, "hf_quant_config.json")) {
+        json_t *m = get(q, "quant_method");
+        const char *meth = m ? json_string_value(m) : (get(q, "config_groups") ? "compressed-tensors" : "");
+        ND_TRY(modelopt_agree(q, meth ? meth : "", dir, path, e));
+    }
+    return 0;
 }
 
 void nd_qcfg_free(nd_qcfg *c) {

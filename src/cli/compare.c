@@ -207,6 +207,13 @@ static int print_json(const nd_cmp_result *res, const char *run, const char *gol
     return rc ? ND_EXIT_INTERNAL : 0;
 }
 
+/* rows by (stage, mode), to find one written twice */
+static int row_key_cmp(const void *a, const void *b) {
+    const nd_row *x = *(const nd_row *const *)a, *y = *(const nd_row *const *)b;
+    const int c = strcmp(x->name, y->name);
+    return c ? c : strcmp(x->mode, y->mode);
+}
+
 /* A trace compare can use: read, and finished. A run whose status is error is compared (its status
  * and missing stages are regressions); a golden must come from a run that finished. */
 static int load(const char *path, int golden, nd_trace **t, nd_err *e) {
@@ -224,15 +231,36 @@ static int load(const char *path, int golden, nd_trace **t, nd_err *e) {
     ND_TRY(nd_trace_read(path, t, e));
     const char *why = !(*t)->has_summary ? "it has no /summary"
                       : !strcmp((*t)->summary.status, "incomplete") ? "status 'incomplete': the run that wrote it did not finish"
+                      : !strcmp((*t)->summary.status, "unjudged") ? "status 'unjudged': made with --no-probes, it measured nothing"
                       : golden && !strcmp((*t)->summary.status, "error")
                           ? "status 'error': the run that wrote it failed, and a golden must come from a finished run"
                           : NULL;
     if (why) {
         nd_trace_free(*t);
         *t = NULL;
-        return nd_fail(e, ND_EXIT_BADINPUT, "%s: trace is not finished (%s); compare needs a finished trace", path, why);
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: not a trace the gate can use (%s); compare needs a finished, judged trace", path, why);
     }
-    return 0;
+    /* a golden holds one row per (stage, mode): one that holds a row twice was not written by a run
+     * (a run refuses it), and the gate would judge against whichever it met first (in the run, a
+     * duplicate is a regression: compare_traces says so) */
+    if (!golden) return 0;
+    const nd_row **idx = malloc(sizeof *idx * (size_t)((*t)->nrows ? (*t)->nrows : 1));
+    if (!idx) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    for (int64_t i = 0; i < (*t)->nrows; i++) idx[i] = &(*t)->rows[i];
+    qsort(idx, (size_t)(*t)->nrows, sizeof *idx, row_key_cmp);
+    int rc = 0;
+    for (int64_t i = 1; i < (*t)->nrows && !rc; i++)
+        if (!row_key_cmp(&idx[i - 1], &idx[i])) {
+            char ns[4 * ND_NAME_LEN];
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: holds the row of stage %s (%s) twice; a run writes each once, so it is no golden", path,
+                         nd_term_safe(idx[i]->name, ns, sizeof ns), idx[i]->mode);
+        }
+    free(idx);
+    if (rc) {
+        nd_trace_free(*t);
+        *t = NULL;
+    }
+    return rc;
 }
 
 /* The gate compares like with like: a run made under another serving-stack profile or other

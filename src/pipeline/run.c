@@ -540,6 +540,13 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     if (!rc) rc = check_rows_unique(&lp, r.rc, e);
     if (!rc) {
         nd_first_divergence(lp.rows, lp.nrows, &res->summary);
+        /* --no-probes measured nothing: the trace must not read as a healthy run (show, report,
+         * compare all take the status) */
+        if (o->no_probes) {
+            snprintf(res->summary.status, sizeof res->summary.status, "unjudged");
+            snprintf(res->summary.message, sizeof res->summary.message,
+                     "not judged: --no-probes ran the replay without its probes (a timing baseline); nothing was measured");
+        }
         /* with expert parallelism, say which rank holds a diverging expert */
         const char *ex = strstr(res->summary.first_divergence, ".experts.");
         if (o->ep > 1 && ex && ex[9] >= '0' && ex[9] <= '9' && r.cfg->n_routed_experts % o->ep == 0) {

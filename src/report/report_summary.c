@@ -11,7 +11,7 @@
 /* The banner's class: only known statuses reach the attribute. */
 static const char *status_class(const nd_trace *t) {
     if (!t->has_summary) return "incomplete";
-    static const char *known[] = {"ok", "diverged", "error", "incomplete"};
+    static const char *known[] = {"ok", "diverged", "error", "incomplete", "unjudged"};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (!strcmp(t->summary.status, known[i])) return known[i];
     return "unknown";
@@ -34,6 +34,9 @@ void nd_report_summary(FILE *f, const nd_rmodel *m, const char *id, const char *
     if (!t->has_summary || !strcmp(cls, "incomplete")) {
         fprintf(f, "<b>incomplete</b>: the run did not finish; this trace holds the %lld rows that completed before it "
                    "stopped, and no diagnosis.", (long long)t->nrows);
+    } else if (!strcmp(cls, "unjudged")) {
+        fprintf(f, "<b>unjudged</b>: the run was made with --no-probes (a timing baseline): nothing was measured or judged, "
+                   "so this page says nothing about the checkpoint.");
     } else if (!strcmp(cls, "ok") && !s->first_divergence[0]) {
         fprintf(f, "<b>ok</b>: no divergence; every stage is within what NVFP4 quantization of its operands explains.");
     } else {

@@ -80,6 +80,7 @@ run "tolerance 'banana'" 2 "tol.yaml:2: cosine.abs must be a number (unquoted), 
 # 5. the gate: what hides a broken run is a regression, what cannot be compared is refused
 run "gate: same run passes" 0 "" -- compare "$tmp/golden.h5" "$tmp/golden.h5"
 run "gate: duplicate stage row" 1 "duplicate stage row" -- compare "$tmp/dup-row.h5" "$tmp/golden.h5"
+run "gate: golden with a duplicate stage row" 2 "dup-row.h5: holds the row of stage .* twice" -- compare "$tmp/golden.h5" "$tmp/dup-row.h5"
 run "gate: extra row of NaN figures" 1 "extra stage with NaN/Inf" -- compare "$tmp/extra-nan-row.h5" "$tmp/golden.h5"
 run "gate: missing stage" 1 "missing stage" -- compare "$tmp/missing-stage.h5" "$tmp/golden.h5"
 run "gate: NaN figure where the golden has a number" 1 "regression" -- compare "$tmp/nan-figure.h5" "$tmp/golden.h5"
@@ -332,6 +333,46 @@ sed 's/"intermediate_size": 128,/"intermediate_size": 64,/' "$root/golden/confor
 run "mlp_bias true without biases" 2 "config.json: mlp_bias is true, but model.layers.0.mlp.down_proj has no bias tensor" -- trace "$tmp/mbias" --tokens 1,2 "${T[@]}"
 run "intermediate_size unlike the weights" 2 "config.json: intermediate_size is 64, but model.layers.0.mlp.down_proj takes 128 inputs" -- trace "$tmp/isize" --tokens 1,2 "${T[@]}"
 run "inspect: intermediate_size unlike the weights" 1 "unreplayable" -- inspect "$tmp/isize"
+# config.json widths and counts against the tensors (round 15): each another model than the weights
+cfg_case() { # name fixture sed-expression expected
+  local d="$tmp/cfg-$1"; mkdir -p "$d"
+  for f in "$root/$2"/*.safetensors; do ln -sf "$f" "$d/"; done
+  sed "$3" "$root/$2/config.json" >"$d/config.json"
+  cmp -s "$d/config.json" "$root/$2/config.json" && echo "corpus: $1 did not change the config" >&2
+  run "config $1" 2 "$4" -- trace "$d" --tokens 1,2 "${T[@]}"
+}
+cfg_case hidden golden/conformance/llama/nvfp4 's/"hidden_size": 64,/"hidden_size": 128,/' "hidden_size is 128, but model.embed_tokens has rows of 64"
+cfg_case layers golden/conformance/llama/nvfp4 's/"num_hidden_layers": 2,/"num_hidden_layers": 1,/' "num_hidden_layers is 1, but the checkpoint holds model.layers.1."
+cfg_case tie golden/conformance/llama/nvfp4 's/"tie_word_embeddings": false/"tie_word_embeddings": true/' "tie_word_embeddings is true, but lm_head is not model.embed_tokens"
+cfg_case moeisz golden/conformance/qwen3_moe/nvfp4 's/"moe_intermediate_size": 32,/"moe_intermediate_size": 64,/' "moe_intermediate_size is 64, but model.layers.1.mlp.experts.0.down_proj takes inputs 32"
+cfg_case mlponly golden/conformance/qwen3_moe/nvfp4 '/"mlp_only_layers": \[/,/\]/c\  "mlp_only_layers": [0, 1],' "mlp_only_layers lists layer 1, but the checkpoint holds model.layers.1.mlp.experts."
+cfg_case nshared golden/clean-v4 's/"n_shared_experts": 1,/"n_shared_experts": 3,/' "n_shared_experts 3 x moe_intermediate_size 32 is 96"
+cfg_case qlora golden/clean-v4 's/"q_lora_rank": 32,/"q_lora_rank": 64,/' "q_lora_rank is 64, but model.layers.0.self_attn.q_a_proj has rows 32"
+# ModelOpt: config.json's quantization_config against hf_quant_config.json (round 15): vLLM and
+# transformers read the first, TensorRT-LLM and this tool the second
+mo_case() { # name sed-expression expected
+  local d="$tmp/mo-$1"; mkdir -p "$d"
+  ln -sf "$root/golden/conformance/llama/modelopt/model.safetensors" "$d/"
+  cp "$root/golden/conformance/llama/modelopt/hf_quant_config.json" "$d/"
+  sed "$2" "$root/golden/conformance/llama/modelopt/config.json" >"$d/config.json"
+  run "modelopt $1" 2 "$3" -- inspect "$d"
+}
+mo_case algo 's/"quant_algo": "NVFP4"/"quant_algo": "W4A16_NVFP4"/' "quantization_config.quant_algo is W4A16_NVFP4, but .*hf_quant_config.json says NVFP4"
+mo_case method 's/"quant_method": "modelopt"/"quant_method": "compressed-tensors"/' "quant_method is \"compressed-tensors\", but .*hf_quant_config.json is ModelOpt's"
+mo_case ignore 's/"lm_head",/"lm_head", "model.layers.0.self_attn.q_proj",/' "quantization_config excludes 'model.layers.0.self_attn.q_proj' from quantization and .*hf_quant_config.json does not"
+# model.safetensors beside an index whose shards are others: transformers and vLLM load different files
+mkdir -p "$tmp/both"
+cp "$root/golden/conformance/llama/nvfp4/config.json" "$tmp/both/"
+ln -s "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/both/model.safetensors"
+ln -s "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/both/model-00001-of-00001.safetensors"
+hl=$(od -An -tu8 -N8 "$tmp/both/model.safetensors" | tr -d ' ')
+{ printf '{"metadata": {}, "weight_map": {'
+  dd if="$tmp/both/model.safetensors" bs=1 skip=8 count="$hl" 2>/dev/null | grep -o '"[^"]*":{"dtype"' | sed 's/:{"dtype"$//' |
+    awk 'BEGIN { s = "" } { printf "%s%s: \"model-00001-of-00001.safetensors\"", s, $0; s = ", " }'
+  printf '}}\n'; } >"$tmp/both/model.safetensors.index.json"
+run "model.safetensors beside an index of other shards" 2 "holds both model.safetensors and model.safetensors.index.json" -- trace "$tmp/both" --tokens 1,2 "${T[@]}"
+rm "$tmp/both/model.safetensors"
+run "the same index alone" 0 "no divergence" -- trace "$tmp/both" --tokens 1,2 "${T[@]}"
 # scales whose derived numbers are unusable although the stored value is finite and positive, and
 # a negative real-valued FP8 weight scale (round 15): inspect errors, as trace's static fact
 "$bin" synth "$tmp/mo-sub" --from "$root/golden/conformance/llama/modelopt" --inject input-scale-mul=1e38@layers.0.self_attn.q_proj >/dev/null 2>&1
@@ -420,6 +461,7 @@ run "compressed-tensors float weights with symmetric false" 2 "config.json: .*we
 # a ModelOpt module that fails to bind: trace names its reason, not "no quantized module"
 rm -rf "$tmp/w16"; cp -r "$root/golden/conformance/llama/modelopt_w4a8" "$tmp/w16"
 sed -i 's/"group_size": 32/"group_size": 16/; s/W4A8_NVFP4_FP8/NVFP4/' "$tmp/w16/hf_quant_config.json"
+sed -i 's/W4A8_NVFP4_FP8/NVFP4/' "$tmp/w16/config.json" # the same lie in both files: the tensors refute it
 run "32-block scales read as 16-blocks" 2 "block scales do not match the weight" -- trace "$tmp/w16" "${T[@]}"
 
 echo "bad-input corpus: $pass passed, $fail failed"
