@@ -83,9 +83,12 @@ int nd_cfg_check(const char *path, const nd_model_cfg *c, nd_err *e) {
     if (c->qk_rope_head_dim > c->head_dim && c->qk_nope_head_dim == 0)
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: qk_rope_head_dim %lld is larger than head_dim %lld", path,
                        (long long)c->qk_rope_head_dim, (long long)c->head_dim);
-    if (c->n_layer_types && c->n_layer_types < c->num_hidden_layers)
-        return nd_fail(e, ND_EXIT_BADINPUT, "%s: layer_types has %d entries for %lld layers", path, c->n_layer_types,
-                       (long long)c->num_hidden_layers);
+    /* one entry per layer (and per MTP layer, where a config lists those too) */
+    double mtp = 0;
+    if (nd_cfg_number(c, "num_nextn_predict_layers", &mtp) || !(mtp > 0) || mtp > 64) mtp = 0;
+    if (c->n_layer_types && (c->n_layer_types < c->num_hidden_layers || c->n_layer_types > c->num_hidden_layers + (int64_t)mtp))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: layer_types has %d entries for %lld layers%s", path, c->n_layer_types,
+                       (long long)c->num_hidden_layers, mtp > 0 ? " (and the MTP layers)" : "");
     /* DeepSeek's per-layer compression: one entry per layer, each a rate a layer can have */
     if (c->n_compress_ratios && c->n_compress_ratios < c->num_hidden_layers)
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: compress_ratios has %d entries for %lld layers", path, c->n_compress_ratios,

@@ -461,6 +461,9 @@ static int modelopt_agree(json_t *q, const char *meth, const char *dir, const ch
     json_t *h = root ? get(root, "quantization") : NULL;
     int rc = 0;
     if (!json_is_object(h)) { json_decref(root); return 0; } /* load_hf_quant says what is wrong with it */
+    /* a DeepSeek FP8 config kept beside ModelOpt's file describes the FP8 layers of a mixed
+     * release (its quant_algo MIXED_PRECISION): no contradiction */
+    if (!strcmp(meth, "fp8")) { json_decref(root); return 0; }
     if (strcmp(meth, "modelopt"))
         rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: quantization_config.quant_method is \"%s\", but %s is ModelOpt's: a loader that reads "
                      "config.json and one that reads hf_quant_config.json load different models", cfg_path, meth, hq);
@@ -547,13 +550,21 @@ static int any_match(const nd_pat *p, size_t n, const char *name) {
 
 const nd_ct_group *nd_qcfg_ct_group(const nd_qcfg *q, const char *module) {
     if (q->fmt != ND_CKPT_COMPRESSED_TENSORS || any_match(q->ignore, q->n_ignore, module)) return NULL;
-    /* compressed-tensors precedence: exact name, then regex, then class name */
+    /* compressed-tensors precedence: exact name, then regex, then class name; a target string that
+     * a later group names again is that group's (vLLM keeps one scheme per target string, the last
+     * group's: target_scheme_map[target] is overwritten group by group) */
     static const nd_pat_kind order[] = { ND_PAT_EXACT, ND_PAT_REGEX, ND_PAT_CLASS };
     for (size_t o = 0; o < 3; o++)
         for (size_t g = 0; g < q->n_groups; g++)
             for (size_t t = 0; t < q->groups[g].n_targets; t++)
-                if (q->groups[g].targets[t].kind == order[o] && nd_pat_match(&q->groups[g].targets[t], module))
-                    return &q->groups[g];
+                if (q->groups[g].targets[t].kind == order[o] && nd_pat_match(&q->groups[g].targets[t], module)) {
+                    const char *text = q->groups[g].targets[t].text;
+                    size_t last = g;
+                    for (size_t h = g + 1; h < q->n_groups; h++)
+                        for (size_t u = 0; u < q->groups[h].n_targets; u++)
+                            if (!strcmp(q->groups[h].targets[u].text, text)) last = h;
+                    return &q->groups[last];
+                }
     return NULL;
 }
 

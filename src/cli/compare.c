@@ -232,6 +232,8 @@ static int load(const char *path, int golden, nd_trace **t, nd_err *e) {
     const char *why = !(*t)->has_summary ? "it has no /summary"
                       : !strcmp((*t)->summary.status, "incomplete") ? "status 'incomplete': the run that wrote it did not finish"
                       : !strcmp((*t)->summary.status, "unjudged") ? "status 'unjudged': made with --no-probes, it measured nothing"
+                      : strcmp((*t)->summary.status, "ok") && strcmp((*t)->summary.status, "diverged") && strcmp((*t)->summary.status, "error")
+                          ? "an unknown status (ok, diverged, error, incomplete or unjudged are written)"
                       : golden && !strcmp((*t)->summary.status, "error")
                           ? "status 'error': the run that wrote it failed, and a golden must come from a finished run"
                           : NULL;

@@ -204,7 +204,12 @@ int nd_loop_stage_body(nd_run *r, const nd_stage_def *def, int layer, int modes,
         nd_buf_put(r, c.out_iso[i]);
         nd_buf_put(r, c.out_chain[i]);
     }
-    if (rc) return nd_wrap(e, "stage %s", st.name);
+    if (rc) {
+        /* an op that already names its stage is not named twice */
+        char own[ND_NAME_LEN + 16];
+        snprintf(own, sizeof own, "stage %s:", st.name);
+        return strncmp(e->msg, own, strlen(own)) ? nd_wrap(e, "stage %s", st.name) : rc;
+    }
     return 0;
 }
 

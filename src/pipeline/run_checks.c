@@ -1,6 +1,7 @@
 /* run_checks.c — what a checkpoint's config says against what the recipe computes, before a run
  * (run.h): keys the recipe does not model, values it does not compute, a sliding window, and
  * whether anything is quantized at all. Each refusal is exit 2 naming config.json and the recipe. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,92 @@ static int check_widths(const nd_run *r, nd_err *e) {
     return 0;
 }
 
+/* 1 when a module path of the checkpoint contains "layers.<L>.<part>" (at a name boundary) */
+static int layer_has(const nd_run *r, long L, const char *part) {
+    char pre[160];
+    snprintf(pre, sizeof pre, "layers.%ld.%s", L, part);
+    const size_t pl = strlen(pre);
+    for (size_t i = 0; i < nd_ckpt_module_count(r->ck); i++) {
+        const char *mp = nd_ckpt_module_path(r->ck, i);
+        for (const char *h = strstr(mp, pre); h; h = strstr(h + 1, pre))
+            if ((h == mp || h[-1] == '.') && (h[pl] == 0 || h[pl] == '.')) return 1;
+    }
+    return 0;
+}
+
+/* Which layers the config makes sparse (MoE) against the tensors each layer holds: Qwen's
+ * mlp_only_layers and decoder_sparse_step, DeepSeek's and GLM's first_k_dense_replace and
+ * moe_layer_freq, as transformers builds them; DeepSeek-V4's num_hash_layers (a hash router's
+ * tid2eid table in each of the first ones) and its compressed layer types (a compressor). A
+ * loader that follows the config builds another model than the tensors hold. */
+static int check_layer_kinds(const nd_run *r, nd_err *e) {
+    json_t *j = (json_t *)r->cfg->json;
+    double nl = 0, step = 1, fkd = 0, freq = 1, hash = 0, ne = 0;
+    if (!j || nd_cfg_number(r->cfg, "num_hidden_layers", &nl) || !(nl > 0) || nl > 4096) return 0;
+    const int qwen = json_object_get(j, "decoder_sparse_step") || json_object_get(j, "mlp_only_layers");
+    const int dsk = !qwen && json_object_get(j, "first_k_dense_replace");
+    json_t *dss = json_object_get(j, "decoder_sparse_step");
+    if (dss && (!json_is_number(dss) || !((step = json_number_value(dss)) >= 1) || step != floor(step) || step > 4096))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: decoder_sparse_step is not a whole number of at least 1 (transformers "
+                       "divides by it)", nd_ckpt_dir(r->ck));
+    if (nd_cfg_number(r->cfg, "num_experts", &ne) && nd_cfg_number(r->cfg, "n_routed_experts", &ne) &&
+        nd_cfg_number(r->cfg, "num_local_experts", &ne))
+        ne = 0; /* no expert count: nothing is sparse */
+    if (dsk) {
+        nd_cfg_number(r->cfg, "first_k_dense_replace", &fkd);
+        if (nd_cfg_number(r->cfg, "moe_layer_freq", &freq) || !(freq >= 1)) freq = 1;
+    }
+    json_t *mol = json_object_get(j, "mlp_only_layers");
+    size_t k;
+    json_t *x;
+    json_array_foreach(mol, k, x)
+        if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) >= (json_int_t)nl)
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: mlp_only_layers[%zu] is not a layer of the %.0f", nd_ckpt_dir(r->ck), k, nl);
+    for (long L = 0; (qwen || dsk) && ne > 0 && L < (long)nl; L++) {
+        int sparse;
+        if (qwen) {
+            int listed = 0;
+            json_array_foreach(mol, k, x) listed |= json_integer_value(x) == L;
+            sparse = !listed && (L + 1) % (long)step == 0;
+        } else sparse = L >= (long)fkd && L % (long)freq == 0;
+        const int experts = layer_has(r, L, "mlp.experts") || layer_has(r, L, "block_sparse_moe.experts");
+        const int dense = layer_has(r, L, "mlp.down_proj") || layer_has(r, L, "mlp.gate_proj") || layer_has(r, L, "mlp.gate_up_proj");
+        if (sparse ? (!experts && dense) : (experts && !dense))
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: %s makes layer %ld %s, but the checkpoint's layer %ld holds %s: the "
+                           "config does not describe these weights", nd_ckpt_dir(r->ck),
+                           qwen ? "mlp_only_layers / decoder_sparse_step" : "first_k_dense_replace / moe_layer_freq", L,
+                           sparse ? "sparse (routed experts)" : "dense", L, sparse ? "a dense MLP" : "routed experts");
+    }
+    /* DeepSeek-V4: the first num_hash_layers layers route by a token-id table */
+    if (!nd_cfg_number(r->cfg, "num_hash_layers", &hash) && hash >= 0)
+        for (long L = 0; L < (long)nl; L++) {
+            char t1[96];
+            snprintf(t1, sizeof t1, "model.layers.%ld.mlp.gate.tid2eid", L);
+            const int has = nd_ckpt_find(r->ck, t1) || nd_ckpt_find(r->ck, t1 + 6);
+            if (has != (L < (long)hash) && (layer_has(r, L, "mlp.experts") || has))
+                return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: num_hash_layers is %.0f, but the checkpoint's layer %ld %s hash "
+                               "router table (tid2eid): the config does not describe these weights", nd_ckpt_dir(r->ck), hash, L,
+                               has ? "holds a" : "has no");
+        }
+    /* DeepSeek-V4's compressed attention layers hold a compressor, sliding ones none */
+    for (long L = 0; L < r->cfg->n_layer_types && L < (long)nl; L++) {
+        const char *t = r->cfg->layer_types[L];
+        const int comp_type = !strcmp(t, "compressed_sparse_attention") || !strcmp(t, "heavily_compressed_attention");
+        if (!comp_type && strcmp(t, "sliding_attention")) continue;
+        const int comp = layer_has(r, L, "self_attn.compressor") || layer_has(r, L, "attn.compressor");
+        int any = 0; /* the family has compressors at all: in the config's types or in the tensors */
+        for (long M = 0; M < r->cfg->n_layer_types && !any; M++)
+            any = !strcmp(r->cfg->layer_types[M], "compressed_sparse_attention") ||
+                  !strcmp(r->cfg->layer_types[M], "heavily_compressed_attention") || layer_has(r, M, "self_attn.compressor") ||
+                  layer_has(r, M, "attn.compressor");
+        if (any && comp != comp_type)
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: layer_types[%ld] is %s, but the checkpoint's layer %ld %s "
+                           "compressor: the config does not describe these weights", nd_ckpt_dir(r->ck), L, t, L,
+                           comp ? "holds a" : "has no");
+    }
+    return 0;
+}
+
 int nd_run_check_config(const nd_run *r, nd_err *e) {
     for (int i = 0; i < r->rc->n_unsupported; i++) {
         double v;
@@ -165,6 +252,7 @@ int nd_run_check_config(const nd_run *r, nd_err *e) {
         break;
     }
     ND_TRY(check_widths(r, e));
+    ND_TRY(check_layer_kinds(r, e));
     /* n_shared_experts: 0 promises none; a checkpoint that holds them is another model (a loader
      * that follows the config builds no shared expert and meets unexpected keys) */
     double nse = -1;

@@ -80,6 +80,7 @@ run "tolerance 'banana'" 2 "tol.yaml:2: cosine.abs must be a number (unquoted), 
 # 5. the gate: what hides a broken run is a regression, what cannot be compared is refused
 run "gate: same run passes" 0 "" -- compare "$tmp/golden.h5" "$tmp/golden.h5"
 run "gate: duplicate stage row" 1 "duplicate stage row" -- compare "$tmp/dup-row.h5" "$tmp/golden.h5"
+run "gate: golden of an unknown status" 2 "bogus-status.h5: not a trace the gate can use (an unknown status" -- compare "$tmp/golden.h5" "$tmp/bogus-status.h5"
 run "gate: golden with a duplicate stage row" 2 "dup-row.h5: holds the row of stage .* twice" -- compare "$tmp/golden.h5" "$tmp/dup-row.h5"
 run "gate: extra row of NaN figures" 1 "extra stage with NaN/Inf" -- compare "$tmp/extra-nan-row.h5" "$tmp/golden.h5"
 run "gate: missing stage" 1 "missing stage" -- compare "$tmp/missing-stage.h5" "$tmp/golden.h5"
@@ -347,6 +348,20 @@ cfg_case tie golden/conformance/llama/nvfp4 's/"tie_word_embeddings": false/"tie
 cfg_case moeisz golden/conformance/qwen3_moe/nvfp4 's/"moe_intermediate_size": 32,/"moe_intermediate_size": 64,/' "moe_intermediate_size is 64, but model.layers.1.mlp.experts.0.down_proj takes inputs 32"
 cfg_case mlponly golden/conformance/qwen3_moe/nvfp4 '/"mlp_only_layers": \[/,/\]/c\  "mlp_only_layers": [0, 1],' "mlp_only_layers lists layer 1, but the checkpoint holds model.layers.1.mlp.experts."
 cfg_case nshared golden/clean-v4 's/"n_shared_experts": 1,/"n_shared_experts": 3,/' "n_shared_experts 3 x moe_intermediate_size 32 is 96"
+# two config groups naming the same target: vLLM keeps the last one's scheme (FP8 per channel here),
+# which the NVFP4 tensors contradict (round 16)
+d="$tmp/cfg-groups2"; mkdir -p "$d"; ln -sf "$root/golden/conformance/llama/nvfp4/model.safetensors" "$d/"
+sed '/^      }$/{N; s/^      }\n    },$/      },\n      "group_1": {"format": "float-quantized", "targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": "channel", "symmetric": true, "dynamic": false}, "input_activations": null}\n    },/}' \
+  "$root/golden/conformance/llama/nvfp4/config.json" >"$d/config.json"
+run "config groups: a later group names the same target" 1 "quant_config_mismatch" -- inspect "$d"
+# which layers are sparse, as transformers builds them from the config, against the layers' tensors
+cfg_case mlponly-none golden/conformance/qwen3_moe/nvfp4 '/"mlp_only_layers": \[/,/\]/c\  "mlp_only_layers": [],' "makes layer 0 sparse (routed experts), but the checkpoint's layer 0 holds a dense MLP"
+cfg_case sparse-step0 golden/conformance/qwen3_moe/nvfp4 's/"decoder_sparse_step": 1,/"decoder_sparse_step": 0,/' "decoder_sparse_step is not a whole number of at least 1"
+cfg_case fkd0 golden/conformance/deepseek_v3/nvfp4 's/"first_k_dense_replace": 1,/"first_k_dense_replace": 0,/' "makes layer 0 sparse (routed experts), but the checkpoint's layer 0 holds a dense MLP"
+cfg_case fkd2 golden/conformance/glm4_moe/nvfp4 's/"first_k_dense_replace": 1,/"first_k_dense_replace": 2,/' "makes layer 1 dense, but the checkpoint's layer 1 holds routed experts"
+cfg_case hash0 golden/clean-v4 's/"num_hash_layers": 1,/"num_hash_layers": 0,/' "num_hash_layers is 0, but the checkpoint's layer 0 holds a hash router table"
+cfg_case csa-both golden/clean-v4 's/"sliding_attention",/"compressed_sparse_attention",/' "layer_types\[0\] is compressed_sparse_attention, but the checkpoint's layer 0 has no compressor"
+cfg_case types3 golden/clean-v4 's/"compressed_sparse_attention"$/"compressed_sparse_attention", "sliding_attention"/' "layer_types has 3 entries for 2 layers"
 cfg_case qlora golden/clean-v4 's/"q_lora_rank": 32,/"q_lora_rank": 64,/' "q_lora_rank is 64, but model.layers.0.self_attn.q_a_proj has rows 32"
 # ModelOpt: config.json's quantization_config against hf_quant_config.json (round 15): vLLM and
 # transformers read the first, TensorRT-LLM and this tool the second

@@ -61,6 +61,7 @@ int main(int argc, char **argv) {
     r2[5].sqnr_db = NAN;
     rc |= put("nan-figure.h5", r2, N, "ok", tok, 4, NULL);
     rc |= put("status-error.h5", rows, N, "error", tok, 4, NULL);
+    rc |= put("bogus-status.h5", rows, N, "bogus", tok, 4, NULL); /* no status a run writes */
     rc |= put("other-tokens.h5", rows, N, "ok", other, 4, NULL);
     rc |= put("other-recipe.h5", rows, N, "ok", tok, 4, "llama");
     /* a golden without stage rows gates nothing; a run over more layers is another model */

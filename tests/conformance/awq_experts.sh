@@ -14,8 +14,8 @@ for fam in deepseek_v3 minimax_m2; do
   src="$conf/$fam/modelopt"
   for ones in "" 1 all; do
     d="$tmp/$fam-${ones:-none}"; mkdir -p "$d"
-    cp "$src/config.json" "$d/"
-    sed 's/"quant_algo": "NVFP4"/"quant_algo": "NVFP4_AWQ"/' "$src/hf_quant_config.json" >"$d/hf_quant_config.json"
+    # the algorithm in both files, as ModelOpt writes them (they must agree)
+    for f in config.json hf_quant_config.json; do sed 's/"quant_algo": "NVFP4"/"quant_algo": "NVFP4_AWQ"/' "$src/$f" >"$d/$f"; done
     "$mk" "$src" "$d/model.safetensors" $ones >/dev/null || { echo "FAIL mk_awq_experts $fam $ones"; fail=$((fail + 1)); continue; }
     "$bin" inspect "$d" --json >"$tmp/i.json" 2>&1
     "$bin" inspect "$d" >"$tmp/i.txt" 2>&1; rc=$?
@@ -34,7 +34,7 @@ done
 # cause of the trace
 for val in 0 nan; do
   d="$tmp/ds-$val"; mkdir -p "$d"; src="$conf/deepseek_v3/modelopt"
-  cp "$src/config.json" "$d/"; sed 's/"quant_algo": "NVFP4"/"quant_algo": "NVFP4_AWQ"/' "$src/hf_quant_config.json" >"$d/hf_quant_config.json"
+  for f in config.json hf_quant_config.json; do sed 's/"quant_algo": "NVFP4"/"quant_algo": "NVFP4_AWQ"/' "$src/$f" >"$d/$f"; done
   "$mk" "$src" "$d/model.safetensors" 1 $val >/dev/null
   "$bin" inspect "$d" >"$tmp/i.txt" 2>&1; rc=$?
   ok "pre_quant_scale $val on expert 1: inspect exit $rc, nonfinite_scale ($(grep -m1 nonfinite "$tmp/i.txt" | cut -c1-140))" \

@@ -251,6 +251,6 @@ int main(void) {
     /* a trace whose run did not finish is refused, in either place */
     const char *unfinished = run_with("unfinished.h5", NULL, NULL);
     CHECK_EQ_INT(fx_compare(unfinished, golden, NULL), 2);
-    CHECK(strstr(fx_err, "not finished") != NULL, "%s", fx_err);
+    CHECK(strstr(fx_err, "did not finish") != NULL, "%s", fx_err);
     return nd_test_report("test_compare");
 }
