@@ -450,6 +450,7 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     nd_loop lp;
     memset(&lp, 0, sizeof lp);
     r.loop = &lp;
+    lp.opts = o; /* run_checks.c: a single-stage replay (a bundle's one stage) is not judged as a model */
     int rc = run_open(&r, o->ckpt_dir, o->recipe, o->backend, o->device, o->tokens, o->ntok, e);
     const int any_q = rc || o->allow_unquantized || !strcmp(nd_ckpt_format_str(r.ck), "unquantized") ? 0 : nd_run_any_quantized(r.ck, e);
     if (any_q < 0) rc = e->code;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <jansson.h>
 #include "run.h"
+#include "loop.h"
 
 /* The first module of the checkpoint whose path ends with one of the suffixes (NULL-terminated), bound;
  * 0 when there is none or it does not bind (its own error comes when a stage reads it) */
@@ -99,10 +100,11 @@ static int check_widths(const nd_run *r, nd_err *e) {
     return 0;
 }
 
-/* 1 when a module path of the checkpoint contains "layers.<L>.<part>" (at a name boundary) */
+/* 1 when a module path of the checkpoint contains "layers.<L>.<part>" (at a name boundary; part ""
+ * asks for any module of the layer) */
 static int layer_has(const nd_run *r, long L, const char *part) {
     char pre[160];
-    snprintf(pre, sizeof pre, "layers.%ld.%s", L, part);
+    snprintf(pre, sizeof pre, *part ? "layers.%ld.%s" : "layers.%ld", L, part);
     const size_t pl = strlen(pre);
     for (size_t i = 0; i < nd_ckpt_module_count(r->ck); i++) {
         const char *mp = nd_ckpt_module_path(r->ck, i);
@@ -140,7 +142,10 @@ static int check_layer_kinds(const nd_run *r, nd_err *e) {
     json_array_foreach(mol, k, x)
         if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) >= (json_int_t)nl)
             return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: mlp_only_layers[%zu] is not a layer of the %.0f", nd_ckpt_dir(r->ck), k, nl);
+    /* a layer the checkpoint holds no module of (a repro bundle's one stage, a cut checkpoint) is
+     * judged where a stage reads it */
     for (long L = 0; (qwen || dsk) && ne > 0 && L < (long)nl; L++) {
+        if (!layer_has(r, L, "")) continue;
         int sparse;
         if (qwen) {
             int listed = 0;
@@ -158,6 +163,7 @@ static int check_layer_kinds(const nd_run *r, nd_err *e) {
     /* DeepSeek-V4: the first num_hash_layers layers route by a token-id table */
     if (!nd_cfg_number(r->cfg, "num_hash_layers", &hash) && hash >= 0)
         for (long L = 0; L < (long)nl; L++) {
+            if (!layer_has(r, L, "")) continue;
             char t1[96];
             snprintf(t1, sizeof t1, "model.layers.%ld.mlp.gate.tid2eid", L);
             const int has = nd_ckpt_find(r->ck, t1) || nd_ckpt_find(r->ck, t1 + 6);
@@ -169,6 +175,7 @@ static int check_layer_kinds(const nd_run *r, nd_err *e) {
     /* DeepSeek-V4's compressed attention layers hold a compressor, sliding ones none */
     for (long L = 0; L < r->cfg->n_layer_types && L < (long)nl; L++) {
         const char *t = r->cfg->layer_types[L];
+        if (!layer_has(r, L, "")) continue;
         const int comp_type = !strcmp(t, "compressed_sparse_attention") || !strcmp(t, "heavily_compressed_attention");
         if (!comp_type && strcmp(t, "sliding_attention")) continue;
         const int comp = layer_has(r, L, "self_attn.compressor") || layer_has(r, L, "attn.compressor");
@@ -251,8 +258,11 @@ int nd_run_check_config(const nd_run *r, nd_err *e) {
                            "does not describe these weights", nd_ckpt_dir(r->ck), isz, path, (long long)m.in_features);
         break;
     }
-    ND_TRY(check_widths(r, e));
-    ND_TRY(check_layer_kinds(r, e));
+    /* a single-stage replay reads one stage's tensors (a repro bundle holds only those; bisect's and
+     * the diagnosis's probes ran the whole model's checks before): no model to check them against */
+    const int whole = !(r->loop && r->loop->opts && r->loop->opts->only_row);
+    if (whole) ND_TRY(check_widths(r, e));
+    if (whole) ND_TRY(check_layer_kinds(r, e));
     /* n_shared_experts: 0 promises none; a checkpoint that holds them is another model (a loader
      * that follows the config builds no shared expert and meets unexpected keys) */
     double nse = -1;
