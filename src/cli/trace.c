@@ -342,7 +342,7 @@ int nd_cmd_trace(int argc, char **argv) {
     nd_diagnosis *diag = NULL;
     int ndiag = 0;
     json_t *check = NULL, *sweep = NULL, *findings = NULL;
-    int n_static = 0; /* static errors in the replayed layers that break the stack (exit 1) */
+    int n_static = 0; /* static errors on modules of the replayed layers the replay did not run (exit 1) */
     const char *stacks = NULL, *stage = NULL;
     int table = 0;
     nd_err e = {0};
@@ -472,7 +472,7 @@ int nd_cmd_trace(int argc, char **argv) {
         if (!rc) rc = rc2;
     }
     if (!rc && stacks && json) rc = nd_trace_stack_sweep(&o, stacks, 1, &sweep, &e);
-    if (!rc && json && !o.no_probes) rc = nd_trace_stack_findings(o.ckpt_dir, o.stack, o.overrides, o.n_overrides, 1, o.layer_lo, o.layer_hi, &n_static, &findings, &e);
+    if (!rc && json && !o.no_probes) rc = nd_trace_stack_findings(o.ckpt_dir, o.stack, o.overrides, o.n_overrides, 1, o.layer_lo, o.layer_hi, res.rows, res.nrows, &n_static, &findings, &e);
     if (rc) {
         nd_cli_error(&e);
         if (res.nrows && !json) {
@@ -500,7 +500,7 @@ int nd_cmd_trace(int argc, char **argv) {
         const int width = nd_term_width(1), color = color_on(no_color);
         nd_trace_print_header(&o, &res, width);
         if (!o.no_probes && (rc = nd_trace_stack_findings(o.ckpt_dir, o.stack, o.overrides, o.n_overrides, table ? 0 : 2, o.layer_lo, o.layer_hi,
-                                                         &n_static, NULL, &e))) {
+                                                         res.rows, res.nrows, &n_static, NULL, &e))) {
             nd_cli_error(&e);
             nd_trace_result_free(&res);
             goto out;
@@ -513,9 +513,9 @@ int nd_cmd_trace(int argc, char **argv) {
         if (n_static && strcmp(res.summary.status, "diverged")) {
             char line[512];
             snprintf(line, sizeof line,
-                     "but %d static finding%s above break%s stack %s in the replayed layers, which the replay did not "
-                     "show: an expert no token was routed to, or how a loader reads the file (the replay binds by tensor "
-                     "names); the checkpoint is not healthy under %s (exit 1)",
+                     "but %d static finding%s above break%s stack %s on a module of the replayed layers that the replay "
+                     "did not run (an expert no token was routed to): the prompt cannot show it, yet the checkpoint is not "
+                     "healthy under %s (exit 1)",
                      n_static, n_static == 1 ? "" : "s", n_static == 1 ? "s" : "", res.stack, res.stack);
             nd_term_wrap(stdout, line, 2, 0, width);
         }

@@ -35,8 +35,16 @@ static int module_layer(const char *module) {
     return -1;
 }
 
+/* 1 when a row of the run is the module's stage (its name without the checkpoint's "model." prefix) */
+static int exercised(const char *module, const nd_row *rows, int64_t nrows) {
+    const char *stage = !strncmp(module, "model.", 6) ? module + 6 : module;
+    for (int64_t i = 0; i < nrows; i++)
+        if (!strcmp(rows[i].name, stage) || !strcmp(rows[i].name, module)) return 1;
+    return 0;
+}
+
 int nd_trace_stack_findings(const char *ckpt_dir, const char *stack_name, const char *const *ovr, int n_ovr, int json,
-                            int layer_lo, int layer_hi, int *n_err, json_t **out, nd_err *e) {
+                            int layer_lo, int layer_hi, const nd_row *rows, int64_t nrows, int *n_err, json_t **out, nd_err *e) {
     nd_ckpt *ck = NULL;
     nd_stack st;
     nd_findings f;
@@ -55,11 +63,13 @@ int nd_trace_stack_findings(const char *ckpt_dir, const char *stack_name, const 
         const int layer = module_layer(x->module);
         const int in_run = layer < 0 || layer_hi < 0 || (layer >= layer_lo && layer <= layer_hi);
         n_over += over;
-        if (n_err && !over && in_run) ++*n_err;
+        const int ran = exercised(x->module, rows, nrows);
+        if (n_err && !over && in_run && !ran) ++*n_err;
         if (json == 1) {
             json_t *o = json_object();
             json_object_set_new(o, "overridden", json_boolean(over));
             json_object_set_new(o, "in_replayed_layers", json_boolean(in_run));
+            json_object_set_new(o, "exercised", json_boolean(ran));
             json_object_set_new(o, "code", json_string(x->code));
             json_object_set_new(o, "module", json_string(x->module));
             json_object_set_new(o, "message", json_string(x->msg));

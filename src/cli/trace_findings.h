@@ -3,15 +3,16 @@
 #define ND_TRACE_FINDINGS_H
 #include <jansson.h>
 #include "util/err.h"
+#include "trace/trace.h"
 
 /* Print them (json 0: code, module and message; 2: code and module, the summary's brief form) or
  * with json 1 return them as a list in *out (each with "overridden"); nothing when there are none.
  * A finding on a module that one of the run's overrides (NAME=VALUE, NAME "<module>.<knob>")
  * replaces a value of is not printed as breaking the run: one line counts them. */
-/* *n_err (may be NULL) counts the printed ones whose module lies in the replayed layers
- * [layer_lo, layer_hi] (layer_hi < 0: all; modules outside any layer count too): the errors this run
- * stands behind, exit 1 even when the replay showed no divergence (an expert no token was routed
- * to is not replayed, yet it breaks the stack for other prompts). */
+/* *n_err (may be NULL) counts the printed ones on a module in the replayed layers [layer_lo,
+ * layer_hi] (layer_hi < 0: all) that no row of the run exercised (rows[0..nrows)): an expert no
+ * token was routed to breaks the stack for other prompts though this replay never ran it, so the
+ * run exits 1 for it. A module the replay ran and found healthy is judged by the replay. */
 int nd_trace_stack_findings(const char *ckpt_dir, const char *stack_name, const char *const *ovr, int n_ovr, int json,
-                            int layer_lo, int layer_hi, int *n_err, json_t **out, nd_err *e);
+                            int layer_lo, int layer_hi, const nd_row *rows, int64_t nrows, int *n_err, json_t **out, nd_err *e);
 #endif

@@ -197,6 +197,10 @@ int nd_override_targets_check(const nd_run *r, const nd_stack *st, nd_err *e);
  * a config sliding window the recipe does not model, and whether any module holds quantized
  * tensors (1) or none does (0). */
 int nd_run_check_config(const nd_run *r, nd_err *e);
+/* config_structure.c: the model's structure the config states (widths, layer count, tied
+ * embeddings, sparse layers, DeepSeek-V4's layer kinds) against the checkpoint's tensors; exit 2
+ * naming the key and the tensor. */
+int nd_run_check_structure(const nd_run *r, nd_err *e);
 int nd_run_check_window(const nd_run *r, nd_err *e);
 int nd_run_any_quantized(const nd_ckpt *c, nd_err *e); /* 1, 0, or -1 with the first binding error in e */
 #endif

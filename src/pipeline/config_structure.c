@@ -1,0 +1,200 @@
+/* config_structure.c — the model's structure as config.json states it against the tensors the
+ * checkpoint holds (run.h: nd_run_check_structure): widths (hidden_size, moe_intermediate_size,
+ * n_shared_experts, q_lora_rank), the layer count, tied embeddings, which layers are sparse and
+ * DeepSeek-V4's per-layer kinds. A loader builds the model from the config and then loads the
+ * tensors into it: a config that describes another model loads with errors or random weights, so
+ * each disagreement is exit 2 naming the key and the tensor. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jansson.h>
+#include "run.h"
+
+/* The first module of the checkpoint whose path ends with one of the suffixes (NULL-terminated), bound;
+ * 0 when there is none or it does not bind (its own error comes when a stage reads it) */
+static int first_module(const nd_run *r, const char *const *suffixes, nd_module *m, const char **path) {
+    const size_t n = nd_ckpt_module_count(r->ck);
+    for (size_t i = 0; i < n; i++) {
+        const char *mp = nd_ckpt_module_path(r->ck, i);
+        const size_t ml = strlen(mp);
+        for (const char *const *s = suffixes; *s; s++) {
+            const size_t sl = strlen(*s);
+            nd_err e2 = {0};
+            if (ml >= sl && !strcmp(mp + ml - sl, *s) && (ml == sl || **s == '.' || mp[ml - sl - 1] == '.') &&
+                !nd_ckpt_module(r->ck, mp, m, &e2)) {
+                *path = mp;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+static int width_fails(const nd_run *r, const char *key, double want, const char *path, const char *what, int64_t got,
+                       nd_err *e) {
+    return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: %s is %.0f, but %s %s %lld: the config does not describe these weights",
+                   nd_ckpt_dir(r->ck), key, want, path, what, (long long)got);
+}
+
+/* Widths and counts the config states against the tensors that have them: hidden_size (the embedding's
+ * columns), moe_intermediate_size (a routed expert's down projection), n_shared_experts (the shared
+ * expert's width in units of it, DeepSeek's layout), q_lora_rank (q_a_proj's rows), and
+ * num_hidden_layers (no decoder layer past it but the MTP layers num_nextn_predict_layers adds). A
+ * loader that builds the model from the config meets shapes or names it cannot load. */
+static int check_widths(const nd_run *r, nd_err *e) {
+    nd_module m;
+    const char *path;
+    double v, v2;
+    static const char *const embed[] = {"model.embed_tokens", "model.language_model.embed_tokens", NULL};
+    if (!nd_cfg_number(r->cfg, "hidden_size", &v) && v > 0 && first_module(r, embed, &m, &path) && m.in_features != (int64_t)v)
+        return width_fails(r, "hidden_size", v, path, "has rows of", m.in_features, e);
+    static const char *const expert_down[] = {".experts.0.down_proj", ".experts.0.w2", NULL};
+    if (!nd_cfg_number(r->cfg, "moe_intermediate_size", &v) && v > 0 && first_module(r, expert_down, &m, &path) &&
+        m.in_features != (int64_t)v)
+        return width_fails(r, "moe_intermediate_size", v, path, "takes inputs", m.in_features, e);
+    static const char *const shared_down[] = {".shared_experts.down_proj", ".shared_experts.w2", NULL};
+    if (!nd_cfg_number(r->cfg, "n_shared_experts", &v) && v > 0 && !nd_cfg_number(r->cfg, "moe_intermediate_size", &v2) &&
+        v2 > 0 && first_module(r, shared_down, &m, &path) && m.in_features != (int64_t)(v * v2))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: n_shared_experts %.0f x moe_intermediate_size %.0f is %.0f, but %s takes "
+                       "inputs %lld: the config does not describe these weights", nd_ckpt_dir(r->ck), v, v2, v * v2, path,
+                       (long long)m.in_features);
+    static const char *const q_a[] = {".self_attn.q_a_proj", ".attn.wq_a", NULL};
+    if (!nd_cfg_number(r->cfg, "q_lora_rank", &v) && v > 0 && first_module(r, q_a, &m, &path) && m.out_features != (int64_t)v)
+        return width_fails(r, "q_lora_rank", v, path, "has rows", m.out_features, e);
+    /* tied embeddings: the loaders read the embedding matrix as lm_head (vLLM skips a stored
+     * lm_head.weight); a stored one that differs is another model than the one served */
+    static const char *const head[] = {"lm_head", NULL};
+    nd_module emb;
+    const char *epath;
+    if (r->cfg->tie_word_embeddings && first_module(r, head, &m, &path) && first_module(r, embed, &emb, &epath) &&
+        (m.weight == NULL || emb.weight == NULL || m.weight->nbytes != emb.weight->nbytes || m.weight->dtype != emb.weight->dtype ||
+         memcmp(m.weight->data, emb.weight->data, m.weight->nbytes)))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: tie_word_embeddings is true, but %s is not %s: the loaders serve the "
+                       "embedding as the head (vLLM skips the stored lm_head), so the config does not describe these weights",
+                       nd_ckpt_dir(r->ck), path, epath);
+    /* mlp_only_layers (Qwen MoE): those layers hold a dense MLP, no experts */
+    json_t *mol = r->cfg->json ? json_object_get((json_t *)r->cfg->json, "mlp_only_layers") : NULL;
+    size_t k;
+    json_t *x;
+    json_array_foreach(mol, k, x) {
+        if (!json_is_integer(x)) continue;
+        char pre[64];
+        snprintf(pre, sizeof pre, "layers.%lld.mlp.experts.", (long long)json_integer_value(x));
+        for (size_t i = 0; i < nd_ckpt_module_count(r->ck); i++)
+            if (strstr(nd_ckpt_module_path(r->ck, i), pre))
+                return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: mlp_only_layers lists layer %lld, but the checkpoint holds %s: the "
+                               "config does not describe these weights", nd_ckpt_dir(r->ck), (long long)json_integer_value(x),
+                               nd_ckpt_module_path(r->ck, i));
+    }
+    if (!nd_cfg_number(r->cfg, "num_hidden_layers", &v) && v > 0) {
+        double mtp = 0;
+        if (nd_cfg_number(r->cfg, "num_nextn_predict_layers", &mtp) || !(mtp > 0)) mtp = 0;
+        const size_t n = nd_ckpt_module_count(r->ck);
+        for (size_t i = 0; i < n; i++) {
+            const char *mp = nd_ckpt_module_path(r->ck, i), *l = strstr(mp, "layers.");
+            if (!l || (l != mp && l[-1] != '.') || l[7] < '0' || l[7] > '9') continue;
+            if (strtol(l + 7, NULL, 10) >= (long)(v + mtp))
+                return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: num_hidden_layers is %.0f%s, but the checkpoint holds %s: the config "
+                               "does not describe these weights", nd_ckpt_dir(r->ck), v, mtp > 0 ? " (and num_nextn_predict_layers)" : "", mp);
+        }
+    }
+    return 0;
+}
+
+/* 1 when a module path of the checkpoint contains "layers.<L>.<part>" (at a name boundary; part ""
+ * asks for any module of the layer) */
+static int layer_has(const nd_run *r, long L, const char *part) {
+    char pre[160];
+    snprintf(pre, sizeof pre, *part ? "layers.%ld.%s" : "layers.%ld", L, part);
+    const size_t pl = strlen(pre);
+    for (size_t i = 0; i < nd_ckpt_module_count(r->ck); i++) {
+        const char *mp = nd_ckpt_module_path(r->ck, i);
+        for (const char *h = strstr(mp, pre); h; h = strstr(h + 1, pre))
+            if ((h == mp || h[-1] == '.') && (h[pl] == 0 || h[pl] == '.')) return 1;
+    }
+    return 0;
+}
+
+/* Which layers the config makes sparse (MoE) against the tensors each layer holds: Qwen's
+ * mlp_only_layers and decoder_sparse_step, DeepSeek's and GLM's first_k_dense_replace and
+ * moe_layer_freq, as transformers builds them; DeepSeek-V4's num_hash_layers (a hash router's
+ * tid2eid table in each of the first ones) and its compressed layer types (a compressor). A
+ * loader that follows the config builds another model than the tensors hold. */
+static int check_layer_kinds(const nd_run *r, nd_err *e) {
+    json_t *j = (json_t *)r->cfg->json;
+    double nl = 0, step = 1, fkd = 0, freq = 1, hash = 0, ne = 0;
+    if (!j || nd_cfg_number(r->cfg, "num_hidden_layers", &nl) || !(nl > 0) || nl > 4096) return 0;
+    const int qwen = json_object_get(j, "decoder_sparse_step") || json_object_get(j, "mlp_only_layers");
+    const int dsk = !qwen && json_object_get(j, "first_k_dense_replace");
+    json_t *dss = json_object_get(j, "decoder_sparse_step");
+    if (dss && (!json_is_number(dss) || !((step = json_number_value(dss)) >= 1) || step != floor(step) || step > 4096))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: decoder_sparse_step is not a whole number of at least 1 (transformers "
+                       "divides by it)", nd_ckpt_dir(r->ck));
+    if (nd_cfg_number(r->cfg, "num_experts", &ne) && nd_cfg_number(r->cfg, "n_routed_experts", &ne) &&
+        nd_cfg_number(r->cfg, "num_local_experts", &ne))
+        ne = 0; /* no expert count: nothing is sparse */
+    if (dsk) {
+        nd_cfg_number(r->cfg, "first_k_dense_replace", &fkd);
+        if (nd_cfg_number(r->cfg, "moe_layer_freq", &freq) || !(freq >= 1)) freq = 1;
+    }
+    json_t *mol = json_object_get(j, "mlp_only_layers");
+    size_t k;
+    json_t *x;
+    json_array_foreach(mol, k, x)
+        if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) >= (json_int_t)nl)
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: mlp_only_layers[%zu] is not a layer of the %.0f", nd_ckpt_dir(r->ck), k, nl);
+    /* a layer the checkpoint holds no module of (a repro bundle's one stage, a cut checkpoint) is
+     * judged where a stage reads it */
+    for (long L = 0; (qwen || dsk) && ne > 0 && L < (long)nl; L++) {
+        if (!layer_has(r, L, "")) continue;
+        int sparse;
+        if (qwen) {
+            int listed = 0;
+            json_array_foreach(mol, k, x) listed |= json_integer_value(x) == L;
+            sparse = !listed && (L + 1) % (long)step == 0;
+        } else sparse = L >= (long)fkd && L % (long)freq == 0;
+        const int experts = layer_has(r, L, "mlp.experts") || layer_has(r, L, "block_sparse_moe.experts");
+        const int dense = layer_has(r, L, "mlp.down_proj") || layer_has(r, L, "mlp.gate_proj") || layer_has(r, L, "mlp.gate_up_proj");
+        if (sparse ? (!experts && dense) : (experts && !dense))
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: %s makes layer %ld %s, but the checkpoint's layer %ld holds %s: the "
+                           "config does not describe these weights", nd_ckpt_dir(r->ck),
+                           qwen ? "mlp_only_layers / decoder_sparse_step" : "first_k_dense_replace / moe_layer_freq", L,
+                           sparse ? "sparse (routed experts)" : "dense", L, sparse ? "a dense MLP" : "routed experts");
+    }
+    /* DeepSeek-V4: the first num_hash_layers layers route by a token-id table */
+    if (!nd_cfg_number(r->cfg, "num_hash_layers", &hash) && hash >= 0)
+        for (long L = 0; L < (long)nl; L++) {
+            if (!layer_has(r, L, "")) continue;
+            char t1[96];
+            snprintf(t1, sizeof t1, "model.layers.%ld.mlp.gate.tid2eid", L);
+            const int has = nd_ckpt_find(r->ck, t1) || nd_ckpt_find(r->ck, t1 + 6);
+            if (has != (L < (long)hash) && (layer_has(r, L, "mlp.experts") || has))
+                return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: num_hash_layers is %.0f, but the checkpoint's layer %ld %s hash "
+                               "router table (tid2eid): the config does not describe these weights", nd_ckpt_dir(r->ck), hash, L,
+                               has ? "holds a" : "has no");
+        }
+    /* DeepSeek-V4's compressed attention layers hold a compressor, sliding ones none */
+    for (long L = 0; L < r->cfg->n_layer_types && L < (long)nl; L++) {
+        const char *t = r->cfg->layer_types[L];
+        if (!layer_has(r, L, "")) continue;
+        const int comp_type = !strcmp(t, "compressed_sparse_attention") || !strcmp(t, "heavily_compressed_attention");
+        if (!comp_type && strcmp(t, "sliding_attention")) continue;
+        const int comp = layer_has(r, L, "self_attn.compressor") || layer_has(r, L, "attn.compressor");
+        int any = 0; /* the family has compressors at all: in the config's types or in the tensors */
+        for (long M = 0; M < r->cfg->n_layer_types && !any; M++)
+            any = !strcmp(r->cfg->layer_types[M], "compressed_sparse_attention") ||
+                  !strcmp(r->cfg->layer_types[M], "heavily_compressed_attention") || layer_has(r, M, "self_attn.compressor") ||
+                  layer_has(r, M, "attn.compressor");
+        if (any && comp != comp_type)
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: layer_types[%ld] is %s, but the checkpoint's layer %ld %s "
+                           "compressor: the config does not describe these weights", nd_ckpt_dir(r->ck), L, t, L,
+                           comp ? "holds a" : "has no");
+    }
+    return 0;
+}
+
+int nd_run_check_structure(const nd_run *r, nd_err *e) {
+    ND_TRY(check_widths(r, e));
+    return check_layer_kinds(r, e);
+}
