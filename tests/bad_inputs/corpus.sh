@@ -346,7 +346,7 @@ cfg_case hidden golden/conformance/llama/nvfp4 's/"hidden_size": 64,/"hidden_siz
 cfg_case layers golden/conformance/llama/nvfp4 's/"num_hidden_layers": 2,/"num_hidden_layers": 1,/' "num_hidden_layers is 1, but the checkpoint holds model.layers.1."
 cfg_case tie golden/conformance/llama/nvfp4 's/"tie_word_embeddings": false/"tie_word_embeddings": true/' "tie_word_embeddings is true, but lm_head is not model.embed_tokens"
 cfg_case moeisz golden/conformance/qwen3_moe/nvfp4 's/"moe_intermediate_size": 32,/"moe_intermediate_size": 64,/' "moe_intermediate_size is 64, but model.layers.1.mlp.experts.0.down_proj takes inputs 32"
-cfg_case mlponly golden/conformance/qwen3_moe/nvfp4 '/"mlp_only_layers": \[/,/\]/c\  "mlp_only_layers": [0, 1],' "mlp_only_layers lists layer 1, but the checkpoint holds model.layers.1.mlp.experts."
+cfg_case mlponly golden/conformance/qwen3_moe/nvfp4 '/"mlp_only_layers": \[/,/\]/c\  "mlp_only_layers": [0, 1],' "makes layer 1 dense, but the checkpoint's layer 1 holds routed experts"
 cfg_case nshared golden/clean-v4 's/"n_shared_experts": 1,/"n_shared_experts": 3,/' "n_shared_experts 3 x moe_intermediate_size 32 is 96"
 # two config groups naming the same target: vLLM keeps the last one's scheme (FP8 per channel here),
 # which the NVFP4 tensors contradict (round 16)
