@@ -15,6 +15,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fnmatch.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,6 +297,18 @@ static int check_group_size(const char *file, const char *where, const char *alg
     return 0;
 }
 
+/* the group size an embedded ModelOpt config states (top level, or its CT-like config_groups), -1 none */
+static long long mo_group(json_t *q) {
+    if (json_is_integer(get(q, "group_size"))) return json_integer_value(get(q, "group_size"));
+    json_t *g = get(q, "config_groups"), *v;
+    const char *k;
+    if (json_is_object(g)) json_object_foreach(g, k, v) {
+        json_t *w = json_is_object(v) ? get(v, "weights") : NULL;
+        if (json_is_object(w) && json_is_integer(get(w, "group_size"))) return json_integer_value(get(w, "group_size"));
+    }
+    return -1;
+}
+
 /* The "quantization" object of hf_quant_config.json, or an embedded quant_method modelopt config. */
 static int parse_modelopt(json_t *q, const char *file, const char *where, nd_qcfg *c, nd_err *e) {
     c->fmt = ND_CKPT_MODELOPT;
@@ -304,18 +317,9 @@ static int parse_modelopt(json_t *q, const char *file, const char *where, nd_qcf
     snprintf(c->mo_algo, sizeof c->mo_algo, "%s", json_string_value(a));
     ND_TRY(check_mo_algo(file, where, c->mo_algo, e));
     ND_TRY(opt_int(q, "group_size", file, where, &c->mo_group_size, e));
-    if (c->mo_group_size == 0) {
-        /* the embedded (CT-like) form keeps group_size under config_groups.*.weights */
-        json_t *g = get(q, "config_groups"), *v;
-        const char *k;
-        if (json_is_object(g)) json_object_foreach(g, k, v) {
-            json_t *w = json_is_object(v) ? get(v, "weights") : NULL;
-            if (json_is_object(w) && json_is_integer(get(w, "group_size"))) {
-                c->mo_group_size = (int)json_integer_value(get(w, "group_size"));
-                break;
-            }
-        }
-    }
+    /* the embedded (CT-like) form keeps group_size under config_groups.*.weights */
+    const long long g = c->mo_group_size == 0 ? mo_group(q) : -1;
+    if (g != -1) c->mo_group_size = g < INT_MIN || g > INT_MAX ? -1 : (int)g; /* out of int: check_group_size refuses it */
     ND_TRY(check_group_size(file, where, c->mo_algo, c->mo_group_size, e));
     char w2[96];
     snprintf(w2, sizeof w2, "%s.exclude_modules", where);
@@ -423,18 +427,6 @@ static int load_hf_quant(const char *dir, nd_qcfg *c, nd_err *e) {
     }
     json_decref(root);
     return rc;
-}
-
-/* the group size an embedded ModelOpt config states (top level, or its CT-like config_groups), -1 none */
-static long long mo_group(json_t *q) {
-    if (json_is_integer(get(q, "group_size"))) return json_integer_value(get(q, "group_size"));
-    json_t *g = get(q, "config_groups"), *v;
-    const char *k;
-    if (json_is_object(g)) json_object_foreach(g, k, v) {
-        json_t *w = json_is_object(v) ? get(v, "weights") : NULL;
-        if (json_is_object(w) && json_is_integer(get(w, "group_size"))) return json_integer_value(get(w, "group_size"));
-    }
-    return -1;
 }
 
 /* an entry of list a that list b lacks, or NULL */
