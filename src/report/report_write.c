@@ -15,7 +15,8 @@
 /* FNV-1a 64 of the first n bytes of path (n < 0: all): a checksum to recognise an unedited page,
  * not a signature */
 static int page_hash(const char *path, long n, uint64_t *h) {
-    FILE *f = fopen(path, "rb");
+    const char *kind;
+    FILE *f = nd_fopen_regular(path, &kind); /* never blocks on a FIFO put at OUT */
     if (!f) return -1;
     uint64_t x = 0xcbf29ce484222325ull;
     unsigned char buf[65536];
@@ -61,7 +62,8 @@ int nd_report_is_ours(const char *path) {
     if (strncmp(head, "<!DOCTYPE html>", 15) || !strstr(head, "<meta name=\"generator\" content=\"" ND_REPORT_GENERATOR "\">"))
         return 0;
     /* the last line is the checksum of everything before it */
-    FILE *f = fopen(path, "rb");
+    const char *kind;
+    FILE *f = nd_fopen_regular(path, &kind);
     if (!f) return 0;
     char tail[128] = "";
     long size = -1;
