@@ -7,8 +7,9 @@
  *   num_key_value_heads = num_attention_heads; head_dim = hidden_size / num_attention_heads;
  *   moe_intermediate_size = intermediate_size; n_routed_experts = num_local_experts, num_experts or 0;
  *   n_group = topk_group = 1; hc_sinkhorn_iters = 20; hc_eps = rms_norm_eps = 1e-6;
- *   routed_scaling_factor = 1; rope_theta = 10000 (rope_parameters.rope_theta if there);
- *   compress_rope_theta = rope_theta; scoring_func "softmax"; norm_topk_prob 0;
+ *   routed_scaling_factor = 1; rope_theta = 10000 (a non-empty rope_scaling's rope_theta, else
+ *   rope_parameters.rope_theta, if there: parse_rope says why);
+ *   compress_rope_theta = rope_theta (DeepSeek-V4: 160000); scoring_func "softmax"; norm_topk_prob 0;
  *   rope_type "default", factor 1, beta_fast 32, beta_slow 1, mscale 1, mscale_all_dim 0;
  *   YaRN truncate 1 (true), attention_factor 0 (absent: derived from factor and mscale);
  *   every other integer 0 (= the feature is absent: no LoRA, no hyper-connections, ...).
@@ -78,11 +79,22 @@ static int req_int(cfgctx *x, const char *k, int64_t *out) {
     return 0;
 }
 
+/* transformers 5 (RotaryEmbeddingConfigMixin.convert_rope_params_to_dict) takes `rope_scaling or
+ * rope_parameters`: a non-empty rope_scaling replaces rope_parameters whole, and its rope_theta (else
+ * the top-level one) is the theta; transformers 4 reads rope_scaling and the top-level rope_theta. So
+ * a non-empty rope_scaling wins in both, and rope_parameters is read only without one. */
 static int parse_rope(cfgctx *x, nd_model_cfg *c) {
-    json_t *rp = get(x->root, "rope_parameters");
-    const char *rname = "rope_parameters";
+    json_t *rs = get(x->root, "rope_scaling");
+    if (rs && !json_is_object(rs)) return nd_fail(x->e, ND_EXIT_BADINPUT, "%s: key 'rope_scaling' must be an object", x->path);
+    if (rs && json_object_size(rs) == 0) rs = NULL;
+    json_t *rp = rs ? NULL : get(x->root, "rope_parameters");
+    const char *rname = rs ? "rope_scaling" : "rope_parameters";
     if (rp && !json_is_object(rp)) return nd_fail(x->e, ND_EXIT_BADINPUT, "%s: key 'rope_parameters' must be an object", x->path);
-    if (rp) TRY_GET(get_num(x, rp, "rope_theta", "rope_parameters.rope_theta", &c->rope_theta));
+    /* DeepseekV4Config builds {"main": theta rope_theta, "compress": the scaling keys with theta
+     * compress_rope_theta} from a flat dict, so a flat dict's rope_theta is no layer's theta there */
+    const int v4 = !strcmp(c->model_type, "deepseek_v4");
+    if (rs && !v4) TRY_GET(get_num(x, rs, "rope_theta", "rope_scaling.rope_theta", &c->rope_theta));
+    if (rp && !v4) TRY_GET(get_num(x, rp, "rope_theta", "rope_parameters.rope_theta", &c->rope_theta));
     /* transformers' DeepseekV4 nests it: {"main": {rope_theta}, "compress": {rope_theta, yarn keys}} */
     json_t *rmain = rp ? get(rp, "main") : NULL, *rcomp = rp ? get(rp, "compress") : NULL;
     if (rmain && json_is_object(rmain)) TRY_GET(get_num(x, rmain, "rope_theta", "rope_parameters.main.rope_theta", &c->rope_theta));
@@ -91,9 +103,7 @@ static int parse_rope(cfgctx *x, nd_model_cfg *c) {
         rp = rcomp;
         rname = "rope_parameters.compress";
     }
-    json_t *rs = get(x->root, "rope_scaling");
-    if (rs && !json_is_object(rs)) return nd_fail(x->e, ND_EXIT_BADINPUT, "%s: key 'rope_scaling' must be an object", x->path);
-    if (rs) rname = "rope_scaling"; else rs = rp;
+    if (!rs) rs = rp;
     if (!rs) return 0;
     char kk[96];
 #define RK(k) (snprintf(kk, sizeof kk, "%s.%s", rname, k), kk)
@@ -204,9 +214,15 @@ static int parse(cfgctx *x, nd_model_cfg *c) {
     };
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
         TRY_GET(get_num(x, r, nums[i].k, nums[i].k, (double *)((char *)c + nums[i].off)));
+    /* the compressed layers' theta: rope_parameters.compress.rope_theta where the dict is nested
+     * (DeepseekV4Config then drops the rest), else compress_rope_theta, else the class default
+     * (DeepseekV4Config: 160000; no other family has compressed layers) */
+    c->compress_rope_theta = NAN;
     ND_TRY(parse_rope(x, c));
-    c->compress_rope_theta = c->rope_theta;
-    TRY_GET(get_num(x, r, "compress_rope_theta", "compress_rope_theta", &c->compress_rope_theta));
+    if (isnan(c->compress_rope_theta)) {
+        c->compress_rope_theta = !strcmp(c->model_type, "deepseek_v4") ? 160000.0 : c->rope_theta;
+        TRY_GET(get_num(x, r, "compress_rope_theta", "compress_rope_theta", &c->compress_rope_theta));
+    }
     TRY_GET(get_str(x, r, "scoring_func", "scoring_func", c->scoring_func, sizeof c->scoring_func));
     TRY_GET(get_bool(x, r, "norm_topk_prob", &c->norm_topk_prob));
     if (c->num_key_value_heads == 0 || c->num_attention_heads % c->num_key_value_heads)

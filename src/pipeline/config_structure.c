@@ -121,6 +121,8 @@ static int layer_has(const nd_run *r, long L, const char *part) {
  * moe_layer_freq, as transformers builds them; DeepSeek-V4's num_hash_layers (a hash router's
  * tid2eid table in each of the first ones) and its compressed layer types (a compressor). A
  * loader that follows the config builds another model than the tensors hold. */
+static int check_compressed(const nd_run *r, nd_err *e);
+
 static int check_layer_kinds(const nd_run *r, nd_err *e) {
     json_t *j = (json_t *)r->cfg->json;
     double nl = 0, step = 1, fkd = 0, freq = 1, hash = 0, ne = 0;
@@ -162,34 +164,91 @@ static int check_layer_kinds(const nd_run *r, nd_err *e) {
                            qwen ? "mlp_only_layers / decoder_sparse_step" : "first_k_dense_replace / moe_layer_freq", L,
                            sparse ? "sparse (routed experts)" : "dense", L, sparse ? "a dense MLP" : "routed experts");
     }
-    /* DeepSeek-V4: the first num_hash_layers layers route by a token-id table */
-    if (!nd_cfg_number(r->cfg, "num_hash_layers", &hash) && hash >= 0)
+    /* DeepSeek-V4: hash-routed layers (a token-id table) by mlp_layer_types (transformers 5) or the
+     * first num_hash_layers (DeepSeek's config, which transformers folds into mlp_layer_types) */
+    json_t *mlt = json_object_get(j, "mlp_layer_types");
+    const int have_hash = !nd_cfg_number(r->cfg, "num_hash_layers", &hash) && hash >= 0;
+    if (mlt && !json_is_null(mlt)) {
+        if (!json_is_array(mlt) || json_array_size(mlt) != (size_t)nl)
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: mlp_layer_types must list one entry per layer (%.0f): transformers "
+                           "refuses it", nd_ckpt_dir(r->ck), nl);
+        json_array_foreach(mlt, k, x)
+            if (!json_is_string(x) || (strcmp(json_string_value(x), "hash_moe") && strcmp(json_string_value(x), "moe")))
+                return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: mlp_layer_types[%zu] is not hash_moe or moe", nd_ckpt_dir(r->ck), k);
+        json_array_foreach(mlt, k, x)
+            if (have_hash && (!strcmp(json_string_value(x), "hash_moe")) != ((long)k < (long)hash))
+                return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: mlp_layer_types[%zu] is %s but num_hash_layers is %.0f: "
+                               "transformers reads the first, DeepSeek's inference code the second, and they build different "
+                               "routers", nd_ckpt_dir(r->ck), k, json_string_value(x), hash);
+    }
+    if (have_hash || json_is_array(mlt))
         for (long L = 0; L < (long)nl; L++) {
             if (!layer_has(r, L, "")) continue;
             char t1[96];
             snprintf(t1, sizeof t1, "model.layers.%ld.mlp.gate.tid2eid", L);
             const int has = nd_ckpt_find(r->ck, t1) || nd_ckpt_find(r->ck, t1 + 6);
-            if (has != (L < (long)hash) && (layer_has(r, L, "mlp.experts") || has))
-                return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: num_hash_layers is %.0f, but the checkpoint's layer %ld %s hash "
-                               "router table (tid2eid): the config does not describe these weights", nd_ckpt_dir(r->ck), hash, L,
+            const int want = json_is_array(mlt) ? !strcmp(json_string_value(json_array_get(mlt, (size_t)L)), "hash_moe") : L < (long)hash;
+            if (has != want && (layer_has(r, L, "mlp.experts") || has)) {
+                char what[64];
+                if (json_is_array(mlt)) snprintf(what, sizeof what, "mlp_layer_types[%ld] is %s", L, want ? "hash_moe" : "moe");
+                else snprintf(what, sizeof what, "num_hash_layers is %.0f", hash);
+                return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: %s, but the checkpoint's layer %ld %s hash router table "
+                               "(tid2eid): the config does not describe these weights", nd_ckpt_dir(r->ck), what, L,
                                has ? "holds a" : "has no");
+            }
         }
-    /* DeepSeek-V4's compressed attention layers hold a compressor, sliding ones none */
-    for (long L = 0; L < r->cfg->n_layer_types && L < (long)nl; L++) {
-        const char *t = r->cfg->layer_types[L];
+    return check_compressed(r, e);
+}
+
+/* the compress rate layer_types gives a layer: compress_rates[type] (transformers' defaults 4 and 128
+ * when the key is absent), 0 for a sliding layer, -1 for another type */
+static double type_rate(const nd_run *r, const char *t) {
+    if (!strcmp(t, "sliding_attention")) return 0;
+    const int csa = !strcmp(t, "compressed_sparse_attention");
+    if (!csa && strcmp(t, "heavily_compressed_attention")) return -1;
+    char key[96];
+    double v;
+    snprintf(key, sizeof key, "compress_rates.%s", t);
+    return nd_cfg_number(r->cfg, key, &v) ? (csa ? 4 : 128) : v;
+}
+
+/* DeepSeek-V4's attention kinds against the tensors: a compressed layer (CSA or HCA) holds a
+ * compressor, a sliding one none; CSA's compressor carries the Lightning indexer, HCA's none; and
+ * layer_types (what transformers reads) agrees with compress_ratios (what DeepSeek's and vLLM's code
+ * read) where a config has both. */
+static int check_compressed(const nd_run *r, nd_err *e) {
+    const nd_model_cfg *c = r->cfg;
+    const char *dir = nd_ckpt_dir(r->ck);
+    int any = 0; /* the family has compressors at all: in the config or in the tensors */
+    for (long M = 0; M < c->n_layer_types && !any; M++)
+        any = type_rate(r, c->layer_types[M]) > 0 || layer_has(r, M, "self_attn.compressor") || layer_has(r, M, "attn.compressor");
+    for (long M = 0; M < c->n_compress_ratios && !any; M++) any = c->compress_ratios[M] > 0;
+    if (!any) return 0;
+    const long n = c->n_layer_types ? c->n_layer_types : c->n_compress_ratios;
+    for (long L = 0; L < n && L < c->num_hidden_layers; L++) {
         if (!layer_has(r, L, "")) continue;
-        const int comp_type = !strcmp(t, "compressed_sparse_attention") || !strcmp(t, "heavily_compressed_attention");
-        if (!comp_type && strcmp(t, "sliding_attention")) continue;
+        const char *t = c->n_layer_types ? c->layer_types[L] : NULL;
+        const double tr = t ? type_rate(r, t) : -1;
+        if (t && tr < 0) continue; /* a type of another family */
+        if (t && L < c->n_compress_ratios && (double)c->compress_ratios[L] != tr)
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: layer_types[%ld] is %s (compress rate %.0f), but compress_ratios[%ld] "
+                           "is %lld: transformers reads the first, DeepSeek's and vLLM's code the second, and they build different "
+                           "attention", dir, L, t, tr, L, (long long)c->compress_ratios[L]);
+        const double rate = t ? tr : (double)c->compress_ratios[L];
+        char what[96];
+        if (t) snprintf(what, sizeof what, "layer_types[%ld] is %s", L, t);
+        else snprintf(what, sizeof what, "compress_ratios[%ld] is %.0f", L, rate);
         const int comp = layer_has(r, L, "self_attn.compressor") || layer_has(r, L, "attn.compressor");
-        int any = 0; /* the family has compressors at all: in the config's types or in the tensors */
-        for (long M = 0; M < r->cfg->n_layer_types && !any; M++)
-            any = !strcmp(r->cfg->layer_types[M], "compressed_sparse_attention") ||
-                  !strcmp(r->cfg->layer_types[M], "heavily_compressed_attention") || layer_has(r, M, "self_attn.compressor") ||
-                  layer_has(r, M, "attn.compressor");
-        if (any && comp != comp_type)
-            return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: layer_types[%ld] is %s, but the checkpoint's layer %ld %s "
-                           "compressor: the config does not describe these weights", nd_ckpt_dir(r->ck), L, t, L,
-                           comp ? "holds a" : "has no");
+        if (comp != (rate > 0))
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: %s, but the checkpoint's layer %ld %s compressor: the config does "
+                           "not describe these weights", dir, what, L, comp ? "holds a" : "has no");
+        /* the indexer: CSA's (rate 4 in DeepSeek's code, which builds one only there) */
+        const int csa = t ? !strcmp(t, "compressed_sparse_attention") : rate == 4;
+        const int idx = layer_has(r, L, "self_attn.compressor.indexer") || layer_has(r, L, "attn.indexer");
+        if (comp && idx != csa)
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: %s, but the checkpoint's layer %ld %s Lightning indexer (%s): the "
+                           "config does not describe these weights", dir, what, L, idx ? "holds a" : "has no",
+                           csa ? "compressed sparse attention selects through one" : "only compressed sparse attention has one");
     }
     return 0;
 }

@@ -360,7 +360,15 @@ cfg_case sparse-step0 golden/conformance/qwen3_moe/nvfp4 's/"decoder_sparse_step
 cfg_case fkd0 golden/conformance/deepseek_v3/nvfp4 's/"first_k_dense_replace": 1,/"first_k_dense_replace": 0,/' "makes layer 0 sparse (routed experts), but the checkpoint's layer 0 holds a dense MLP"
 cfg_case fkd2 golden/conformance/glm4_moe/nvfp4 's/"first_k_dense_replace": 1,/"first_k_dense_replace": 2,/' "makes layer 1 dense, but the checkpoint's layer 1 holds routed experts"
 cfg_case hash0 golden/clean-v4 's/"num_hash_layers": 1,/"num_hash_layers": 0,/' "num_hash_layers is 0, but the checkpoint's layer 0 holds a hash router table"
-cfg_case csa-both golden/clean-v4 's/"sliding_attention",/"compressed_sparse_attention",/' "layer_types\[0\] is compressed_sparse_attention, but the checkpoint's layer 0 has no compressor"
+cfg_case csa-both golden/clean-v4 's/"sliding_attention",/"compressed_sparse_attention",/; s/^    0,$/    4,/' "layer_types\[0\] is compressed_sparse_attention, but the checkpoint's layer 0 has no compressor"
+# DeepSeek-V4's attention kinds (round 16): HCA holds no Lightning indexer; layer_types (transformers)
+# and compress_ratios (DeepSeek's and vLLM's code) must build the same model; mlp_layer_types
+# (transformers 5) over num_hash_layers
+cfg_case hca-indexer golden/clean-v4 's/"compressed_sparse_attention"$/"heavily_compressed_attention"/; s/^    4$/    8/' "layer_types\[1\] is heavily_compressed_attention, but the checkpoint's layer 1 holds a Lightning indexer"
+cfg_case ratios-types golden/clean-v4 's/^    4$/    128/' "layer_types\[1\] is compressed_sparse_attention (compress rate 4), but compress_ratios\[1\] is 128"
+cfg_case ratios-only golden/clean-v4 '/"layer_types": \[/,/\],/d; s/^    4$/    8/' "compress_ratios\[1\] is 8, but the checkpoint's layer 1 holds a Lightning indexer"
+cfg_case mlptypes golden/clean-v4 's/"num_hash_layers": 1,/"mlp_layer_types": ["moe", "moe"],/' "mlp_layer_types\[0\] is moe, but the checkpoint's layer 0 holds a hash router table"
+cfg_case mlptypes-hash golden/clean-v4 's/"num_hash_layers": 1,/"num_hash_layers": 1, "mlp_layer_types": ["hash_moe", "hash_moe"],/' "mlp_layer_types\[1\] is hash_moe but num_hash_layers is 1"
 cfg_case types3 golden/clean-v4 's/"compressed_sparse_attention"$/"compressed_sparse_attention", "sliding_attention"/' "layer_types has 3 entries for 2 layers"
 cfg_case qlora golden/clean-v4 's/"q_lora_rank": 32,/"q_lora_rank": 64,/' "q_lora_rank is 64, but model.layers.0.self_attn.q_a_proj has rows 32"
 # ModelOpt: config.json's quantization_config against hf_quant_config.json (round 15): vLLM and

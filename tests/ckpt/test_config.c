@@ -101,6 +101,63 @@ static void llama_defaults(const char *dir) {
     nd_ckpt_close(c);
 }
 
+/* Which rope dict transformers reads: `rope_scaling or rope_parameters` (5.x), rope_scaling (4.x) */
+static double rope_of(const char *dir, const char *type, const char *keys, char *rtype, double *factor) {
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "{\"model_type\": \"%s\", \"vocab_size\": 100, \"hidden_size\": 64, \"num_hidden_layers\": 2,"
+             " \"num_attention_heads\": 4, \"intermediate_size\": 128, %s}", type, keys);
+    nd_ckpt *c;
+    nd_err e = {0};
+    double th = -1;
+    CHECK(open_with(dir, cfg, &c, &e) == 0, "%s: %s", keys, e.msg);
+    if (!c) return th;
+    const nd_model_cfg *g = nd_ckpt_config(c);
+    th = g->rope_theta;
+    snprintf(rtype, 32, "%s", g->rope_type);
+    *factor = g->rope_factor;
+    nd_ckpt_close(c);
+    return th;
+}
+
+/* DeepSeek-V4's compressed layers: the nested compress dict's theta, else compress_rope_theta, else
+ * DeepseekV4Config's 160000 */
+static double compress_theta(const char *dir, const char *keys) {
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "{\"model_type\": \"deepseek_v4\", \"vocab_size\": 100, \"hidden_size\": 64, \"num_hidden_layers\": 2,"
+             " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"rope_theta\": 1e4%s}", keys);
+    nd_ckpt *c;
+    nd_err e = {0};
+    double th = -1;
+    CHECK(open_with(dir, cfg, &c, &e) == 0, "%s: %s", keys, e.msg);
+    if (!c) return th;
+    th = nd_ckpt_config(c)->compress_rope_theta;
+    nd_ckpt_close(c);
+    return th;
+}
+
+static void rope_precedence(const char *dir) {
+    CHECK_NEAR(compress_theta(dir, ""), 160000, 0);
+    CHECK_NEAR(compress_theta(dir, ", \"compress_rope_theta\": 4e4"), 4e4, 0);
+    CHECK_NEAR(compress_theta(dir, ", \"compress_rope_theta\": 4e4, \"rope_parameters\": {\"main\": {\"rope_theta\": 1e4},"
+                                   " \"compress\": {\"rope_type\": \"yarn\", \"factor\": 4, \"rope_theta\": 2e5}}"), 2e5, 0);
+    char t[32];
+    double f;
+    /* a non-empty rope_scaling replaces rope_parameters whole: its keys, and the top-level theta */
+    CHECK_NEAR(rope_of(dir, "llama", "\"rope_theta\": 1e4, \"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 2},"
+                       " \"rope_parameters\": {\"rope_type\": \"yarn\", \"factor\": 8, \"rope_theta\": 5e5}", t, &f), 1e4, 0);
+    CHECK(!strcmp(t, "linear") && f == 2, "rope_scaling lost to rope_parameters: %s x%g", t, f);
+    /* its own rope_theta wins over the top-level one (5.x's setdefault) */
+    CHECK_NEAR(rope_of(dir, "llama", "\"rope_theta\": 1e4, \"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 2,"
+                       " \"rope_theta\": 3e5}", t, &f), 3e5, 0);
+    /* an empty rope_scaling is falsy: rope_parameters is read */
+    CHECK_NEAR(rope_of(dir, "llama", "\"rope_scaling\": {}, \"rope_parameters\": {\"rope_type\": \"linear\", \"factor\": 4,"
+                       " \"rope_theta\": 5e5}", t, &f), 5e5, 0);
+    CHECK(!strcmp(t, "linear") && f == 4, "empty rope_scaling hid rope_parameters: %s x%g", t, f);
+    /* DeepSeek-V4: a flat dict's theta is no layer's (main: rope_theta, compress: compress_rope_theta) */
+    CHECK_NEAR(rope_of(dir, "deepseek_v4", "\"rope_theta\": 1e4, \"rope_parameters\": {\"rope_type\": \"yarn\", \"factor\": 16,"
+                       " \"rope_theta\": 5e5}", t, &f), 1e4, 0);
+}
+
 /* Each bad config is exit 2 with a message naming config.json and the key. */
 static void bad(const char *dir, const char *cfg, const char *key) {
     nd_ckpt *c = NULL;
@@ -116,6 +173,7 @@ int main(void) {
     if (fx_tmpdir(dir, sizeof dir, "cfg")) return 1;
     v4(dir);
     llama_defaults(dir);
+    rope_precedence(dir);
     const char *base = "\"model_type\": \"x\", \"vocab_size\": 8, \"num_hidden_layers\": 1, \"num_attention_heads\": 2";
     /* base plus each of these, and the key the message must name */
     static const struct { const char *extra, *key; } cases[] = {
