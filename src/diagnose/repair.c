@@ -39,11 +39,18 @@ static void set_weight(nd_repair *r, const nd_stage_info *in, double old_div, do
 
 static int usable(double v) { return isfinite(v) && v > 0; }
 
-/* the stored weight divisor is 2688 / amax of the original weight (within 0.5%), the module's own
- * or its fused group's (a writer that gives the shards one global calibrates it to their largest) */
-static int maps(double div, double amax) { return usable(amax) && usable(div) && fabs(div * amax / 2688.0 - 1) < 5e-3; }
+/* the stored weight divisor is C / amax of the original weight (within 0.5%), the module's own or
+ * its fused group's (a writer that gives the shards one global calibrates it to their largest):
+ * C = 6 x 448 = 2688, or 6 x 256 = 1536 for Four Over Six (ModelOpt's NVFP4_FOUR_OVER_SIX_CFG,
+ * TransformerEngine's 4over6: 256 leaves room for the block scale of a block mapped to 4, 1.5 x) */
+#define FOS_CEIL 1536.0
+static int maps_c(double div, double amax, double c) { return usable(amax) && usable(div) && fabs(div * amax / c - 1) < 5e-3; }
+static int maps(double div, double amax) { return maps_c(div, amax, 2688.0) || maps_c(div, amax, FOS_CEIL); }
 static int global_maps_amax(const nd_stage_info *in) {
     return maps(in->weight_div, in->orig_amax) || maps(in->weight_div, in->group_orig_amax);
+}
+static int global_is_fos(const nd_stage_info *in) {
+    return maps_c(in->weight_div, in->orig_amax, FOS_CEIL) || maps_c(in->weight_div, in->group_orig_amax, FOS_CEIL);
 }
 
 /* k in 1..8 when the fit wants the divisor 2^k smaller (within 2%) and the largest stored block
@@ -56,6 +63,11 @@ static int exponent_shift(const nd_stage_info *in) {
     const int kr = (int)lround(k);
     if (kr < 1 || kr > 8 || fabs(k - kr) > 0.03) return 0;
     if (in->sf_max == ldexp(448.0, -kr)) return kr;
+    /* Four Over Six: the block of the largest amax is scaled to 256 (mapped to 6) or 384 (to 4), and
+     * no block goes past 384, so a healthy weight's largest scale lies in [256, 384] (half an E4M3
+     * step either side); k too low puts it at or below 192 */
+    const double up = ldexp(in->sf_max, kr);
+    if (global_is_fos(in) && up >= 256.0 * (1 - 1.0 / 32) && up <= 384.0 * (1 + 1.0 / 32)) return kr;
     if (!usable(in->orig_amax)) return 0;
     const double want = nd_e4m3_round_mag((float)fmin(in->orig_amax / 6.0 * in->weight_div, 448.0));
     return usable(want) && fabs(log2(ldexp(in->sf_max, kr) / want)) < 0.06 ? kr : 0;
@@ -63,9 +75,10 @@ static int exponent_shift(const nd_stage_info *in) {
 
 static void shift_repair(nd_repair *r, const nd_stage_info *in, int k) {
     snprintf(r->ovr[r->n_ovr++], sizeof r->ovr[0], "%s.scale_exponent_shift=%d", in->module, k);
-    const char *g = maps(in->weight_div, in->orig_amax)         ? "= 2688/amax of the original"
-                    : maps(in->weight_div, in->group_orig_amax) ? "= 2688/amax of the fused group's originals"
-                                                                : "!= 2688/amax of the original";
+    const char *g = maps_c(in->weight_div, in->orig_amax, 2688.0)         ? "= 2688/amax of the original"
+                    : maps_c(in->weight_div, in->group_orig_amax, 2688.0) ? "= 2688/amax of the fused group's originals"
+                    : global_is_fos(in) ? "= 1536/amax of the original (Four Over Six)"
+                                        : "!= 2688/amax of the original";
     snprintf(r->what, sizeof r->what, "%s's block scales read x 2^%d (max %.6g x 2^%d = %.6g, what calibration gives its largest "
              "block under the stored global; global %s)", in->module, k, in->sf_max, k, ldexp(in->sf_max, k), g);
 }

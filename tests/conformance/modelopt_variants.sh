@@ -7,7 +7,7 @@
 # the scheme and finds nothing (no global_misfit from the 448/6 block-scale ceiling, no
 # scale_convention from the FP8 input scale), trace exits 0, and planted faults are named at their
 # stage and cleared by the printed next command (the seed bug in ModelOpt's convention; on W4A8 the
-# FP8 input scale stored as its reciprocal). Block-scale faults are refused on 32-blocks. And
+# FP8 input scale stored as its reciprocal), and modelopt_fos (Four Over Six). Block-scale faults are refused on 32-blocks. And
 # modelopt_awq (NVFP4_AWQ: pre_quant_scale per linear, the input times it before the quantizer).
 #   usage: modelopt_variants.sh NVFP4DBG SOURCE_ROOT
 set -u
@@ -26,7 +26,15 @@ done <<'LIST'
 w4a8 8 32 W4A8 g32
 w4a16 16 16 W4A16 g16
 awq 4 16 W4A4 g16 awq
+fos 4 16 W4A4 g16
 LIST
+# Four Over Six (NVFP4_FOUR_OVER_SIX_CFG, modelopt_fos): ordinary NVFP4 files with a global of
+# amax/(6 x 256) and block scales up to 384; an exponent shift is told from a wrong global by the
+# 4/6 ceiling (the largest block scale in [256, 384] once read 2^k larger)
+check llama modelopt_fos layers.0.self_attn.q_proj layers.0.self_attn.q_proj input-scale-inverted scale_inverted
+check llama modelopt_fos layers.1.mlp.down_proj layers.1.mlp.down_proj weight-mul=4 weight_global_mismatch
+check llama modelopt_fos layers.1.mlp.down_proj layers.1.mlp.down_proj scale-exponent-shift=2 scale_encoding_mismatch
+check llama modelopt_fos layers.0.mlp.gate_proj layers.0.mlp.gate_proj scale-exponent-shift=1 scale_encoding_mismatch
 check llama modelopt_w4a8 layers.1.self_attn.o_proj layers.1.self_attn.o_proj input-scale-inverted scale_inverted
 check llama modelopt_w4a8 layers.0.mlp.down_proj layers.0.mlp.down_proj weight-mul=4 weight_global_mismatch
 check llama modelopt_w4a16 layers.1.mlp.down_proj layers.1.mlp.down_proj weight-mul=4 weight_global_mismatch

@@ -10,6 +10,13 @@ forward_record) of the BF16 model whose quantized linears compute what the engin
         with the static input_scale (sat(x / input_scale)), times the NVFP4 weight decoded from its
         32-element E4M3 block scales and weight_scale_2, accumulated in FP32, output BF16.
   w4a16 (W4A16_NVFP4_CFG): the NVFP4 weight decoded the same way (16-blocks) times the BF16 input.
+  fos   (NVFP4_FOUR_OVER_SIX_CFG, ModelOpt 0.46+): weights by Four Over Six (MSE choice per block
+        between mapping its amax to 6 or to 4, weight_scale_2 = amax/(6*256), block scales up to
+        384), activations standard NVFP4 (input_scale = amax/2688); ModelOpt's MSE calibration calls a
+        Triton kernel, given here in torch (cpu_static_blockwise_fp4_fake_quant). The checkpoint carries no
+        marker: it is ordinary NVFP4 with other numbers. Written: reference_fos.safetensors, the
+        BF16 model with the exported weights decoded into it (the reference path's semantics, as
+        reference_awq's).
 The decoding here is written from ModelOpt's export (not from nvfp4dbg): codes e2m1, element 2j in the
 low nibble; weight = e2m1 * e4m3(weight_scale[block]) * weight_scale_2.
 
@@ -45,7 +52,10 @@ from safetensors.torch import load_file, save_file  # noqa: E402
 import make_fixtures as mf  # noqa: E402
 
 E2M1 = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0])
-VARIANTS = {"w4a8": ("W4A8_NVFP4_FP8_CFG", 32, True), "w4a16": ("W4A16_NVFP4_CFG", 16, False)}
+# variant: (ModelOpt preset, weight block, FP8 activations, the forward written and its file)
+VARIANTS = {"w4a8": ("W4A8_NVFP4_FP8_CFG", 32, True, "production_w4a8"),
+            "w4a16": ("W4A16_NVFP4_CFG", 16, False, "production_w4a16"),
+            "fos": ("NVFP4_FOUR_OVER_SIX_CFG", 16, False, "reference_fos")}
 
 
 def decode(t, prefix, block):
@@ -74,6 +84,59 @@ def production_forward(bf16_dir, out_dir, block, fp8_act):
                 xf = (xf / s).clamp(-448.0, 448.0).to(torch.float8_e4m3fn).float() * s
             return (xf @ w.t()).to(torch.bfloat16)
         mod.forward = fwd
+    return mf.forward_record(model)
+
+
+def cpu_static_blockwise_fp4_fake_quant(x, amax, global_amax=None, quantize_block_scales=True,
+                                        fp8_max_for_normalization=448.0, out_dtype=None):
+    """ModelOpt's Triton static_blockwise_fp4_fake_quant (kernels/quantization/gemm/fp4_kernel.py) in torch
+    for the CPU: its own compute_fp4_scales, then nvfp4_scalar_quant's decision boundaries (common/
+    nvfp4_quant.py: <= 0.25, < 0.75, <= 1.25, < 1.75, <= 2.5, < 3.5, <= 5.0) and its zero/NaN/Inf scale rule.
+    ModelOpt 0.47's MSE calibration (Four Over Six's 4-or-6 choice per block) calls only this kernel."""
+    from modelopt.torch.kernels.quantization.gemm.fp4_kernel import compute_fp4_scales
+    shape, nb = x.shape, amax.numel()
+    scale = compute_fp4_scales(amax, global_amax, quantize_block_scales, fp8_max_for_normalization).reshape(nb, 1)
+    xf = x.contiguous().float().reshape(nb, -1)
+    bad = (scale == 0) | scale.isnan() | scale.isinf()
+    safe = torch.where(bad, torch.ones_like(scale), scale)
+    a = xf.abs() / safe
+    q = torch.where(a <= 0.25, 0.0, torch.where(a < 0.75, 0.5, torch.where(a <= 1.25, 1.0, torch.where(
+        a < 1.75, 1.5, torch.where(a <= 2.5, 2.0, torch.where(a < 3.5, 3.0, torch.where(a <= 5.0, 4.0, 6.0)))))))
+    y = torch.where(xf >= 0, q * safe, -(q * safe))
+    y = torch.where(scale == 0, torch.zeros_like(y), y)
+    return y.reshape(shape).to(out_dtype or x.dtype)
+
+
+def use_cpu_fp4_kernel():
+    """Hand ModelOpt the CPU stand-in where it would call Triton (tensor_quant.py checks IS_AVAILABLE)."""
+    import modelopt.torch.kernels.quantization.gemm as gemm
+    gemm.IS_AVAILABLE = True
+    gemm.static_blockwise_fp4_fake_quant = cpu_static_blockwise_fp4_fake_quant
+
+
+def decode_div(t, prefix, block):
+    """The weight as vLLM's NVFP4 emulation reads a ModelOpt checkpoint (and nvfp4dbg, which keeps the
+    divisor convention): e2m1 * (e4m3(weight_scale) / (1 / weight_scale_2)). decode()'s e2m1 * e4m3 *
+    weight_scale_2 is the same number up to FP32 rounding; on modelopt_fos that rounding flips the BF16
+    rounding of 599 of 73728 weights, which moves transformers' layer 0 by rel L2 7e-3."""
+    codes = t[prefix + ".weight"]
+    lo, hi = (codes & 0xF).long(), (codes >> 4).long()
+    vals = torch.stack([E2M1[lo], E2M1[hi]], dim=-1).reshape(codes.shape[0], -1)
+    sf = t[prefix + ".weight_scale"].float().repeat_interleave(block, dim=1)
+    return vals * (sf / (1.0 / t[prefix + ".weight_scale_2"].float()))
+
+
+@torch.no_grad()
+def reference_forward(bf16_dir, out_dir, block):
+    """The reference path's semantics, as transformers runs a decompressed checkpoint: each quantized
+    linear's weight decoded (decode_div) and stored in BF16, the model's own BF16 forward."""
+    import transformers
+    t = load_file(os.path.join(out_dir, "model.safetensors"))
+    model = transformers.AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16,
+                                                              attn_implementation="eager").eval()
+    for name, mod in model.named_modules():
+        if isinstance(mod, torch.nn.Linear) and name + ".weight_scale_2" in t:
+            mod.weight.copy_(decode_div(t, name, block).to(torch.bfloat16))
     return mf.forward_record(model)
 
 
@@ -200,7 +263,7 @@ def make_awq(base, bf16_dir, rows):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "..", "golden", "conformance"))
-    ap.add_argument("--only", choices=["awq"], help="remake only the AWQ variant")
+    ap.add_argument("--only", choices=["awq"] + list(VARIANTS), help="remake only this variant")
     args = ap.parse_args()
     import modelopt.torch.quantization as mtq
     from modelopt.torch.export import export_hf_checkpoint
@@ -210,10 +273,14 @@ def main():
     rows = mf.calib_dataset()["input_ids"]
     notes = {}
     path = os.path.join(base, "modelopt_variants.json")
-    if args.only == "awq" and os.path.exists(path):
+    if args.only and os.path.exists(path):
         notes = json.load(open(path))
-    for v, (cfg_name, block, fp8_act) in ({} if args.only == "awq" else VARIANTS).items():
+    for v, (cfg_name, block, fp8_act, rec_name) in VARIANTS.items():
+        if args.only and args.only != v:
+            continue
         torch.manual_seed(mf.SEED)
+        if v == "fos":
+            use_cpu_fp4_kernel()
         model = transformers.AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16,
                                                                   attn_implementation="eager").eval()
 
@@ -223,13 +290,18 @@ def main():
         model = mtq.quantize(model, copy.deepcopy(getattr(mtq, cfg_name)), loop)
         out_dir = os.path.join(base, "modelopt_" + v)
         export_hf_checkpoint(model, export_dir=out_dir)
-        rec = production_forward(bf16_dir, out_dir, block, fp8_act)
-        save_file(rec, os.path.join(base, f"production_{v}.safetensors"))
+        rec = (production_forward(bf16_dir, out_dir, block, fp8_act) if rec_name.startswith("production")
+               else reference_forward(bf16_dir, out_dir, block))
+        save_file(rec, os.path.join(base, rec_name + ".safetensors"))
         notes[v] = {"made_by": f"modelopt.torch.quantization.quantize(model, {cfg_name}, forward_loop over the "
                                "calibration ids); modelopt.torch.export.export_hf_checkpoint",
-                    "production": "TensorRT-LLM's math re-implemented on the exported tensors (this file's docstring)",
+                    "production" if rec_name.startswith("production") else "reference": "the docstring's forward of the exported tensors: " + rec_name,
                     "hf_quant_config": json.load(open(os.path.join(out_dir, "hf_quant_config.json")))["quantization"]}
-    notes["awq"] = make_awq(base, bf16_dir, rows)
+        if v == "fos":
+            notes[v]["made_by"] += (" (on the CPU: ModelOpt's Triton static_blockwise_fp4_fake_quant, the only kernel its MSE "
+                                    "calibration calls, given in torch as cpu_static_blockwise_fp4_fake_quant)")
+    if not args.only or args.only == "awq":
+        notes["awq"] = make_awq(base, bf16_dir, rows)
     notes["versions"] = mf.versions(packages=("torch", "transformers", "nvidia-modelopt", "safetensors"))
     with open(path, "w") as f:
         json.dump(notes, f, indent=2, sort_keys=True)
