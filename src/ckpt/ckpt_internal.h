@@ -66,6 +66,7 @@ typedef struct nd_qcfg {
     nd_mo_layer *layers;
     size_t n_layers;
     char producer[64];
+    char producer_version[32]; /* ModelOpt's producer.version ("0.42.0"), "" when absent */
     /* DeepSeek native FP8 */
     int fp8_block_n, fp8_block_k;
     char fp8_scale_fmt[16];

@@ -41,6 +41,19 @@ static int read_algo(json_t *a, const char *file, const char *key, nd_kv_config 
     return 0;
 }
 
+/* ModelOpt's version from producer.version: 1 for a release before 0.43 ("0.42.0", "0.41.1"); a
+ * 0.43 pre-release or anything unparsable counts as 0.43 or later (the scales read as raw) */
+static int modelopt_before_043(const char *v) {
+    unsigned major, minor;
+    return sscanf(v, "%u.%u", &major, &minor) == 2 && (major == 0 && minor < 43);
+}
+
+static void producer_semantics(const nd_ckpt *c, nd_kv_config *out) {
+    if (strcmp(c->q.producer, "modelopt") || !c->q.producer_version[0]) return;
+    snprintf(out->producer, sizeof out->producer, "modelopt %s", c->q.producer_version);
+    if (out->fp8 && modelopt_before_043(c->q.producer_version)) out->min_scale = 1.0;
+}
+
 int nd_ckpt_kv_config(const nd_ckpt *c, nd_kv_config *out, nd_err *e) {
     memset(out, 0, sizeof *out);
     char path[4096];
@@ -48,7 +61,10 @@ int nd_ckpt_kv_config(const nd_ckpt *c, nd_kv_config *out, nd_err *e) {
     json_t *q = get(c->cfg.json, "quantization_config");
     ND_TRY(read_scheme(get(q, "kv_cache_scheme"), path, "quantization_config.kv_cache_scheme", out, e));
     ND_TRY(read_algo(get(q, "kv_cache_quant_algo"), path, "quantization_config.kv_cache_quant_algo", out, e));
-    if (strcmp(c->q.source, "hf_quant_config.json")) return 0;
+    if (strcmp(c->q.source, "hf_quant_config.json")) {
+        producer_semantics(c, out);
+        return 0;
+    }
     /* hf_quant_config.json wins, as its other ModelOpt fields do (quant_config.c validated it) */
     snprintf(path, sizeof path, "%s/hf_quant_config.json", c->dir);
     json_error_t jerr;
@@ -61,6 +77,7 @@ int nd_ckpt_kv_config(const nd_ckpt *c, nd_kv_config *out, nd_err *e) {
         rc = read_algo(get(qq, "kv_cache_quant_algo"), path, "quantization.kv_cache_quant_algo", out, e);
     }
     json_decref(root);
+    if (!rc) producer_semantics(c, out);
     return rc;
 }
 

@@ -27,6 +27,11 @@ typedef struct nd_kv_config {
     int fp8;                /* ... and it is FP8 (E4M3) with per-tensor scales */
     char source[96];        /* the key that says so ("config.json quantization_config.kv_cache_scheme") */
     char what[96];          /* what it says ("float 8-bit tensor static", "FP8") */
+    /* the smallest scale the producer writes: 1.0 for ModelOpt before 0.43, which exported FP8 KV
+     * scales as max(amax / 448, 1) (its CHANGELOG 0.43; PR #1012 removed the clamp), else 0. A
+     * calibrated scale is then max(amax / 448, min_scale). */
+    double min_scale;
+    char producer[48];      /* "modelopt 0.42.0" where the checkpoint says, else "" */
 } nd_kv_config;
 
 typedef struct nd_kv_scales {

@@ -350,6 +350,8 @@ static int parse_modelopt(json_t *q, const char *file, const char *where, nd_qcf
     json_t *p = get(q, "producer");
     if (json_is_object(p) && json_is_string(get(p, "name")))
         snprintf(c->producer, sizeof c->producer, "%s", json_string_value(get(p, "name")));
+    if (json_is_object(p) && json_is_string(get(p, "version")))
+        snprintf(c->producer_version, sizeof c->producer_version, "%s", json_string_value(get(p, "version")));
     return 0;
 }
 
@@ -424,6 +426,8 @@ static int load_hf_quant(const char *dir, nd_qcfg *c, nd_err *e) {
         json_t *p = get(root, "producer");
         if (!rc && json_is_object(p) && json_is_string(get(p, "name")))
             snprintf(c->producer, sizeof c->producer, "%s", json_string_value(get(p, "name")));
+        if (!rc && json_is_object(p) && json_is_string(get(p, "version")))
+            snprintf(c->producer_version, sizeof c->producer_version, "%s", json_string_value(get(p, "version")));
     }
     json_decref(root);
     return rc;

@@ -28,8 +28,9 @@ json_t *nd_inspect_kv_json(const nd_ckpt *c) {
                                                 "v_scale", scale_json(s.v), "q_scale", scale_json(s.q),
                                                 "prob_scale", scale_json(s.prob)));
     }
-    return json_pack("{s:b, s:b, s:s, s:s, s:b, s:o}", "announced", kc.announced, "fp8", kc.fp8, "source", kc.source,
-                     "scheme", kc.what, "latent", nd_ckpt_kv_latent(c), "layers", layers);
+    return json_pack("{s:b, s:b, s:s, s:s, s:b, s:s, s:f, s:o}", "announced", kc.announced, "fp8", kc.fp8, "source", kc.source,
+                     "scheme", kc.what, "latent", nd_ckpt_kv_latent(c), "producer", kc.producer, "min_scale", kc.min_scale,
+                     "layers", layers);
 }
 
 void nd_inspect_kv_print(const nd_ckpt *c) {
@@ -55,4 +56,7 @@ void nd_inspect_kv_print(const nd_ckpt *c) {
            kc.announced ? (kc.fp8 ? "FP8 per-tensor" : "quantized (not FP8 per-tensor)") : "no quantized KV cache announced",
            kc.announced ? " (" : "", kc.announced ? kc.source : "", kc.announced ? ")" : "", (long long)with, (long long)L,
            nd_ckpt_kv_latent(c) ? " (MLA: the latent row cached with k_scale alone)" : "");
+    if (kc.min_scale > 0)
+        printf("kv cache    written by %s: before 0.43 ModelOpt stored max(amax/448, 1), so a scale of 1 means amax <= 448 "
+               "(calibrated scales are judged the same way)\n", kc.producer);
 }

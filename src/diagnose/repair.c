@@ -99,7 +99,7 @@ static int kv_repairs(const nd_row *row, const nd_stage_info *in, nd_repair *out
     for (int i = 0; i < in->kv_n && i < 2; i++) {
         const double s = in->kv_scale[i], amax = in->kv_amax[i];
         if (!usable(amax)) continue;
-        const double cal = amax / 448.0;
+        const double cal = fmax(amax / 448.0, in->kv_min_scale); /* as the producer calibrates it */
         if (usable(s) && s / cal < 4 && cal / s < 4) continue;
         const char *cause = !usable(s) ? "nonfinite_scale" : s < cal ? "scale_saturation" : "scale_underflow";
         if (!r && !(r = add(out, &n, cap, "kv_scale_calibrated", cause))) break;
@@ -107,8 +107,8 @@ static int kv_repairs(const nd_row *row, const nd_stage_info *in, nd_repair *out
         char v[32];
         snprintf(v, sizeof v, in->kv_scale_present[i] ? "%.6g" : "(absent: 1.0)", s);
         size_t len = strlen(r->what);
-        snprintf(r->what + len, sizeof r->what - len, "%s%s %s -> %.6g (amax %.4g / 448)", len ? ", " : "",
-                 strrchr(in->kv_scale_name[i], '.') + 1, v, cal, amax);
+        snprintf(r->what + len, sizeof r->what - len, "%s%s %s -> %.6g (amax %.4g / 448%s)", len ? ", " : "",
+                 strrchr(in->kv_scale_name[i], '.') + 1, v, cal, amax, in->kv_min_scale > 0 ? ", at least 1 as ModelOpt < 0.43 wrote it" : "");
     }
     return n;
 }

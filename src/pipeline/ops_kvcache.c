@@ -26,6 +26,7 @@
 typedef struct kv_plan {
     int n, use, latent;
     float s[2], w[2], rd[2];          /* scale used (after overrides), write divisor, read factor */
+    double min_scale;                 /* the producer's smallest scale (nd_kv_config): 1 for ModelOpt < 0.43 */
     int present[2];
     char name[2][320];                /* checkpoint tensor of each scale (the format's own name when absent) */
 } kv_plan;
@@ -40,6 +41,9 @@ static int plan(nd_opctx *c, kv_plan *p, nd_err *e) {
     nd_kv_scales ks;
     nd_ckpt_kv_scales(r->ck, c->st->module, &ks);
     const int mo = nd_ckpt_format(r->ck) == ND_CKPT_MODELOPT;
+    nd_kv_config kc;
+    ND_TRY(nd_ckpt_kv_config(r->ck, &kc, e));
+    p->min_scale = kc.min_scale;
     p->use = nd_stack_kv_scales(&r->stack, c->st->name);
     for (int i = 0; i < p->n; i++) {
         const int is_k = p->latent || i == 0;
@@ -161,9 +165,10 @@ int nd_op_kv_cache(nd_opctx *c, nd_err *e) {
     nd_buf *fl[2] = {0}, *ref_cat = NULL, *flc = NULL;
     int rc = host_figures(r, c->in_ref, p.n, p.w, amax, &fig.in_nonfinite, &fig.sat_frac, e);
     if (!rc && p.latent && p.n == 2) amax[0] = amax[1] = fmax(amax[0], amax[1]);
-    /* the floor: the same cache, each tensor with its own calibrated scale */
+    /* the floor: the same cache, each tensor with its own calibrated scale (as its producer
+     * calibrates: ModelOpt before 0.43 clamped it to 1 and more) */
     float cal[2];
-    for (int i = 0; i < p.n; i++) cal[i] = amax[i] > 0 ? (float)(amax[i] / ND_E4M3_MAX) : 1.0f;
+    for (int i = 0; i < p.n; i++) cal[i] = amax[i] > 0 ? (float)fmax(amax[i] / ND_E4M3_MAX, p.min_scale) : 1.0f;
     if (!rc) rc = through_cache(r, c->in_ref, p.n, cal, cal, fl, e);
     if (!rc && !(ref_cat = side_by_side(r, c->out_ref, p.n, e))) rc = e->code;
     if (!rc && !(flc = side_by_side(r, fl, p.n, e))) rc = e->code;
@@ -189,6 +194,7 @@ int nd_op_kv_cache(nd_opctx *c, nd_err *e) {
         in->kv_cache = 1;
         in->kv_scales = p.use;
         in->kv_n = p.latent ? 1 : p.n;
+        in->kv_min_scale = p.min_scale;
         for (int i = 0; i < in->kv_n; i++) {
             snprintf(in->kv_scale_name[i], sizeof in->kv_scale_name[i], "%s", p.name[i]);
             in->kv_scale[i] = p.s[i];

@@ -74,7 +74,8 @@ typedef struct nd_stage_info {
     double kv_scale[2];             /* the values used (1.0 for an absent one, as the stacks default it) */
     int kv_scale_present[2];        /* the checkpoint holds the tensor */
     double kv_amax[2];              /* amax of the reference K and V (latent: of the row): the calibrated
-                                     * scale is amax / 448 */
+                                     * scale is max(amax / 448, kv_min_scale) */
+    double kv_min_scale;            /* nd_kv_config.min_scale: 1 for ModelOpt < 0.43's clamped scales */
     char module[256];               /* checkpoint module path ("model.layers.0.self_attn.q_a_proj") */
     int modelopt;                   /* 1: ModelOpt names and meaning (input_scale, weight_scale_2) */
     int nvfp4_w4a4;                 /* the production path quantizes activations to NVFP4 */

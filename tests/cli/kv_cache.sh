@@ -122,6 +122,28 @@ for fam in llama deepseek_v3; do
   done
 done
 
+# producer-version semantics (issue 33): ModelOpt before 0.43 wrote FP8 KV scales as max(amax/448, 1)
+# (CHANGELOG 0.43, PR #1012), so its calibrated scale, the floor the cache row is judged against and
+# the calibrated-scale repair, is at least 1; 0.43 and later store amax/448 raw
+floor_of() { row_field layers.0.self_attn.kv_cache floor_sqnr_db "$1"; }
+trace "$tmp/p47.json" "$tmp/llama-modelopt" --stack vllm-fp8kv; f47=$(floor_of "$tmp/p47.json")
+cp -r "$tmp/llama-modelopt" "$tmp/mo042"
+sed -i 's/"version": "0.47.0"/"version": "0.42.0"/' "$tmp/mo042/hf_quant_config.json"
+"$bin" inspect "$tmp/mo042" >"$tmp/p.txt"; "$bin" inspect "$tmp/mo042" --json >"$tmp/p.json"
+ok "ModelOpt 0.42: inspect says its scales are clamped at 1" \
+   'grep -q "written by modelopt 0.42.0: before 0.43" "$tmp/p.txt" && grep -q "\"min_scale\": 1" "$tmp/p.json"'
+"$bin" inspect "$tmp/llama-modelopt" --json >"$tmp/p.json"
+ok "ModelOpt 0.47: no clamp" 'grep -q "\"min_scale\": 0" "$tmp/p.json" && grep -q "\"producer\": \"modelopt 0.47.0\"" "$tmp/p.json"'
+trace "$tmp/p42.json" "$tmp/mo042" --stack vllm-fp8kv; f42=$(floor_of "$tmp/p42.json")
+# (E4M3 keeps its relative precision at scale 1 unless values fall to its subnormals: the two floors
+# differ, by little on this model)
+ok "ModelOpt 0.42: exit $rc; the cache's floor is computed with scales of at least 1 ($f42 dB, 0.47: $f47 dB)" \
+   "[ $rc -eq 0 ] && awk -v a='$f42' -v b='$f47' 'BEGIN { exit !(a > 0 && b > 0 && a != b) }'"
+"$bin" synth "$tmp/mo042-inv" --from "$tmp/mo042" --inject kv-scale-inverted@layers.0.self_attn >/dev/null 2>&1
+trace "$tmp/p42i.json" "$tmp/mo042-inv" --stack vllm-fp8kv
+ok "ModelOpt 0.42, inverted scale: the calibrated repair sets it to 1 (exit $rc)" \
+   '[ $rc -eq 1 ] && grep -q "at least 1 as ModelOpt < 0.43 wrote it" "$tmp/p42i.json"'
+
 # present but not announced: the ModelOpt Llama with kv_cache_quant_algo null
 cp -r "$tmp/llama-modelopt" "$tmp/orphan"
 sed -i 's/"kv_cache_quant_algo": "FP8"/"kv_cache_quant_algo": null/' "$tmp/orphan/hf_quant_config.json"
