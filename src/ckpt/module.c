@@ -211,6 +211,14 @@ static int module_bind(const nd_ckpt *c, const char *path, nd_module *m, nd_err 
     bind b = { c, path, e };
     const nd_tview *wp = tens(&b, "weight_packed"), *w = tens(&b, "weight");
     int rc;
+    /* ModelOpt's microscaling algorithms (E8M0 scales per 32 in U8 tensors): refused by name rather than
+     * read as NVFP4 or FP8 and refused for a dtype (issue 33 lists them; not replayed yet) */
+    const char *algo = "";
+    if (w && c->q.fmt == ND_CKPT_MODELOPT && nd_qcfg_nvfp4_algo_conflict(&c->q, path, &algo) &&
+        (!strncmp(algo, "MX", 2) || !strcmp(algo, "W4A8_MXFP4_FP8")))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: %s is quantized with ModelOpt's %s (%s config), a microscaling scheme (E8M0 "
+                       "block scales per 32) this version does not replay yet", nd_ckpt_dir(c), path, algo,
+                       c->q.source[0] ? c->q.source : "config.json");
     if (wp) {
         /* compressed-tensors mxfp4-pack-quantized: weight_packed + U8 E8M0 exponents per 32 */
         const nd_tview *ws = tens(&b, "weight_scale");
