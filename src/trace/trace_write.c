@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,6 +32,7 @@ struct nd_trace_w {
     char *path;     /* the target, named in messages */
     char *inprog;   /* "<target>.incomplete", renamed onto the target when the run ends */
     int failed;     /* a write failed (full disk, file-size limit): the file is not renamed */
+    int lockfd;     /* holds flock(LOCK_EX) on the .incomplete while the run lives (clear_stale) */
 };
 
 int nd_trace_incomplete_path(const char *out, char *buf, size_t cap) {
@@ -78,8 +80,18 @@ static int clear_stale(const char *inprog, const char *path, nd_err *e) {
     if (!ours)
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: exists and is not a trace that an earlier run left unfinished; the trace of %s "
                        "is written there while it runs: move it away", inprog, path);
-    if (unlink(inprog) != 0) return nd_fail(e, nd_io_exit(errno), "%s: cannot remove the unfinished trace of an earlier run: %s%s",
-                                            inprog, strerror(errno), nd_io_hint(errno));
+    /* a run still writing it holds a lock on it: that file is not stale, and taking it over would
+     * lose that run's rows and let two runs rename onto one target */
+    int fd = open(inprog, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+        close(fd);
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: a trace run to %s is writing it right now; wait for that run to end or "
+                       "give this one another --out", inprog, path);
+    }
+    const int gone = unlink(inprog) != 0 ? errno : 0;
+    if (fd >= 0) close(fd);
+    if (gone && gone != ENOENT) return nd_fail(e, nd_io_exit(gone), "%s: cannot remove the unfinished trace of an earlier run: %s%s",
+                                               inprog, strerror(gone), nd_io_hint(gone));
     return 0;
 }
 
@@ -205,6 +217,7 @@ int nd_trace_create(const char *path, const nd_trace_meta *meta, const int64_t *
         return nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", path);
     }
     w->f = w->stages = w->rowtype = w->tensors = w->routing = w->summary = w->gcpl = -1;
+    w->lockfd = -1;
     /* never replace something that is not a regular file (a link, a FIFO, a device, a folder) */
     struct stat st;
     if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
@@ -255,6 +268,14 @@ int nd_trace_create(const char *path, const nd_trace_meta *meta, const int64_t *
         rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot write the trace file");
         goto fail;
     }
+    /* the lock that tells a second run to the same target this file is live; taken before the
+     * file has its .incomplete name, so no run ever sees that name unlocked while this one lives.
+     * HDF5 drops its own lock when SWMR writing starts; a build that kept it would refuse ours, and
+     * then the run goes on without one (as on a file system without flock) */
+    if ((w->lockfd = open(tmp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) >= 0 && flock(w->lockfd, LOCK_EX | LOCK_NB) != 0) {
+        close(w->lockfd);
+        w->lockfd = -1;
+    }
     if ((rc = nd_out_commit(&ot, e))) goto fail;
     nd_h5_close(fapl);
     *out = w;
@@ -263,6 +284,7 @@ fail:
     close_all(w);
     nd_h5_close(fapl);
     nd_out_abort(&ot);
+    if (w->lockfd >= 0) close(w->lockfd);
     free(w->inprog); free(w->path); free(w);
     return rc;
 }
@@ -466,6 +488,7 @@ int nd_trace_finish(nd_trace_w *w, const nd_trace_summary *s, nd_err *e) {
      * .incomplete, which compare sees (it refuses OUT while a newer OUT.incomplete exists) */
     const int failed_run = !s || !strcmp(s->status, "error");
     if (!rc && failed_run && lstat(w->path, &st) == 0) {
+        if (w->lockfd >= 0) close(w->lockfd);
         free(w->inprog);
         free(w->path);
         free(w);
@@ -485,6 +508,8 @@ int nd_trace_finish(nd_trace_w *w, const nd_trace_summary *s, nd_err *e) {
         const size_t l = strlen(e->msg);
         snprintf(e->msg + l, sizeof e->msg - l, " (the rows written before stay in %s; %s was not replaced)", w->inprog, w->path);
     }
+    /* released only now: until the rename, a second run must see the .incomplete as live */
+    if (w->lockfd >= 0) close(w->lockfd);
     free(w->inprog);
     free(w->path);
     free(w);

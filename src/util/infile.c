@@ -146,11 +146,8 @@ int nd_dir_links_ok(const char *dir, nd_err *e) {
         if (de->d_type != DT_LNK && de->d_type != DT_UNKNOWN) continue;
         char p[PATH_MAX];
         if (snprintf(p, sizeof p, "%s/%s", dir, de->d_name) >= (int)sizeof p) continue;
-        /* weight shards may live elsewhere (another disk): a safetensors file is parsed and
-         * checked as one, so no other file can pass for it; texts (configs, tokenizers,
-         * templates), which a bundle embeds, must lie inside */
-        const size_t n = strlen(de->d_name);
-        if (n > 12 && !strcmp(de->d_name + n - 12, ".safetensors")) continue;
+        /* every member, weight shards included: a repro bundle copies weight bytes, so a link out of the
+         * folder would carry a file the checkpoint's author chose into what the user shares (issue 37) */
         rc = nd_member_link_ok(dir, p, e);
     }
     closedir(d);

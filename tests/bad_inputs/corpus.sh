@@ -25,7 +25,7 @@ run() {
 }
 ck_with() { # name: a copy of clean-v4 whose config.json has key=value -> $tmp/name
   local d="$tmp/$1"; mkdir -p "$d"
-  ln -sf "$root/golden/clean-v4/model.safetensors" "$d/model.safetensors"
+  cp "$root/golden/clean-v4/model.safetensors" "$d/model.safetensors"
   sed "s/^\(  \"$2\": \)[^,]*,/\1$3,/" "$root/golden/clean-v4/config.json" >"$d/config.json"
   cmp -s "$d/config.json" "$root/golden/clean-v4/config.json" && echo "corpus: $2 not changed" >&2
 }
@@ -157,21 +157,21 @@ mkdir -p "$tmp/bigh"; cp "$root/golden/clean-v4/config.json" "$tmp/bigh/"
 perl -e 'my $h = "{\"a\":{\"dtype\":\"F32\",\"shape\":[" . ("0," x 4500000) . "0],\"data_offsets\":[0,0]}}"; print pack("Q<", length $h), $h' >"$tmp/bigh/model.safetensors"
 run "header of 4.5M values" 2 "model.safetensors: header holds about 4500... JSON values, more than the 4000000" -- inspect "$tmp/bigh"
 # a module-name regex with a back-reference in a compressed-tensors config
-mkdir -p "$tmp/backref"; ln -s "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/backref/"
+mkdir -p "$tmp/backref"; cp "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/backref/"
 sed 's/"ignore": \[/"ignore": ["re:(a*)*\\\\1b", /' "$root/golden/conformance/llama/nvfp4/config.json" >"$tmp/backref/config.json"
 run "regex with a back-reference" 2 "config.json: .*uses a back-reference" -- inspect "$tmp/backref"
 # a module-name regex with catastrophic backtracking (no back-reference): PCRE2's match limit
 # stops it on the first module name, exit 2 naming it (glibc's matcher had no limit)
-mkdir -p "$tmp/regcost"; ln -s "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/regcost/"
+mkdir -p "$tmp/regcost"; cp "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/regcost/"
 sed 's/"ignore": \[/"ignore": ["re:(?:[a-z._0-9]|[a-z])*[A-Z]", /' "$root/golden/conformance/llama/nvfp4/config.json" >"$tmp/regcost/config.json"
 run "regex past the match limit" 2 "config.json: regular expression .* passed PCRE2's match limit" -- inspect "$tmp/regcost"
 # Python's regex syntax (compressed-tensors matches with re.match): a look-behind and \d are read,
 # so the ignore entry covers the attention q_proj linears that hold NVFP4 tensors
-mkdir -p "$tmp/pyre"; ln -s "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/pyre/"
+mkdir -p "$tmp/pyre"; cp "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/pyre/"
 sed 's/"ignore": \[/"ignore": ["re:model\\\\.layers\\\\.\\\\d+\\\\..*(?<!mlp)\\\\.q_proj$", /' "$root/golden/conformance/llama/nvfp4/config.json" >"$tmp/pyre/config.json"
 run "Python regex syntax in ignore" 1 "quant_config_mismatch model.layers.1.self_attn.q_proj: .*ignores it" -- inspect "$tmp/pyre"
 # a pre-tokenizer regex with catastrophic backtracking on the prompt: PCRE2's limits stop it
-mkdir -p "$tmp/tokre"; ln -s "$root/golden/clean-v4/model.safetensors" "$tmp/tokre/"; cp "$root/golden/clean-v4/config.json" "$tmp/tokre/"
+mkdir -p "$tmp/tokre"; cp "$root/golden/clean-v4/model.safetensors" "$tmp/tokre/"; cp "$root/golden/clean-v4/config.json" "$tmp/tokre/"
 cat >"$tmp/tokre/tokenizer.json" <<'TOK'
 {"version": "1.0", "truncation": null, "padding": null, "added_tokens": [], "normalizer": null,
  "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(a|aa)+$"}, "behavior": "Isolated", "invert": false},
@@ -181,8 +181,12 @@ cat >"$tmp/tokre/tokenizer.json" <<'TOK'
 TOK
 run "catastrophic pre-tokenizer regex" 2 "tokenizer.json: the pre-tokenizer's regular expression passed PCRE2's match limit" -- trace "$tmp/tokre" --prompt "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab" "${T[@]}"
 # a checkpoint text file linked out of the folder (a private file would land in a bundle)
-mkdir -p "$tmp/linkout"; ln -s "$root/golden/clean-v4/model.safetensors" "$tmp/linkout/"; ln -s "$root/golden/clean-v4/config.json" "$tmp/linkout/"
+mkdir -p "$tmp/linkout"; cp "$root/golden/clean-v4/model.safetensors" "$tmp/linkout/"; ln -s "$root/golden/clean-v4/config.json" "$tmp/linkout/"
 run "config.json linked out of the checkpoint" 2 "linkout/config.json: a symbolic link out of the checkpoint folder" -- trace "$tmp/linkout" "${T[@]}"
+# the weights linked out of the folder: repro would copy another file's bytes into a bundle the user shares
+mkdir -p "$tmp/wlinkout"; ln -s "$root/golden/clean-v4/model.safetensors" "$tmp/wlinkout/"; cp "$root/golden/clean-v4/config.json" "$tmp/wlinkout/"
+run "weights linked out of the checkpoint (inspect)" 2 "wlinkout/model.safetensors: a symbolic link out of the checkpoint folder" -- inspect "$tmp/wlinkout"
+run "weights linked out of the checkpoint (trace)" 2 "wlinkout/model.safetensors: a symbolic link out of the checkpoint folder" -- trace "$tmp/wlinkout" "${T[@]}"
 # an output that is the run's own input
 cp "$tmp/golden.h5" "$tmp/in.h5"
 run "report over its own trace" 2 "in.h5: is also an input of this run" -- report "$tmp/in.h5" --html "$tmp/in.h5" --force
@@ -246,7 +250,7 @@ grep -q "$(printf '\033')" "$tmp/out" && { echo "FAIL: raw ESC from inspect"; fa
 # --- the eighth review's cases ---
 # config.json fields the recipe's math depends on: another activation, a vocabulary the embedding
 # does not have
-mkdir -p "$tmp/act"; ln -sf "$root/golden/clean-v4/model.safetensors" "$tmp/act/model.safetensors"
+mkdir -p "$tmp/act"; cp "$root/golden/clean-v4/model.safetensors" "$tmp/act/model.safetensors"
 sed '1s/^{/{"hidden_act": "nonsense",/' "$root/golden/clean-v4/config.json" >"$tmp/act/config.json"
 run "hidden_act nonsense" 2 "config.json: hidden_act is 'nonsense'; recipe deepseek_v4 computes silu, swish only" -- trace "$tmp/act" "${T[@]}"
 ck_with "vocab" vocab_size 100
@@ -270,7 +274,7 @@ longtmp="/tmp/$(printf 'x%.0s' $(seq 1 4090))"
 TMPDIR="$longtmp" run "replay under a 4 KB TMPDIR" 2 "TMPDIR is 4095 bytes long" -- replay "$tmp/sb-bundle.h5"
 # the trace stores the whole checkpoint path (it kept 511 bytes, and repro then looked elsewhere)
 deep="$tmp"; for i in 1 2 3; do deep="$deep/$(printf 'd%.0s' $(seq 1 190))"; done
-mkdir -p "$deep" && ln -s "$root/golden/clean-v4/model.safetensors" "$deep/model.safetensors" && cp "$root/golden/clean-v4/config.json" "$deep/"
+mkdir -p "$deep" && cp "$root/golden/clean-v4/model.safetensors" "$deep/model.safetensors" && cp "$root/golden/clean-v4/config.json" "$deep/"
 "$bin" trace "$deep" --backend cpu --tokens 1,2 --out "$tmp/deep.h5" >/dev/null 2>&1
 run "a 600-byte checkpoint path kept whole" 0 "\"checkpoint\": \"$deep\"" -- show "$tmp/deep.h5" --json
 # escapes from arguments never reach the terminal raw
@@ -285,7 +289,7 @@ run "a stage name with ESC" 2 "esc-recipe.yaml:[0-9]*.*a stage name holds a cont
 # a sliding window the recipe does not model (Llama's attends to every earlier token): refused once the
 # prompt is longer than the window, accepted when use_sliding_window turns it off (Qwen's configs)
 for sw in win off; do
-  mkdir -p "$tmp/sw-$sw"; ln -sf "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/sw-$sw/model.safetensors"
+  mkdir -p "$tmp/sw-$sw"; cp "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/sw-$sw/model.safetensors"
   extra='"sliding_window": 4,'; [ $sw = off ] && extra='"sliding_window": 4, "use_sliding_window": false,'
   sed "1s/^{/{$extra/" "$root/golden/conformance/llama/nvfp4/config.json" >"$tmp/sw-$sw/config.json"
 done
@@ -322,13 +326,13 @@ run "tolerance !!str 1" 2 "tag.yaml:2: an explicit YAML tag" -- compare "$tmp/rt
 run "synth --force over a 0700 folder" 0 "wrote" -- synth "$tmp/s700" --recipe llama --force
 [ "$(stat -c %a "$tmp/s700")" = 700 ] && pass=$((pass + 1)) || { echo "FAIL: the replaced synth folder is $(stat -c %a "$tmp/s700"), not 700"; fail=$((fail + 1)); }
 # attention_bias: true over a checkpoint without biases (its q_proj has none): not this model
-mkdir -p "$tmp/abias"; ln -sf "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/abias/model.safetensors"
+mkdir -p "$tmp/abias"; cp "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/abias/model.safetensors"
 sed 's/"attention_bias": false/"attention_bias": true/' "$root/golden/conformance/llama/nvfp4/config.json" >"$tmp/abias/config.json"
 run "attention_bias true without biases" 2 "config.json: attention_bias is true, but model.layers.0.self_attn.q_proj has no bias tensor" -- trace "$tmp/abias" --tokens 1,2 "${T[@]}"
 # mlp_bias: true without MLP biases, an intermediate_size the MLP weights do not have (round 14)
 mkdir -p "$tmp/mbias" "$tmp/isize"
-ln -sf "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/mbias/model.safetensors"
-ln -sf "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/isize/model.safetensors"
+cp "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/mbias/model.safetensors"
+cp "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/isize/model.safetensors"
 sed 's/"mlp_bias": false/"mlp_bias": true/' "$root/golden/conformance/llama/nvfp4/config.json" >"$tmp/mbias/config.json"
 sed 's/"intermediate_size": 128,/"intermediate_size": 64,/' "$root/golden/conformance/llama/nvfp4/config.json" >"$tmp/isize/config.json"
 run "mlp_bias true without biases" 2 "config.json: mlp_bias is true, but model.layers.0.mlp.down_proj has no bias tensor" -- trace "$tmp/mbias" --tokens 1,2 "${T[@]}"
@@ -337,7 +341,7 @@ run "inspect: intermediate_size unlike the weights" 1 "unreplayable" -- inspect 
 # config.json widths and counts against the tensors (round 15): each another model than the weights
 cfg_case() { # name fixture sed-expression expected
   local d="$tmp/cfg-$1"; mkdir -p "$d"
-  for f in "$root/$2"/*.safetensors; do ln -sf "$f" "$d/"; done
+  for f in "$root/$2"/*.safetensors; do cp "$f" "$d/"; done
   sed "$3" "$root/$2/config.json" >"$d/config.json"
   cmp -s "$d/config.json" "$root/$2/config.json" && echo "corpus: $1 did not change the config" >&2
   run "config $1" 2 "$4" -- trace "$d" --tokens 1,2 "${T[@]}"
@@ -350,7 +354,7 @@ cfg_case mlponly golden/conformance/qwen3_moe/nvfp4 '/"mlp_only_layers": \[/,/\]
 cfg_case nshared golden/clean-v4 's/"n_shared_experts": 1,/"n_shared_experts": 3,/' "n_shared_experts 3 x moe_intermediate_size 32 is 96"
 # two config groups naming the same target: vLLM keeps the last one's scheme (FP8 per channel here),
 # which the NVFP4 tensors contradict (round 16)
-d="$tmp/cfg-groups2"; mkdir -p "$d"; ln -sf "$root/golden/conformance/llama/nvfp4/model.safetensors" "$d/"
+d="$tmp/cfg-groups2"; mkdir -p "$d"; cp "$root/golden/conformance/llama/nvfp4/model.safetensors" "$d/"
 sed '/^      }$/{N; s/^      }\n    },$/      },\n      "group_1": {"format": "float-quantized", "targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": "channel", "symmetric": true, "dynamic": false}, "input_activations": null}\n    },/}' \
   "$root/golden/conformance/llama/nvfp4/config.json" >"$d/config.json"
 run "config groups: a later group names the same target" 1 "quant_config_mismatch" -- inspect "$d"
@@ -375,7 +379,7 @@ cfg_case qlora golden/clean-v4 's/"q_lora_rank": 32,/"q_lora_rank": 64,/' "q_lor
 # transformers read the first, TensorRT-LLM and this tool the second
 mo_case() { # name sed-expression expected
   local d="$tmp/mo-$1"; mkdir -p "$d"
-  ln -sf "$root/golden/conformance/llama/modelopt/model.safetensors" "$d/"
+  cp "$root/golden/conformance/llama/modelopt/model.safetensors" "$d/"
   cp "$root/golden/conformance/llama/modelopt/hf_quant_config.json" "$d/"
   sed "$2" "$root/golden/conformance/llama/modelopt/config.json" >"$d/config.json"
   run "modelopt $1" 2 "$3" -- inspect "$d"
@@ -387,7 +391,7 @@ mo_case ignore 's/"lm_head",/"lm_head", "model.layers.0.self_attn.q_proj",/' "qu
 # name, not read as NVFP4 and refused for a dtype (issue 33)
 for algo in W4A8_MXFP4_FP8 MXFP8; do
   d="$tmp/mo-mx-$algo"; mkdir -p "$d"
-  ln -sf "$root/golden/conformance/llama/modelopt/model.safetensors" "$d/"
+  cp "$root/golden/conformance/llama/modelopt/model.safetensors" "$d/"
   for f in config.json hf_quant_config.json; do
     sed "s/\"quant_algo\": \"NVFP4\"/\"quant_algo\": \"$algo\"/" "$root/golden/conformance/llama/modelopt/$f" >"$d/$f"
   done
@@ -396,8 +400,8 @@ done
 # model.safetensors beside an index whose shards are others: transformers and vLLM load different files
 mkdir -p "$tmp/both"
 cp "$root/golden/conformance/llama/nvfp4/config.json" "$tmp/both/"
-ln -s "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/both/model.safetensors"
-ln -s "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/both/model-00001-of-00001.safetensors"
+cp "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/both/model.safetensors"
+cp "$root/golden/conformance/llama/nvfp4/model.safetensors" "$tmp/both/model-00001-of-00001.safetensors"
 hl=$(od -An -tu8 -N8 "$tmp/both/model.safetensors" | tr -d ' ')
 { printf '{"metadata": {}, "weight_map": {'
   dd if="$tmp/both/model.safetensors" bs=1 skip=8 count="$hl" 2>/dev/null | grep -o '"[^"]*":{"dtype"' | sed 's/:{"dtype"$//' |

@@ -113,6 +113,17 @@ cp "$w/b.h5" "$w/bt.h5.incomplete"; cp "$w/b.h5" "$w/bt-before.h5"
 run "$bin" trace "$ck" --backend cpu --tokens 1,2 --out "$w/bt.h5" -q
 ok "trace beside an HDF5 OUT.incomplete that is no trace: exit $rc, kept" '[ $rc -eq 2 ] && cmp -s "$w/bt.h5.incomplete" "$w/bt-before.h5" && grep -q "is not a trace that an earlier run left unfinished" "$tmp/err"'
 
+# an OUT.incomplete a live run is writing (it holds a lock on it) is not stale: a second run to OUT
+# refuses rather than take it over (round 17: the first run's rows were lost, both renamed onto OUT)
+cp "$w/t.h5" "$w/live.h5.incomplete"; cp "$w/t.h5" "$w/live-before.h5"
+( exec 9<"$w/live.h5.incomplete"; flock -x 9; exec sleep 30 ) & holder=$!   # the holder is the sleep itself
+for _ in $(seq 50); do flock -xn "$w/live.h5.incomplete" true 2>/dev/null || break; sleep 0.1; done
+run "$bin" trace "$ck" --backend cpu --tokens 1,2 --out "$w/live.h5" -q
+ok "trace beside an OUT.incomplete a live run holds: exit $rc, kept ($(head -c 160 "$tmp/err"))" '[ $rc -eq 2 ] && cmp -s "$w/live.h5.incomplete" "$w/live-before.h5" && [ ! -e "$w/live.h5" ] && grep -q "live.h5.incomplete: a trace run to .*live.h5 is writing it right now" "$tmp/err"'
+kill $holder 2>/dev/null; wait $holder 2>/dev/null
+run "$bin" trace "$ck" --backend cpu --tokens 1,2 --out "$w/live.h5" -q
+ok "once that run is gone the .incomplete is stale and replaced: exit $rc" '[ $rc -eq 0 ] && [ -f "$w/live.h5" ] && [ ! -e "$w/live.h5.incomplete" ]'
+
 # --- synth OUTDIR and its fault list ----------------------------------------------------------
 run "$bin" synth "$w/s1" --recipe llama
 ok "synth to a new folder: exit $rc, fault list beside it" '[ $rc -eq 0 ] && [ -f "$w/s1/model.safetensors" ] && [ -f "$w/s1.faults.json" ]'
