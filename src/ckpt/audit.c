@@ -221,21 +221,40 @@ static int known_ct_format(const char *f) {
 
 /* A compressed-tensors group whose fields contradict the NVFP4 tensors it covers (once per group). */
 static int check_group(const nd_ckpt *c, const nd_module *m, const nd_ct_group *g, nd_findings *f) {
-    char bad[256] = "";
+    /* a weight-only group over tensors calibrated for activations: the loader builds W4A16 and leaves
+     * the input scales unread; the model serves, but not as it was calibrated */
+    if (!g->a_bits && m->input_global)
+        ND_TRY(nd_findings_add(f, ND_BREAKS_NONE, "quant_config_mismatch", m->path, m->input_global->name,
+                               "%s quantization_config.config_groups.%s has no input_activations (weights only, W4A16), "
+                               "but %s holds an input scale (%s) as a W4A4 export does: a loader that follows the config "
+                               "serves W4A16 and never reads it (the replay does the same)",
+                               c->q.source, g->name, m->path, m->input_global->name));
+    char bad[512] = "";
     size_t o = 0;
 #define BAD(...) do { if (o < sizeof bad) o += (size_t)snprintf(bad + o, sizeof bad - o, __VA_ARGS__); } while (0)
-    if (g->w_bits && g->w_bits != 4) BAD("%snum_bits %d (NVFP4 codes are 4 bits)", o ? ", " : "", g->w_bits);
-    if (g->w_type[0] && strcmp(g->w_type, "float")) BAD("%stype %s (NVFP4 is float)", o ? ", " : "", g->w_type);
+    if (g->w_bits && g->w_bits != 4) BAD("%sweights.num_bits %d (NVFP4 codes are 4 bits)", o ? ", " : "", g->w_bits);
+    if (g->w_type[0] && strcmp(g->w_type, "float")) BAD("%sweights.type %s (NVFP4 is float)", o ? ", " : "", g->w_type);
     if (g->w_group_size && g->w_group_size != ND_NVFP4_BLOCK)
-        BAD("%sgroup_size %d (the block scales are one per 16)", o ? ", " : "", g->w_group_size);
+        BAD("%sweights.group_size %d (the block scales are one per 16)", o ? ", " : "", g->w_group_size);
     if (g->w_strategy[0] && strcmp(g->w_strategy, "tensor_group"))
-        BAD("%sstrategy %s (NVFP4 is tensor_group)", o ? ", " : "", g->w_strategy);
+        BAD("%sweights.strategy %s (NVFP4 is tensor_group)", o ? ", " : "", g->w_strategy);
+    /* 4-bit float activations in another strategy (token, tensor) are no NVFP4 W4A4 scheme: vLLM
+     * finds no compressed-tensors scheme for them */
+    if (g->a_bits == 4 && g->a_strategy[0] && strcmp(g->a_strategy, "tensor_group"))
+        BAD("%sinput_activations.strategy %s (NVFP4 activations are tensor_group)", o ? ", " : "", g->a_strategy);
+    /* the format picks the decompressor (compressed-tensors, transformers) and the scheme (vLLM): the
+     * group's own, else the top-level one ("mixed-precision" defers to the groups) */
+    const char *fmt = g->format[0] ? g->format : c->q.ct_format;
+    const char *fmt_key = g->format[0] ? "its format" : "quantization_config.format";
+    if (fmt[0] && strcmp(fmt, "nvfp4-pack-quantized") && (g->format[0] || (strcmp(fmt, "mixed-precision") && known_ct_format(fmt))))
+        BAD("%s%s %s (%s; the tensors are nvfp4-pack-quantized)", o ? ", " : "", fmt_key, fmt,
+            known_ct_format(fmt) ? "another packing" : "not a compressed-tensors format");
 #undef BAD
     if (!o) return 0;
     char tn[320];
     snprintf(tn, sizeof tn, "%s.weight_scale", m->path);
     return nd_findings_add(f, ND_BREAKS_ALL, "quant_config_mismatch", m->path, tn,
-                           "%s quantization_config.config_groups.%s.weights says %s, but %s holds NVFP4 tensors (weight "
+                           "%s quantization_config.config_groups.%s says %s, but %s holds NVFP4 tensors (weight "
                            "%s, block scales %s [%lld, %lld]): a loader that follows the config builds another scheme "
                            "for every module of the group",
                            c->q.source, g->name, bad, m->path, nd_dtype_str(m->weight->dtype),
@@ -298,6 +317,18 @@ static int check_config(const nd_ckpt *c, const nd_module *m, const char *const 
                                    "'weights were not initialized from checkpoint')",
                                    m->path, fmt_word(m), src, by, sib ? "; the same module in other layers is quantized" : "");
         }
+    }
+    /* ModelOpt's weight-only NVFP4 over a module that holds an input scale (once per checkpoint): as
+     * a compressed-tensors group without input_activations (check_group) */
+    if (stored_q && m->wfmt == ND_WF_NVFP4 && s.algo && !strcmp(s.algo, "W4A16_NVFP4") && m->input_global) {
+        int said = 0;
+        for (size_t i = 0; i < f->n && !said; i++)
+            said = f->v[i].kind == ND_BREAKS_NONE && !strcmp(f->v[i].code, "quant_config_mismatch") && strstr(f->v[i].msg, "W4A16");
+        if (!said)
+            ND_TRY(nd_findings_add(f, ND_BREAKS_NONE, "quant_config_mismatch", m->path, m->input_global->name,
+                                   "%s says quant_algo W4A16_NVFP4 (weights only), but %s holds an input scale (%s) as a "
+                                   "W4A4 export does (and maybe other modules): a loader that follows the config serves "
+                                   "W4A16 and never reads it (the replay does the same)", src, m->path, m->input_global->name));
     }
     if (stored_q && s.group && m->wfmt == ND_WF_NVFP4) {
         for (size_t i = 0; i < *nseen; i++)

@@ -7,13 +7,17 @@
  *                                    linear the config quantizes (explicitly, or by class with its sibling
  *                                    modules in other layers quantized) is stored unquantized; a group
  *                                    whose num_bits / type / group_size / strategy contradicts the NVFP4
- *                                    tensors it covers; an unknown compressed-tensors format string. Every
+ *                                    tensors it covers (its own format or the top-level one naming another
+ *                                    packing, 4-bit activations in a strategy other than tensor_group);
+ *                                    an unknown compressed-tensors format string. Every
  *                                    shipped profile models a loader (vLLM, SGLang) that picks a linear's
  *                                    method from the config, and exact is the format's documented
  *                                    meaning, which such a checkpoint does not have.
  *                             none  the config's class target covers lm_head, an embedding or a router
  *                                    stored unquantized: serving stacks build those roles without the
- *                                    quantization method, nothing is read wrongly.
+ *                                    quantization method, nothing is read wrongly. A weight-only group
+ *                                    (no input_activations) over modules that hold input scales: the
+ *                                    model serves W4A16, the scales unread.
  *   precision_policy_violation all   a role that must stay high precision (router gate, lm_head,
  *                                    embeddings, norms, hyper-connection parameters) stored quantized:
  *                                    vLLM/SGLang build these without a quantization method

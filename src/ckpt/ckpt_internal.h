@@ -38,7 +38,8 @@ typedef struct nd_ct_group {
     size_t n_targets;
     int w_bits, a_bits;          /* 0 when absent */
     char w_type[16], a_type[16];
-    char w_strategy[24];
+    char w_strategy[24], a_strategy[24];
+    char format[48];             /* the group's own "format" (compressed-tensors >= 0.10), "" when absent */
     int w_group_size, a_group_size;
     int block_n, block_k;        /* weights.block_structure, 0 when absent */
 } nd_ct_group;

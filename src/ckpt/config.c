@@ -312,11 +312,16 @@ static json_t *lookup_in(json_t *cur, const char *key) {
 /* The rotated dims of a partial rotary (no `rotary_dim` key of its own, as MiniMax writes):
  * int(head_dim * partial_rotary_factor) as transformers computes it, the factor at the top level
  * (GLM-4.x, Phi-3, transformers 4) or inside rope_parameters / rope_scaling (transformers 5);
- * without a factor the whole head. */
+ * without a factor the default of the model's transformers config class (GLM-4 and GLM-4.5 0.5,
+ * Qwen3-Next 0.25: a config saved without the key builds that model), else the whole head. */
 static int rotary_dim(const nd_model_cfg *c, double *out) {
     static const char *const keys[] = {"partial_rotary_factor", "rope_parameters.partial_rotary_factor",
                                        "rope_scaling.partial_rotary_factor"};
+    static const struct { const char *type; double f; } defaults[] = {
+        {"glm4", 0.5}, {"glm4_moe", 0.5}, {"qwen3_next", 0.25}};
     double f = 1.0;
+    for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
+        if (!strcmp(c->model_type, defaults[i].type)) f = defaults[i].f;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         json_t *v = lookup(c, keys[i]);
         if (!v) continue;

@@ -98,7 +98,9 @@ int nd_cfg_check(const char *path, const nd_model_cfg *c, nd_err *e) {
             return nd_fail(e, ND_EXIT_BADINPUT, "%s: key 'compress_ratios[%d]' is %lld, outside the allowed range 0..4096", path, i,
                            (long long)c->compress_ratios[i]);
     /* sizes that, given, must be sizes: 0 builds a linear of no rows (a null key means "none") */
-    static const char *const positive[] = {"q_lora_rank", "kv_lora_rank", "o_lora_rank", "moe_intermediate_size"};
+    static const char *const positive[] = {"q_lora_rank", "kv_lora_rank", "o_lora_rank", "moe_intermediate_size",
+                                           /* DeepSeek's Lightning indexer (its heads, their width, the blocks it keeps) */
+                                           "index_n_heads", "index_head_dim", "index_topk"};
     for (size_t i = 0; i < sizeof positive / sizeof positive[0]; i++) {
         double v;
         if (nd_cfg_number(c, positive[i], &v) == 0 && v < 1)

@@ -196,6 +196,13 @@ int nd_check_module(const nd_ckpt *c, const nd_module *m, const nd_scale_stats *
     else if (real_scales && isfinite(st->min) && st->min > 0 && st->min < FLT_MIN)
         ND_TRY(nd_findings_add(f, ND_BREAKS_ALL, "nonfinite_scale", P, m->weight_scale->name,
                                "a weight scale is subnormal (%.6g): its block dequantizes to (almost) zero", st->min));
+    /* every block scale zero: the whole weight decodes to zeros, on both paths alike, so no replay
+     * shows it; no quantizer writes that for a trained weight (a zero block is a zero scale only
+     * where the block itself is zero) */
+    if (st->count > 0 && st->zeros == st->count)
+        ND_TRY(nd_findings_add(f, ND_BREAKS_ALL, "nonfinite_scale", P, m->weight_scale->name,
+                               "every one of the %lld weight scales is zero: the weight decodes to all zeros and the "
+                               "module outputs zeros", (long long)st->count));
     if (m->wfmt != ND_WF_NVFP4) return 0;
     if (!m->weight_global) {
         snprintf(tn, sizeof tn, "%s.%s", P, wg_name(m));
@@ -324,9 +331,7 @@ static int cmp_double(const void *x, const void *y) {
  * the same global, the smallest of theirs, so one fused GEMM needs one divisor) are judged as the
  * group: a v_proj whose amax is below q_proj's necessarily has smaller block scales. */
 static int misfit_one(const nd_module *m, double max, int shared, nd_findings *f) {
-    if (max == 0.0)
-        return nd_findings_add(f, ND_BREAKS_NONE, "global_misfit", m->path, m->weight_scale->name,
-                               "every block scale is zero: the weight dequantizes to zeros");
+    if (max == 0.0) return 0; /* every block scale zero: nonfinite_scale, an error (nd_check_module) */
     /* the block-scale ceiling of the scheme: 448, or 448/6 under W4A8_NVFP4_FP8 (whose global maps
      * amax(W) to 448, so that the kernel dequantizes the weight to FP8) */
     const double ceil = m->global_num / 6.0;

@@ -208,9 +208,30 @@ static int ct_args(json_t *a, const char *file, const char *where, int *bits, ch
     return 0;
 }
 
+/* an empty value (null, {}, []) of an optional block means the block is absent, as compressed-tensors
+ * writes it */
+static int present(json_t *v) {
+    return v && !json_is_null(v) && !(json_is_object(v) && !json_object_size(v)) && !(json_is_array(v) && !json_array_size(v));
+}
+
 static int parse_ct(json_t *q, const char *file, nd_qcfg *c, nd_err *e) {
     c->fmt = ND_CKPT_COMPRESSED_TENSORS;
     ND_TRY(opt_str(q, "format", file, "quantization_config", c->ct_format, sizeof c->ct_format, e));
+    /* blocks that change what the model computes and that the replay does not model: both paths
+     * would run another model than the engine does, so they are refused, never skipped */
+    if (present(get(q, "transform_config")))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: 'quantization_config.transform_config' applies transforms (Hadamard or "
+                       "learned rotations of the linears' inputs and weights) that this version does not replay yet: both "
+                       "paths would run another model than the engine does", file);
+    json_t *sp = get(q, "sparsity_config");
+    if (present(sp)) {
+        json_t *sf = json_is_object(sp) ? get(sp, "format") : NULL;
+        const char *fs = json_is_string(sf) ? json_string_value(sf) : NULL;
+        if (!fs || strcmp(fs, "dense"))
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: 'quantization_config.sparsity_config' has format %s%s%s: sparse "
+                           "compressed weights (bitmasks) are not read by this version (only format \"dense\" is)",
+                           file, fs ? "\"" : "", fs ? fs : "(none)", fs ? "\"" : "");
+    }
     ND_TRY(pat_list(get(q, "ignore"), 0, file, "quantization_config.ignore", &c->ignore, &c->n_ignore, e));
     json_t *g = get(q, "config_groups");
     if (!g) return 0;
@@ -232,8 +253,10 @@ static int parse_ct(json_t *q, const char *file, nd_qcfg *c, nd_err *e) {
         ND_TRY(ct_args(get(v, "weights"), file, w2, &gr->w_bits, gr->w_type, &gr->w_group_size, gr->w_strategy,
                        &gr->block_n, &gr->block_k, e));
         snprintf(w2, sizeof w2, "%s.input_activations", where);
-        ND_TRY(ct_args(get(v, "input_activations"), file, w2, &gr->a_bits, gr->a_type, &gr->a_group_size, NULL,
+        ND_TRY(ct_args(get(v, "input_activations"), file, w2, &gr->a_bits, gr->a_type, &gr->a_group_size, gr->a_strategy,
                        NULL, NULL, e));
+        /* a group's own format, which loaders read in preference to the top-level one */
+        ND_TRY(opt_str(v, "format", file, where, gr->format, sizeof gr->format, e));
         /* 4-bit float weights (NVFP4, MXFP4) take 4-bit float activations or none: any other
          * activation scheme is one no engine runs (vLLM finds no compressed-tensors scheme for it),
          * and replaying it as weight-only would test nothing of it */

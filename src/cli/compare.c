@@ -320,14 +320,28 @@ int nd_cmd_compare(int argc, char **argv) {
     else nd_tolerances_default(&tol);
     if (rc) return nd_cli_error(&e);
     /* the same file twice passes by construction: a gate whose paths collapsed onto one file (a
-     * variable left empty, a link) tests nothing, and says so */
+     * variable left empty, a link, a hard link) tests nothing, so it is refused */
     struct stat s0, s1;
-    if (stat(pos[0], &s0) == 0 && stat(pos[1], &s1) == 0 && s0.st_dev == s1.st_dev && s0.st_ino == s1.st_ino)
-        fprintf(stderr, "nvfp4dbg: warning: %s and %s are the same file: the trace is compared with itself and cannot regress\n",
-                pos[0], pos[1]);
+    if (stat(pos[0], &s0) == 0 && stat(pos[1], &s1) == 0 && s0.st_dev == s1.st_dev && s0.st_ino == s1.st_ino) {
+        nd_tolerances_free(&tol);
+        nd_fail(&e, ND_EXIT_BADINPUT, "%s and %s are the same file: a trace compared with itself cannot regress, so the gate "
+                "would pass whatever it holds (a path variable left empty, or a link?)", pos[0], pos[1]);
+        return nd_cli_error(&e);
+    }
     if ((rc = load(pos[0], 0, &run, &e)) || (rc = load(pos[1], 1, &golden, &e)) ||
         (rc = nd_trace_comparable(pos[0], run, pos[1], golden, &e)) || (rc = same_setup(pos[0], run, pos[1], golden, &e)) ||
-        (rc = nd_trace_compare(run, golden, &tol, &res, &e))) {
+        (rc = nd_trace_golden_covers(pos[0], run, pos[1], golden, &e)) || (rc = nd_trace_compare(run, golden, &tol, &res, &e))) {
+        rc = nd_cli_error(&e);
+    } else if (tolpath && res.first_unused >= 0) {
+        /* a rule that gates nothing is a typo or a stage that no longer exists: the tolerance it
+         * meant to set is not the one applied, whichever way it leaned */
+        const nd_tol_rule *r = &tol.rules[res.first_unused];
+        char ks[4 * ND_NAME_LEN];
+        const int nun = res.nrules - res.nrules_used;
+        nd_fail(&e, ND_EXIT_BADINPUT, "%s:%d: the rule for %s '%s' applies to no stage of %s%s: a typo, or a stage that no "
+                "longer exists (fix or remove it; a gate carries only rules it applies)", tolpath, r->line,
+                r->is_op ? "op kind" : "stages matching", nd_term_safe(r->key, ks, sizeof ks), pos[0],
+                nun > 1 ? " (and more rules of the file apply nowhere)" : "");
         rc = nd_cli_error(&e);
     } else {
         if (json) rc = print_json(&res, pos[0], pos[1], tolpath);

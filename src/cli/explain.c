@@ -96,7 +96,8 @@ static int explain_ops(const char *only, int md) {
             if (only) return 0;
         }
     if (!only) { backend_ops(md); return 0; }
-    fprintf(stderr, "nvfp4dbg: explain: unknown op '%s'; known:", only);
+    char shown[1024];
+    fprintf(stderr, "nvfp4dbg: explain: unknown op '%s'; known:", nd_term_safe(only, shown, sizeof shown));
     for (int i = 0; i < n; i++) fprintf(stderr, " %s", ops[i].name);
     fprintf(stderr, "\n");
     return ND_EXIT_BADINPUT;

@@ -342,7 +342,8 @@ int nd_cmd_trace(int argc, char **argv) {
     nd_diagnosis *diag = NULL;
     int ndiag = 0;
     json_t *check = NULL, *sweep = NULL, *findings = NULL;
-    int n_static = 0; /* static errors on modules of the replayed layers the replay did not run (exit 1) */
+    int n_static = 0, n_blind = 0; /* static errors on modules of the replayed layers the replay did not judge (exit 1);
+                                    * of them, those on modules it ran (a fault both paths share) */
     const char *stacks = NULL, *stage = NULL;
     int table = 0;
     nd_err e = {0};
@@ -472,7 +473,7 @@ int nd_cmd_trace(int argc, char **argv) {
         if (!rc) rc = rc2;
     }
     if (!rc && stacks && json) rc = nd_trace_stack_sweep(&o, stacks, 1, &sweep, &e);
-    if (!rc && json && !o.no_probes) rc = nd_trace_stack_findings(o.ckpt_dir, o.stack, o.overrides, o.n_overrides, 1, o.layer_lo, o.layer_hi, res.rows, res.nrows, &n_static, &findings, &e);
+    if (!rc && json && !o.no_probes) rc = nd_trace_stack_findings(o.ckpt_dir, o.stack, o.overrides, o.n_overrides, 1, o.layer_lo, o.layer_hi, res.rows, res.nrows, &n_static, &n_blind, &findings, &e);
     if (rc) {
         nd_cli_error(&e);
         if (res.nrows && !json) {
@@ -500,7 +501,7 @@ int nd_cmd_trace(int argc, char **argv) {
         const int width = nd_term_width(1), color = color_on(no_color);
         nd_trace_print_header(&o, &res, width);
         if (!o.no_probes && (rc = nd_trace_stack_findings(o.ckpt_dir, o.stack, o.overrides, o.n_overrides, table ? 0 : 2, o.layer_lo, o.layer_hi,
-                                                         res.rows, res.nrows, &n_static, NULL, &e))) {
+                                                         res.rows, res.nrows, &n_static, &n_blind, NULL, &e))) {
             nd_cli_error(&e);
             nd_trace_result_free(&res);
             goto out;
@@ -511,12 +512,21 @@ int nd_cmd_trace(int argc, char **argv) {
         if (!strcmp(res.summary.status, "ok")) nd_trace_print_quality(&quality, o.ref_ckpt != NULL, width);
         nd_trace_print_verdict(&res, diag, ndiag, table, width);
         if (n_static && strcmp(res.summary.status, "diverged")) {
-            char line[512];
-            snprintf(line, sizeof line,
-                     "but %d static finding%s above break%s stack %s on a module of the replayed layers that the replay "
-                     "did not run (an expert no token was routed to): the prompt cannot show it, yet the checkpoint is not "
-                     "healthy under %s (exit 1)",
-                     n_static, n_static == 1 ? "" : "s", n_static == 1 ? "s" : "", res.stack, res.stack);
+            char line[768];
+            const int unrun = n_static - n_blind;
+            if (unrun)
+                snprintf(line, sizeof line,
+                         "but %d static finding%s above break%s stack %s on a module of the replayed layers that the replay "
+                         "did not run (an expert no token was routed to): the prompt cannot show it, yet the checkpoint is not "
+                         "healthy under %s (exit 1)",
+                         unrun, unrun == 1 ? "" : "s", unrun == 1 ? "s" : "", res.stack, res.stack);
+            if (n_blind)
+                snprintf(line + (unrun ? strlen(line) : 0), sizeof line - (unrun ? strlen(line) : 0),
+                         "%s%d static finding%s above break%s stack %s on what the weights or the config mean, which moves "
+                         "the reference and the production path alike (or a loader, not the replay): a clean replay cannot "
+                         "clear %s (exit 1; --reference-checkpoint compares against the original)",
+                         unrun ? "; and " : "but ", n_blind, n_blind == 1 ? "" : "s", n_blind == 1 ? "s" : "", res.stack,
+                         n_blind == 1 ? "it" : "them");
             nd_term_wrap(stdout, line, 2, 0, width);
         }
         if (apply_txt) fputs(apply_txt, stdout);

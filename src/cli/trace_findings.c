@@ -43,8 +43,20 @@ static int exercised(const char *module, const nd_row *rows, int64_t nrows) {
     return 0;
 }
 
+/* 1 when the replay can judge the finding: it changes what the production path computes and not the
+ * reference path (an input scale, the fused rules of a stack, the KV cache), so a module the replay
+ * ran and found healthy clears it. A finding about what the weights or the config mean (an inverted
+ * weight global, a config that contradicts the tensors) moves both paths alike, or not at all since
+ * the replay reads the tensors: no clean replay clears it. */
+static int replay_judges(const nd_finding *x) {
+    if (x->kind != ND_BREAKS_ALL) return 1;
+    if (!strcmp(x->code, "quant_config_mismatch") || !strcmp(x->code, "precision_policy_violation")) return 0;
+    return strstr(x->tensor, "input_global_scale") || strstr(x->tensor, "input_scale");
+}
+
 int nd_trace_stack_findings(const char *ckpt_dir, const char *stack_name, const char *const *ovr, int n_ovr, int json,
-                            int layer_lo, int layer_hi, const nd_row *rows, int64_t nrows, int *n_err, json_t **out, nd_err *e) {
+                            int layer_lo, int layer_hi, const nd_row *rows, int64_t nrows, int *n_err, int *n_blind,
+                            json_t **out, nd_err *e) {
     nd_ckpt *ck = NULL;
     nd_stack st;
     nd_findings f;
@@ -54,6 +66,7 @@ int nd_trace_stack_findings(const char *ckpt_dir, const char *stack_name, const 
     if (!rc) rc = nd_ckpt_check(ck, &f, NULL, e);
     json_t *list = json == 1 ? json_array() : NULL;
     if (n_err) *n_err = 0;
+    if (n_blind) *n_blind = 0;
     int shown = 0, n_over = 0;
     for (size_t i = 0; !rc && i < f.n; i++) {
         const nd_finding *x = &f.v[i];
@@ -63,13 +76,15 @@ int nd_trace_stack_findings(const char *ckpt_dir, const char *stack_name, const 
         const int layer = module_layer(x->module);
         const int in_run = layer < 0 || layer_hi < 0 || (layer >= layer_lo && layer <= layer_hi);
         n_over += over;
-        const int ran = exercised(x->module, rows, nrows);
-        if (n_err && !over && in_run && !ran) ++*n_err;
+        const int ran = exercised(x->module, rows, nrows), judged = ran && replay_judges(x);
+        if (n_err && !over && in_run && !judged) ++*n_err;
+        if (n_blind && !over && in_run && ran && !judged) ++*n_blind;
         if (json == 1) {
             json_t *o = json_object();
             json_object_set_new(o, "overridden", json_boolean(over));
             json_object_set_new(o, "in_replayed_layers", json_boolean(in_run));
             json_object_set_new(o, "exercised", json_boolean(ran));
+            json_object_set_new(o, "judged_by_replay", json_boolean(judged));
             json_object_set_new(o, "code", json_string(x->code));
             json_object_set_new(o, "module", json_string(x->module));
             json_object_set_new(o, "message", json_string(x->msg));

@@ -10,9 +10,12 @@
  * A finding on a module that one of the run's overrides (NAME=VALUE, NAME "<module>.<knob>")
  * replaces a value of is not printed as breaking the run: one line counts them. */
 /* *n_err (may be NULL) counts the printed ones on a module in the replayed layers [layer_lo,
- * layer_hi] (layer_hi < 0: all) that no row of the run exercised (rows[0..nrows)): an expert no
- * token was routed to breaks the stack for other prompts though this replay never ran it, so the
- * run exits 1 for it. A module the replay ran and found healthy is judged by the replay. */
+ * layer_hi] (layer_hi < 0: all) that the replay did not judge, and the run exits 1 for them: a module
+ * no row of the run exercised (rows[0..nrows)) -- an expert no token was routed to breaks the stack
+ * for other prompts though this replay never ran it -- or one it ran whose finding no replay can
+ * clear (what the weights or the config mean moves both paths alike; *n_blind, may be NULL, counts
+ * these). A module the replay ran and found healthy clears a finding about its production inputs. */
 int nd_trace_stack_findings(const char *ckpt_dir, const char *stack_name, const char *const *ovr, int n_ovr, int json,
-                            int layer_lo, int layer_hi, const nd_row *rows, int64_t nrows, int *n_err, json_t **out, nd_err *e);
+                            int layer_lo, int layer_hi, const nd_row *rows, int64_t nrows, int *n_err, int *n_blind,
+                            json_t **out, nd_err *e);
 #endif

@@ -67,6 +67,13 @@ static const nd_cause CAUSES[] = {
      "a static fact on its own; replaying with each NaN block scale replaced by its row neighbour restores the stage",
      "block_scale_fix: NaN block scales replaced by their nearest finite neighbour",
      "re-quantize the weight (its block scales are corrupt)"},
+    {"nonfinite_weight",
+     "a tensor the stage reads holds NaN or Inf values stored as such in the checkpoint: an unquantized weight (a "
+     "norm, a router, an embedding, lm_head), a bias, FP8 codes, or the real-valued block scales of an FP8 weight; "
+     "both paths read it, so the reference output is broken too (SPEC 7: the checkpoint itself is broken)",
+     "a static fact on its own: the trace names the tensor and counts its NaN and Inf values",
+     "none by override: the stored values are lost",
+     "re-export the tensor from the original weights (check the conversion or merge step that wrote it)"},
     {"weight_packing",
      "the packed FP4 codes are stored in the other nibble order (or layout) than the kernel reads (field reports "
      "C38, A19, A20, A21)",

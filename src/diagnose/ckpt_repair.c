@@ -124,3 +124,46 @@ const char *nd_ckpt_static_cause(const char *ckpt_dir, const nd_stage_info *in, 
     nd_ckpt_close(c);
     return cause;
 }
+
+/* a tensor of the stage: below its module ("<module>.weight"), or named after the stage with any
+ * prefix of the checkpoint ("model.layers.0.self_attn.q_a_norm.weight" for "layers.0.self_attn.q_a_norm") */
+static int of_stage(const char *name, const char *stage, const char *module) {
+    const size_t ml = strlen(module);
+    if (ml && !strncmp(name, module, ml) && name[ml] == '.' && !strchr(name + ml + 1, '.')) return 1;
+    const size_t sl = strlen(stage), nl = strlen(name);
+    for (const char *p = strstr(name, stage); sl && p; p = strstr(p + 1, stage)) {
+        if (p != name && p[-1] != '.') continue;
+        if (p[sl] == '.' && !strchr(p + sl + 1, '.') && (size_t)(p - name) + sl < nl) return 1;
+    }
+    return 0;
+}
+
+const char *nd_ckpt_nonfinite_tensor(const char *ckpt_dir, const char *stage, const nd_stage_info *in, char *evidence,
+                                     size_t cap) {
+    nd_ckpt *c = NULL;
+    nd_err e = {0};
+    if (!stage || !stage[0] || nd_ckpt_open(ckpt_dir, &c, &e)) return NULL;
+    const char *cause = NULL;
+    const char *module = in && in->found && !in->composite ? in->module : "";
+    for (size_t i = 0, n = nd_ckpt_count(c); i < n && !cause; i++) {
+        const nd_tview *t = nd_ckpt_at(c, i);
+        if (!of_stage(t->name, stage, module)) continue;
+        /* real-valued tensors and FP8 E4M3 codes (0x7f/0xff are NaN); packed codes and E8M0 bytes are
+         * judged elsewhere */
+        if (t->dtype != ND_DT_F32 && t->dtype != ND_DT_BF16 && t->dtype != ND_DT_F16 && t->dtype != ND_DT_F8_E4M3) continue;
+        if (t->dtype == ND_DT_F8_E4M3 && strstr(t->name, "scale")) continue; /* NVFP4 block scales: nan_weight_scale */
+        int64_t nan = 0, inf = 0;
+        for (int64_t k = 0; k < t->numel; k++) {
+            const float v = nd_tview_get_f32(t, k);
+            nan += isnan(v);
+            inf += isinf(v);
+        }
+        if (!nan && !inf) continue;
+        cause = strstr(t->name, "scale") ? "nan_weight_scale" : "nonfinite_weight";
+        snprintf(evidence, cap, "static fact (%s): %s (%s) holds %lld NaN and %lld Inf of its %lld values as stored: "
+                 "both paths read it, the checkpoint itself is broken there", cause, t->name, nd_dtype_str(t->dtype),
+                 (long long)nan, (long long)inf, (long long)t->numel);
+    }
+    nd_ckpt_close(c);
+    return cause;
+}

@@ -21,5 +21,11 @@ int nd_ckpt_repairs_for(const char *ckpt_dir, const nd_row *row, const nd_stage_
 /* "scale_underflow" with a sentence in evidence when the module's block scales are mostly
  * subnormal; NULL otherwise. */
 const char *nd_ckpt_static_cause(const char *ckpt_dir, const nd_stage_info *in, char *evidence, size_t cap);
+/* "nonfinite_weight" (or "nan_weight_scale" for a scale tensor) with a sentence in evidence when a
+ * tensor the stage reads -- the tensors of its module (in->module), else those named after the stage
+ * itself (a norm's weight) -- holds NaN or Inf values as stored; NULL otherwise. Packed FP4 codes
+ * and byte-encoded scales have their own checks and are skipped. */
+const char *nd_ckpt_nonfinite_tensor(const char *ckpt_dir, const char *stage, const nd_stage_info *in, char *evidence,
+                                     size_t cap);
 
 #endif

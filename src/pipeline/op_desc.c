@@ -3,6 +3,7 @@
 #include "op_desc.h"
 #include "util/suggest.h"
 #include "util/table.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,6 +257,17 @@ static int check_stage(const nd_recipe *rc, const nd_stage_def *s, nd_err *e) {
             return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s (op %s): attribute %s must be 0 or 1, not '%s'", af,
                            al, s->name, s->op, k, v);
         if (!strcmp(k, "tf")) ND_TRY(check_tf(s, v, af, al, e));
+        /* a number written in the recipe gets the range the same key has in config.json
+         * (ckpt/config_check.c): an epsilon or a RoPE base out of it is a NaN on both paths */
+        if (a->kind == ND_AK_NUM && v[0] != '$') {
+            static const struct { const char *key; double lo, hi; int lo_open; } R[] = {
+                {"eps", 0, 0.1, 1}, {"hc_eps", 0, 0.1, 0}, {"theta", 0, 1e12, 1}};
+            const double x = strtod(v, NULL);
+            for (size_t j = 0; j < sizeof R / sizeof R[0]; j++)
+                if (!strcmp(k, R[j].key) && (!isfinite(x) || x > R[j].hi || (R[j].lo_open ? x <= R[j].lo : x < R[j].lo)))
+                    return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s (op %s): attribute %s is %s, outside the allowed "
+                                   "range %s%g..%g", af, al, s->name, s->op, k, v, R[j].lo_open ? ">" : "", R[j].lo, R[j].hi);
+        }
         if (a->kind == ND_AK_TENSOR && !v[0])
             return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s (op %s): attribute %s names no tensor", af, al,
                            s->name, s->op, k);

@@ -459,6 +459,12 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
                      "weights and find nothing. Trace the NVFP4 checkpoint (with this one as --reference-checkpoint), or "
                      "pass --allow-unquantized to replay it anyway", nd_ckpt_dir(r.ck), nd_ckpt_format_str(r.ck),
                      strcmp(nd_ckpt_format_str(r.ck), "unquantized") ? ", but no module holds quantized tensors" : "");
+    /* --layers picking only layers kept in high precision compares nothing quantized either */
+    else if (!rc && !o->allow_unquantized && o->layer_hi >= 0 && o->layer_lo < nd_ckpt_config(r.ck)->num_hidden_layers &&
+             !nd_run_any_quantized_in(r.ck, o->layer_lo, o->layer_hi)) /* (a range past the model is refused below) */
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: layers %d-%d hold no quantized module: both paths would run the same "
+                     "weights there and find nothing. Pick layers that hold quantized modules (nvfp4dbg inspect --modules), "
+                     "or pass --allow-unquantized to replay them anyway", nd_ckpt_dir(r.ck), o->layer_lo, o->layer_hi);
     if (!rc) rc = nd_stack_load(o->stack ? o->stack : "exact", &r.stack, e);
     for (int i = 0; !rc && i < o->n_overrides; i++) rc = nd_stack_add_override(&r.stack, o->overrides[i], e);
     if (!rc) rc = nd_override_targets_check(&r, &r.stack, e);

@@ -203,4 +203,6 @@ int nd_run_check_config(const nd_run *r, nd_err *e);
 int nd_run_check_structure(const nd_run *r, nd_err *e);
 int nd_run_check_window(const nd_run *r, nd_err *e);
 int nd_run_any_quantized(const nd_ckpt *c, nd_err *e); /* 1, 0, or -1 with the first binding error in e */
+/* 1 when a module of a decoder layer in [lo, hi] binds as quantized, else 0 */
+int nd_run_any_quantized_in(const nd_ckpt *c, int lo, int hi);
 #endif

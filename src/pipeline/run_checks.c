@@ -2,6 +2,7 @@
  * (run.h): keys the recipe does not model, values it does not compute, a sliding window, and
  * whether anything is quantized at all. Each refusal is exit 2 naming config.json and the recipe. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "run.h"
 #include "loop.h"
@@ -112,6 +113,30 @@ int nd_run_check_window(const nd_run *r, nd_err *e) {
 }
 
 /* Does any module hold quantized tensors? (a config can say NVFP4 over BF16 weights) */
+/* the decoder layer of a module path ("model.layers.3.mlp.down_proj" -> 3), -1 when none */
+static long path_layer(const char *p) {
+    for (const char *q = strstr(p, "layers."); q; q = strstr(q + 1, "layers.")) {
+        if (q != p && q[-1] != '.') continue;
+        char *end;
+        const long v = strtol(q + 7, &end, 10);
+        if (end != q + 7 && (*end == '.' || !*end)) return v;
+    }
+    return -1;
+}
+
+int nd_run_any_quantized_in(const nd_ckpt *c, int lo, int hi) {
+    const size_t n = nd_ckpt_module_count(c);
+    for (size_t i = 0; i < n; i++) {
+        const char *p = nd_ckpt_module_path(c, i);
+        const long l = path_layer(p);
+        if (l < lo || l > hi) continue;
+        nd_module m;
+        nd_err e2 = {0};
+        if (nd_ckpt_module(c, p, &m, &e2) == 0 && m.wfmt != ND_WF_DENSE) return 1;
+    }
+    return 0;
+}
+
 int nd_run_any_quantized(const nd_ckpt *c, nd_err *e) {
     const size_t n = nd_ckpt_module_count(c);
     int bad = -1;

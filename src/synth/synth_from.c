@@ -2,6 +2,7 @@
 #include "recipe/recipe.h"
 #include "util/infile.h"
 #include "util/outfile.h"
+#include "util/term.h"
 #include <unistd.h>
 #include <fcntl.h>
 #include "synth/synth_outdir.h"
@@ -321,6 +322,16 @@ int nd_synth_from(const char *src, const char *outdir_arg, const char *const *in
         if ((rc = nd_member_link_ok(src, a, e))) break;
         if (stat(a, &st)) continue;
         if (S_ISDIR(st.st_mode)) continue; /* sub-folders (an original/) are not part of it */
+        /* synth's manifest records one name a line: a name holding a control character (a newline)
+         * could not be recorded, and a later --force would refuse synth's own output */
+        int ctl = 0;
+        for (const unsigned char *q = (const unsigned char *)nm; *q && !ctl; q++) ctl = *q < 0x20 || *q == 0x7f;
+        if (ctl) {
+            char shown[1200];
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s/%s: a file name with a control character; synth --from does not copy it "
+                         "(rename or remove it in the source)", src, nd_term_safe(nm, shown, sizeof shown));
+            break;
+        }
         if (!S_ISREG(st.st_mode)) { rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: not a regular file (a FIFO, device or socket); not copied", a); break; }
         snprintf(b, sizeof b, "%s/%s", stage, nm);
         rc = copy_file(a, b, st.st_mode, e);

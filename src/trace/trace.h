@@ -164,6 +164,7 @@ typedef struct nd_tol_rule {
     char key[2 * ND_NAME_LEN];    /* the op kind or the pattern */
     unsigned char has_abs[ND_NFIG], has_rel[ND_NFIG];
     nd_tol tol[ND_NFIG];
+    int line;                     /* where the rule is in its file (1-based), for messages */
 } nd_tol_rule;
 typedef struct nd_tolerances {
     nd_tol def[ND_NFIG];
@@ -188,6 +189,13 @@ nd_tol nd_tolerance_for_ex(const nd_tolerances *t, const char *stage, const char
  * and the first difference. */
 int nd_trace_comparable(const char *run_path, const nd_trace *run, const char *other_path, const nd_trace *other,
                         nd_err *e);
+
+/* The gate's golden holds every stage of the run (compare only; report --against shows extra
+ * stages): a golden cut down, or made by another version or recipe, gates part of the run and
+ * passes the rest unseen. Exit 2 naming the golden, how many of the run's stages it lacks and the
+ * first of them. */
+int nd_trace_golden_covers(const char *run_path, const nd_trace *run, const char *golden_path, const nd_trace *golden,
+                           nd_err *e);
 
 enum nd_cmp_kind {
     ND_CMP_FIGURE,     /* a figure outside its tolerance (or NaN on one side only) */
@@ -216,6 +224,7 @@ typedef struct nd_cmp_result {
     int nitems, nregressions, nmissing, nextra;
     nd_cmp_item *items;                    /* sorted: regressions worst first, then the rest */
     int first;                             /* index in items of the earliest regression, -1 none */
+    int first_unused;                      /* index in the tolerances of the first rule that applied nowhere, -1 none */
 } nd_cmp_result;
 int nd_trace_compare(const nd_trace *run, const nd_trace *golden, const nd_tolerances *tol,
                      nd_cmp_result *out, nd_err *e);

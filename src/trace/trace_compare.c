@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "trace/trace.h"
+#include "util/term.h"
 
 typedef struct list { nd_cmp_item *v; int n, cap; } list;
 
@@ -223,6 +224,34 @@ int nd_trace_comparable(const char *rp, const nd_trace *run, const char *op, con
     return 0;
 }
 
+int nd_trace_golden_covers(const char *rp, const nd_trace *run, const char *gp, const nd_trace *golden, nd_err *e) {
+    int64_t *gi = sorted_index(golden), *ri = sorted_index(run);
+    if (!gi || !ri) {
+        free(gi); free(ri);
+        return nd_fail(e, ND_EXIT_INTERNAL, "compare: out of memory");
+    }
+    int64_t lacking = 0, stages = 0, first = -1;
+    for (int64_t a = 0, b = 0; b < run->nrows; b++) {
+        const nd_row *r = &run->rows[ri[b]];
+        if (b > 0 && !key_cmp(&run->rows[ri[b - 1]], r)) continue; /* a repeated row: the comparison flags it */
+        stages++;
+        while (a < golden->nrows && key_cmp(&golden->rows[gi[a]], r) < 0) a++;
+        if (a < golden->nrows && !key_cmp(&golden->rows[gi[a]], r)) continue;
+        if (first < 0 || ri[b] < first) first = ri[b];
+        lacking++;
+    }
+    int rc = 0;
+    if (lacking) {
+        char ns[4 * ND_NAME_LEN];
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: lacks %lld of the %lld stages of %s (first: %s, %s): a golden cut down, or made "
+                     "by another version or recipe, gates only part of the run; make it again from a trusted run", gp,
+                     (long long)lacking, (long long)stages, rp, nd_term_safe(run->rows[first].name, ns, sizeof ns),
+                     run->rows[first].mode);
+    }
+    free(gi); free(ri);
+    return rc;
+}
+
 int nd_trace_compare(const nd_trace *run, const nd_trace *golden, const nd_tolerances *tol, nd_cmp_result *out,
                      nd_err *e) {
     memset(out, 0, sizeof *out);
@@ -269,7 +298,11 @@ int nd_trace_compare(const nd_trace *run, const nd_trace *golden, const nd_toler
     for (int64_t i = 0; i < golden->nrows; i++) /* gi sorts by (name, mode): a new name starts a stage */
         out->nnames += i == 0 || strcmp(golden->rows[gi[i]].name, golden->rows[gi[i - 1]].name) != 0;
     out->nrules = tol->nrules;
-    for (int i = 0; i < tol->nrules; i++) out->nrules_used += used[i];
+    out->first_unused = -1;
+    for (int i = 0; i < tol->nrules; i++) {
+        out->nrules_used += used[i];
+        if (!used[i] && out->first_unused < 0) out->first_unused = i;
+    }
     for (int i = 0; i < l.n; i++) {
         out->nregressions += l.v[i].regression;
         out->nmissing += l.v[i].kind == ND_CMP_MISSING;

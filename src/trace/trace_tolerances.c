@@ -120,12 +120,17 @@ static nd_tol_rule *new_rule(ctx *c, nd_tolerances *t, const yaml_node_t *at) {
     }
     t->rules = nr;
     memset(&nr[t->nrules], 0, sizeof *nr);
+    nr[t->nrules].line = (int)at->start_mark.line + 1;
     return &nr[t->nrules++];
 }
 
 static int set_key(ctx *c, nd_tol_rule *r, const yaml_node_t *n) {
     const char *s = scalar(n);
     if (!s || !s[0]) return bad(c, n, "expected a non-empty name", NULL);
+    /* a plain ~ or null is YAML's null, not a pattern: it would match no stage and gate nothing */
+    if (n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+        (!strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") || !strcmp(s, "NULL")))
+        return bad(c, n, "expected a name or a pattern, not null", NULL);
     return nd_ydoc_text(c->d, "the name", n, r->key, sizeof r->key);
 }
 

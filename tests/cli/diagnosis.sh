@@ -91,6 +91,8 @@ ok "exact: exit 0 and no finding breaks it" '[ $? -eq 0 ] && tr -d "\n " <"$tmp/
 ok "explain a code: exit 0 with its proof" '[ $? -eq 0 ] && grep -q "proof:" "$tmp/e.txt"'
 "$bin" explain no_such_code >/dev/null 2>"$tmp/err"
 ok "explain an unknown code: exit 2 listing the codes" '[ $? -eq 2 ] && grep -q "scale_inverted" "$tmp/err"'
+"$bin" explain --ops "$(printf 'lin\033]0;T\007ear')" >/dev/null 2>"$tmp/err"; rc=$?
+ok "explain --ops of an unknown op with escapes: exit $rc, shown escaped (round 17)" '[ $rc -eq 2 ] && ! grep -q $'"'"'\033'"'"' "$tmp/err" && grep -qF "lin\x1b]0;T\x07ear" "$tmp/err"'
 "$bin" explain --all --markdown >"$tmp/causes.md"
 ok "docs/causes.md is the catalogue (regenerate: nvfp4dbg explain --all --markdown > docs/causes.md)" 'cmp -s "$tmp/causes.md" "$root/docs/causes.md"'
 echo "diagnosis: $pass passed, $fail failed"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The CI gate on the shipped checkpoints (issue 7): every shipped checkpoint is traced and compared
-# with its golden trace (any drift fails); a trace compared with itself is clean; and the gate
+# with its golden trace (any drift fails); a copy of a trace compared with it is clean, the same
+# file given twice is refused (a gate whose paths collapsed cannot fail); and the gate
 # bites: perturbing one production parameter (the activation quantizer multiplier of one stage)
 # fails the comparison, naming that stage.
 #   usage: golden_gate.sh NVFP4DBG SOURCE_ROOT
@@ -12,9 +13,13 @@ for ck in seed-bug-v4 clean-v4; do
   "$bin" compare "$tmp/$ck.h5" "$root/golden/traces/$ck.h5" >"$tmp/cmp" 2>&1
   rc=$?
   ok "$ck matches its golden trace (exit $rc: $(tail -1 "$tmp/cmp"))" '[ $rc -eq 0 ]'
-  "$bin" compare "$tmp/$ck.h5" "$tmp/$ck.h5" >/dev/null 2>&1
+  cp "$tmp/$ck.h5" "$tmp/$ck-copy.h5"
+  "$bin" compare "$tmp/$ck-copy.h5" "$tmp/$ck.h5" >/dev/null 2>&1
   rc=$?
-  ok "$ck compared with itself is clean (exit $rc)" '[ $rc -eq 0 ]'
+  ok "$ck compared with a copy of itself is clean (exit $rc)" '[ $rc -eq 0 ]'
+  "$bin" compare "$tmp/$ck.h5" "$tmp/$ck.h5" >/dev/null 2>"$tmp/err"
+  rc=$?
+  ok "$ck given twice as one file is refused (exit $rc)" '[ $rc -eq 2 ] && grep -q "are the same file" "$tmp/err"'
 done
 # the gate bites: a 1.5x quantizer multiplier on one stage (a plausible kernel-side slip)
 "$bin" trace --force "$root/golden/clean-v4" --backend cpu --out "$tmp/perturbed.h5" \

@@ -55,13 +55,16 @@ int main(void) {
     snprintf(golden, sizeof golden, "%s", fx_path("golden.h5"));
     CHECK_EQ_INT(fx_write(golden, base, N, &s, &e), 0);
 
-    /* a trace against itself, and an identical second run: clean */
-    CHECK_EQ_INT(fx_compare(golden, golden, NULL), 0);
+    /* a trace against itself is refused (a gate whose two paths are one file cannot fail); an
+     * identical second run is clean */
+    CHECK_EQ_INT(fx_compare(golden, golden, NULL), 2);
+    CHECK(strstr(fx_err, "are the same file: a trace compared with itself cannot regress") != NULL, "%s", fx_err);
+    const char *same = run_with("same.h5", NULL, &s);
+    CHECK_EQ_INT(fx_compare(same, golden, NULL), 0);
     CHECK(strstr(fx_out, "compare: 0 regressions in 12 stages\n") != NULL, "closing line: %s", fx_out);
     /* what the gate compared, in numbers (issue 37): 12 rows of 12 names, 13 figures a row */
     CHECK(strstr(fx_out, "compared: 12 golden rows of 12 stages, 12 rows in both traces figure by figure (") != NULL &&
           strstr(fx_out, "tolerances: the defaults") != NULL, "compared line: %s", fx_out);
-    const char *same = run_with("same.h5", NULL, &s);
     CHECK_EQ_INT(fx_compare(same, golden, NULL), 0);
     /* row order is not identity: matching is by (name, mode) */
     CHECK_EQ_INT(fx_compare(run_with("reorder.h5", e_reorder, &s), golden, NULL), 0);
@@ -77,18 +80,19 @@ int main(void) {
     CHECK_EQ_INT(fx_compare(run_with("inf.h5", e_inf, &s), golden, NULL), 1);
     CHECK_EQ_INT(fx_compare(run_with("count.h5", e_count, &s), golden, NULL), 1);
 
-    /* a missing stage fails; an extra one is reported and passes */
+    /* a missing stage fails; a golden that lacks a stage of the run is no golden for it (issue 37):
+     * refused, naming the stage */
     CHECK_EQ_INT(fx_compare(run_with("missing.h5", e_missing, &s), golden, NULL), 1);
     CHECK(strstr(fx_out, "missing stage") && strstr(fx_out, "layers.0.self_attn.q_a_proj.s3"), "%s", fx_out);
-    CHECK_EQ_INT(fx_compare(run_with("extra.h5", e_extra, &s), golden, NULL), 0);
-    CHECK(strstr(fx_out, "extra stage") && strstr(fx_out, "s99") && strstr(fx_out, "(1 extra stage in the run)"), "%s", fx_out);
+    CHECK_EQ_INT(fx_compare(run_with("extra.h5", e_extra, &s), golden, NULL), 2);
+    CHECK(strstr(fx_err, "lacks 1 of the 13 stages of ") && strstr(fx_err, "s99"), "%s", fx_err);
 
     /* an extra row that repeats a stage, or an extra row of NaN figures, is how a broken run hides:
      * both are regressions (issue 21) */
     CHECK_EQ_INT(fx_compare(run_with("dup.h5", e_dup, &s), golden, NULL), 1);
     CHECK(strstr(fx_out, "duplicate stage row"), "%s", fx_out);
-    CHECK_EQ_INT(fx_compare(run_with("extranan.h5", e_extra_nan, &s), golden, NULL), 1);
-    CHECK(strstr(fx_out, "extra stage with NaN/Inf") && strstr(fx_out, "s98"), "%s", fx_out);
+    CHECK_EQ_INT(fx_compare(run_with("extranan.h5", e_extra_nan, &s), golden, NULL), 2);
+    CHECK(strstr(fx_err, "lacks 1 of the") && strstr(fx_err, "s98"), "%s", fx_err);
     /* a run whose status is error is a regression (its status differs); a golden whose status is
      * error is refused, so two failed runs never pass; traces of other tokens are refused */
     nd_trace_summary err_s = fx_summary("error", "", "", "");
@@ -115,13 +119,14 @@ int main(void) {
 
     /* a stage name read from a file reaches the terminal with its control characters escaped */
     {
-        nd_row rows[N];
+        nd_row rows[N + 1];
         memcpy(rows, base, sizeof base);
-        snprintf(rows[2].name, sizeof rows[2].name, "evil\033]0;title\007\033[31m");
+        rows[N] = base[2];
+        snprintf(rows[N].name, sizeof rows[N].name, "evil\033]0;title\007\033[31m");
         char gp[640];
         snprintf(gp, sizeof gp, "%s", fx_path("evil_golden.h5"));
         nd_err e = {0};
-        CHECK(fx_write(gp, rows, N, &s, &e) == 0, "%s", e.msg);
+        CHECK(fx_write(gp, rows, N + 1, &s, &e) == 0, "%s", e.msg);
         CHECK_EQ_INT(fx_compare(golden, gp, NULL), 1); /* the evil row is missing from the run */
         CHECK(!strchr(fx_out, '\033') && !strchr(fx_out, '\007') && strstr(fx_out, "evil\\x1b]0;title\\x07\\x1b[31m"),
               "%s", fx_out);
@@ -134,7 +139,7 @@ int main(void) {
     nd_trace_summary moved_b = fx_summary("diverged", "layers.2.self_attn.q_a_proj.s8", "isolated", "scale_inverted");
     char div_golden[640];
     snprintf(div_golden, sizeof div_golden, "%s", run_with("div_golden.h5", NULL, &moved_a));
-    CHECK_EQ_INT(fx_compare(div_golden, div_golden, NULL), 0);
+    CHECK_EQ_INT(fx_compare(run_with("div_same.h5", NULL, &moved_a), div_golden, NULL), 0);
     CHECK_EQ_INT(fx_compare(run_with("div_moved.h5", NULL, &moved_b), div_golden, NULL), 1);
     CHECK(strstr(fx_out, "first_divergence") && strstr(fx_out, "layers.2.self_attn.q_a_proj.s8 isolated"), "%s", fx_out);
     nd_trace_summary mode_moved = fx_summary("diverged", "layers.1.self_attn.q_a_proj.s5", "chained", "scale_inverted");
@@ -166,8 +171,18 @@ int main(void) {
     CHECK_EQ_INT(fx_compare(cos_out_p, golden, "--tolerances", t_rms, NULL), 1);
     const char *t_none = fx_path("none.yaml");
     write_file(t_none, "op:\n  no_such_op:\n    cosine: {abs: 1.0}\n");
-    CHECK_EQ_INT(fx_compare(cos_out_p, golden, "--tolerances", t_none, NULL), 1);
-    CHECK(strstr(fx_out, "tolerances: 0 of the 1 rules of ") != NULL, "a rule for an op no row has applies nowhere: %s", fx_out);
+    /* a rule that applies nowhere (a typo, a stage gone) is refused, naming its line (round 17) */
+    CHECK_EQ_INT(fx_compare(cos_out_p, golden, "--tolerances", t_none, NULL), 2);
+    CHECK(strstr(fx_err, "none.yaml:2: the rule for op kind 'no_such_op' applies to no stage of ") != NULL,
+          "a rule for an op no row has: %s", fx_err);
+    const char *t_typo = fx_path("typo.yaml");
+    write_file(t_typo, "stages:\n  - match: \"layers.1.*\"\n    cosine: {abs: 2.0e-4}\n  - match: \"layers.9.self_atn.*\"\n    cosine: {abs: 0.5}\n");
+    CHECK_EQ_INT(fx_compare(cos_out_p, golden, "--tolerances", t_typo, NULL), 2);
+    CHECK(strstr(fx_err, "typo.yaml:4: the rule for stages matching 'layers.9.self_atn.*' applies to no stage") != NULL, "%s", fx_err);
+    const char *t_null = fx_path("null.yaml");
+    write_file(t_null, "stages:\n  - match: ~\n    cosine: {abs: 0.5}\n");
+    CHECK_EQ_INT(fx_compare(cos_out_p, golden, "--tolerances", t_null, NULL), 2);
+    CHECK(strstr(fx_err, "null.yaml:2: expected a name or a pattern, not null") != NULL, "%s", fx_err);
     t_op = fx_path("op.yaml"); /* fx_path's buffer is shared */
     CHECK_EQ_INT(fx_compare(cos_out_p, golden, "--tolerances", t_op, NULL), 0);
     CHECK(strstr(fx_out, "tolerances: 1 of the 1 rules of ") != NULL, "the linear rule applied: %s", fx_out);
@@ -191,7 +206,7 @@ int main(void) {
         CHECK(it && fabs(json_real_value(json_object_get(it, "delta")) + 1.1e-4) < 1e-9, "delta");
         json_decref(doc);
     }
-    CHECK_EQ_INT(fx_compare(golden, golden, "--json", NULL), 0);
+    CHECK_EQ_INT(fx_compare(run_with("same2.h5", NULL, &s), golden, "--json", NULL), 0);
     doc = json_loads(fx_out, 0, &je);
     CHECK(doc && !strcmp(json_string_value(json_object_get(doc, "result")), "clean") &&
           json_is_null(json_object_get(doc, "first")), "clean json: %s", fx_out);
