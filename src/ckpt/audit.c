@@ -266,7 +266,28 @@ static int check_group(const nd_ckpt *c, const nd_module *m, const nd_ct_group *
 static int check_config(const nd_ckpt *c, const nd_module *m, const char *const *norm, const unsigned char *quant,
                         size_t nmod, const nd_ct_group **seen, size_t *nseen, nd_findings *f) {
     const nd_qcfg *q = &c->q;
-    /* native releases (DeepSeek FP8, gpt-oss MXFP4) keep their own mixed precision: nothing to check */
+    /* DeepSeek-V4's native release declares FP8 for every linear and marks its FP4 routed experts
+     * only by config.json's expert_dtype (field report N15: a runtime that missed it allocated
+     * block-FP8 experts, another read the E8M0 scales as E4M3): the side field against the experts'
+     * tensors, said once */
+    if (q->fmt == ND_CKPT_FP8 && strstr(m->path, ".experts.") && (m->wfmt == ND_WF_MXFP4 || m->wfmt == ND_WF_FP8)) {
+        const char *ed = nd_cfg_string(nd_ckpt_config(c), "expert_dtype");
+        const int fp4 = m->wfmt == ND_WF_MXFP4, says_fp4 = ed && !strcmp(ed, "fp4");
+        int said = 0;
+        for (size_t i = 0; i < f->n && !said; i++) said = strstr(f->v[i].msg, "expert_dtype") != NULL;
+        if (fp4 != says_fp4 && !said) {
+            char was[80];
+            if (ed) snprintf(was, sizeof was, "expert_dtype \"%.40s\"", ed);
+            else snprintf(was, sizeof was, "no expert_dtype");
+            return nd_findings_add(f, ND_BREAKS_ALL, "quant_config_mismatch", m->path, m->weight->name,
+                                   "config.json declares FP8 (quant_method fp8) with %s, but routed expert %s holds %s "
+                                   "tensors%s: a runtime that follows the config builds %s experts (field report N15) "
+                                   "and reads the other format's bytes", was, m->path, fp4 ? "MXFP4" : "FP8",
+                                   fp4 ? " (packed E2M1 codes, E8M0 scales per 32)" : "",
+                                   says_fp4 ? "FP4" : "block-FP8");
+        }
+    }
+    /* native releases (DeepSeek FP8, gpt-oss MXFP4) keep their own mixed precision: nothing else to check */
     if (q->fmt == ND_CKPT_UNQUANTIZED || q->fmt == ND_CKPT_FP8 || q->fmt == ND_CKPT_MXFP4) return 0;
     const role_t role = role_of(m->path);
     const scheme s = scheme_of(c, m->path);

@@ -291,6 +291,16 @@ done
 cp -r "$root/golden/conformance/llama/nvfp4" "$tmp/nlsrc"; touch "$tmp/nlsrc/$(printf 'notes\nv2.txt')"
 run "synth --from: a file name with a newline" 2 "nlsrc/notes\\\\x0av2.txt: a file name with a control character" -- synth "$tmp/nlout" --from "$tmp/nlsrc" --inject input-scale-inverted@layers.0.self_attn.q_proj
 [ ! -e "$tmp/nlout" ] && pass=$((pass + 1)) || { echo "FAIL synth --from with a newline name left $tmp/nlout"; fail=$((fail + 1)); }
+# DeepSeek-V4's native release marks its MXFP4 routed experts only by expert_dtype (field report N15):
+# without it, or with another value, the config contradicts the experts' tensors
+for ed in none fp8; do
+  d="$tmp/native-ed-$ed"; mkdir -p "$d"; cp "$root/golden/conformance/deepseek_v4/native/model.safetensors" "$d/"
+  if [ $ed = none ]; then sed '/"expert_dtype": "fp4",/d' "$root/golden/conformance/deepseek_v4/native/config.json" >"$d/config.json"; want="with no expert_dtype"
+  else sed 's/"expert_dtype": "fp4",/"expert_dtype": "fp8",/' "$root/golden/conformance/deepseek_v4/native/config.json" >"$d/config.json"; want='with expert_dtype "fp8"'; fi
+  run "native V4, expert_dtype $ed (inspect)" 1 "$want, but routed expert layers.0.ffn.experts.0.w1 holds MXFP4 tensors" -- inspect "$d"
+  run "native V4, expert_dtype $ed (trace)" 1 "quant_config_mismatch" -- trace "$d" --tokens 1,2 "${T[@]}"
+done
+run "native V4 with expert_dtype fp4: no finding" 0 "findings: 0 errors, 0 warnings" -- inspect "$root/golden/conformance/deepseek_v4/native"
 # --tokens: an empty entry, spaces, a sign are refused, not skipped
 run "--tokens 1,,2" 2 "an empty entry in '1,,2'" -- trace "$root/golden/clean-v4" --tokens 1,,2 "${T[@]}"
 run "--tokens 1,2," 2 "an empty entry" -- trace "$root/golden/clean-v4" --tokens 1,2, "${T[@]}"
