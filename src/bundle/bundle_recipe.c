@@ -81,6 +81,22 @@ int nd_bundle_recipe_text(const nd_bundle *b, char **out, nd_err *e) {
     if (!b->stage_yaml) return nd_fail(e, ND_EXIT_BADINPUT, "bundle: no stage_yaml");
     yaml_document_t stage, d;
     ND_TRY(parse_stage(b->stage_yaml, &stage, e));
+    /* the stage definition is of the bundle's own op: another (an identity in a linear's bundle) would
+     * replay something else and compare it with the original rows (a stage name that is not the
+     * bundle's finds no stage later, naming the bundle) */
+    yaml_node_t *sr = yaml_document_get_root_node(&stage);
+    for (yaml_node_pair_t *p = sr && sr->type == YAML_MAPPING_NODE ? sr->data.mapping.pairs.start : NULL;
+         p && p < sr->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(&stage, p->key), *v = yaml_document_get_node(&stage, p->value);
+        if (!scalar_ok(k) || !scalar_ok(v)) continue;
+        const char *ks = (const char *)k->data.scalar.value, *vs = (const char *)v->data.scalar.value;
+        if (!strcmp(ks, "op") && strcmp(vs, b->op)) {
+            int rc = nd_fail(e, ND_EXIT_BADINPUT, "bundle: stage_yaml says %s %.200s, but the bundle is of stage %.200s (op %.31s)",
+                             ks, vs, b->stage, b->op);
+            yaml_document_delete(&stage);
+            return rc;
+        }
+    }
     if (!yaml_document_initialize(&d, NULL, NULL, NULL, 1, 1)) {
         yaml_document_delete(&stage);
         return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");

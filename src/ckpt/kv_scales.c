@@ -27,6 +27,12 @@ static int read_scheme(json_t *s, const char *file, const char *key, nd_kv_confi
     out->fp8 = nb == 8 && !strcmp(ty, "float") && !strcmp(st, "tensor") && !dynamic;
     snprintf(out->source, sizeof out->source, "%s %s", strrchr(file, '/') ? strrchr(file, '/') + 1 : file, key);
     snprintf(out->what, sizeof out->what, "%s %d-bit %s %s", ty, nb, st, dynamic ? "dynamic" : "static");
+    /* a KV cache the replay does not model (FP4, INT8, per-head or dynamic scales) would be replayed
+     * as another cache than the engine keeps: refused, never skipped */
+    if (!out->fp8)
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s' announces a %s KV cache, which this version does not replay (only FP8 "
+                       "E4M3 with static per-tensor scales): both paths would run another cache than the engine keeps",
+                       file, key, out->what);
     return 0;
 }
 
@@ -36,6 +42,13 @@ static int read_algo(json_t *a, const char *file, const char *key, nd_kv_config 
     if (!json_is_string(a)) return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s' must be a string or null", file, key);
     out->announced = 1;
     out->fp8 = !strcmp(json_string_value(a), "FP8");
+    if (!out->fp8) {
+        static const char *const known[] = {"NVFP4", "FP8_AFFINE", "NVFP4_AFFINE", "INT8"};
+        int k = 0;
+        for (size_t i = 0; i < sizeof known / sizeof known[0] && !k; i++) k = !strcmp(json_string_value(a), known[i]);
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s' is \"%.40s\"%s: this version replays only an FP8 KV cache (FP8)", file, key,
+                       json_string_value(a), k ? ", a KV-cache scheme the replay does not model" : ", not a ModelOpt KV-cache algorithm");
+    }
     snprintf(out->source, sizeof out->source, "%s %s", strrchr(file, '/') ? strrchr(file, '/') + 1 : file, key);
     snprintf(out->what, sizeof out->what, "%s", json_string_value(a));
     return 0;

@@ -223,6 +223,21 @@ static int parse_ct(json_t *q, const char *file, nd_qcfg *c, nd_err *e) {
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: 'quantization_config.transform_config' applies transforms (Hadamard or "
                        "learned rotations of the linears' inputs and weights) that this version does not replay yet: both "
                        "paths would run another model than the engine does", file);
+    /* quantization_status: how the weights are stored; a packed format is only ever "compressed" */
+    json_t *qs = get(q, "quantization_status");
+    if (qs && !json_is_null(qs)) {
+        const char *v = json_is_string(qs) ? json_string_value(qs) : "";
+        static const char *const known[] = {"initialized", "calibration", "frozen", "compressed"};
+        int k = 0;
+        for (size_t i = 0; i < sizeof known / sizeof known[0] && !k; i++) k = !strcmp(v, known[i]);
+        if (!k)
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: 'quantization_config.quantization_status' is \"%.40s\", not a "
+                           "compressed-tensors status (initialized, calibration, frozen, compressed)", file, v);
+        if (strcmp(v, "compressed") && strstr(c->ct_format, "-pack-quantized"))
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: 'quantization_config.quantization_status' is \"%s\" (weights stored "
+                           "unpacked), but the format is %s: a loader decompresses nothing and reads the packed tensors as "
+                           "they are", file, v, c->ct_format);
+    }
     json_t *sp = get(q, "sparsity_config");
     if (present(sp)) {
         json_t *sf = json_is_object(sp) ? get(sp, "format") : NULL;
@@ -257,6 +272,11 @@ static int parse_ct(json_t *q, const char *file, nd_qcfg *c, nd_err *e) {
                        NULL, NULL, e));
         /* a group's own format, which loaders read in preference to the top-level one */
         ND_TRY(opt_str(v, "format", file, where, gr->format, sizeof gr->format, e));
+        /* output activations quantized (a fake-quant of every linear's output): not replayed */
+        json_t *oa = get(v, "output_activations");
+        if (oa && !json_is_null(oa))
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: '%s.output_activations' quantizes the linears' outputs, which this "
+                           "version does not replay: both paths would run another model than the engine does", file, where);
         /* 4-bit float weights (NVFP4, MXFP4) take 4-bit float activations or none: any other
          * activation scheme is one no engine runs (vLLM finds no compressed-tensors scheme for it),
          * and replaying it as weight-only would test nothing of it */

@@ -112,7 +112,17 @@ int nd_cmd_replay(int argc, char **argv) {
     }
     for (int i = 0; i < n_user && n_ovr < 96; i++) ovr[n_ovr++] = user[i];
 
-    if ((rc = nd_bundle_materialise(b, dir, sizeof dir, &e))) { dir[0] = 0; nd_cli_error(&e); goto out; }
+    if ((rc = nd_bundle_materialise(b, dir, sizeof dir, &e))) {
+        dir[0] = 0;
+        /* "bundle: ..." from the unpacking names the bundle given */
+        if (!strncmp(e.msg, "bundle: ", 8)) {
+            char m[sizeof e.msg];
+            snprintf(m, sizeof m, "%s: %s", path, e.msg + 8);
+            snprintf(e.msg, sizeof e.msg, "%s", m);
+        }
+        nd_cli_error(&e);
+        goto out;
+    }
     char recipe[1100], stack[1100];
     snprintf(recipe, sizeof recipe, "%s/recipe.yaml", dir);
     snprintf(stack, sizeof stack, "%s/stack.yaml", dir);

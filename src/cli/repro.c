@@ -87,6 +87,7 @@ int nd_cmd_repro(int argc, char **argv) {
         stage = t->summary.first_divergence;
     }
     if (!ckpt) ckpt = t->checkpoint;
+    const int user_recipe = recipe != NULL;
     if (!recipe) recipe = t->recipe;
     {
         const char *inputs[16] = {trace_path, ckpt};
@@ -113,6 +114,31 @@ int nd_cmd_repro(int argc, char **argv) {
 
     /* texts: recipe (thresholds), stack profile, config */
     if ((rc = nd_recipe_load(recipe, &rcp, &e))) { nd_cli_error(&e); goto out; }
+    /* the recipe the trace ran (its file's hash, recorded by trace): a bundle made with another one
+     * (an edited copy named like the shipped recipe) would replay other stage definitions */
+    if (t->recipe_fnv1a[0]) {
+        char h[17] = "";
+        nd_err eh = {0};
+        if (nd_recipe_file_hash(rcp->path, h, &eh) || strcmp(h, t->recipe_fnv1a)) {
+            char h2[17] = "";
+            nd_recipe *alt = NULL;
+            /* the file the trace loaded, still as it was: that one (unless --recipe chose another) */
+            if (!user_recipe && t->recipe_file[0] && !nd_recipe_file_hash(t->recipe_file, h2, &eh) && !strcmp(h2, t->recipe_fnv1a) &&
+                !nd_recipe_load(t->recipe_file, &alt, &eh)) {
+                nd_recipe_free(rcp);
+                rcp = alt;
+                recipe = t->recipe_file;
+            } else {
+                char tf[4200];
+                rc = nd_fail(&e, ND_EXIT_BADINPUT, "%s: the trace ran recipe file %s, but %s (%s) is another recipe%s: a bundle "
+                             "made with it would replay other stage definitions; give --recipe FILE with the recipe the trace ran",
+                             trace_path, nd_term_safe(t->recipe_file, tf, sizeof tf), recipe, rcp->path,
+                             user_recipe ? "" : " and that file has changed or is gone since");
+                nd_cli_error(&e);
+                goto out;
+            }
+        }
+    }
     b->th_min_cosine = rcp->th.min_cosine;
     b->th_min_sqnr_db = rcp->th.min_sqnr_db;
     b->th_floor_margin_db = rcp->th.floor_margin_db;

@@ -31,7 +31,8 @@ static const char *usage_text =
     "Replays the checkpoint stage by stage on the reference path (weights dequantized, FP32/BF16)\n"
     "and the NVFP4 production path (activations quantized with the checkpoint's scales as the\n"
     "serving kernels do), writes per-stage figures to an HDF5 trace, and names the first\n"
-    "divergence and its likely cause. Exit 0: no divergence, 1: divergence, 2: bad input, 3: internal.\n"
+    "divergence and its likely cause. Exit 0: no divergence, 1: divergence (or a static error the\n"
+    "replay cannot clear, or quantized modules no stage of the recipe ran), 2: bad input, 3: internal.\n"
     "\n"
     "  --recipe NAME|FILE        model recipe (default: from config.json model_type)\n"
     "  --tokens 1,2,3            token ids (default: 16 built-in ids modulo the vocabulary)\n"
@@ -140,6 +141,9 @@ static void print_json(const nd_trace_result *res, const char *out, const nd_dia
                        json_t *sweep, json_t *findings, int static_errors, json_t *quality) {
     json_t *root = json_object(), *rows = json_array();
     json_object_set_new(root, "static_errors", json_integer(static_errors));
+    /* quantized modules of the replayed layers no stage of the recipe ran (exit 1) */
+    json_object_set_new(root, "unreplayed_modules", json_integer(res->unreplayed));
+    json_object_set_new(root, "unreplayed_first", json_string(res->unreplayed_first));
     json_object_set_new(root, "quality", quality);
     json_object_set_new(root, "stack_findings", findings ? findings : json_array());
     if (sweep) json_object_set_new(root, "stacks", sweep);
@@ -480,8 +484,19 @@ int nd_cmd_trace(int argc, char **argv) {
             /* a run that could not write its trace whole leaves it at OUT.incomplete (trace.h) */
             char inc[4096];
             const int aside = !nd_trace_incomplete_path(o.out_path, inc, sizeof inc) && access(inc, F_OK) == 0;
-            fprintf(stderr, "nvfp4dbg: the trace keeps the %lld rows written before the failure: %s\n", (long long)res.nrows,
-                    aside ? inc : o.out_path);
+            const char *kept = aside ? inc : o.out_path;
+            /* say what a reader finds there: a write the file refused (a size limit, a full disk) may
+             * have cut it so that it no longer opens */
+            nd_trace *pt = NULL;
+            nd_err e3 = {0};
+            char ks[4200];
+            nd_term_safe(kept, ks, sizeof ks);
+            if (nd_trace_read(kept, &pt, &e3) == 0)
+                fprintf(stderr, "nvfp4dbg: the trace keeps the %lld rows written before the failure: %s\n", (long long)pt->nrows, ks);
+            else
+                fprintf(stderr, "nvfp4dbg: the failure cut the trace file %s: it does not open, so no row of this run can be read "
+                        "(it stays so that compare refuses an earlier trace at that path)\n", ks);
+            nd_trace_free(pt);
         }
         nd_trace_result_free(&res);
         goto out;
@@ -529,6 +544,15 @@ int nd_cmd_trace(int argc, char **argv) {
                          n_blind == 1 ? "it" : "them");
             nd_term_wrap(stdout, line, 2, 0, width);
         }
+        if (res.unreplayed) {
+            char line[1024], fm[600];
+            snprintf(line, sizeof line,
+                     "but %d quantized module%s of the checkpoint ran in no stage of recipe %s (first: %s): the replay is no "
+                     "verdict on %s; a recipe that skips part of the model tests part of it (exit 1)",
+                     res.unreplayed, res.unreplayed == 1 ? "" : "s", res.recipe, nd_term_safe(res.unreplayed_first, fm, sizeof fm),
+                     res.unreplayed == 1 ? "it" : "them");
+            nd_term_wrap(stdout, line, 2, 0, width);
+        }
         if (apply_txt) fputs(apply_txt, stdout);
         if (stacks && (rc = nd_trace_stack_sweep(&o, stacks, 0, NULL, &e))) {
             nd_cli_error(&e);
@@ -548,7 +572,7 @@ int nd_cmd_trace(int argc, char **argv) {
         printf("note: %s holds no quantized stage%s: both paths ran the same weights, nothing quantized was compared\n",
                nd_term_safe(o.ckpt_dir, dir, sizeof dir), o.allow_unquantized ? " (--allow-unquantized)" : "");
     }
-    rc = strcmp(res.summary.status, "diverged") && !n_static ? ND_EXIT_OK : ND_EXIT_FINDING;
+    rc = strcmp(res.summary.status, "diverged") && !n_static && !res.unreplayed ? ND_EXIT_OK : ND_EXIT_FINDING;
     if (res.warning[0]) fprintf(stderr, "nvfp4dbg: warning: %s\n", res.warning); /* (an unused override ended the run above) */
     nd_trace_result_free(&res);
 out:

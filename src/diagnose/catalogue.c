@@ -63,7 +63,8 @@ static const nd_cause CAUSES[] = {
      "input_scale_calibrated: the input scale set to 2688/amax of this prompt's input",
      "re-export the scale; the --override shown sets a calibrated value for the whole run"},
     {"nan_weight_scale",
-     "the weight has NaN/Inf e4m3 block scales (field report C10)",
+     "the weight has NaN/Inf block scales: E4M3 (NVFP4), E8M0 (MXFP4, DeepSeek's FP8 .scale) or real-valued (FP8 "
+     "scale_inv) (field report C10)",
      "a static fact on its own; replaying with each NaN block scale replaced by its row neighbour restores the stage",
      "block_scale_fix: NaN block scales replaced by their nearest finite neighbour",
      "re-quantize the weight (its block scales are corrupt)"},

@@ -148,9 +148,11 @@ const char *nd_ckpt_nonfinite_tensor(const char *ckpt_dir, const char *stage, co
     for (size_t i = 0, n = nd_ckpt_count(c); i < n && !cause; i++) {
         const nd_tview *t = nd_ckpt_at(c, i);
         if (!of_stage(t->name, stage, module)) continue;
-        /* real-valued tensors and FP8 E4M3 codes (0x7f/0xff are NaN); packed codes and E8M0 bytes are
-         * judged elsewhere */
-        if (t->dtype != ND_DT_F32 && t->dtype != ND_DT_BF16 && t->dtype != ND_DT_F16 && t->dtype != ND_DT_F8_E4M3) continue;
+        /* real-valued tensors, FP8 E4M3 codes (0x7f/0xff are NaN) and E8M0 scales (0xff is NaN); packed
+         * codes and scales stored as plain bytes (U8) are judged elsewhere */
+        if (t->dtype != ND_DT_F32 && t->dtype != ND_DT_BF16 && t->dtype != ND_DT_F16 && t->dtype != ND_DT_F8_E4M3 &&
+            t->dtype != ND_DT_F8_E8M0)
+            continue;
         if (t->dtype == ND_DT_F8_E4M3 && strstr(t->name, "scale")) continue; /* NVFP4 block scales: nan_weight_scale */
         int64_t nan = 0, inf = 0;
         for (int64_t k = 0; k < t->numel; k++) {

@@ -253,7 +253,57 @@ static int check_compressed(const nd_run *r, nd_err *e) {
     return 0;
 }
 
+/* Qwen3-Next's (and Qwen3.5's) hybrid attention: layer_types (else full_attention_interval, as
+ * transformers derives it: full where (L + 1) % interval == 0, default 4) says which layers are Gated
+ * DeltaNet (linear_attention: linear_attn.*) and which softmax attention (full_attention:
+ * self_attn.*). The replay follows the tensors, a loader the config: they must agree. */
+static int check_hybrid_attention(const nd_run *r, nd_err *e) {
+    json_t *j = (json_t *)r->cfg->json;
+    double nl = 0;
+    if (!j || nd_cfg_number(r->cfg, "num_hidden_layers", &nl) || !(nl > 0) || nl > 4096) return 0;
+    json_t *lt = json_object_get(j, "layer_types");
+    int any_linear = 0;
+    for (long L = 0; L < (long)nl && !any_linear; L++) any_linear = layer_has(r, L, "linear_attn");
+    json_t *fai = json_object_get(j, "full_attention_interval");
+    if (!any_linear && !fai) return 0; /* not a hybrid model */
+    double interval = 4;
+    if (fai && (!json_is_integer(fai) || json_integer_value(fai) < 1 || json_integer_value(fai) > 4096))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: full_attention_interval is not a whole number of at least 1",
+                       nd_ckpt_dir(r->ck));
+    if (fai) interval = (double)json_integer_value(fai);
+    const int listed = json_is_array(lt);
+    if (listed && json_array_size(lt) < (size_t)nl)
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: layer_types has %zu entries for %.0f layers", nd_ckpt_dir(r->ck),
+                       json_array_size(lt), nl);
+    for (long L = 0; L < (long)nl; L++) {
+        int full;
+        if (listed) {
+            json_t *x = json_array_get(lt, (size_t)L);
+            const char *t = json_is_string(x) ? json_string_value(x) : "";
+            if (strcmp(t, "linear_attention") && strcmp(t, "full_attention"))
+                return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: layer_types[%ld] is '%.40s', not linear_attention or "
+                               "full_attention (a hybrid model's layers are one or the other)", nd_ckpt_dir(r->ck), L, t);
+            full = !strcmp(t, "full_attention");
+        } else {
+            full = (L + 1) % (long)interval == 0;
+        }
+        const int lin = layer_has(r, L, "linear_attn"), soft = layer_has(r, L, "self_attn");
+        if (!lin && !soft) continue; /* a layer the checkpoint holds nothing of: judged where read */
+        if (full ? (lin && !soft) : (soft && !lin)) {
+            char what[80];
+            if (listed) snprintf(what, sizeof what, "layer_types[%ld] is %s", L, full ? "full_attention" : "linear_attention");
+            else snprintf(what, sizeof what, "full_attention_interval %.0f makes layer %ld %s", interval, L,
+                          full ? "full attention" : "linear attention");
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: %s, but the checkpoint's layer %ld holds %s: the config "
+                           "does not describe these weights", nd_ckpt_dir(r->ck), what, L,
+                           lin ? "Gated DeltaNet (linear_attn) tensors" : "softmax attention (self_attn) tensors");
+        }
+    }
+    return 0;
+}
+
 int nd_run_check_structure(const nd_run *r, nd_err *e) {
     ND_TRY(check_widths(r, e));
+    ND_TRY(check_hybrid_attention(r, e));
     return check_layer_kinds(r, e);
 }

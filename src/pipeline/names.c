@@ -142,6 +142,36 @@ static const char *gate_up_swapped(nd_run *r, const char *canonical, char *out, 
     return out;
 }
 
+/* "model.layers.3.mlp.experts.17.down_proj" -> "model.layers.#.mlp.experts.#.down_proj": every
+ * run of digits between dots (a layer, an expert, a shard) as '#' */
+void nd_path_pattern(const char *p, char *out, size_t cap) {
+    size_t o = 0;
+    for (const char *q = p; *q && o + 1 < cap;) {
+        if ((q == p || q[-1] == '.') && *q >= '0' && *q <= '9') {
+            const char *d = q;
+            while (*d >= '0' && *d <= '9') d++;
+            if (!*d || *d == '.') { out[o++] = '#'; q = d; continue; }
+        }
+        out[o++] = *q++;
+    }
+    out[o] = 0;
+}
+
+void nd_run_note_bound(nd_run *r, const char *name) {
+    char pat[192];
+    nd_path_pattern(name, pat, sizeof pat);
+    for (int i = 0; i < r->n_bound; i++)
+        if (!strcmp(r->bound[i], pat)) return;
+    if (r->n_bound == r->cap_bound) {
+        const int cap = r->cap_bound ? 2 * r->cap_bound : 32;
+        char (*nb)[192] = realloc(r->bound, (size_t)cap * sizeof *nb);
+        if (!nb) return; /* then the coverage check sees fewer bound modules: it can only say more */
+        r->bound = nb;
+        r->cap_bound = cap;
+    }
+    memcpy(r->bound[r->n_bound++], pat, sizeof pat);
+}
+
 int nd_run_module(nd_run *r, int reference, const char *canonical, nd_module *m, nd_err *e) {
     char buf[320];
     nd_ckpt *ck = reference && r->ref_ck ? r->ref_ck : r->ck;
@@ -155,6 +185,7 @@ int nd_run_module(nd_run *r, int reference, const char *canonical, nd_module *m,
     if (!strcmp(canonical, "lm_head") && !nd_ckpt_has_module(ck, name) && r->cfg->tie_word_embeddings)
         name = located(ck, disk_name(nm, "model.embed_tokens", buf, sizeof buf), 0, alt, sizeof alt);
     ND_TRY(nd_ckpt_module(ck, name, m, e));
+    if (ck == r->ck) nd_run_note_bound(r, name);
     /* binding read the global scales through the mapping: let their pages (and the neighbours
      * fault-around mapped with them) go */
     nd_ckpt_release_near(ck, m->weight_global);

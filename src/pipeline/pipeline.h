@@ -194,6 +194,8 @@ typedef struct nd_trace_result {
     double floor_margin_db;     /* the recipe's floor_margin_db (the verdict's allowed gap below the floor) */
     char note[160];             /* added to the summary message (--ep: the diverging expert's rank) */
     int trace_created;          /* the run began its trace file (OUT.incomplete) */
+    int unreplayed;             /* quantized modules of the replayed layers no stage ran (nd_run_unreplayed) */
+    char unreplayed_first[256]; /* the first of them */
 } nd_trace_result;
 
 /* The one entry point of a single-stage replay (issue 23; stage_rec.c): replay the stage that makes

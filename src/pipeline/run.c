@@ -160,6 +160,25 @@ int nd_loop_stage_body(nd_run *r, const nd_stage_def *def, int layer, int modes,
     const double up0 = r->upload_s;
     if (prof) { (void)r->be->sync(r->be, e); clock_gettime(CLOCK_MONOTONIC, &p0); }
     int rc = fn(&c, e);
+    /* a shape an op refuses comes from the sizes the recipe took from config.json: name the file
+     * and the keys (the checkpoint's tensors disagree with them) */
+    if (rc == ND_EXIT_BADINPUT && !strncmp(e->msg, "stage ", 6)) {
+        char keys[600] = "";
+        size_t o = 0;
+        for (int i = 0; i < def->n_attrs && o < sizeof keys - 80; i++) {
+            const char *v = def->attrs[i].value;
+            double x;
+            if (v[0] != '$' || nd_cfg_number(r->cfg, v + 1, &x)) continue;
+            int dup = 0; /* a key two attributes read (head_dim, rot_dim) once */
+            for (int j = 0; j < i && !dup; j++) dup = !strcmp(def->attrs[j].value, v);
+            if (dup) continue;
+            o += (size_t)snprintf(keys + o, sizeof keys - o, "%s%.60s %g", o ? ", " : "", v + 1, x);
+        }
+        const size_t l = strlen(e->msg);
+        if (keys[0] && l < sizeof e->msg - 40)
+            snprintf(e->msg + l, sizeof e->msg - l, " (sizes from %s/config.json: %s; recipe %s:%d): the config does not "
+                     "describe these weights", nd_ckpt_dir(r->ck), keys, nd_stage_file(r->rc, def), def->line);
+    }
     if (!rc && c.quantized != -1 && !r->loop->calib_cb && c.out_ref[0]) {
         char lg[8];
         int logits = nd_attr_str(&st, "logits", lg, sizeof lg) && lg[0] == '1';
@@ -326,6 +345,8 @@ static void run_close(nd_run *r) {
     if (r->loop->dump) nd_st_close(r->loop->dump);
     free(r->loop->dump_used);
     if (r->be) r->be->destroy(r->be);
+    free(r->bound);
+    r->bound = NULL;
     nd_rows_free(r);
     free(r->pos);
     free(r->loop->rows);
@@ -522,12 +543,21 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     }
     if (!rc && o->out_path) {
         nd_trace_meta meta = {ND_VERSION, o->ckpt_dir, nd_ckpt_format_str(r.ck), r.rc->name, r.stack.name,
-                              r.be->name, r.be->device, modes_str(lp.modes), NULL, nd_run_ref_numerics_name(&r), NULL, NULL, NULL};
+                              r.be->name, r.be->device, modes_str(lp.modes), NULL, nd_run_ref_numerics_name(&r), NULL, NULL, NULL, NULL, NULL};
         char ovr[2048] = "";
         size_t len = 0;
         for (int i = 0; i < o->n_overrides; i++)
             len += (size_t)snprintf(ovr + len, len < sizeof ovr ? sizeof ovr - len : 0, "%s%s", i ? ";" : "", o->overrides[i]);
         meta.overrides = ovr;
+        /* the recipe file and its hash: repro replays the recipe the trace ran, or refuses */
+        char rfile[4096] = "", rhash[17] = "";
+        char *real = realpath(r.rc->path, NULL);
+        snprintf(rfile, sizeof rfile, "%s", real ? real : r.rc->path);
+        free(real);
+        nd_err eh = {0};
+        if (nd_recipe_file_hash(r.rc->path, rhash, &eh)) rhash[0] = 0;
+        meta.recipe_file = rfile;
+        meta.recipe_fnv = rhash;
         meta.prompt = o->prompt_text;
         meta.prompt_chat = o->prompt_chat;
         meta.reference_checkpoint = o->ref_ckpt;
@@ -567,6 +597,10 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
             size_t len = strlen(res->summary.message);
             snprintf(res->summary.message + len, sizeof res->summary.message - len, "%s", res->note);
         }
+        /* quantized modules no stage replayed (a recipe that skips part of the model): the run is
+         * not a verdict on them (trace exits 1 for them, as for a static error it could not judge) */
+        if (!o->only_row && !o->no_probes && !o->allow_unquantized)
+            res->unreplayed = nd_run_unreplayed(&r, o->layer_lo, o->layer_hi, res->unreplayed_first, sizeof res->unreplayed_first);
         const char *unused;
         if (nd_stack_unused(&r.stack, &unused))
             snprintf(res->warning, sizeof res->warning, "--override %s matched no checkpoint scale or stage parameter", unused);

@@ -103,6 +103,10 @@ struct nd_run {
     nd_prefetch prefetch;      /* the next routed expert's bytes (prefetch.c) */
     uint64_t act_bytes, act_peak; /* activation bytes held now and at most (env.c) */
     uint64_t act_limit;        /* --max-memory (0: none, calibration) */
+    /* the modules the run bound in the checkpoint under test, as patterns (layer and expert numbers
+     * replaced): a quantized module whose pattern is not here ran in no stage (nd_run_unreplayed) */
+    char (*bound)[192];
+    int n_bound, cap_bound;
 };
 
 /* ---- environment ---- */
@@ -127,6 +131,10 @@ void nd_expand(const char *tmpl, int layer, int expert, char *out, size_t cap);
 /* Canonical tensor name -> on-disk name of a checkpoint (through the recipe's naming). */
 const nd_tview *nd_run_tensor(nd_run *r, int reference, const char *canonical);
 int nd_run_module(nd_run *r, int reference, const char *canonical_path, nd_module *m, nd_err *e);
+/* a module path with its layer / expert numbers as '#' (names.c) */
+void nd_path_pattern(const char *path, char *out, size_t cap);
+/* record that the run bound module `name` of the checkpoint under test (nd_run_unreplayed) */
+void nd_run_note_bound(nd_run *r, const char *name);
 /* A module's name in ck: NAME when ck has it, else NAME under the multimodal decoder prefixes
  * (model.X -> model.language_model.X or language_model.model.X, lm_head -> language_model.lm_head)
  * written into alt, else NAME. */
@@ -203,6 +211,11 @@ int nd_run_check_config(const nd_run *r, nd_err *e);
 int nd_run_check_structure(const nd_run *r, nd_err *e);
 int nd_run_check_window(const nd_run *r, nd_err *e);
 int nd_run_any_quantized(const nd_ckpt *c, nd_err *e); /* 1, 0, or -1 with the first binding error in e */
+/* Quantized modules of the checkpoint under test, in decoder layers [lo, hi] (hi < 0: all) below the
+ * model's layer count and under a layer prefix the run bound, whose pattern no stage of the run bound:
+ * modules the recipe never replays (a recipe file that skips the MLP). Returns how many; *first the
+ * first (copied). */
+int nd_run_unreplayed(const nd_run *r, int lo, int hi, char *first, size_t cap);
 /* 1 when a module of a decoder layer in [lo, hi] binds as quantized, else 0 */
 int nd_run_any_quantized_in(const nd_ckpt *c, int lo, int hi);
 #endif

@@ -29,10 +29,13 @@ int nd_run_check_config(const nd_run *r, nd_err *e) {
                            "be wrong", nd_ckpt_dir(r->ck), key, sv_safe, r->rc->name, list, r->rc->path);
         }
     }
-    /* attention_bias: true promises q/k/v/o biases; a checkpoint without them is another model (the
-     * recipe's q_proj of layer 0 as the witness, when the checkpoint names it so) */
+    /* attention_bias: true promises q/k/v/o biases; a checkpoint without them is another model; false
+     * builds the projections without biases, so bias tensors in the checkpoint are never loaded
+     * (transformers drops them as unexpected keys, vLLM skips extra biases): replaying them would
+     * judge another model than the one served (the recipe's q_proj of layer 0 as the witness, when
+     * the checkpoint names it so) */
     double ab = 0;
-    if (!nd_cfg_number(r->cfg, "attention_bias", &ab) && ab != 0)
+    if (!nd_cfg_number(r->cfg, "attention_bias", &ab))
         for (int i = 0; i < r->rc->n_layer; i++) {
             const nd_stage_def *st = &r->rc->layer[i];
             if (strcmp(st->op, "linear") || !strstr(st->module, "self_attn.q_proj")) continue;
@@ -41,18 +44,23 @@ int nd_run_check_config(const nd_run *r, nd_err *e) {
             nd_module m;
             nd_err e2 = {0};
             if (!nd_ckpt_has_module(r->ck, path) || nd_ckpt_module(r->ck, path, &m, &e2)) break;
-            if (!m.bias)
+            if (ab != 0 && !m.bias)
                 return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: attention_bias is true, but %s has no bias tensor: the config "
                                "does not describe these weights", nd_ckpt_dir(r->ck), path);
+            if (ab == 0 && m.bias)
+                return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: attention_bias is false, but %s has a bias tensor (%s), which "
+                               "no loader that follows the config reads: the config does not describe these weights",
+                               nd_ckpt_dir(r->ck), path, m.bias->name);
             break;
         }
     /* mlp_bias: true promises biases on the dense MLP's projections; intermediate_size is the dense
      * MLP's width (down_proj's input): a checkpoint that disagrees is another model, which neither
      * transformers nor a serving stack loads (layer 0's down_proj as the witness) */
     double mb = 0, isz = 0;
-    const int want_bias = !nd_cfg_number(r->cfg, "mlp_bias", &mb) && mb != 0;
+    const int says_bias = !nd_cfg_number(r->cfg, "mlp_bias", &mb), want_bias = says_bias && mb != 0;
+    const int no_bias = says_bias && mb == 0; /* false: bias tensors are never loaded (as attention_bias) */
     const int want_width = !nd_cfg_number(r->cfg, "intermediate_size", &isz) && isz > 0;
-    for (int i = 0; (want_bias || want_width) && i < r->rc->n_layer; i++) {
+    for (int i = 0; (want_bias || no_bias || want_width) && i < r->rc->n_layer; i++) {
         const nd_stage_def *st = &r->rc->layer[i];
         const size_t ml = strlen(st->module);
         /* an `mlp` stage's module holds its down_proj; a `linear` stage may be the down_proj */
@@ -68,10 +76,26 @@ int nd_run_check_config(const nd_run *r, nd_err *e) {
         if (want_bias && !m.bias)
             return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: mlp_bias is true, but %s has no bias tensor: the config does "
                            "not describe these weights", nd_ckpt_dir(r->ck), path);
+        if (no_bias && m.bias)
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: mlp_bias is false, but %s has a bias tensor (%s), which no "
+                           "loader that follows the config reads: the config does not describe these weights",
+                           nd_ckpt_dir(r->ck), path, m.bias->name);
         if (want_width && m.in_features != (int64_t)isz)
             return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: intermediate_size is %.0f, but %s takes %lld inputs: the config "
                            "does not describe these weights", nd_ckpt_dir(r->ck), isz, path, (long long)m.in_features);
         break;
+    }
+    /* use_qk_norm (GLM-4.5): the recipe runs the per-head q/k norms where their weights are; a config
+     * that turns them off over a checkpoint that has them (or on, without them) builds another
+     * model than the replay runs (layer 0's q_norm as the witness) */
+    double qkn = 0;
+    const int whole_model = !(r->loop && r->loop->opts && r->loop->opts->only_row); /* (a bundle holds one stage) */
+    if (whole_model && !nd_cfg_number(r->cfg, "use_qk_norm", &qkn)) {
+        const int has = nd_run_tensor((nd_run *)r, 0, "model.layers.0.self_attn.q_norm.weight") != NULL; /* (a lookup: r unchanged) */
+        if ((qkn != 0) != has)
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: use_qk_norm is %s, but layer 0 %s q/k norm weights "
+                           "(self_attn.q_norm.weight): the config does not describe these weights", nd_ckpt_dir(r->ck),
+                           qkn != 0 ? "true" : "false", has ? "has" : "has no");
     }
     /* a single-stage replay reads one stage's tensors (a repro bundle holds only those; bisect's and
      * the diagnosis's probes ran the whole model's checks before): no model to check them against */
@@ -152,3 +176,34 @@ int nd_run_any_quantized(const nd_ckpt *c, nd_err *e) {
     return 0;
 }
 
+
+int nd_run_unreplayed(const nd_run *r, int lo, int hi, char *first, size_t cap) {
+    if (first && cap) first[0] = 0;
+    if (!r->n_bound) return 0;
+    int n = 0;
+    const size_t nm = nd_ckpt_module_count(r->ck);
+    for (size_t i = 0; i < nm; i++) {
+        const char *p = nd_ckpt_module_path(r->ck, i);
+        const long l = path_layer(p);
+        if (l < 0 || l >= r->cfg->num_hidden_layers || l < lo || (hi >= 0 && l > hi)) continue;
+        char pat[192];
+        nd_path_pattern(p, pat, sizeof pat);
+        /* only under a layer prefix the run read ("model.layers.#."): a vision tower's or an MTP
+         * block's layers belong to no recipe */
+        const char *lp = strstr(pat, "layers.#.");
+        if (!lp) continue;
+        const size_t pl = (size_t)(lp - pat) + 9;
+        int seen_prefix = 0, seen = 0;
+        for (int k = 0; k < r->n_bound && !seen; k++) {
+            seen_prefix |= !strncmp(r->bound[k], pat, pl);
+            seen = !strcmp(r->bound[k], pat);
+        }
+        if (seen || !seen_prefix) continue;
+        nd_module m;
+        nd_err e2 = {0};
+        if (nd_ckpt_module(r->ck, p, &m, &e2) || m.wfmt == ND_WF_DENSE) continue;
+        if (!n && first) snprintf(first, cap, "%s", p);
+        n++;
+    }
+    return n;
+}

@@ -134,7 +134,13 @@ int nd_stack_add_override(nd_stack *s, const char *arg, nd_err *e) {
     if (!eq || eq == arg || !eq[1]) return nd_fail(e, ND_EXIT_BADINPUT, "--override %s: expected NAME=VALUE", arg);
     if (s->n_ov >= ND_MAX_OVERRIDES) return nd_fail(e, ND_EXIT_BADINPUT, "--override: at most %d overrides", ND_MAX_OVERRIDES);
     char *end;
-    double v = strtod(eq + 1, &end);
+    /* a decimal number as written (sign, digits, point, exponent; nan/inf for the non-finite cases
+     * an override may test): no hexadecimal, no surrounding blanks, which strtod would take */
+    const char *val = eq + 1;
+    const int word = !strcasecmp(val + (*val == '-' || *val == '+'), "nan") || !strcasecmp(val + (*val == '-' || *val == '+'), "inf");
+    if (!word && (strspn(val, "+-0123456789.eE") != strlen(val) || !strpbrk(val, "0123456789")))
+        return nd_fail(e, ND_EXIT_BADINPUT, "--override %s: '%s' is not a decimal number", arg, val);
+    double v = strtod(val, &end);
     if (*end) return nd_fail(e, ND_EXIT_BADINPUT, "--override %s: '%s' is not a number", arg, eq + 1);
     size_t n = (size_t)(eq - arg);
     if (n >= sizeof s->ov[0].name) return nd_fail(e, ND_EXIT_BADINPUT, "--override: name too long");

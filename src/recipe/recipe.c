@@ -4,6 +4,8 @@
 #include "recipe/yaml_doc.h"
 #include "recipe/recipe_synth.h"
 #include "recipe/recipe_extends.h"
+#include "util/infile.h"
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -369,4 +371,15 @@ const char *nd_stage_attr(const nd_stage_def *s, const char *key) {
     for (int i = 0; i < s->n_attrs; i++)
         if (!strcmp(s->attrs[i].key, key)) return s->attrs[i].value;
     return NULL;
+}
+
+int nd_recipe_file_hash(const char *path, char out[17], nd_err *e) {
+    char *text = NULL;
+    size_t len = 0;
+    ND_TRY(nd_read_text(path, "recipe", (size_t)1 << 24, 0, &text, &len, e));
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)text[i]) * 1099511628211ull;
+    free(text);
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+    return 0;
 }

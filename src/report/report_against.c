@@ -222,8 +222,10 @@ void nd_report_against_section(FILE *f, const nd_rmodel *m, const nd_report_agai
         fprintf(f, "<div class=\"scroll\"><table class=\"sortable against\">");
         head(f);
         fprintf(f, "<tbody>\n");
-        for (int64_t i = 0; i < t->nrows; i++)
-            if (m->row_group[i] == g) row(f, t, ot, &t->rows[i], match[i] >= 0 ? &ot->rows[match[i]] : NULL);
+        for (int64_t k = m->group_off[g]; k < m->group_off[g + 1]; k++) {
+            const int64_t i = m->group_rows[k];
+            row(f, t, ot, &t->rows[i], match[i] >= 0 ? &ot->rows[match[i]] : NULL);
+        }
         fprintf(f, "</tbody></table></div></details>\n");
     }
     if (nonly_other) {

@@ -35,6 +35,9 @@ typedef struct nd_rmodel {
     int ngroups;
     struct nd_rgroup *groups;
     int *row_group;              /* group of each row of t */
+    int64_t *group_rows;         /* the rows of t by group, in trace order within a group: group g's
+                                  * are group_rows[group_off[g] .. group_off[g + 1]) */
+    int64_t *group_off;          /* ngroups + 1 offsets */
 } nd_rmodel;
 
 typedef struct nd_rgroup {

@@ -59,12 +59,24 @@ static int build_groups(const nd_trace *t, nd_rmodel *m, const int64_t *row_pos,
     }
     int64_t first_layer_pos = m->nlayers ? m->layer_lo[0] : m->n;
     int g_in = -1, g_head = -1;
+    /* layer -> group by open addressing: a lookup per stage stays O(1) however many layers a trace
+     * (or a hostile file) holds */
+    size_t hcap = 16;
+    while (hcap < 2 * (size_t)cap) hcap <<= 1;
+    int *hslot = malloc(hcap * sizeof *hslot);
+    if (!hslot) {
+        free(pos_group);
+        return nd_fail(e, ND_EXIT_INTERNAL, "report: out of memory for %d layers", m->nlayers);
+    }
+    for (size_t i = 0; i < hcap; i++) hslot[i] = -1;
     for (int64_t p = 0; p < m->n; p++) {
         int32_t L = m->st[p].layer;
         int g = -1;
+        size_t h = 0;
         if (L >= 0) {
-            for (int k = 0; k < m->ngroups; k++)
-                if (m->groups[k].layer == L) { g = k; break; }
+            h = ((size_t)(uint32_t)L * 2654435761u) & (hcap - 1);
+            while (hslot[h] >= 0 && m->groups[hslot[h]].layer != L) h = (h + 1) & (hcap - 1);
+            g = hslot[h];
         } else {
             g = p < first_layer_pos ? g_in : g_head;
         }
@@ -73,6 +85,7 @@ static int build_groups(const nd_trace *t, nd_rmodel *m, const int64_t *row_pos,
             nd_rgroup *G = &m->groups[g];
             G->layer = L;
             G->worst = -1;
+            if (L >= 0) hslot[h] = g;
             if (L >= 0) {
                 snprintf(G->label, sizeof G->label, "%d", (int)L);
                 snprintf(G->id, sizeof G->id, "layer-%d", (int)L);
@@ -104,6 +117,19 @@ static int build_groups(const nd_trace *t, nd_rmodel *m, const int64_t *row_pos,
         }
     }
     free(pos_group);
+    free(hslot);
+    /* the rows of each group in trace order (a counting sort), so that writing a group's rows
+     * never scans the whole trace once per group */
+    m->group_off = calloc((size_t)m->ngroups + 1, sizeof *m->group_off);
+    m->group_rows = malloc((size_t)(t->nrows > 0 ? t->nrows : 1) * sizeof *m->group_rows);
+    if (!m->group_off || !m->group_rows) return nd_fail(e, ND_EXIT_INTERNAL, "report: out of memory for %lld rows", (long long)t->nrows);
+    for (int64_t i = 0; i < t->nrows; i++) m->group_off[m->row_group[i] + 1]++;
+    for (int g = 0; g < m->ngroups; g++) m->group_off[g + 1] += m->group_off[g];
+    int64_t *fill = malloc((size_t)(m->ngroups > 0 ? m->ngroups : 1) * sizeof *fill);
+    if (!fill) return nd_fail(e, ND_EXIT_INTERNAL, "report: out of memory for %d groups", m->ngroups);
+    for (int g = 0; g < m->ngroups; g++) fill[g] = m->group_off[g];
+    for (int64_t i = 0; i < t->nrows; i++) m->group_rows[fill[m->row_group[i]]++] = i;
+    free(fill);
     return 0;
 }
 
@@ -178,6 +204,8 @@ int nd_rmodel_build(const nd_trace *t, nd_rmodel *m, nd_err *e) {
 void nd_rmodel_free(nd_rmodel *m) {
     free(m->groups);
     free(m->row_group);
+    free(m->group_rows);
+    free(m->group_off);
     free(m->st);
     free(m->layer_ids);
     free(m->layer_lo);

@@ -102,8 +102,8 @@ void nd_report_table(FILE *f, const nd_rmodel *m) {
         fprintf(f, "<div class=\"scroll\"><table class=\"sortable stages\">");
         nd_report_stage_head(f);
         fprintf(f, "<tbody>\n");
-        for (int64_t i = 0; i < t->nrows; i++) {
-            if (m->row_group[i] != g) continue;
+        for (int64_t k = m->group_off[g]; k < m->group_off[g + 1]; k++) {
+            const int64_t i = m->group_rows[k];
             row_open(f, t, &t->rows[i], 1);
             nd_report_row_cells(f, &t->rows[i]);
         }

@@ -448,6 +448,13 @@ static int read_all(hid_t f, nd_bundle *b, const char *path, nd_err *e) {
         snprintf(in->name, sizeof in->name, "%s", tok);
         in->rows = (int64_t)dims[0];
         in->cols = (int64_t)dims[1];
+        /* a stage replayed on nothing compares nothing and would pass */
+        if (in->rows < 1 || in->cols < 1) {
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: input '%s' holds %lld x %lld values: a stage replayed on no rows tests nothing",
+                         path, tok, (long long)in->rows, (long long)in->cols);
+            nd_h5_close(d);
+            break;
+        }
         if (!(in->data = malloc(sizeof(float) * (n ? n : 1)))) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
         else if (n && H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, in->data) < 0)
             rc = ND_H5_FAIL(e, ND_EXIT_BADINPUT, path, "cannot read an input (corrupt file?)");
@@ -482,6 +489,11 @@ static int read_all(hid_t f, nd_bundle *b, const char *path, nd_err *e) {
             /* fixed-size strings from the file: keep them terminated */
             nd_row *r = &b->rows[i];
             r->name[ND_NAME_LEN - 1] = r->op[ND_OP_LEN - 1] = r->mode[ND_MODE_LEN - 1] = r->verdict[ND_VERDICT_LEN - 1] = 0;
+            /* the original rows are the stage's own: another stage's or op's would be compared with a
+             * replay of something else */
+            if (!rc && (strncmp(r->name, b->stage, strlen(b->stage)) || strcmp(r->op, b->op)))
+                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: /rows holds a row of stage %.200s (op %.31s), but the bundle is of stage %.200s "
+                             "(op %.31s)", path, r->name, r->op, b->stage, b->op);
         }
     }
     nd_h5_close(ft);

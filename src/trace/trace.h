@@ -64,6 +64,9 @@ typedef struct nd_trace_meta {
     const char *prompt_chat; /* the chat format applied to it (NULL: none): attribute prompt_chat */
     const char *reference_checkpoint; /* --reference-checkpoint (NULL: none): attribute of that name,
                                        * "" when none; the reference path ran that checkpoint's weights */
+    const char *recipe_file;  /* the recipe file the run loaded (attribute recipe_file; NULL: "") */
+    const char *recipe_fnv;   /* FNV-1a 64 of that file's bytes, 16 hex digits (attribute recipe_fnv1a;
+                               * repro checks it names the same recipe) */
 } nd_trace_meta;
 
 typedef struct nd_trace_summary {
@@ -124,6 +127,8 @@ typedef struct nd_trace {
     char prompt_chat[32];    /* the chat format applied to it ("" none) */
     char reference_checkpoint[4096]; /* optional attribute: --reference-checkpoint ("" none or older traces) */
     char ref_numerics[32];   /* optional attribute: the reference path's numerics ("" older traces: fp32) */
+    char recipe_file[4096];  /* optional attributes: the recipe file the run loaded and the FNV-1a 64 of */
+    char recipe_fnv1a[32];   /* its bytes ("" older traces) */
     int64_t ntokens;
     int64_t *tokens;
     int64_t nrows;

@@ -11,6 +11,7 @@
  * or ends in an error never replaces an earlier trace at the target; the next run replaces the
  * stale .incomplete. */
 #include "util/outfile.h"
+#include "util/mapguard.h"
 #include "trace_h5.h"
 
 #include <errno.h>
@@ -131,6 +132,9 @@ static int write_root_attrs(hid_t f, const nd_trace_meta *m, const char *path, n
     ND_TRY(nd_h5_put_str_attr(f, "ref_numerics", m->ref_numerics ? m->ref_numerics : "fp32", 0, path, e));
     /* extension: the original whose weights the reference path ran (trace --reference-checkpoint) */
     ND_TRY(nd_h5_put_str_attr(f, "reference_checkpoint", m->reference_checkpoint ? m->reference_checkpoint : "", 0, path, e));
+    /* extension: which recipe file the stages came from, and its bytes' hash (repro replays the same) */
+    ND_TRY(nd_h5_put_str_attr(f, "recipe_file", m->recipe_file ? m->recipe_file : "", 0, path, e));
+    ND_TRY(nd_h5_put_str_attr(f, "recipe_fnv1a", m->recipe_fnv ? m->recipe_fnv : "", 0, path, e));
     return 0;
 }
 
@@ -277,6 +281,7 @@ int nd_trace_create(const char *path, const nd_trace_meta *meta, const int64_t *
         w->lockfd = -1;
     }
     if ((rc = nd_out_commit(&ot, e))) goto fail;
+    nd_mapguard_partial(w->inprog); /* a checkpoint that shrinks mid-run: the message names what stays */
     nd_h5_close(fapl);
     *out = w;
     return 0;
@@ -446,6 +451,7 @@ int nd_trace_mark_failed(const char *path, const nd_trace_meta *meta, const char
 
 int nd_trace_finish(nd_trace_w *w, const nd_trace_summary *s, nd_err *e) {
     if (!w) return 0;
+    nd_mapguard_partial(NULL);
     int rc = 0;
     if (s && w->f >= 0) {
         if (!s->status[0]) rc = nd_fail(e, ND_EXIT_INTERNAL, "%s: summary without a status", w->path);

@@ -8,6 +8,8 @@
 typedef struct { const char *base; size_t len; const char *path; } range;
 static range ranges[ND_MAPGUARD_SLOTS];
 static volatile sig_atomic_t used[ND_MAPGUARD_SLOTS];
+static char partial[4096];
+static volatile sig_atomic_t has_partial;
 
 static void say(const char *s) {
     size_t n = strlen(s);
@@ -26,8 +28,10 @@ static void on_sigbus(int sig, siginfo_t *si, void *ctx) {
         if (used[i] && a >= ranges[i].base && a < ranges[i].base + ranges[i].len) path = ranges[i].path;
     say("nvfp4dbg: ");
     if (path) { say(path); say(": "); }
-    say("the file changed while it was read (it shrank, or its disk failed): reading it raised SIGBUS; "
-        "nothing was written. Copy the checkpoint where nothing else writes to it and run again.\n");
+    say("the file changed while it was read (it shrank, or its disk failed): reading it raised SIGBUS; ");
+    if (has_partial) { say("the rows written before stay in "); say(partial); say(" (an unfinished trace)"); }
+    else say("the run stopped there");
+    say(". Copy the checkpoint where nothing else writes to it and run again.\n");
     nd_tmpclean_now();
     _exit(2);
 }
@@ -53,4 +57,14 @@ int nd_mapguard_add(const void *base, size_t len, const char *path) {
 
 void nd_mapguard_drop(int slot) {
     if (slot >= 0 && slot < ND_MAPGUARD_SLOTS) used[slot] = 0;
+}
+
+void nd_mapguard_partial(const char *path) {
+    has_partial = 0;
+    if (!path) return;
+    size_t n = strlen(path);
+    if (n >= sizeof partial) n = sizeof partial - 1;
+    memcpy(partial, path, n);
+    partial[n] = 0;
+    has_partial = 1;
 }

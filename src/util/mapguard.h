@@ -14,5 +14,9 @@ void nd_mapguard_install(void);
  * file is then read unguarded: a SIGBUS there still exits 2, with a message naming no file). */
 int nd_mapguard_add(const void *base, size_t len, const char *path);
 void nd_mapguard_drop(int slot);
+/* The partial output a run keeps if it stops there (a trace's OUT.incomplete, which holds the rows
+ * written before), named by the handler's message; NULL: none (the message says nothing was written).
+ * The path is copied. */
+void nd_mapguard_partial(const char *path);
 
 #endif

@@ -1,6 +1,22 @@
 /* term.c — see term.h. */
+#include <string.h>
 #include "term.h"
 #include <stdio.h>
+
+/* The length of the valid UTF-8 sequence at p (lead byte >= 0x80), 0 when it is not one (a stray
+ * continuation byte, an overlong or surrogate form, a truncated sequence). */
+static unsigned utf8_len(const unsigned char *p) {
+    unsigned n;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (p[0] >= 0xC2 && p[0] <= 0xDF) n = 2;
+    else if (p[0] >= 0xE0 && p[0] <= 0xEF) { n = 3; if (p[0] == 0xE0) lo = 0xA0; if (p[0] == 0xED) hi = 0x9F; }
+    else if (p[0] >= 0xF0 && p[0] <= 0xF4) { n = 4; if (p[0] == 0xF0) lo = 0x90; if (p[0] == 0xF4) hi = 0x8F; }
+    else return 0;
+    if (p[1] < lo || p[1] > hi) return 0;
+    for (unsigned i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xBF) return 0;
+    return n;
+}
 
 const char *nd_term_safe(const char *in, char *out, size_t cap) {
     size_t o = 0;
@@ -19,11 +35,17 @@ const char *nd_term_safe(const char *in, char *out, size_t cap) {
             p += nb - 1;
             continue;
         }
-        if (*p < 0x20 || *p == 0x7f) {
+        /* a byte that starts no valid UTF-8 sequence (0x9B alone is the 8-bit CSI a Latin-1 terminal
+         * acts on) is written as \xNN like the C0 controls; a valid sequence is copied whole */
+        const unsigned len = *p < 0x80 ? 1 : utf8_len(p);
+        if (*p < 0x20 || *p == 0x7f || !len) {
             if (o + 5 >= cap) break;
             o += (size_t)snprintf(out + o, cap - o, "\\x%02x", *p);
         } else {
-            out[o++] = (char)*p;
+            if (o + len >= cap) break;
+            memcpy(out + o, p, len);
+            o += len;
+            p += len - 1;
         }
     }
     out[o] = 0;

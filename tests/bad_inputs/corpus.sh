@@ -211,6 +211,12 @@ perl -e 'local $/; my $b = <STDIN>; my $n = unpack("Q<", substr($b, 0, 8)); my $
 "$mk_lie" "$tmp/lie-b.h5" "$tmp/lie.h5"
 run "replay of a bundle whose stage names a missing module" 2 "lie.h5 (its /text/stage_yaml): no stage of the recipe makes" -- replay "$tmp/lie.h5" --backend cpu
 grep -q "nvfp4dbg-replay-" "$tmp/out" && { echo "FAIL: replay names its temporary folder: $(head -c 300 "$tmp/out")"; fail=$((fail + 1)); } || pass=$((pass + 1))
+# a bundle replayed on no rows, or whose stage definition is another op than its rows (round 18):
+# the replay would compare nothing, or something else, and pass
+"$mk_lie" "$tmp/lie-b.h5" "$tmp/norows.h5" norows
+run "replay of a bundle whose input holds no rows" 2 "norows.h5: input '.*' holds 0 x [0-9]* values: a stage replayed on no rows tests nothing" -- replay "$tmp/norows.h5" --backend cpu
+"$mk_lie" "$tmp/lie-b.h5" "$tmp/opyaml.h5" opyaml
+run "replay of a bundle whose stage_yaml is another op" 2 "opyaml.h5: stage_yaml says op identity, but the bundle is of stage" -- replay "$tmp/opyaml.h5" --backend cpu
 # a trace made against the original cannot become a bundle (it carries the checkpoint's tensors
 # only; replayed alone a packing fault read "ok", exit 0)
 "$bin" trace --force "$root/golden/clean-v4" --reference-checkpoint "$root/golden/clean-v4/original" --backend cpu --out "$tmp/rt.h5" >/dev/null 2>&1
@@ -269,6 +275,19 @@ inj=(); for m in self_attn.q_proj self_attn.k_proj self_attn.v_proj self_attn.o_
 run "--layers over a BF16 layer" 2 "layers 1-1 hold no quantized module" -- trace "$tmp/dq1" --layers 1 --tokens 1,2 "${T[@]}"
 run "--layers over a BF16 layer, --allow-unquantized" 0 "no divergence" -- trace "$tmp/dq1" --layers 1 --tokens 1,2 --allow-unquantized "${T[@]}"
 run "--layers over the NVFP4 layer" 0 "no divergence" -- trace "$tmp/dq1" --layers 0 --tokens 1,2 "${T[@]}"
+# a recipe file that never runs some quantized modules (round 18: no MLP stage): the run is no verdict
+# on them, so it is not "no divergence, exit 0"
+sed '/"layers.{L}.mlp", op: mlp/d; s/{stage: "layers.{L}", op: add, in: \[x, ym\], out: x}/{stage: "layers.{L}", op: add, in: [x, b], out: x}/' \
+  "$root/recipes/llama.yaml" >"$tmp/nomlp.yaml"
+run "recipe without the MLP stages" 1 "but 6 quantized modules of the checkpoint ran in no stage of recipe llama (first: model.layers.0.mlp.down_proj)" -- trace "$root/golden/conformance/llama/nvfp4" --recipe "$tmp/nomlp.yaml" --tokens 1,2 "${T[@]}"
+run "the shipped recipe runs every quantized module" 0 "no divergence" -- trace "$root/golden/conformance/llama/nvfp4" --tokens 1,2 "${T[@]}"
+# repro replays the recipe the trace ran (round 18: an edited copy named llama was bundled with the
+# installed llama.yaml): the file the trace loaded while it is unchanged, else refused
+{ cat "$root/recipes/llama.yaml"; echo "# a user's copy"; } >"$tmp/myllama.yaml"
+"$bin" trace "$root/golden/conformance/llama/nvfp4" --recipe "$tmp/myllama.yaml" --tokens 1,2 --backend cpu -q --out "$tmp/myl.h5" >/dev/null 2>&1
+run "repro of a trace made with a recipe file: that file" 0 "bundle written" -- repro "$tmp/myl.h5" --stage layers.0.self_attn.q_proj --out "$tmp/myl-b.h5"
+echo "# edited after the trace" >>"$tmp/myllama.yaml"
+run "repro after the recipe file changed" 2 "myl.h5: the trace ran recipe file .*myllama.yaml, but llama .* is another recipe and that file has changed or is gone since" -- repro "$tmp/myl.h5" --stage layers.0.self_attn.q_proj --out "$tmp/myl-b2.h5"
 # numbers written in a recipe get config.json's ranges (round 17): eps -1 or theta -5 was a NaN on
 # both paths blamed on the checkpoint
 sed '0,/eps: \$rms_norm_eps/s//eps: -1/' "$root/recipes/llama.yaml" >"$tmp/eps-neg.yaml"
@@ -301,6 +320,16 @@ for ed in none fp8; do
   run "native V4, expert_dtype $ed (trace)" 1 "quant_config_mismatch" -- trace "$d" --tokens 1,2 "${T[@]}"
 done
 run "native V4 with expert_dtype fp4: no finding" 0 "findings: 0 errors, 0 warnings" -- inspect "$root/golden/conformance/deepseek_v4/native"
+# a NaN E8M0 byte (0xff) in a routed expert's .scale: named nan_weight_scale by the trace, as inspect does
+cp -r "$root/golden/conformance/deepseek_v4/native" "$tmp/native-nan"
+hl=$(od -An -tu8 -N8 "$tmp/native-nan/model.safetensors" | tr -d ' ')
+off=$(dd if="$tmp/native-nan/model.safetensors" bs=1 skip=8 count="$hl" 2>/dev/null | grep -o '"layers.0.ffn.experts.1.w2.scale":{[^}]*}' | sed 's/.*"data_offsets":\[\([0-9]*\),.*/\1/')
+printf '\377' | dd of="$tmp/native-nan/model.safetensors" bs=1 seek=$((8 + hl + off)) conv=notrunc 2>/dev/null
+run "native V4: a NaN E8M0 expert scale (trace)" 1 "first divergence at layers.0.mlp.experts.1.down_proj (isolated): .*nan_weight_scale" -- trace "$tmp/native-nan" "${T[@]}"
+# --override values: decimal numbers as written (round 18: 0x10 and " 5" were taken, "5 " refused)
+for v in 0x10 " 5" "5 "; do
+  run "--override value '$v'" 2 "is not a decimal number" -- trace "$root/golden/clean-v4" --override "model.layers.0.self_attn.q_a_proj.input_global_scale=$v" "${T[@]}"
+done
 # --tokens: an empty entry, spaces, a sign are refused, not skipped
 run "--tokens 1,,2" 2 "an empty entry in '1,,2'" -- trace "$root/golden/clean-v4" --tokens 1,,2 "${T[@]}"
 run "--tokens 1,2," 2 "an empty entry" -- trace "$root/golden/clean-v4" --tokens 1,2, "${T[@]}"
@@ -398,6 +427,16 @@ cfg_case tie golden/conformance/llama/nvfp4 's/"tie_word_embeddings": false/"tie
 cfg_case moeisz golden/conformance/qwen3_moe/nvfp4 's/"moe_intermediate_size": 32,/"moe_intermediate_size": 64,/' "moe_intermediate_size is 64, but model.layers.1.mlp.experts.0.down_proj takes inputs 32"
 cfg_case mlponly golden/conformance/qwen3_moe/nvfp4 '/"mlp_only_layers": \[/,/\]/c\  "mlp_only_layers": [0, 1],' "makes layer 1 dense, but the checkpoint's layer 1 holds routed experts"
 cfg_case nshared golden/clean-v4 's/"n_shared_experts": 1,/"n_shared_experts": 3,/' "n_shared_experts 3 x moe_intermediate_size 32 is 96"
+# attention_bias false over a checkpoint that holds q/k/v biases (round 18): no loader that follows the
+# config reads them, so replaying them judged another model
+cfg_case attnbias-false golden/conformance/glm4/nvfp4 's/"attention_bias": true,/"attention_bias": false,/' "attention_bias is false, but model.layers.0.self_attn.q_proj has a bias tensor"
+cfg_case qknorm-true golden/conformance/glm4_moe/nvfp4 's/"use_qk_norm": false,/"use_qk_norm": true,/' "use_qk_norm is true, but layer 0 has no q/k norm weights"
+# Qwen3-Next's hybrid attention: the config's layer kinds against the layers' tensors (round 18)
+cfg_case qnext-swap golden/conformance/qwen3_next/nvfp4 '17s/linear_attention/full_attention/; 18s/full_attention/linear_attention/' "layer_types\[0\] is full_attention, but the checkpoint's layer 0 holds Gated DeltaNet (linear_attn) tensors"
+cfg_case qnext-kind golden/conformance/qwen3_next/nvfp4 '17s/linear_attention/sliding_attention/' "layer_types\[0\] is 'sliding_attention', not linear_attention or full_attention"
+cfg_case qnext-interval golden/conformance/qwen3_next/nvfp4 '/"layer_types": \[/,/\],/d; s/"intermediate_size": 128,/"intermediate_size": 128, "full_attention_interval": 3,/' "full_attention_interval 3 makes layer 1 linear attention, but the checkpoint's layer 1 holds softmax attention"
+# head counts that contradict the projections (round 18): the op's refusal names config.json and the keys
+cfg_case heads8 golden/conformance/llama/nvfp4 's/"num_attention_heads": 4,/"num_attention_heads": 8,/' "sizes from .*config.json: num_attention_heads 8, head_dim 16.*the config does not describe these weights"
 # two config groups naming the same target: vLLM keeps the last one's scheme (FP8 per channel here),
 # which the NVFP4 tensors contradict (round 16)
 d="$tmp/cfg-groups2"; mkdir -p "$d"; cp "$root/golden/conformance/llama/nvfp4/model.safetensors" "$d/"
@@ -441,6 +480,21 @@ qcfg_case w4a16 '27,40d' inspect 0 "warning quant_config_mismatch .*has no input
 qcfg_case transform 's/"transform_config": {},/"transform_config": {"config_groups": {"u": {"type": "hadamard", "apply": [{"targets": ["Linear"], "location": "input"}]}}},/' trace 2 "config.json: 'quantization_config.transform_config' applies transforms"
 qcfg_case sparse24 's/"sparsity_config": {},/"sparsity_config": {"format": "sparse-24-bitmask", "targets": ["Linear"]},/' inspect 2 "'quantization_config.sparsity_config' has format \"sparse-24-bitmask\""
 qcfg_case sparsedense 's/"sparsity_config": {},/"sparsity_config": {"format": "dense", "targets": ["Linear"]},/' inspect 0 "findings: 0 errors, 0 warnings"
+# output activations quantized, a quantization_status no tool writes or one that says the weights are
+# not packed (round 18): refused, not replayed as the plain config
+qcfg_case outact '41s/"output_activations": null,/"output_activations": {"num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": true},/' inspect 2 "config_groups.group_0.output_activations' quantizes the linears' outputs"
+qcfg_case qstatus '68s/"compressed"/"banana"/' inspect 2 "quantization_status' is \"banana\", not a compressed-tensors status"
+qcfg_case qfrozen '68s/"compressed"/"frozen"/' trace 2 "quantization_status' is \"frozen\" (weights stored unpacked), but the format is nvfp4-pack-quantized"
+# KV caches the replay does not model (round 18): refused naming the key, not replayed as BF16
+qcfg_case kvfp4 's/"kv_cache_scheme": null,/"kv_cache_scheme": {"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16, "dynamic": false},/' inspect 2 "'quantization_config.kv_cache_scheme' announces a float 4-bit tensor_group static KV cache, which this version does not replay"
+qcfg_case kvint8 's/"kv_cache_scheme": null,/"kv_cache_scheme": {"num_bits": 8, "type": "int", "strategy": "tensor", "dynamic": false},/' trace 2 "announces a int 8-bit tensor static KV cache"
+qcfg_case kvhead 's/"kv_cache_scheme": null,/"kv_cache_scheme": {"num_bits": 8, "type": "float", "strategy": "attn_head", "dynamic": false},/' inspect 2 "float 8-bit attn_head static KV cache"
+for algo in NVFP4 BANANA; do
+  d="$tmp/mo-kv-$algo"; mkdir -p "$d"
+  cp "$root/golden/conformance/llama/modelopt/model.safetensors" "$root/golden/conformance/llama/modelopt/config.json" "$d/"
+  sed "s/\"kv_cache_quant_algo\": null,/\"kv_cache_quant_algo\": \"$algo\",/" "$root/golden/conformance/llama/modelopt/hf_quant_config.json" >"$d/hf_quant_config.json"
+  run "modelopt kv_cache_quant_algo $algo" 2 "kv_cache_quant_algo' is \"$algo\"" -- inspect "$d"
+done
 # ModelOpt: config.json's quantization_config against hf_quant_config.json (round 15): vLLM and
 # transformers read the first, TensorRT-LLM and this tool the second
 mo_case() { # name sed-expression expected

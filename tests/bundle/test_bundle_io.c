@@ -49,6 +49,7 @@ static void fill(nd_bundle *b, float *in, uint8_t *w, int64_t *tok) {
     b->tensors[0].nbytes = 8;
     tok[0] = 7; tok[1] = 42;
     snprintf(b->rows[0].name, ND_NAME_LEN, "%s", b->stage);
+    snprintf(b->rows[0].op, ND_OP_LEN, "%s", b->op);
     snprintf(b->rows[0].mode, ND_MODE_LEN, "isolated");
     snprintf(b->rows[0].verdict, ND_VERDICT_LEN, "scale_inverted");
     b->rows[0].cosine = 0.25;
@@ -131,7 +132,7 @@ int main(void) {
     CHECK(rc == ND_EXIT_BADINPUT && strstr(msg, bad), "text file: rc %d: %s", rc, msg);
     /* foreign HDF5: a trace (an unfinished one takes the path only where nothing is there) */
     unlink(bad);
-    nd_trace_meta meta = {"0", "ckpt", "compressed-tensors", "r", "exact", "cpu", "cpu", "isolated", "", NULL, NULL, NULL, NULL};
+    nd_trace_meta meta = {"0", "ckpt", "compressed-tensors", "r", "exact", "cpu", "cpu", "isolated", "", NULL, NULL, NULL, NULL, NULL, NULL};
     nd_trace_w *tw = NULL;
     rc = nd_trace_create(bad, &meta, tok, 2, &tw, &e);
     if (!rc) rc = nd_trace_finish(tw, NULL, &e);

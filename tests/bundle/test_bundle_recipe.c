@@ -35,6 +35,7 @@ int main(void) {
     b.layer = 3;
     b.th_min_cosine = 0.99;
     b.th_floor_margin_db = 6;
+    snprintf(b.op, sizeof b.op, "linear");
     snprintf(b.recipe, sizeof b.recipe, "%s", "evil\nextends: /etc/passwd\n#");
     /* an attribute whose value carries a newline, keys and a flow-mapping end */
     b.stage_yaml = strdup("{\"stage\": \"layers.3.q\", \"op\": \"linear\", \"module\": \"m}\\nextends: /etc/passwd\\nx: {\", \"in\": [a, b]}");
@@ -74,8 +75,16 @@ int main(void) {
         CHECK(rc == 2 && !text && strstr(e.msg, "bundle: stage_yaml"), "refused: %s -> %d %s", bad[i], rc, e.msg);
         free(text);
     }
+    /* a stage definition of another op than the bundle's is refused (round 18: an identity in a
+     * linear's bundle replayed nothing quantized and passed) */
+    b.stage_yaml = (char *)"{stage: layers.3.q, op: identity, in: a, out: b}";
+    text = NULL;
+    memset(&e, 0, sizeof e);
+    CHECK(nd_bundle_recipe_text(&b, &text, &e) == 2 && !text && strstr(e.msg, "stage_yaml says op identity, but the bundle is of"),
+          "another op refused: %s", e.msg);
     /* a prologue stage gets the never-running layer section */
     b.layer = -1;
+    snprintf(b.op, sizeof b.op, "embedding");
     b.stage_yaml = (char *)"{stage: embed, op: embedding}";
     CHECK_EQ_INT(nd_bundle_recipe_text(&b, &text, &e), 0);
     CHECK(text && load(text, &d), "prologue recipe parses");

@@ -2,7 +2,8 @@
  * lost pages raises SIGBUS, which util/mapguard turns into exit 2 naming the file, with the run's
  * temporaries removed — never a silent death. A child process maps a 1 MiB shard, the file is
  * truncated to its header, the child reads the tensor; the parent checks the child's exit status,
- * its message and that a temporary it registered is gone. */
+ * its message (the file, and the unfinished trace a run keeps) and that a temporary it registered
+ * is gone. */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,7 @@ int main(void) {
         nd_tmpclean_install();
         nd_mapguard_install();
         nd_tmpclean_add(tmpf);
+        nd_mapguard_partial("/x/run.h5.incomplete"); /* a trace being written: the message names what stays */
         nd_st_file *f;
         if (nd_st_open(path, &f, &e)) _exit(10);
         const nd_tview *t = nd_st_find(f, "w");
@@ -67,6 +69,7 @@ int main(void) {
     FILE *m = fopen(errf, "r");
     if (m) { size_t n = fread(msg, 1, sizeof msg - 1, m); msg[n] = 0; fclose(m); }
     CHECK(strstr(msg, path) && strstr(msg, "the file changed while it was read"), "message names the file: %s", msg);
+    CHECK(strstr(msg, "the rows written before stay in /x/run.h5.incomplete") != NULL, "message names the partial trace: %s", msg);
     CHECK(access(tmpf, F_OK) != 0, "the temporary was removed");
     unlink(path); unlink(errf); unlink(tmpf); rmdir(dir);
     return nd_test_report("sigbus");
