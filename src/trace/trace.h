@@ -154,6 +154,10 @@ int nd_trace_read_tensor(const char *path, const char *stage, const char *which,
 /* Read /routing/<stage>/<which> (int32 [t, k]) into a malloc'd array the caller frees. */
 int nd_trace_read_routing(const char *path, const char *stage, const char *which, int32_t **idx,
                           int64_t *t, int64_t *k, nd_err *e);
+/* The same for a caller that has read (and so validated) the trace at path as `read`: the file is
+ * not read whole again for each stage (report reads every router's). */
+int nd_trace_read_routing_of(const char *path, const nd_trace *read, const char *stage, const char *which, int32_t **idx,
+                             int64_t *t, int64_t *k, nd_err *e);
 
 /* ---- compare: the CI gate (additions; no HDF5 below this line, it works on nd_trace) ---- */
 /* The figures compare checks against a tolerance, in the order of nd_figure_name(). */

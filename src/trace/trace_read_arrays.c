@@ -11,13 +11,16 @@
 
 static int read_array(const char *path, const char *grp, const char *stage, const char *which, hid_t mtype,
                       H5T_class_t want, size_t esize, void **data, int *ndim, hsize_t dims[ND_TRACE_MAXDIM],
-                      nd_err *e) {
+                      int validated, nd_err *e) {
     *data = NULL;
     nd_h5_quiet();
-    /* nd_trace_read validates the file first, so foreign and corrupt files get its messages */
-    nd_trace *t = NULL;
-    ND_TRY(nd_trace_read(path, &t, e));
-    nd_trace_free(t);
+    /* nd_trace_read validates the file first, so foreign and corrupt files get its messages (a
+     * caller that read the trace already says so: reading it whole again per stage is quadratic) */
+    if (!validated) {
+        nd_trace *t = NULL;
+        ND_TRY(nd_trace_read(path, &t, e));
+        nd_trace_free(t);
+    }
     if (!stage || strchr(stage, '/') || !which || strchr(which, '/'))
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: bad stage name", path);
     char name[512];
@@ -101,19 +104,19 @@ int nd_trace_read_tensor(const char *path, const char *stage, const char *which,
                          int64_t shape[ND_TRACE_MAXDIM], nd_err *e) {
     hsize_t dims[ND_TRACE_MAXDIM];
     void *p = NULL;
-    ND_TRY(read_array(path, "tensors", stage, which, H5T_NATIVE_FLOAT, H5T_FLOAT, sizeof(float), &p, ndim, dims, e));
+    ND_TRY(read_array(path, "tensors", stage, which, H5T_NATIVE_FLOAT, H5T_FLOAT, sizeof(float), &p, ndim, dims, 0, e));
     for (int i = 0; i < *ndim; i++) shape[i] = (int64_t)dims[i];
     *data = p;
     return 0;
 }
 
-int nd_trace_read_routing(const char *path, const char *stage, const char *which, int32_t **idx,
-                          int64_t *t, int64_t *k, nd_err *e) {
+static int read_routing(const char *path, const char *stage, const char *which, int32_t **idx, int64_t *t, int64_t *k,
+                        int validated, nd_err *e) {
     hsize_t dims[ND_TRACE_MAXDIM];
     void *p = NULL;
     int ndim = 0;
     ND_TRY(read_array(path, "routing", stage, which, H5T_NATIVE_INT32, H5T_INTEGER, sizeof(int32_t), &p, &ndim,
-                      dims, e));
+                      dims, validated, e));
     if (ndim != 2) {
         free(p);
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: /routing/%s/%s is not [t, k]", path, stage, which);
@@ -122,4 +125,14 @@ int nd_trace_read_routing(const char *path, const char *stage, const char *which
     *k = (int64_t)dims[1];
     *idx = p;
     return 0;
+}
+
+int nd_trace_read_routing(const char *path, const char *stage, const char *which, int32_t **idx,
+                          int64_t *t, int64_t *k, nd_err *e) {
+    return read_routing(path, stage, which, idx, t, k, 0, e);
+}
+
+int nd_trace_read_routing_of(const char *path, const nd_trace *read, const char *stage, const char *which, int32_t **idx,
+                             int64_t *t, int64_t *k, nd_err *e) {
+    return read_routing(path, stage, which, idx, t, k, read != NULL, e);
 }
