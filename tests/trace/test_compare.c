@@ -175,14 +175,16 @@ int main(void) {
     CHECK_EQ_INT(fx_compare(cos_out_p, golden, "--tolerances", t_none, NULL), 2);
     CHECK(strstr(fx_err, "none.yaml:2: the rule for op kind 'no_such_op' applies to no stage of ") != NULL,
           "a rule for an op no row has: %s", fx_err);
-    const char *t_typo = fx_path("typo.yaml");
-    write_file(t_typo, "stages:\n  - match: \"layers.1.*\"\n    cosine: {abs: 2.0e-4}\n  - match: \"layers.9.self_atn.*\"\n    cosine: {abs: 0.5}\n");
-    CHECK_EQ_INT(fx_compare(cos_out_p, golden, "--tolerances", t_typo, NULL), 2);
-    CHECK(strstr(fx_err, "typo.yaml:4: the rule for stages matching 'layers.9.self_atn.*' applies to no stage") != NULL, "%s", fx_err);
-    const char *t_null = fx_path("null.yaml");
-    write_file(t_null, "stages:\n  - match: ~\n    cosine: {abs: 0.5}\n");
-    CHECK_EQ_INT(fx_compare(cos_out_p, golden, "--tolerances", t_null, NULL), 2);
-    CHECK(strstr(fx_err, "null.yaml:2: expected a name or a pattern, not null") != NULL, "%s", fx_err);
+    static const struct { const char *file, *yaml, *want; } refused[] = {
+        {"typo.yaml", "stages:\n  - match: \"layers.1.*\"\n    cosine: {abs: 2.0e-4}\n  - match: \"layers.9.self_atn.*\"\n    cosine: {abs: 0.5}\n",
+         "typo.yaml:4: the rule for stages matching 'layers.9.self_atn.*' applies to no stage"},
+        {"null.yaml", "stages:\n  - match: ~\n    cosine: {abs: 0.5}\n", "null.yaml:2: expected a name or a pattern, not null"}};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        const char *tp = fx_path(refused[i].file);
+        write_file(tp, refused[i].yaml);
+        CHECK_EQ_INT(fx_compare(cos_out_p, golden, "--tolerances", tp, NULL), 2);
+        CHECK(strstr(fx_err, refused[i].want) != NULL, "%s: %s", refused[i].file, fx_err);
+    }
     t_op = fx_path("op.yaml"); /* fx_path's buffer is shared */
     CHECK_EQ_INT(fx_compare(cos_out_p, golden, "--tolerances", t_op, NULL), 0);
     CHECK(strstr(fx_out, "tolerances: 1 of the 1 rules of ") != NULL, "the linear rule applied: %s", fx_out);
