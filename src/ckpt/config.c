@@ -104,6 +104,17 @@ static int parse_rope(cfgctx *x, nd_model_cfg *c) {
         rname = "rope_parameters.compress";
     }
     if (!rs) rs = rp;
+    /* a key both at the top level (transformers 4's place) and in the rope dict (transformers 5's,
+     * which ignores the top-level copy) with different values: the two versions build different
+     * models from one file, so neither reading can be the model served */
+    static const char *const both[] = {"rope_theta", "partial_rotary_factor"};
+    for (size_t i = 0; rs && !v4 && i < sizeof both / sizeof both[0]; i++) {
+        json_t *top = get(x->root, both[i]), *in = get(rs, both[i]);
+        if (json_is_number(top) && json_is_number(in) && json_number_value(top) != json_number_value(in))
+            return nd_fail(x->e, ND_EXIT_BADINPUT, "%s: key '%s' is %g at the top level but %g in '%s': transformers 4 reads "
+                           "the first, transformers 5 the second, and they build different models", x->path, both[i],
+                           json_number_value(top), json_number_value(in), rname);
+    }
     if (!rs) return 0;
     char kk[96];
 #define RK(k) (snprintf(kk, sizeof kk, "%s.%s", rname, k), kk)

@@ -430,6 +430,9 @@ cfg_case nshared golden/clean-v4 's/"n_shared_experts": 1,/"n_shared_experts": 3
 # attention_bias false over a checkpoint that holds q/k/v biases (round 18): no loader that follows the
 # config reads them, so replaying them judged another model
 cfg_case attnbias-false golden/conformance/glm4/nvfp4 's/"attention_bias": true,/"attention_bias": false,/' "attention_bias is false, but model.layers.0.self_attn.q_proj has a bias tensor"
+# rope_theta both at the top level and in rope_parameters, different (round 19): transformers 4 and 5
+# build different models from the file
+cfg_case rope-both golden/conformance/llama/nvfp4 's/"rope_parameters": {/"rope_theta": 500000.0, "rope_parameters": {/' "key 'rope_theta' is 500000 at the top level but 10000 in 'rope_parameters'"
 cfg_case qknorm-true golden/conformance/glm4_moe/nvfp4 's/"use_qk_norm": false,/"use_qk_norm": true,/' "use_qk_norm is true, but layer 0 has no q/k norm weights"
 # Qwen3-Next's hybrid attention: the config's layer kinds against the layers' tensors (round 18)
 cfg_case qnext-swap golden/conformance/qwen3_next/nvfp4 '17s/linear_attention/full_attention/; 18s/full_attention/linear_attention/' "layer_types\[0\] is full_attention, but the checkpoint's layer 0 holds Gated DeltaNet (linear_attn) tensors"
