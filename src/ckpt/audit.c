@@ -287,6 +287,23 @@ static int check_config(const nd_ckpt *c, const nd_module *m, const char *const 
                                    says_fp4 ? "FP4" : "block-FP8");
         }
     }
+    /* FP8 block scales ([ceil(N/bn), ceil(K/bk)] with more than one block) under a config without
+     * weight_block_size: a loader builds per-tensor FP8 and cannot take them; FP8 tensors under
+     * gpt-oss's quant_method mxfp4, which quantizes only the experts: a loader builds the module BF16 */
+    if (m->wfmt == ND_WF_FP8 && (q->fmt == ND_CKPT_FP8 || q->fmt == ND_CKPT_MXFP4) && m->weight_scale &&
+        (q->fmt == ND_CKPT_MXFP4 || (!q->fp8_block_n && m->weight_scale->ndim == 2 && m->weight_scale->numel > 1 &&
+                                     m->weight_scale->shape[0] != m->out_features))) {
+        int said = 0;
+        for (size_t i = 0; i < f->n && !said; i++) said = strstr(f->v[i].msg, q->fmt == ND_CKPT_MXFP4 ? "quant_method mxfp4" : "weight_block_size") != NULL;
+        if (!said)
+            return nd_findings_add(f, ND_BREAKS_ALL, "quant_config_mismatch", m->path, m->weight_scale->name,
+                                   q->fmt == ND_CKPT_MXFP4
+                                       ? "config.json says quant_method mxfp4 (MXFP4 experts, everything else unquantized), but %s "
+                                         "holds FP8 tensors: a loader that follows the config builds it BF16 and cannot load them"
+                                       : "config.json's FP8 quantization_config has no weight_block_size, but %s holds FP8 block "
+                                         "scales: a loader that follows the config builds per-tensor FP8 and cannot load them",
+                                   m->path);
+    }
     /* native releases (DeepSeek FP8, gpt-oss MXFP4) keep their own mixed precision: nothing else to check */
     if (q->fmt == ND_CKPT_UNQUANTIZED || q->fmt == ND_CKPT_FP8 || q->fmt == ND_CKPT_MXFP4) return 0;
     const role_t role = role_of(m->path);
@@ -560,15 +577,30 @@ int nd_ckpt_audit(const nd_ckpt *c, nd_findings *f, nd_err *e) {
                         "%s quantization_config.format \"%s\" is not a compressed-tensors format (nvfp4-pack-quantized, "
                         "float-quantized, ...): loaders refuse it or pick a scheme by guess", c->q.source, c->q.ct_format))
         rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    size_t n_awq = 0, n_pqs = 0; /* NVFP4 modules under an NVFP4_AWQ algorithm, and those holding pre_quant_scale */
+    const char *first_awq = NULL;
     for (size_t i = 0; !rc && i < n; i++) {
         nd_module m;
         if ((rc = nd_ckpt_module(c, nd_ckpt_module_path(c, i), &m, e))) break;
+        if (m.wfmt == ND_WF_NVFP4 && c->q.fmt == ND_CKPT_MODELOPT && nd_qcfg_awq(&c->q, m.path)) {
+            if (!n_awq++) first_awq = nd_ckpt_module_path(c, i);
+            n_pqs += m.pre_quant_scale != NULL;
+        }
         if (check_config(c, &m, (const char *const *)norm, quant, n, seen, &nseen, f) || check_scales(c, &m, f) ||
             check_health(&m, f) || check_outlier(c, &m, f) || check_layout(&m, f) || check_awq_experts(c, &m, f) ||
             check_pqs(c, &m, f))
             rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
         if (m.weight_scale) nd_ckpt_release(c, m.weight_scale);
     }
+    /* an AWQ export stores W x diag(s): the input needs s (pre_quant_scale) unless the exporter folded it
+     * into the layer before, which it does for some modules, never for all of them (round 19) */
+    if (!rc && n_awq && !n_pqs &&
+        nd_findings_add(f, ND_BREAKS_ALL, "quant_config_mismatch", first_awq, "",
+                        "%s says NVFP4_AWQ for %zu NVFP4 modules, but none holds its AWQ pre_quant_scale: the weights hold "
+                        "W x diag(s) and every input needs s (an exporter folds it into the layer before for some modules, "
+                        "never for all); a loader that follows the config looks for the tensors",
+                        c->q.source[0] ? c->q.source : "config.json", n_awq))
+        rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
     for (size_t i = 0; norm && i < n; i++) free(norm[i]);
     free(norm);
     free(quant);

@@ -7,9 +7,9 @@
  *   num_key_value_heads = num_attention_heads; head_dim = hidden_size / num_attention_heads;
  *   moe_intermediate_size = intermediate_size; n_routed_experts = num_local_experts, num_experts or 0;
  *   n_group = topk_group = 1; hc_sinkhorn_iters = 20; hc_eps = rms_norm_eps = 1e-6;
- *   routed_scaling_factor = 1; rope_theta = 10000 (a non-empty rope_scaling's rope_theta, else
+ *   routed_scaling_factor = 1 (DeepSeek-V3: 2.5, DeepSeek-V4: 1.5, as transformers' config classes); rope_theta = 10000 (a non-empty rope_scaling's rope_theta, else
  *   rope_parameters.rope_theta, if there: parse_rope says why);
- *   compress_rope_theta = rope_theta (DeepSeek-V4: 160000); scoring_func "softmax"; norm_topk_prob 0;
+ *   compress_rope_theta = rope_theta (DeepSeek-V4: 160000); scoring_func "softmax" (DeepSeek-V4: "sqrtsoftplus"); norm_topk_prob 0;
  *   rope_type "default", factor 1, beta_fast 32, beta_slow 1, mscale 1, mscale_all_dim 0;
  *   YaRN truncate 1 (true), attention_factor 0 (absent: derived from factor and mscale);
  *   every other integer 0 (= the feature is absent: no LoRA, no hyper-connections, ...).
@@ -201,6 +201,14 @@ static int parse(cfgctx *x, nd_model_cfg *c) {
     c->rope_mscale = 1.0;
     c->rope_mscale_all_dim = 0.0;
     c->rope_truncate = 1;
+    /* the defaults of the family's transformers config class, where they are not the generic ones: a
+     * config saved without the key builds that model (DeepseekV3Config 2.5, DeepseekV4Config 1.5
+     * and sqrtsoftplus scores) */
+    if (!strcmp(c->model_type, "deepseek_v3")) c->routed_scaling_factor = 2.5;
+    if (!strcmp(c->model_type, "deepseek_v4")) {
+        c->routed_scaling_factor = 1.5;
+        snprintf(c->scoring_func, sizeof c->scoring_func, "sqrtsoftplus");
+    }
 
     static const struct { const char *k; size_t off; } ints[] = {
 #define F(name) { #name, offsetof(nd_model_cfg, name) }

@@ -409,7 +409,22 @@ static int parse_fp8(json_t *q, const char *file, nd_qcfg *c, nd_err *e) {
         c->fp8_block_n = (int)json_integer_value(json_array_get(b, 0));
         c->fp8_block_k = (int)json_integer_value(json_array_get(b, 1));
     }
-    return opt_str(q, "scale_fmt", file, "quantization_config", c->fp8_scale_fmt, sizeof c->fp8_scale_fmt, e);
+    ND_TRY(opt_str(q, "scale_fmt", file, "quantization_config", c->fp8_scale_fmt, sizeof c->fp8_scale_fmt, e));
+    /* the words a loader builds the scheme from: a value outside what DeepSeek's releases write is
+     * another scheme, which the replay does not model (round 19) */
+    static const struct { const char *key, *want, *why; } words[] = {
+        {"fmt", "e4m3", "the weights are F8_E4M3 (another FP8 format is read with other bits)"},
+        {"activation_scheme", "dynamic", "static activation scales would be per-tensor values the checkpoint does not hold"},
+        {"scale_fmt", "ue8m0", "block scales are float32 (no key) or powers of two (ue8m0)"}};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        json_t *v = get(q, words[i].key);
+        if (!v || json_is_null(v)) continue;
+        if (!json_is_string(v) || strcmp(json_string_value(v), words[i].want))
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s: 'quantization_config.%s' is %s%.40s%s, not \"%s\": %s; not replayed", file,
+                           words[i].key, json_is_string(v) ? "\"" : "", json_is_string(v) ? json_string_value(v) : "not a string",
+                           json_is_string(v) ? "\"" : "", words[i].want, words[i].why);
+    }
+    return 0;
 }
 
 /* gpt-oss's quant_method "mxfp4": the experts are MXFP4 (fused *_blocks / *_scales), everything in

@@ -288,6 +288,19 @@ run "the shipped recipe runs every quantized module" 0 "no divergence" -- trace 
 run "repro of a trace made with a recipe file: that file" 0 "bundle written" -- repro "$tmp/myl.h5" --stage layers.0.self_attn.q_proj --out "$tmp/myl-b.h5"
 echo "# edited after the trace" >>"$tmp/myllama.yaml"
 run "repro after the recipe file changed" 2 "myl.h5: the trace ran recipe file .*myllama.yaml, but llama .* is another recipe and that file has changed or is gone since" -- repro "$tmp/myl.h5" --stage layers.0.self_attn.q_proj --out "$tmp/myl-b2.h5"
+# an input global scale stored as F64 (round 19): a kernel that reads float32 gets garbage, which the
+# replay (it converts) cannot show: trace exits 1 for the static error, as for a weight global
+mkdir -p "$tmp/igs64"; cp "$root/golden/conformance/llama/nvfp4/config.json" "$tmp/igs64/"
+perl -MJSON::PP -e 'local $/; my $b = <STDIN>; my $n = unpack("Q<", substr($b, 0, 8)); my $h = JSON::PP->new->decode(substr($b, 8, $n));
+  my $d = substr($b, 8 + $n); my $meta = delete $h->{"__metadata__"}; my ($off, $out, %o) = (0, "");
+  for my $k (sort { $h->{$a}{data_offsets}[0] <=> $h->{$b}{data_offsets}[0] } keys %$h) {
+    my $t = $h->{$k}; my ($s, $e) = @{$t->{data_offsets}}; my $raw = substr($d, $s, $e - $s);
+    if ($k eq "model.layers.0.self_attn.q_proj.input_global_scale") { $raw = pack("d<*", unpack("f<*", $raw)); $t->{dtype} = "F64"; }
+    $o{$k} = {dtype => $t->{dtype}, shape => $t->{shape}, data_offsets => [$off, $off + length $raw]}; $off += length $raw; $out .= $raw; }
+  $o{"__metadata__"} = $meta if $meta; my $hj = JSON::PP->new->canonical->encode(\%o); $hj .= " " x ((8 - length($hj) % 8) % 8);
+  print pack("Q<", length $hj), $hj, $out' <"$root/golden/conformance/llama/nvfp4/model.safetensors" >"$tmp/igs64/model.safetensors"
+run "inspect: an input global scale stored as F64" 1 "scale_dtype" -- inspect "$tmp/igs64"
+run "trace: an input global scale stored as F64 is a static error the replay cannot clear" 1 "a clean replay cannot" -- trace "$tmp/igs64" --tokens 1,2 "${T[@]}"
 # numbers written in a recipe get config.json's ranges (round 17): eps -1 or theta -5 was a NaN on
 # both paths blamed on the checkpoint
 sed '0,/eps: \$rms_norm_eps/s//eps: -1/' "$root/recipes/llama.yaml" >"$tmp/eps-neg.yaml"
@@ -320,6 +333,17 @@ for ed in none fp8; do
   run "native V4, expert_dtype $ed (trace)" 1 "quant_config_mismatch" -- trace "$d" --tokens 1,2 "${T[@]}"
 done
 run "native V4 with expert_dtype fp4: no finding" 0 "findings: 0 errors, 0 warnings" -- inspect "$root/golden/conformance/deepseek_v4/native"
+# the native FP8 quantization_config's words (round 19): another FP8 format, static activations,
+# another scale format are refused; quant_method mxfp4 over the FP8 linears contradicts them
+for kv in 'fmt/e4m3/e5m2' 'activation_scheme/dynamic/static' 'scale_fmt/ue8m0/float32'; do
+  IFS=/ read -r k from to <<<"$kv"
+  d="$tmp/native-$k"; mkdir -p "$d"; cp "$root/golden/conformance/deepseek_v4/native/model.safetensors" "$d/"
+  sed "s/\"$k\": \"$from\"/\"$k\": \"$to\"/" "$root/golden/conformance/deepseek_v4/native/config.json" >"$d/config.json"
+  run "native V4, $k $to" 2 "'quantization_config.$k' is \"$to\", not \"$from\"" -- inspect "$d"
+done
+d="$tmp/native-mxfp4"; mkdir -p "$d"; cp "$root/golden/conformance/deepseek_v4/native/model.safetensors" "$d/"
+sed 's/"quant_method": "fp8"/"quant_method": "mxfp4"/' "$root/golden/conformance/deepseek_v4/native/config.json" >"$d/config.json"
+run "native V4 under quant_method mxfp4" 1 "says quant_method mxfp4 (MXFP4 experts, everything else unquantized), but layers.0.attn" -- inspect "$d"
 # a NaN E8M0 byte (0xff) in a routed expert's .scale: named nan_weight_scale by the trace, as inspect does
 cp -r "$root/golden/conformance/deepseek_v4/native" "$tmp/native-nan"
 hl=$(od -An -tu8 -N8 "$tmp/native-nan/model.safetensors" | tr -d ' ')
@@ -329,6 +353,17 @@ run "native V4: a NaN E8M0 expert scale (trace)" 1 "first divergence at layers.0
 # --override values: decimal numbers as written (round 18: 0x10 and " 5" were taken, "5 " refused)
 for v in 0x10 " 5" "5 "; do
   run "--override value '$v'" 2 "is not a decimal number" -- trace "$root/golden/clean-v4" --override "model.layers.0.self_attn.q_a_proj.input_global_scale=$v" "${T[@]}"
+done
+# a DeepSeek config saved without routed_scaling_factor / scoring_func builds transformers' defaults
+# (V3 2.5; V4 1.5 and sqrtsoftplus), not the router op's generic 1 and softmax (round 19)
+for fam in deepseek_v3 deepseek_v4; do
+  d="$tmp/nodef-$fam"; mkdir -p "$d"; cp "$root/golden/conformance/$fam/nvfp4/model.safetensors" "$d/"
+  sed '/"routed_scaling_factor":/d; /"scoring_func":/d' "$root/golden/conformance/$fam/nvfp4/config.json" >"$d/config.json"
+  "$bin" trace "$root/golden/conformance/$fam/nvfp4" --backend cpu --tokens 1,2,3 -q --out "$tmp/rd-with.h5" --force >/dev/null 2>&1
+  "$bin" trace "$d" --backend cpu --tokens 1,2,3 -q --out "$tmp/rd-without.h5" --force >/dev/null 2>&1
+  a=$("$bin" show "$tmp/rd-with.h5" --csv --stage 'layers.1.mlp.experts' 2>&1); b=$("$bin" show "$tmp/rd-without.h5" --csv --stage 'layers.1.mlp.experts' 2>&1)
+  if [ -n "$a" ] && [ "$a" = "$b" ] && ! grep -q routed_scaling_factor "$d/config.json"; then pass=$((pass + 1)); else
+    echo "FAIL $fam without routed_scaling_factor/scoring_func: the experts' rows differ from the run with the defaults: $a / $b"; fail=$((fail + 1)); fi
 done
 # --tokens: an empty entry, spaces, a sign are refused, not skipped
 run "--tokens 1,,2" 2 "an empty entry in '1,,2'" -- trace "$root/golden/clean-v4" --tokens 1,,2 "${T[@]}"
@@ -510,6 +545,14 @@ mo_case() { # name sed-expression expected
 mo_case algo 's/"quant_algo": "NVFP4"/"quant_algo": "W4A16_NVFP4"/' "quantization_config.quant_algo is W4A16_NVFP4, but .*hf_quant_config.json says NVFP4"
 mo_case method 's/"quant_method": "modelopt"/"quant_method": "compressed-tensors"/' "quant_method is \"compressed-tensors\", but .*hf_quant_config.json is ModelOpt's"
 mo_case ignore 's/"lm_head",/"lm_head", "model.layers.0.self_attn.q_proj",/' "quantization_config excludes 'model.layers.0.self_attn.q_proj' from quantization and .*hf_quant_config.json does not"
+# NVFP4_AWQ over a checkpoint where no module holds its pre_quant_scale (round 19): the weights hold
+# W x diag(s), and an exporter folds s into the layer before for some modules, never for all
+d="$tmp/mo-awq-none"; mkdir -p "$d"; cp "$root/golden/conformance/llama/modelopt/model.safetensors" "$d/"
+for f in config.json hf_quant_config.json; do
+  sed 's/"quant_algo": "NVFP4"/"quant_algo": "NVFP4_AWQ"/' "$root/golden/conformance/llama/modelopt/$f" >"$d/$f"
+done
+run "modelopt NVFP4_AWQ without any pre_quant_scale (inspect)" 1 "says NVFP4_AWQ for 14 NVFP4 modules, but none holds its AWQ pre_quant_scale" -- inspect "$d"
+run "modelopt NVFP4_AWQ without any pre_quant_scale (trace)" 1 "quant_config_mismatch" -- trace "$d" --tokens 1,2 "${T[@]}"
 # ModelOpt's microscaling algorithms (W4A8_MXFP4_FP8, MXFP8: U8 E8M0 scales per 32) are refused by
 # name, not read as NVFP4 and refused for a dtype (issue 33)
 for algo in W4A8_MXFP4_FP8 MXFP8; do
