@@ -74,6 +74,32 @@ static int check_widths(const nd_run *r, nd_err *e) {
         return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: n_shared_experts %.0f x moe_intermediate_size %.0f is %.0f, but %s takes "
                        "inputs %lld: the config does not describe these weights", nd_ckpt_dir(r->ck), v, v2, v * v2, path,
                        (long long)m.in_features);
+    /* the routed experts' width where the family has no moe_intermediate_size (Mixtral, gpt-oss,
+     * MiniMax: intermediate_size is the expert's) */
+    if (nd_cfg_number(r->cfg, "moe_intermediate_size", &v2) && !nd_cfg_number(r->cfg, "intermediate_size", &v) && v > 0 &&
+        first_module(r, expert_down, &m, &path) && m.in_features != (int64_t)v)
+        return width_fails(r, "intermediate_size", v, path, "takes inputs", m.in_features, e);
+    /* Qwen's single shared expert (Qwen2-MoE, Qwen3-Next, Qwen3.5) */
+    static const char *const shared1_down[] = {".shared_expert.down_proj", NULL};
+    if (!nd_cfg_number(r->cfg, "shared_expert_intermediate_size", &v) && v > 0 && first_module(r, shared1_down, &m, &path) &&
+        m.in_features != (int64_t)v)
+        return width_fails(r, "shared_expert_intermediate_size", v, path, "takes inputs", m.in_features, e);
+    /* DeepSeek-V4's grouped output projection: o_a_proj has o_groups x o_lora_rank rows */
+    static const char *const o_a[] = {".self_attn.o_a_proj", ".attn.wo_a", NULL};
+    if (!nd_cfg_number(r->cfg, "o_lora_rank", &v) && v > 0 && !nd_cfg_number(r->cfg, "o_groups", &v2) && v2 > 0 &&
+        first_module(r, o_a, &m, &path) && m.out_features != (int64_t)(v * v2))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: o_groups %.0f x o_lora_rank %.0f is %.0f, but %s has rows %lld: the "
+                       "config does not describe these weights", nd_ckpt_dir(r->ck), v2, v, v * v2, path, (long long)m.out_features);
+    /* Gated DeltaNet's causal conv: its kernel is the weight's last dimension */
+    if (!nd_cfg_number(r->cfg, "linear_conv_kernel_dim", &v) && v > 0)
+        for (size_t i = 0, n = nd_ckpt_count(r->ck); i < n; i++) {
+            const nd_tview *t = nd_ckpt_at(r->ck, i);
+            const size_t l = strlen(t->name);
+            if (l < 25 || strcmp(t->name + l - 25, "linear_attn.conv1d.weight") != 0 || t->ndim < 2) continue;
+            if (t->shape[t->ndim - 1] != (int64_t)v)
+                return width_fails(r, "linear_conv_kernel_dim", v, t->name, "has a kernel of", t->shape[t->ndim - 1], e);
+            break;
+        }
     static const char *const q_a[] = {".self_attn.q_a_proj", ".attn.wq_a", NULL};
     if (!nd_cfg_number(r->cfg, "q_lora_rank", &v) && v > 0 && first_module(r, q_a, &m, &path) && m.out_features != (int64_t)v)
         return width_fails(r, "q_lora_rank", v, path, "has rows", m.out_features, e);

@@ -465,6 +465,11 @@ cfg_case nshared golden/clean-v4 's/"n_shared_experts": 1,/"n_shared_experts": 3
 # attention_bias false over a checkpoint that holds q/k/v biases (round 18): no loader that follows the
 # config reads them, so replaying them judged another model
 cfg_case attnbias-false golden/conformance/glm4/nvfp4 's/"attention_bias": true,/"attention_bias": false,/' "attention_bias is false, but model.layers.0.self_attn.q_proj has a bias tensor"
+# widths a loader builds modules from, against the tensors (round 19)
+cfg_case sei golden/conformance/qwen3_next/nvfp4 's/"shared_expert_intermediate_size": 32,/"shared_expert_intermediate_size": 64,/' "shared_expert_intermediate_size is 64, but model.layers.[0-9].mlp.shared_expert.down_proj takes inputs 32"
+cfg_case convk golden/conformance/qwen3_next/nvfp4 's/"linear_conv_kernel_dim": 4,/"linear_conv_kernel_dim": 3,/' "linear_conv_kernel_dim is 3, but .*linear_attn.conv1d.weight has a kernel of 4"
+cfg_case mixisz golden/conformance/mixtral/nvfp4 's/"intermediate_size": 32,/"intermediate_size": 64,/' "intermediate_size is 64, but .*experts.0.* takes inputs 32"
+cfg_case olora golden/conformance/deepseek_v4/nvfp4 's/"o_lora_rank": 16,/"o_lora_rank": 32,/' "o_groups 2 x o_lora_rank 32 is 64, but model.layers.0.attn.wo_a has rows 32"
 # rope_theta both at the top level and in rope_parameters, different (round 19): transformers 4 and 5
 # build different models from the file
 cfg_case rope-both golden/conformance/llama/nvfp4 's/"rope_parameters": {/"rope_theta": 500000.0, "rope_parameters": {/' "key 'rope_theta' is 500000 at the top level but 10000 in 'rope_parameters'"
