@@ -108,6 +108,9 @@ int nd_cfg_check(const char *path, const nd_model_cfg *c, nd_err *e) {
                            positive[i], v);
     }
     /* words the replay acts on: a value outside the known set would be replayed as something else */
+    const char *sf = json_string_value(json_object_get((json_t *)c->json, "scoring_func"));
+    if (sf && strcmp(sf, "softmax") && strcmp(sf, "sigmoid") && strcmp(sf, "sqrtsoftplus"))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: key 'scoring_func' is \"%.40s\" (softmax, sigmoid or sqrtsoftplus)", path, sf);
     const char *tm = json_string_value(json_object_get((json_t *)c->json, "topk_method"));
     if (tm && strcmp(tm, "noaux_tc") && strcmp(tm, "greedy") && strcmp(tm, "group_limited_greedy"))
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: key 'topk_method' is \"%.40s\" (noaux_tc, greedy or group_limited_greedy)", path, tm);

@@ -79,6 +79,10 @@ static int check_widths(const nd_run *r, nd_err *e) {
     if (nd_cfg_number(r->cfg, "moe_intermediate_size", &v2) && !nd_cfg_number(r->cfg, "intermediate_size", &v) && v > 0 &&
         first_module(r, expert_down, &m, &path) && m.in_features != (int64_t)v)
         return width_fails(r, "intermediate_size", v, path, "takes inputs", m.in_features, e);
+    /* no routed experts by the config over a checkpoint that holds them */
+    if (!nd_cfg_number(r->cfg, "n_routed_experts", &v) && v == 0 && first_module(r, expert_down, &m, &path))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: n_routed_experts is 0, but the checkpoint holds routed experts (%s): "
+                       "the config does not describe these weights", nd_ckpt_dir(r->ck), path);
     /* Qwen's single shared expert (Qwen2-MoE, Qwen3-Next, Qwen3.5) */
     static const char *const shared1_down[] = {".shared_expert.down_proj", NULL};
     if (!nd_cfg_number(r->cfg, "shared_expert_intermediate_size", &v) && v > 0 && first_module(r, shared1_down, &m, &path) &&
@@ -86,7 +90,7 @@ static int check_widths(const nd_run *r, nd_err *e) {
         return width_fails(r, "shared_expert_intermediate_size", v, path, "takes inputs", m.in_features, e);
     /* DeepSeek-V4's grouped output projection: o_a_proj has o_groups x o_lora_rank rows */
     static const char *const o_a[] = {".self_attn.o_a_proj", ".attn.wo_a", NULL};
-    if (!nd_cfg_number(r->cfg, "o_lora_rank", &v) && v > 0 && !nd_cfg_number(r->cfg, "o_groups", &v2) && v2 > 0 &&
+    if (!nd_cfg_number(r->cfg, "o_lora_rank", &v) && v > 0 && !nd_cfg_number(r->cfg, "o_groups", &v2) && v2 >= 0 &&
         first_module(r, o_a, &m, &path) && m.out_features != (int64_t)(v * v2))
         return nd_fail(e, ND_EXIT_BADINPUT, "%s/config.json: o_groups %.0f x o_lora_rank %.0f is %.0f, but %s has rows %lld: the "
                        "config does not describe these weights", nd_ckpt_dir(r->ck), v2, v, v * v2, path, (long long)m.out_features);

@@ -166,13 +166,21 @@ int nd_loop_stage_body(nd_run *r, const nd_stage_def *def, int layer, int modes,
         char keys[600] = "";
         size_t o = 0;
         for (int i = 0; i < def->n_attrs && o < sizeof keys - 80; i++) {
-            const char *v = def->attrs[i].value;
-            double x;
-            if (v[0] != '$' || nd_cfg_number(r->cfg, v + 1, &x)) continue;
-            int dup = 0; /* a key two attributes read (head_dim, rot_dim) once */
-            for (int j = 0; j < i && !dup; j++) dup = !strcmp(def->attrs[j].value, v);
-            if (dup) continue;
-            o += (size_t)snprintf(keys + o, sizeof keys - o, "%s%.60s %g", o ? ", " : "", v + 1, x);
+            /* an attribute is a $key, or a comma list of them ("$kv_lora_rank,$qk_rope_head_dim") */
+            for (const char *v = def->attrs[i].value; v && *v && o < sizeof keys - 80;) {
+                const char *comma = strchr(v, ',');
+                char one[96];
+                snprintf(one, sizeof one, "%.*s", (int)(comma ? (size_t)(comma - v) : strlen(v)), v);
+                v = comma ? comma + 1 : NULL;
+                double x;
+                if (one[0] != '$' || nd_cfg_number(r->cfg, one + 1, &x)) continue;
+                char tag[100];
+                snprintf(tag, sizeof tag, "%s ", one + 1); /* a key two attributes read (head_dim, rot_dim) once */
+                int seen = 0;
+                for (const char *h = strstr(keys, tag); h && !seen; h = strstr(h + 1, tag)) seen = h == keys || h[-1] == ' ';
+                if (seen) continue;
+                o += (size_t)snprintf(keys + o, sizeof keys - o, "%s%.60s %g", o ? ", " : "", one + 1, x);
+            }
         }
         const size_t l = strlen(e->msg);
         if (keys[0] && l < sizeof e->msg - 40)

@@ -465,6 +465,11 @@ cfg_case nshared golden/clean-v4 's/"n_shared_experts": 1,/"n_shared_experts": 3
 # attention_bias false over a checkpoint that holds q/k/v biases (round 18): no loader that follows the
 # config reads them, so replaying them judged another model
 cfg_case attnbias-false golden/conformance/glm4/nvfp4 's/"attention_bias": true,/"attention_bias": false,/' "attention_bias is false, but model.layers.0.self_attn.q_proj has a bias tensor"
+# wrong config values refused naming config.json and the key (round 19)
+cfg_case kvlora golden/conformance/deepseek_v3/nvfp4 's/"kv_lora_rank": 32,/"kv_lora_rank": 16,/' "config.json.*kv_lora_rank"
+cfg_case nexp0 golden/conformance/deepseek_v4/nvfp4 's/"n_routed_experts": 4,/"n_routed_experts": 0,/' "config.json: n_routed_experts is 0, but the checkpoint holds routed experts"
+cfg_case ogroups0 golden/conformance/deepseek_v4/nvfp4 's/"o_groups": 2,/"o_groups": 0,/' "config.json: o_groups 0 x o_lora_rank 16 is 0"
+cfg_case scorex golden/conformance/deepseek_v4/nvfp4 's/"scoring_func": "sqrtsoftplus",/"scoring_func": "x",/' "config.json: key 'scoring_func' is \"x\""
 # widths a loader builds modules from, against the tensors (round 19)
 cfg_case sei golden/conformance/qwen3_next/nvfp4 's/"shared_expert_intermediate_size": 32,/"shared_expert_intermediate_size": 64,/' "shared_expert_intermediate_size is 64, but model.layers.[0-9].mlp.shared_expert.down_proj takes inputs 32"
 cfg_case convk golden/conformance/qwen3_next/nvfp4 's/"linear_conv_kernel_dim": 4,/"linear_conv_kernel_dim": 3,/' "linear_conv_kernel_dim is 3, but .*linear_attn.conv1d.weight has a kernel of 4"
