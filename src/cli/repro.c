@@ -92,7 +92,7 @@ int nd_cmd_repro(int argc, char **argv) {
     {
         const char *inputs[16] = {trace_path, ckpt};
         int n_in = 2;
-        char rbuf[2048];
+        char rbuf[8192]; /* the recipe files and those they extend */
         const char *recipe_args[] = {recipe, t->stack};
         nd_recipe_inputs(recipe_args, 2, inputs, &n_in, 16, rbuf, sizeof rbuf);
         const nd_out_rules rules = {.what = "bundle", .inputs = inputs, .n_inputs = n_in, .force = force, .ours = nd_bundle_is_ours};
@@ -119,16 +119,17 @@ int nd_cmd_repro(int argc, char **argv) {
     if (t->recipe_fnv1a[0]) {
         char h[17] = "";
         nd_err eh = {0};
-        if (nd_recipe_file_hash(rcp->path, h, &eh) || strcmp(h, t->recipe_fnv1a)) {
+        if (nd_recipe_hash(rcp, h, &eh) || strcmp(h, t->recipe_fnv1a)) {
             char h2[17] = "";
             nd_recipe *alt = NULL;
             /* the file the trace loaded, still as it was: that one (unless --recipe chose another) */
-            if (!user_recipe && t->recipe_file[0] && !nd_recipe_file_hash(t->recipe_file, h2, &eh) && !strcmp(h2, t->recipe_fnv1a) &&
-                !nd_recipe_load(t->recipe_file, &alt, &eh)) {
+            if (!user_recipe && t->recipe_file[0] && !nd_recipe_load(t->recipe_file, &alt, &eh) && !nd_recipe_hash(alt, h2, &eh) &&
+                !strcmp(h2, t->recipe_fnv1a)) {
                 nd_recipe_free(rcp);
                 rcp = alt;
                 recipe = t->recipe_file;
             } else {
+                if (alt) nd_recipe_free(alt);
                 char tf[4200];
                 rc = nd_fail(&e, ND_EXIT_BADINPUT, "%s: the trace ran recipe file %s, but %s (%s) is another recipe%s: a bundle "
                              "made with it would replay other stage definitions; give --recipe FILE with the recipe the trace ran",

@@ -249,7 +249,7 @@ int nd_cmd_sensitivity(int argc, char **argv) {
         /* never into an input folder of the run: the checkpoint, a tokenizer's, the recipes' */
         const char *inputs[48] = {s.o.ckpt_dir, tokens_file, prompt.file, prompt.tokenizer};
         int n_in = 4;
-        char rbuf[4096];
+        char rbuf[8192];
         const char *recipe_args[] = {s.o.recipe, s.o.stack};
         nd_recipe_inputs(recipe_args, 2, inputs, &n_in, 48, rbuf, sizeof rbuf);
         if (nd_sens_out_check(recipe_out, inputs, n_in, &e)) { rc = nd_cli_error(&e); goto out; }

@@ -422,6 +422,16 @@ int nd_cmd_trace(int argc, char **argv) {
         goto out;
     }
     if (prompt.chat && !nd_prompt_given(&prompt)) { rc = nd_cli_usage_error("trace", "--chat needs --prompt or --prompt-file"); goto out; }
+    /* one name given twice with different values: which one the run took would be a guess (round 19) */
+    for (int i = 0; i < o.n_overrides; i++)
+        for (int j = i + 1; j < o.n_overrides; j++) {
+            const char *ei = strrchr(ovr[i], '='), *ej = strrchr(ovr[j], '=');
+            if (ei && ej && ei - ovr[i] == ej - ovr[j] && !strncmp(ovr[i], ovr[j], (size_t)(ei - ovr[i])) && strcmp(ei, ej)) {
+                rc = nd_cli_usage_error("trace", "--override %.*s given twice with different values (%s, %s)", (int)(ei - ovr[i]),
+                                        ovr[i], ei + 1, ej + 1);
+                goto out;
+            }
+        }
     if (o.no_probes && apply_repair) { rc = nd_cli_usage_error("trace", "--apply-repair needs the diagnosis, which --no-probes turns off"); goto out; }
     {   /* the trace never replaces an input of the run, a link or a device (util/outfile.h) */
         /* a --tokenizer file, and the chat template read beside it (a --tokenizer folder is an
@@ -435,7 +445,7 @@ int nd_cmd_trace(int argc, char **argv) {
         const char *inputs[48] = {o.ckpt_dir, o.ref_ckpt, o.prod_dump, tokens_file, prompt.file, prompt.tokenizer,
                                   tk_cfg[0] ? tk_cfg : NULL};
         int n_in = 7;
-        char rbuf[4096];
+        char rbuf[8192];
         const char *recipe_args[] = {o.recipe, o.stack, stacks};
         nd_recipe_inputs(recipe_args, 3, inputs, &n_in, 48, rbuf, sizeof rbuf);
         const nd_out_rules rules = {.what = "trace", .inputs = inputs, .n_inputs = n_in, .force = force, .ours = nd_trace_is_ours,
@@ -485,18 +495,16 @@ int nd_cmd_trace(int argc, char **argv) {
             char inc[4096];
             const int aside = !nd_trace_incomplete_path(o.out_path, inc, sizeof inc) && access(inc, F_OK) == 0;
             const char *kept = aside ? inc : o.out_path;
-            /* say what a reader finds there: a write the file refused (a size limit, a full disk) may
-             * have cut it so that it no longer opens */
-            nd_trace *pt = NULL;
-            nd_err e3 = {0};
+            /* say what a reader finds there: when the failure was a write the trace file refused (its
+             * messages begin with its path: a size limit, a full disk), the cut file may not open;
+             * it is not opened here to find out (HDF5 keeps memory of a file it fails to open) */
             char ks[4200];
             nd_term_safe(kept, ks, sizeof ks);
-            if (nd_trace_read(kept, &pt, &e3) == 0)
-                fprintf(stderr, "nvfp4dbg: the trace keeps the %lld rows written before the failure: %s\n", (long long)pt->nrows, ks);
+            if (strncmp(e.msg, o.out_path, strlen(o.out_path)))
+                fprintf(stderr, "nvfp4dbg: the trace keeps the %lld rows written before the failure: %s\n", (long long)res.nrows, ks);
             else
-                fprintf(stderr, "nvfp4dbg: the failure cut the trace file %s: it does not open, so no row of this run can be read "
-                        "(it stays so that compare refuses an earlier trace at that path)\n", ks);
-            nd_trace_free(pt);
+                fprintf(stderr, "nvfp4dbg: the failed write may have cut the trace file %s so that it does not open (it stays "
+                        "so that compare refuses an earlier trace at that path)\n", ks);
         }
         nd_trace_result_free(&res);
         goto out;

@@ -158,6 +158,7 @@ void nd_path_pattern(const char *p, char *out, size_t cap) {
 }
 
 void nd_run_note_bound(nd_run *r, const char *name) {
+    if (!r->loop) return; /* an op run alone (no run_close frees the list): no coverage to judge */
     char pat[192];
     nd_path_pattern(name, pat, sizeof pat);
     for (int i = 0; i < r->n_bound; i++)

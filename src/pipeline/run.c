@@ -563,7 +563,7 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
         snprintf(rfile, sizeof rfile, "%s", real ? real : r.rc->path);
         free(real);
         nd_err eh = {0};
-        if (nd_recipe_file_hash(r.rc->path, rhash, &eh)) rhash[0] = 0;
+        if (nd_recipe_hash(r.rc, rhash, &eh)) rhash[0] = 0;
         meta.recipe_file = rfile;
         meta.recipe_fnv = rhash;
         meta.prompt = o->prompt_text;

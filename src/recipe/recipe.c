@@ -270,7 +270,21 @@ void nd_recipe_inputs(const char *const *names, int n_names, const char **in, in
                 memcpy(buf + used, p, len);
                 buf[used + len] = 0;
                 in[(*n)++] = buf + used;
+                const char *self = buf + used;
                 used += len + 1;
+                /* the recipes it extends are inputs too (round 19: --out PARENT.yaml replaced the parent) */
+                nd_recipe *rc = NULL;
+                nd_err e2 = {0};
+                if (!nd_recipe_load(self, &rc, &e2)) {
+                    for (int k = 1; k < rc->n_files && *n < cap; k++) {
+                        const size_t fl = strlen(rc->files[k]);
+                        if (used + fl + 1 > bufcap) break;
+                        memcpy(buf + used, rc->files[k], fl + 1);
+                        in[(*n)++] = buf + used;
+                        used += fl + 1;
+                    }
+                    nd_recipe_free(rc);
+                }
             }
             p = comma ? comma + 1 : p + len;
         }
@@ -373,13 +387,26 @@ const char *nd_stage_attr(const nd_stage_def *s, const char *key) {
     return NULL;
 }
 
-int nd_recipe_file_hash(const char *path, char out[17], nd_err *e) {
+static uint64_t fnv_file(const char *path, uint64_t h, nd_err *e, int *rc) {
     char *text = NULL;
     size_t len = 0;
-    ND_TRY(nd_read_text(path, "recipe", (size_t)1 << 24, 0, &text, &len, e));
-    uint64_t h = 1469598103934665603ull;
+    if ((*rc = nd_read_text(path, "recipe", (size_t)1 << 24, 0, &text, &len, e))) return h;
     for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)text[i]) * 1099511628211ull;
     free(text);
-    snprintf(out, 17, "%016llx", (unsigned long long)h);
-    return 0;
+    return h;
+}
+
+int nd_recipe_file_hash(const char *path, char out[17], nd_err *e) {
+    int rc = 0;
+    const uint64_t h = fnv_file(path, 1469598103934665603ull, e, &rc);
+    if (!rc) snprintf(out, 17, "%016llx", (unsigned long long)h);
+    return rc;
+}
+
+int nd_recipe_hash(const nd_recipe *r, char out[17], nd_err *e) {
+    int rc = 0;
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < r->n_files && !rc; i++) h = fnv_file(r->files[i], h, e, &rc);
+    if (!rc) snprintf(out, 17, "%016llx", (unsigned long long)h);
+    return rc;
 }

@@ -101,6 +101,9 @@ int nd_recipe_load(const char *name_or_path, nd_recipe **out, nd_err *e);
 /* The FNV-1a 64 hash of a recipe file's bytes as 16 hex digits in out (a trace records it, repro
  * checks that it replays the same recipe). */
 int nd_recipe_file_hash(const char *path, char out[17], nd_err *e);
+/* The same over a loaded recipe's files, the recipes it extends included (rc->files in order): an
+ * edited parent is another recipe too. */
+int nd_recipe_hash(const nd_recipe *rc, char out[17], nd_err *e);
 /* Pick the recipe whose `match` lists model_type (exit 2 when none). */
 int nd_recipe_for_model_type(const char *model_type, nd_recipe **out, nd_err *e);
 void nd_recipe_free(nd_recipe *r);

@@ -143,11 +143,11 @@ int nd_synth_run(const nd_synth_opts *o, nd_err *e) {
     sy_faults faults = {0};
     char stage[4200];
     int slot = -1, staged = 0;
-    /* inputs no output may replace: the recipe folder and a recipe given as a file */
-    const char *inputs[4];
+    /* inputs no output may replace: the recipe folder, a recipe given as a file and those it extends */
+    const char *inputs[16];
     int n_in = 0;
-    char rbuf[1200];
-    nd_recipe_inputs(&o->recipe, 1, inputs, &n_in, 4, rbuf, sizeof rbuf);
+    char rbuf[8192];
+    nd_recipe_inputs(&o->recipe, 1, inputs, &n_in, 16, rbuf, sizeof rbuf);
     const nd_out_rules side_rules = {.what = "fault list", .inputs = inputs, .n_inputs = n_in, .force = o->force,
                                      .ours = sy_faults_is_ours};
     int rc = sy_build_ex(&pl, o->recipe, o->size, o->layers, o->experts, e);

@@ -5,7 +5,7 @@
 
 /* The length of the valid UTF-8 sequence at p (lead byte >= 0x80), 0 when it is not one (a stray
  * continuation byte, an overlong or surrogate form, a truncated sequence). */
-static unsigned utf8_len(const unsigned char *p) {
+unsigned nd_utf8_len(const unsigned char *p) {
     unsigned n;
     unsigned char lo = 0x80, hi = 0xBF;
     if (p[0] >= 0xC2 && p[0] <= 0xDF) n = 2;
@@ -37,7 +37,7 @@ const char *nd_term_safe(const char *in, char *out, size_t cap) {
         }
         /* a byte that starts no valid UTF-8 sequence (0x9B alone is the 8-bit CSI a Latin-1 terminal
          * acts on) is written as \xNN like the C0 controls; a valid sequence is copied whole */
-        const unsigned len = *p < 0x80 ? 1 : utf8_len(p);
+        const unsigned len = *p < 0x80 ? 1 : nd_utf8_len(p);
         if (*p < 0x20 || *p == 0x7f || !len) {
             if (o + 5 >= cap) break;
             o += (size_t)snprintf(out + o, cap - o, "\\x%02x", *p);

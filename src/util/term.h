@@ -6,6 +6,9 @@
 
 /* out = in with every byte below 0x20 and 0x7F written as \xNN (always terminated); returns out. */
 const char *nd_term_safe(const char *in, char *out, size_t cap);
+/* The length of the valid UTF-8 sequence at p (its lead byte >= 0x80), 0 when it is not one (a stray
+ * continuation byte, an overlong or surrogate form, a truncated sequence). */
+unsigned nd_utf8_len(const unsigned char *p);
 /* Columns of the terminal on fd (ioctl TIOCGWINSZ), else $COLUMNS, else 0: no limit (a pipe or a
  * file gets whole lines). At least 20. */
 int nd_term_width(int fd);

@@ -301,6 +301,11 @@ perl -MJSON::PP -e 'local $/; my $b = <STDIN>; my $n = unpack("Q<", substr($b, 0
   print pack("Q<", length $hj), $hj, $out' <"$root/golden/conformance/llama/nvfp4/model.safetensors" >"$tmp/igs64/model.safetensors"
 run "inspect: an input global scale stored as F64" 1 "scale_dtype" -- inspect "$tmp/igs64"
 run "trace: an input global scale stored as F64 is a static error the replay cannot clear" 1 "a clean replay cannot" -- trace "$tmp/igs64" --tokens 1,2 "${T[@]}"
+# a recipe's extends: parent is an input of the run (round 19: --out parent.yaml --force replaced it)
+sed 's/^recipe: deepseek_v4/recipe: parent/' "$root/recipes/deepseek_v4.yaml" >"$tmp/parent.yaml"
+printf 'recipe: child\nextends: parent.yaml\n' >"$tmp/child.yaml"; cp "$tmp/parent.yaml" "$tmp/parent-before.yaml"
+run "trace --out the recipe's parent" 2 "parent.yaml: is also an input of this run" -- trace "$root/golden/clean-v4" --recipe "$tmp/child.yaml" --backend cpu --out "$tmp/parent.yaml" --force
+cmp -s "$tmp/parent.yaml" "$tmp/parent-before.yaml" && pass=$((pass + 1)) || { echo "FAIL the recipe's parent was replaced"; fail=$((fail + 1)); }
 # numbers written in a recipe get config.json's ranges (round 17): eps -1 or theta -5 was a NaN on
 # both paths blamed on the checkpoint
 sed '0,/eps: \$rms_norm_eps/s//eps: -1/' "$root/recipes/llama.yaml" >"$tmp/eps-neg.yaml"
@@ -365,6 +370,7 @@ for fam in deepseek_v3 deepseek_v4; do
   if [ -n "$a" ] && [ "$a" = "$b" ] && ! grep -q routed_scaling_factor "$d/config.json"; then pass=$((pass + 1)); else
     echo "FAIL $fam without routed_scaling_factor/scoring_func: the experts' rows differ from the run with the defaults: $a / $b"; fail=$((fail + 1)); fi
 done
+run "--override of one name twice, different values" 2 "given twice with different values (5, 7)" -- trace "$root/golden/clean-v4" --override model.layers.0.self_attn.q_a_proj.input_global_scale=5 --override model.layers.0.self_attn.q_a_proj.input_global_scale=7 "${T[@]}"
 # --tokens: an empty entry, spaces, a sign are refused, not skipped
 run "--tokens 1,,2" 2 "an empty entry in '1,,2'" -- trace "$root/golden/clean-v4" --tokens 1,,2 "${T[@]}"
 run "--tokens 1,2," 2 "an empty entry" -- trace "$root/golden/clean-v4" --tokens 1,2, "${T[@]}"

@@ -31,6 +31,11 @@ static void test_escape(void) {
     CHECK_EQ_INT(need, strlen("ab&lt;cd"));
     CHECK_EQ_INT(nd_html_escape_buf(s, sizeof s, ""), 0);
     CHECK(s[0] == 0, "empty");
+    /* bytes that start no valid UTF-8 sequence (the 8-bit CSI 0x9B, 0xFF) become U+FFFD in a page
+     * declared UTF-8 (round 19); a valid sequence stays whole */
+    need = nd_html_escape_buf(b, sizeof b, "a\x9b b\xff c\xc3\xa9");
+    CHECK(!strcmp(b, "a&#xFFFD; b&#xFFFD; c\xc3\xa9"), "invalid UTF-8: %s", b);
+    CHECK_EQ_INT(need, strlen(b));
     /* UTF-8 passes through unchanged */
     nd_html_escape_buf(b, sizeof b, "\xc3\xa9t\xc3\xa9");
     CHECK(!strcmp(b, "\xc3\xa9t\xc3\xa9"), "utf-8: %s", b);
