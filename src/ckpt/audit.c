@@ -592,6 +592,36 @@ int nd_ckpt_audit(const nd_ckpt *c, nd_findings *f, nd_err *e) {
             rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
         if (m.weight_scale) nd_ckpt_release(c, m.weight_scale);
     }
+    /* DeepSeek-V4's hash routers: each token's row of tid2eid names k distinct experts of the model; a
+     * row out of range (or repeating an expert) is found only when a prompt holds that token (round 19) */
+    double ne = 0;
+    for (size_t i = 0, nt = nd_ckpt_count(c); !rc && i < nt && !nd_cfg_number(nd_ckpt_config(c), "n_routed_experts", &ne) && ne > 0; i++) {
+        const nd_tview *t = nd_ckpt_at(c, i);
+        const size_t l = strlen(t->name);
+        if (l < 12 || strcmp(t->name + l - 12, "gate.tid2eid") || t->ndim != 2 || (t->dtype != ND_DT_I32 && t->dtype != ND_DT_I64)) continue;
+        const int64_t rows = t->shape[0], k = t->shape[1];
+        int64_t bad = -1, badv = 0;
+        for (int64_t r = 0; r < rows && bad < 0; r++)
+            for (int64_t a = 0; a < k && bad < 0; a++) {
+                int64_t v;
+                if (t->dtype == ND_DT_I32) { int32_t x; memcpy(&x, (const char *)t->data + 4 * (size_t)(r * k + a), 4); v = x; }
+                else memcpy(&v, (const char *)t->data + 8 * (size_t)(r * k + a), 8);
+                int dup = 0;
+                for (int64_t b = 0; b < a && !dup; b++) {
+                    int64_t w;
+                    if (t->dtype == ND_DT_I32) { int32_t x; memcpy(&x, (const char *)t->data + 4 * (size_t)(r * k + b), 4); w = x; }
+                    else memcpy(&w, (const char *)t->data + 8 * (size_t)(r * k + b), 8);
+                    dup = w == v;
+                }
+                if (v < 0 || v >= (int64_t)ne || dup) { bad = r; badv = v; }
+            }
+        if (bad >= 0 &&
+            nd_findings_add(f, ND_BREAKS_ALL, "hash_table_invalid", "", t->name,
+                            "%s: token %lld's row names expert %lld, %s: a prompt holding that token routes it to no expert "
+                            "of the model (the engines index out of range or sum one expert twice)", t->name, (long long)bad,
+                            (long long)badv, badv < 0 || badv >= (int64_t)ne ? "outside the model's experts" : "twice"))
+            rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
+    }
     /* an AWQ export stores W x diag(s): the input needs s (pre_quant_scale) unless the exporter folded it
      * into the layer before, which it does for some modules, never for all of them (round 19) */
     if (!rc && n_awq && !n_pqs &&

@@ -34,6 +34,8 @@
  *   scale_encoding_mismatch    all   negative E4M3 block scales (the sign bit set: no writer stores one)
  *   scale_pow2_rounding        none  every non-zero block scale of the weight is a power of two (UE8M0-
  *                                    rounded scales, > 64 blocks): precision of the scales is lost
+ *   hash_table_invalid         all   a DeepSeek-V4 hash router's tid2eid row naming an expert outside the model
+ *                                    or one expert twice
  *   expert_scale_outlier       none  a routed expert whose weight global divisor is more than 16x away
  *                                    from the median of its siblings (same projection, same layer)
  * Coordinates (nd_finding.row/col) are block row and block column of the block-scale tensor. */

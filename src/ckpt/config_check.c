@@ -114,6 +114,11 @@ int nd_cfg_check(const char *path, const nd_model_cfg *c, nd_err *e) {
     const char *tm = json_string_value(json_object_get((json_t *)c->json, "topk_method"));
     if (tm && strcmp(tm, "noaux_tc") && strcmp(tm, "greedy") && strcmp(tm, "group_limited_greedy"))
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: key 'topk_method' is \"%.40s\" (noaux_tc, greedy or group_limited_greedy)", path, tm);
+    /* DeepSeek-V2's greedy selections pick other experts than noaux_tc (no correction bias, another
+     * group rule); the router replays noaux_tc only, so they are refused rather than replayed as it */
+    if (tm && strcmp(tm, "noaux_tc"))
+        return nd_fail(e, ND_EXIT_BADINPUT, "%s: key 'topk_method' is \"%s\", a selection this version does not replay (the "
+                       "router replays noaux_tc: group limit and correction bias)", path, tm);
     static const char *const types[] = {"full_attention", "sliding_attention", "linear_attention", "chunked_attention",
                                         "compressed_sparse_attention", "heavily_compressed_attention"};
     for (int i = 0; i < c->n_layer_types; i++) {

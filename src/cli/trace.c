@@ -422,16 +422,6 @@ int nd_cmd_trace(int argc, char **argv) {
         goto out;
     }
     if (prompt.chat && !nd_prompt_given(&prompt)) { rc = nd_cli_usage_error("trace", "--chat needs --prompt or --prompt-file"); goto out; }
-    /* one name given twice with different values: which one the run took would be a guess (round 19) */
-    for (int i = 0; i < o.n_overrides; i++)
-        for (int j = i + 1; j < o.n_overrides; j++) {
-            const char *ei = strrchr(ovr[i], '='), *ej = strrchr(ovr[j], '=');
-            if (ei && ej && ei - ovr[i] == ej - ovr[j] && !strncmp(ovr[i], ovr[j], (size_t)(ei - ovr[i])) && strcmp(ei, ej)) {
-                rc = nd_cli_usage_error("trace", "--override %.*s given twice with different values (%s, %s)", (int)(ei - ovr[i]),
-                                        ovr[i], ei + 1, ej + 1);
-                goto out;
-            }
-        }
     if (o.no_probes && apply_repair) { rc = nd_cli_usage_error("trace", "--apply-repair needs the diagnosis, which --no-probes turns off"); goto out; }
     {   /* the trace never replaces an input of the run, a link or a device (util/outfile.h) */
         /* a --tokenizer file, and the chat template read beside it (a --tokenizer folder is an

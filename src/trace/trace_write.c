@@ -501,11 +501,13 @@ int nd_trace_finish(nd_trace_w *w, const nd_trace_summary *s, nd_err *e) {
         return 0;
     }
     const int exists = !rc && lstat(w->path, &st) == 0;
+    struct stat cur;
     if (exists && !S_ISREG(st.st_mode))
         rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: became a link or a non-file while the trace was written; not replacing it "
                      "(the trace is in %s)", w->path, w->inprog);
-    /* a trace replaced (--force) keeps its permissions, as cp and editors do */
-    else if (exists && chmod(w->inprog, st.st_mode & 07777) != 0)
+    /* a trace replaced (--force) keeps its permissions, as cp and editors do, never wider than the
+     * new trace's own (a private checkpoint's trace stays private: round 19) */
+    else if (exists && chmod(w->inprog, st.st_mode & 07777 & (stat(w->inprog, &cur) == 0 ? cur.st_mode : 0600)) != 0)
         rc = nd_fail(e, nd_io_exit(errno), "%s: cannot keep the replaced trace's permissions: %s", w->path, strerror(errno));
     else if (!rc && rename(w->inprog, w->path) != 0)
         rc = nd_fail(e, nd_io_exit(errno), "%s: cannot move the trace into place from %s: %s%s", w->path, w->inprog,

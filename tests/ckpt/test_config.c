@@ -146,9 +146,21 @@ static void rope_precedence(const char *dir) {
     CHECK_NEAR(rope_of(dir, "llama", "\"rope_theta\": 1e4, \"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 2},"
                        " \"rope_parameters\": {\"rope_type\": \"yarn\", \"factor\": 8, \"rope_theta\": 5e5}", t, &f), 1e4, 0);
     CHECK(!strcmp(t, "linear") && f == 2, "rope_scaling lost to rope_parameters: %s x%g", t, f);
-    /* its own rope_theta wins over the top-level one (5.x's setdefault) */
-    CHECK_NEAR(rope_of(dir, "llama", "\"rope_theta\": 1e4, \"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 2,"
+    /* its own rope_theta wins over the top-level one (5.x's setdefault) where they agree; where they
+     * differ, 4.x (the top-level one) and 5.x build different models: refused (round 19) */
+    CHECK_NEAR(rope_of(dir, "llama", "\"rope_theta\": 3e5, \"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 2,"
                        " \"rope_theta\": 3e5}", t, &f), 3e5, 0);
+    {
+        char cfg[1024];
+        snprintf(cfg, sizeof cfg, "{\"model_type\": \"llama\", \"vocab_size\": 100, \"hidden_size\": 64, \"num_hidden_layers\": 2,"
+                 " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"rope_theta\": 1e4, \"rope_scaling\": {\"rope_type\": "
+                 "\"linear\", \"factor\": 2, \"rope_theta\": 3e5}}");
+        nd_ckpt *c = NULL;
+        nd_err e = {0};
+        CHECK(open_with(dir, cfg, &c, &e) == 2 && strstr(e.msg, "key 'rope_theta' is 10000 at the top level but 300000 in 'rope_scaling'"),
+              "disagreeing rope_theta: %s", e.msg);
+        if (c) nd_ckpt_close(c);
+    }
     /* an empty rope_scaling is falsy: rope_parameters is read */
     CHECK_NEAR(rope_of(dir, "llama", "\"rope_scaling\": {}, \"rope_parameters\": {\"rope_type\": \"linear\", \"factor\": 4,"
                        " \"rope_theta\": 5e5}", t, &f), 5e5, 0);

@@ -124,6 +124,15 @@ kill $holder 2>/dev/null; wait $holder 2>/dev/null
 run "$bin" trace "$ck" --backend cpu --tokens 1,2 --out "$w/live.h5" -q
 ok "once that run is gone the .incomplete is stale and replaced: exit $rc" '[ $rc -eq 0 ] && [ -f "$w/live.h5" ] && [ ! -e "$w/live.h5.incomplete" ]'
 
+# a trace --force over an earlier 0644 trace of a private checkpoint (0600 weights) is no wider than
+# a new trace of it (round 19: it kept 0644 while repro and report narrowed to 0600)
+mkdir -p "$w/priv"; cp "$ck"/config.json "$ck"/model.safetensors "$w/priv/"; chmod 600 "$w/priv/model.safetensors"
+(umask 022; "$bin" trace "$w/priv" --backend cpu --tokens 1,2 --dump tensors -q --out "$w/priv-new.h5" >/dev/null 2>&1)
+newmode=$(stat -c %a "$w/priv-new.h5" 2>/dev/null)
+cp "$w/t.h5" "$w/priv-old.h5"; chmod 644 "$w/priv-old.h5"
+(umask 022; "$bin" trace "$w/priv" --backend cpu --tokens 1,2 --dump tensors -q --out "$w/priv-old.h5" --force >/dev/null 2>&1); rc=$?
+ok "trace --force over a 0644 trace of a private checkpoint: exit $rc, mode $(stat -c %a "$w/priv-old.h5") (a new one: $newmode)" '[ $rc -eq 0 ] && [ "$(stat -c %a "$w/priv-old.h5")" = "$newmode" ]'
+
 # --- synth OUTDIR and its fault list ----------------------------------------------------------
 run "$bin" synth "$w/s1" --recipe llama
 ok "synth to a new folder: exit $rc, fault list beside it" '[ $rc -eq 0 ] && [ -f "$w/s1/model.safetensors" ] && [ -f "$w/s1.faults.json" ]'
