@@ -238,7 +238,7 @@ int nd_sens_write_recipes(const char *dir, nd_sens_report *r, nd_err *e) {
     json_decref(ct);
     json_decref(mods);
     json_decref(ignore);
-    if (rc) nd_outdir_abort(stage, slot);
+    if (rc) { nd_err_swap(e, stage, dir); nd_outdir_abort(stage, slot); }
     else rc = nd_outdir_commit(stage, slot, dir, e);
     return rc;
 }

@@ -360,7 +360,7 @@ int nd_synth_from(const char *src, const char *outdir_arg, const char *const *in
     if (!rc) rc = sy_outdir_record(stage, e);
     if (!rc) narrow_modes(src, stage, wmode);
     if (!rc) { rc = sy_stage_commit(stage, slot, outdir, force, e); staged = 0; }
-    if (staged) sy_stage_abort(stage, slot);
+    if (staged) { nd_err_swap(e, stage, outdir); sy_stage_abort(stage, slot); }
     if (!rc) rc = sy_faults_write(&fs, side, e);
     for (int i = 0; ts && i < nt; i++) { free(ts[i].packed); free(ts[i].sf); }
     free(ts);

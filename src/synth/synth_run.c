@@ -182,7 +182,7 @@ int nd_synth_run(const nd_synth_opts *o, nd_err *e) {
         if (!rc) rc = sy_faults_write(&faults, side, e);
         nd_progress_end(&pg);
     }
-    if (staged) sy_stage_abort(stage, slot);
+    if (staged) { nd_err_swap(e, stage, outdir); sy_stage_abort(stage, slot); }
     sy_faults_free(&faults);
     sy_plan_free(&pl);
     return rc;

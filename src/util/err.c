@@ -44,3 +44,22 @@ int nd_wrap(nd_err *e, const char *fmt, ...) {
     free(full);
     return e->code ? e->code : ND_EXIT_INTERNAL;
 }
+
+void nd_err_swap(nd_err *e, const char *from, const char *to) {
+    if (!e || !e->code || !from || !*from || !to) return;
+    const size_t fl = strlen(from), tl = strlen(to);
+    char *out = malloc(sizeof e->msg * 2 + 1);
+    if (!out) return;
+    size_t n = 0;
+    for (const char *p = e->msg; *p;) {
+        const char *hit = strstr(p, from);
+        const size_t run = hit ? (size_t)(hit - p) : strlen(p);
+        if (n + run + tl >= sizeof e->msg * 2) break;
+        memcpy(out + n, p, run); n += run; p += run;
+        if (!hit) break;
+        memcpy(out + n, to, tl); n += tl; p += fl;
+    }
+    out[n] = 0;
+    put_middle_cut(e->msg, sizeof e->msg, out, n);
+    free(out);
+}

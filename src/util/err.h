@@ -28,6 +28,10 @@ int nd_fail(nd_err *e, int code, const char *fmt, ...) __attribute__((format(pri
 /* Prefix an existing message with context ("while loading X: ...") and return its code. */
 int nd_wrap(nd_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Replace every occurrence of `from` in the message by `to`: a writer that stages its output in a
+ * temporary folder names the output the user asked for, not the temporary it removes. */
+void nd_err_swap(nd_err *e, const char *from, const char *to);
+
 #define ND_TRY(expr) do { int nd_rc_ = (expr); if (nd_rc_) return nd_rc_; } while (0)
 
 #endif

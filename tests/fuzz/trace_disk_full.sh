@@ -53,11 +53,21 @@ for fill in 56 62; do
   "$N" sensitivity "$W/ck" -q --keep 1 --backend cpu --recipe-out "$mnt/ro" >/dev/null 2>"$W/err"; rc=$?
   left=$(ls -A "$mnt" | grep -v '^fill$' | tr '\n' ' ')
   if [ $rc -ne 2 ] || [ -n "$left" ]; then echo "FAIL sensitivity --recipe-out on a full disk ($fill KB used): exit $rc, left: '$left': $(head -c 300 "$W/err")"; fail=1; fi
+  # the message names the output asked for, not the staging folder removed before the exit
+  if ! grep -q "$mnt/ro/" "$W/err" || grep -q '\.recipes-' "$W/err"; then echo "FAIL sensitivity --recipe-out on a full disk: the message does not name $mnt/ro: $(head -c 300 "$W/err")"; fail=1; fi
   rm -f "$mnt/fill"
   "$N" sensitivity "$W/ck" -q --keep 1 --backend cpu --recipe-out "$mnt/ro" >/dev/null 2>"$W/err"; rc=$?
   if [ $rc -ne 0 ] || [ "$(ls "$mnt/ro" | wc -l)" -ne 3 ]; then echo "FAIL sensitivity --recipe-out again with room: exit $rc: $(head -c 300 "$W/err")"; fail=1; fi
   echo "recipe-out on a full disk ($fill KB used): exit 2, nothing left; again with room: exit $rc"
   umount "$mnt"
 done
+# synth onto a full disk: exit 2 naming the output folder (not its staging folder), nothing left
+mount -t tmpfs -o size=64k tmpfs "$mnt"
+"$N" synth "$mnt/s" --recipe llama -q >/dev/null 2>"$W/err"; rc=$?
+left=$(ls -A "$mnt" | tr '\n' ' ')
+if [ $rc -ne 2 ] || [ -n "$left" ] || ! grep -q "$mnt/s/" "$W/err" || grep -q '\.synth-' "$W/err"; then
+  echo "FAIL synth on a full disk: exit $rc, left: '$left': $(head -c 300 "$W/err")"; fail=1
+else echo "synth on a full disk: exit 2 naming $mnt/s, nothing left"; fi
+umount "$mnt"
 [ $fail -eq 0 ] && echo "trace_disk_full: ok"
 exit $fail
