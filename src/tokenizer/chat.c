@@ -20,27 +20,79 @@ typedef struct chat_fmt {
     int bos;                 /* the template writes bos_token first */
     int trim;                /* the user text goes through Jinja's |trim */
     const char *pre, *post;  /* around the user text ("%DATE%" in pre: the Llama 3 date line) */
+    const char *user;        /* the template's expression of the user text with what is written on either
+                              * side of it (user_expr_at's pattern); NULL: the signature holds it */
 } chat_fmt;
 
 #define L3_SYS "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: %DATE%\n\n<|eot_id|>"
 #define L3_USER "<|start_header_id|>user<|end_header_id|>\n\n"
 #define L3_GEN "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
 #define QWEN_GEN "<|im_end|>\n<|im_start|>assistant\n"
+/* user_expr_at patterns: '@' is the message's content (message.content, message['content'] or
+ * message["content"]), '~' a newline written as is or as \n, ' ' any run of blanks (none too) */
+#define L3_EXPR "'<|end_header_id|>~~' + @ | trim + '<|eot_id|>'"
+#define CHATML_EXPR "'~' + @ + '<|im_end|>'"
 static const chat_fmt formats[] = {
     /* Llama 3.1-3.3: a system block with the knowledge cut-off and the date (3.2+: today's) */
-    {"llama3.1", {"<|start_header_id|>", "Cutting Knowledge Date: December 2023", "'<|start_header_id|>assistant<|end_header_id|>\\n\\n'"}, NULL, 1, TRIM, L3_SYS L3_USER, L3_GEN},
-    {"llama3", {"<|start_header_id|>", "'<|start_header_id|>assistant<|end_header_id|>\n\n'", NULL}, "Cutting Knowledge", 1, TRIM, L3_USER, L3_GEN},
+    {"llama3.1", {"<|start_header_id|>", "Cutting Knowledge Date: December 2023", "'<|start_header_id|>assistant<|end_header_id|>\\n\\n'"}, NULL, 1, TRIM, L3_SYS L3_USER, L3_GEN, L3_EXPR},
+    {"llama3", {"<|start_header_id|>", "'<|start_header_id|>assistant<|end_header_id|>\n\n'", NULL}, "Cutting Knowledge", 1, TRIM, L3_USER, L3_GEN, L3_EXPR},
     {"qwen2.5", {"<|im_start|>", "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.", "'<|im_start|>assistant\\n'"}, NULL, 0, NO_TRIM,
-     "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n<|im_start|>user\n", QWEN_GEN},
+     "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n<|im_start|>user\n", QWEN_GEN, CHATML_EXPR},
     {"qwen2", {"<|im_start|>", "'<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n'", "'<|im_start|>assistant\\n'"}, NULL, 0, NO_TRIM,
-     "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n", QWEN_GEN},
+     "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n", QWEN_GEN, CHATML_EXPR},
     /* ChatML without a default system message (Qwen3; its thinking switch adds nothing by default) */
-    {"chatml", {"<|im_start|>", "'<|im_start|>assistant\\n'", NULL}, "'<|im_start|>system\\nYou are", 0, NO_TRIM, "<|im_start|>user\n", QWEN_GEN},
-    {"deepseek-v3", {"<｜User｜>", "{{'<｜Assistant｜>'}}", NULL}, NULL, 1, NO_TRIM, "<｜User｜>", "<｜Assistant｜>"},
-    {"mistral-v1", {"'[INST] ' + message['content'] + ' [/INST]'", NULL, NULL}, NULL, 1, NO_TRIM, "[INST] ", " [/INST]"},
-    {"mistral-v3", {"\"[INST] \" + message[\"content\"] + \"[/INST]\"", NULL, NULL}, NULL, 1, NO_TRIM, "[INST] ", "[/INST]"},
-    {"mistral-tekken", {"\"[INST]\" + message[\"content\"] + \"[/INST]\"", NULL, NULL}, NULL, 1, NO_TRIM, "[INST]", "[/INST]"},
+    {"chatml", {"<|im_start|>", "'<|im_start|>assistant\\n'", NULL}, "'<|im_start|>system\\nYou are", 0, NO_TRIM, "<|im_start|>user\n", QWEN_GEN, CHATML_EXPR},
+    {"deepseek-v3", {"<｜User｜>", "{{'<｜Assistant｜>'}}", NULL}, NULL, 1, NO_TRIM, "<｜User｜>", "<｜Assistant｜>", "'<｜User｜>' + @}}"},
+    {"mistral-v1", {"'[INST] ' + message['content'] + ' [/INST]'", NULL, NULL}, NULL, 1, NO_TRIM, "[INST] ", " [/INST]", NULL},
+    {"mistral-v3", {"\"[INST] \" + message[\"content\"] + \"[/INST]\"", NULL, NULL}, NULL, 1, NO_TRIM, "[INST] ", "[/INST]", NULL},
+    {"mistral-tekken", {"\"[INST]\" + message[\"content\"] + \"[/INST]\"", NULL, NULL}, NULL, 1, NO_TRIM, "[INST]", "[/INST]", NULL},
 };
+
+/* A newline in a template's string literal: written as is, or as the escape \n. Returns its length
+ * at s (0: none). */
+static size_t newline_at(const char *s) { return *s == '\n' ? 1 : (s[0] == '\\' && s[1] == 'n') ? 2 : 0; }
+
+/* Does the template's text at s match pattern p (see L3_EXPR)? Returns the length matched, 0 if not. */
+static size_t user_expr_at(const char *s, const char *p) {
+    const char *s0 = s;
+    for (; *p; p++) {
+        if (*p == ' ') { while (*s == ' ' || *s == '\t') s++; continue; }
+        if (*p == '~') { size_t n = newline_at(s); if (!n) return 0; s += n; continue; }
+        if (*p == '@') {
+            static const char *const forms[] = {"message.content", "message['content']", "message[\"content\"]"};
+            size_t n = 0;
+            for (int k = 0; k < 3 && !n; k++) if (!strncmp(s, forms[k], strlen(forms[k]))) n = strlen(forms[k]);
+            if (!n) return 0;
+            s += n;
+            continue;
+        }
+        if (*s != *p) return 0;
+        s++;
+    }
+    return (size_t)(s - s0);
+}
+
+/* The template writes the user text exactly as the row renders it: the row's expression occurs, and no
+ * message content goes through a filter (|upper, |replace ...) other than the |trim the row applies.
+ * A template that adds to or changes the user turn is one the table does not render (refused). */
+static int user_turn_as_row(const chat_fmt *f, const char *tmpl) {
+    if (f->user) {
+        int found = 0;
+        for (const char *q = tmpl; *q && !found; q++) found = user_expr_at(q, f->user) != 0;
+        if (!found) return 0;
+    }
+    static const char *const forms[] = {"message.content", "message['content']", "message[\"content\"]"};
+    for (int k = 0; k < 3; k++)
+        for (const char *q = strstr(tmpl, forms[k]); q; q = strstr(q + 1, forms[k])) {
+            const char *r = q + strlen(forms[k]);
+            while (*r == ' ' || *r == '\t') r++;
+            if (*r != '|') continue;
+            r++;
+            while (*r == ' ' || *r == '\t') r++;
+            if (!(f->trim && !strncmp(r, "trim", 4))) return 0;
+        }
+    return 1;
+}
 
 /* The family of a format row (rows of one family refine each other, first match wins; rows of two
  * families both matching mean a template this table cannot render) */
@@ -95,9 +147,6 @@ static int read_jinja(const char *config_path, char **out, nd_err *e) {
     return 0;
 }
 
-/* A newline in a template's string literal: written as is, or as the escape \n. Returns its length
- * at s (0: none). */
-static size_t newline_at(const char *s) { return *s == '\n' ? 1 : (s[0] == '\\' && s[1] == 'n') ? 2 : 0; }
 
 /* The "pre" of a ChatML template that writes a default system message when the conversation has
  * none: {{ '<|im_start|>system\nMSG<|im_end|>\n' }} under `messages[0]['role'] != 'system'`, and
@@ -194,11 +243,15 @@ int nd_chat_render(const char *config_path, const char *text, char **out, const 
     chat_fmt own;
     char *own_pre = NULL;
     if (!f && (own_pre = chatml_default_system(tmpl))) {
-        own = (chat_fmt){"chatml-system", {NULL, NULL, NULL}, NULL, 0, NO_TRIM, own_pre, QWEN_GEN};
+        own = (chat_fmt){"chatml-system", {NULL, NULL, NULL}, NULL, 0, NO_TRIM, own_pre, QWEN_GEN, CHATML_EXPR};
         f = &own;
     }
     int rc = 0;
-    if (!f)
+    if (f && !user_turn_as_row(f, tmpl))
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: the chat template looks like %s but writes the user turn otherwise (text added to it, "
+                     "a filter on it): nvfp4dbg renders only the turn as the family's template writes it (docs/tokenizer.md); use "
+                     "--prompt without --chat and write the turn as the template would", src, f->name);
+    else if (!f)
         rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: chat_template not recognised (nvfp4dbg knows the ChatML/Qwen, Llama 3, DeepSeek-V3 and "
                      "Mistral [INST] templates, docs/tokenizer.md); use --prompt without --chat and write the turn markers into the prompt",
                      src);

@@ -111,6 +111,12 @@ printf '%s' "{% for message in messages %}{{'<|im_start|>' + message['role'] + '
 "$bin" trace --force "$ck" --backend cpu --prompt "What is 2+2?" --chat --out "$tmp/jp.h5" -q >/dev/null 2>"$tmp/err"
 ok "--chat with chat_template.jinja and a config template: the file wins ($(head -c 160 "$tmp/err"))" \
   '"$bin" show "$tmp/jp.h5" | grep -q "^prompt (chat chatml): What is 2+2?$"'
+# a ChatML template that adds to the user turn or filters it is not rendered as plain ChatML
+# (transformers would render "Answer in French. hi" or "HI"): refused, naming the file
+for edit in "'\\n' + 'Answer in French. ' + message['content']" "'\\n' + message['content']|upper"; do
+  printf '%s' "{% for message in messages %}{{'<|im_start|>' + message['role'] + $edit + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}" >"$ck/chat_template.jinja"
+  bad "a ChatML template changing the user turn ($edit)" "chat_template.jinja: the chat template looks like chatml but writes the user turn otherwise" --prompt "hi" --chat
+done
 rm "$ck/chat_template.jinja"
 sed '/^ "chat_template": /d' "$cfg_save" >"$ck/tokenizer_config.json"
 bad "--chat with neither a chat_template nor chat_template.jinja" "no chat_template, and no chat_template.jinja beside it" --prompt "hi" --chat
