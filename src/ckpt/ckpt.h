@@ -81,6 +81,8 @@ typedef struct nd_model_cfg {
 
 /* Numeric config key by name ("rms_norm_eps", "rope_scaling.factor"); 0 ok, 2 absent/not number. */
 int nd_cfg_number(const nd_model_cfg *c, const char *key, double *out);
+/* Any config key as a json_t * (dotted path, text_config too); NULL when absent or null. */
+const void *nd_cfg_value(const nd_model_cfg *c, const char *key);
 /* String config key; NULL when absent. */
 const char *nd_cfg_string(const nd_model_cfg *c, const char *key);
 

@@ -414,6 +414,11 @@ int nd_cfg_number(const nd_model_cfg *c, const char *key, double *out) {
     return ND_EXIT_BADINPUT;
 }
 
+const void *nd_cfg_value(const nd_model_cfg *c, const char *key) {
+    json_t *v = lookup(c, key);
+    return json_is_null(v) ? NULL : v;
+}
+
 const char *nd_cfg_string(const nd_model_cfg *c, const char *key) {
     json_t *v = lookup(c, key);
     return json_is_string(v) ? json_string_value(v) : NULL;

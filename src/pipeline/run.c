@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "run.h"
+#include "ref_config.h"
 #include "loop.h"
 #include "pipeline.h"
 #include "probes.h"
@@ -507,6 +508,7 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
             rc = nd_fail(e, ND_EXIT_BADINPUT, "--reference-checkpoint %s: is itself quantized (%s%s); the reference path needs the "
                          "unquantized original the checkpoint was made from", o->ref_ckpt, nd_ckpt_format_str(r.ref_ck),
                          nd_ckpt_format(r.ref_ck) == nd_ckpt_format(r.ck) ? ", like the checkpoint" : "");
+        if (!rc) rc = nd_ref_config_check(r.rc, r.ck, r.ref_ck, e);
         if (!rc) r.ref_naming = nd_naming_pick(r.rc, r.ref_ck);
     }
     lp.opts = o;

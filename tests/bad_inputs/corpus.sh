@@ -414,6 +414,15 @@ run "... a prompt within the window" 0 "no divergence" -- trace "$tmp/sw-win" --
 # --- the ninth review's cases ---
 "$bin" synth "$tmp/n9" --recipe llama -q >/dev/null 2>&1
 run "--reference-checkpoint naming the checkpoint itself" 2 "is itself quantized (compressed-tensors, like the checkpoint)" -- trace "$tmp/n9" --reference-checkpoint "$tmp/n9" --tokens 1,2 "${T[@]}"
+# an original whose config.json describes another model than the checkpoint's (round 19): the
+# reference would run under one of the two configs and hide it; exit 2 naming the key
+for ed in 'rms_norm_eps|0.05' 'hidden_act|"gelu"' 'rope_theta|50000.0' 'num_key_value_heads|1'; do
+  k="${ed%%|*}"; v="${ed#*|}"; mkdir -p "$tmp/n9o-$k"; cp "$tmp/n9/original/"* "$tmp/n9o-$k/"
+  sed -i "s/^\( *\"$k\": \)[^,]*,/\1$v,/" "$tmp/n9o-$k/config.json"
+  grep -q "\"$k\": $v" "$tmp/n9o-$k/config.json" || echo "corpus: $k not set in the original's copy" >&2
+  run "--reference-checkpoint whose config.json differs ($k)" 2 "n9o-$k: its config.json gives $k = .* where .*n9/config.json gives" -- trace "$tmp/n9" --reference-checkpoint "$tmp/n9o-$k" --tokens 1,2 "${T[@]}"
+done
+run "--reference-checkpoint with the same model" 0 "no divergence" -- trace "$tmp/n9" --reference-checkpoint "$tmp/n9/original" --tokens 1,2 "${T[@]}"
 deq=(); for l in 0 1; do for m in self_attn.q_proj self_attn.k_proj self_attn.v_proj self_attn.o_proj mlp.gate_proj mlp.up_proj mlp.down_proj; do deq+=(--inject "dequantize@layers.$l.$m"); done; done
 "$bin" synth "$tmp/n9deq" --from "$tmp/n9" "${deq[@]}" >/dev/null 2>&1
 run "a quantization config over dense weights: trace" 2 "format compressed-tensors, but no module holds quantized tensors" -- trace "$tmp/n9deq" --tokens 1,2 "${T[@]}"
