@@ -70,5 +70,14 @@ else echo "FAIL --out FIFO: exit $rc, still a FIFO: $([ -p "$tmp/fifo" ] && echo
 (umask 022; "$bin" trace --force "$root/golden/clean-v4" --backend cpu --out "$tmp/m.h5" >/dev/null 2>&1)
 mode=$(stat -c %a "$tmp/m.h5")
 if [ "$mode" = 644 ]; then pass=$((pass + 1)); else echo "FAIL trace mode under umask 022: $mode"; fail=$((fail + 1)); fi
+# DeepSeek-V4's norm_topk_prob is not read by transformers' DeepseekV4 (its router always
+# renormalises): false replays the same rows as true, not unnormalised weights
+rm -rf "$tmp/nt"; mkdir "$tmp/nt"; cp "$root/golden/clean-v4/model.safetensors" "$tmp/nt/"
+sed 's/^\(  "norm_topk_prob": \)true,/\1false,/' "$root/golden/clean-v4/config.json" >"$tmp/nt/config.json"
+"$bin" trace --force "$root/golden/clean-v4" --backend cpu --out "$tmp/nt1.h5" -q >/dev/null 2>&1
+"$bin" trace --force "$tmp/nt" --backend cpu --out "$tmp/nt2.h5" -q >/dev/null 2>&1; rc=$?
+"$bin" show "$tmp/nt1.h5" --csv >"$tmp/nt1.csv" 2>/dev/null; "$bin" show "$tmp/nt2.h5" --csv >"$tmp/nt2.csv" 2>/dev/null
+if grep -q '"norm_topk_prob": false' "$tmp/nt/config.json" && [ $rc -eq 0 ] && [ -s "$tmp/nt1.csv" ] && cmp -s "$tmp/nt1.csv" "$tmp/nt2.csv"; then pass=$((pass + 1))
+else echo "FAIL DeepSeek-V4 norm_topk_prob false: exit $rc, rows equal to true's: $(cmp -s "$tmp/nt1.csv" "$tmp/nt2.csv" && echo yes || echo no)"; fail=$((fail + 1)); fi
 echo "bad config: $pass passed, $fail failed"
 [ $fail -eq 0 ]
