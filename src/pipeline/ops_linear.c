@@ -84,6 +84,42 @@ static int nan_block_scales(const nd_module *m) {
     return n;
 }
 
+/* The original keeps gpt-oss's experts fused (transformers' BF16 `gate_up_proj`, read per expert with
+ * its output rows interleaved: gate even, up odd; recipe attribute gate_up: interleaved) where the
+ * checkpoint has them apart (llmcompressor's per-expert gate_proj / up_proj Linears): the reference
+ * weight of P.gate_proj / P.up_proj is the even / odd rows of the original's P.gate_up_proj. Returns 1
+ * when that applied (*rc its status), 0 when the original has the module itself or no such sibling. */
+static int ref_fused_half(nd_run *r, const char *canonical, const nd_lin *l, float **w, int64_t *numel, int *rc, nd_err *e) {
+    const char *dot = strrchr(canonical, '.');
+    if (!dot || (strcmp(dot, ".gate_proj") && strcmp(dot, ".up_proj"))) return 0;
+    int interleaved = 0;
+    for (int i = 0; i < r->rc->n_layer && !interleaved; i++) {
+        const char *gu = nd_stage_attr(&r->rc->layer[i], "gate_up");
+        interleaved = gu && !strcmp(gu, "interleaved");
+    }
+    if (!interleaved) return 0;
+    char alt[400], fused[320];
+    if (nd_ckpt_has_module(r->ref_ck, nd_module_located(r->ref_ck, canonical, alt, sizeof alt))) return 0;
+    snprintf(fused, sizeof fused, "%.*s.gate_up_proj", (int)(dot - canonical), canonical);
+    if (!nd_ckpt_has_module(r->ref_ck, nd_module_located(r->ref_ck, fused, alt, sizeof alt))) return 0;
+    nd_module fm;
+    float *wf = NULL;
+    *rc = nd_run_module(r, 1, fused, &fm, e);
+    /* l NULL (a sibling of the fused group): the sizes are the fused module's halves */
+    const int64_t n = l ? l->m.out_features : fm.out_features / 2, k = l ? l->m.in_features : fm.in_features;
+    *numel = n * k;
+    if (!*rc && (fm.out_features != 2 * n || fm.in_features != k))
+        *rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: %s is [%lld, %lld] in the reference checkpoint; %s [%lld, %lld] here needs half of "
+                      "[%lld, %lld]", nd_ckpt_dir(r->ref_ck), fm.path, (long long)fm.out_features, (long long)fm.in_features,
+                      canonical, (long long)n, (long long)k, (long long)(2 * n), (long long)k);
+    if (!*rc) *rc = nd_weight_f32(r, &fm, &wf, e);
+    if (!*rc && !(*w = r->be->alloc(r->be, (size_t)(n * k) * sizeof(float), e))) *rc = e->code;
+    /* rows 0, 2, 4 ... (gate) or 1, 3, 5 ... (up): a row of k every 2k */
+    if (!*rc) *rc = r->be->copy2d(r->be, *w, k, wf + (strcmp(dot, ".up_proj") ? 0 : k), 2 * k, k, n, e);
+    if (wf) r->be->release(r->be, wf);
+    return 1;
+}
+
 /* What the diagnosis needs to build repairs for this module (pipeline.h, nd_stage_info). */
 static void stage_info(const nd_run *r, const nd_lin *l, nd_stage_info *in) {
     memset(in, 0, sizeof *in);
@@ -190,13 +226,17 @@ int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char
     if (info) stage_info(r, l, info);
     int rc = 0;
     if (r->ref_ck) {
-        nd_module orig;
-        rc = nd_run_module(r, 1, canonical, &orig, e);
-        if (!rc && (orig.out_features != l->m.out_features || orig.in_features != l->m.in_features))
-            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: %s is [%lld, %lld] in the reference checkpoint but [%lld, %lld] here",
-                         nd_ckpt_dir(r->ref_ck), orig.path, (long long)orig.out_features, (long long)orig.in_features,
-                         (long long)l->m.out_features, (long long)l->m.in_features);
-        if (!rc) rc = nd_weight_f32(r, &orig, &l->w_ref, e);
+        /* the original's weight: its own module, or a half of its fused gate_up_proj (above) */
+        int64_t nk;
+        if (!ref_fused_half(r, canonical, l, &l->w_ref, &nk, &rc, e)) {
+            nd_module orig;
+            rc = nd_run_module(r, 1, canonical, &orig, e);
+            if (!rc && (orig.out_features != l->m.out_features || orig.in_features != l->m.in_features))
+                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: %s is [%lld, %lld] in the reference checkpoint but [%lld, %lld] here",
+                             nd_ckpt_dir(r->ref_ck), orig.path, (long long)orig.out_features, (long long)orig.in_features,
+                             (long long)l->m.out_features, (long long)l->m.in_features);
+            if (!rc) rc = nd_weight_f32(r, &orig, &l->w_ref, e);
+        }
         if (!rc && l->m.wfmt != ND_WF_DENSE) {
             /* how far the checkpoint's weight is from the original, read as stored and with the
              * nibbles swapped (the packing check) */
@@ -566,10 +606,15 @@ static int group_orig_amax(nd_run *r, const nd_lin *l, nd_stage_info *in, nd_err
         nd_module orig;
         float *w = NULL;
         nd_cmp c;
-        ND_TRY(nd_run_module(r, 1, l->fused_canonical[i], &orig, e));
-        ND_TRY(nd_weight_f32(r, &orig, &w, e));
-        const int rc = r->be->compare(r->be, w, NULL, orig.out_features * orig.in_features, 16, &c, e);
-        r->be->release(r->be, w);
+        int64_t nk;
+        int rc = 0;
+        if (!ref_fused_half(r, l->fused_canonical[i], NULL, &w, &nk, &rc, e)) {
+            ND_TRY(nd_run_module(r, 1, l->fused_canonical[i], &orig, e));
+            nk = orig.out_features * orig.in_features;
+            rc = nd_weight_f32(r, &orig, &w, e);
+        }
+        if (!rc) rc = r->be->compare(r->be, w, NULL, nk, 16, &c, e);
+        if (w) r->be->release(r->be, w);
         if (rc) return rc;
         if (c.ref_amax > in->group_orig_amax) in->group_orig_amax = c.ref_amax;
     }
