@@ -295,9 +295,24 @@ int sy_faults_write(const sy_faults *fs, const char *path, nd_err *e) {
 }
 
 int sy_faults_is_ours(const char *path) {
-    char head[4096];
-    nd_read_head(path, head, sizeof head);
-    const char *p = head;
-    while (*p == ' ' || *p == '\n') p++;
-    return *p == '[' && (strstr(p, "\"fault\":") || !strncmp(p, "[]", 2));
+    /* the whole file is one JSON array of the objects sy_faults_write writes: a file that only starts
+     * like one (text after "[]") is someone else's and is never replaced without --force */
+    char *buf = NULL;
+    size_t n = 0;
+    nd_err e = {0};
+    if (nd_read_text(path, "fault list", 16u << 20, 0, &buf, &n, &e) || !buf) return 0;
+    json_error_t je;
+    json_t *list = json_loadb(buf, n, JSON_REJECT_DUPLICATES, &je);
+    free(buf);
+    int ours = json_is_array(list);
+    size_t i;
+    json_t *o;
+    if (ours)
+        json_array_foreach(list, i, o) {
+            ours = json_is_object(o) && json_is_string(json_object_get(o, "fault")) && json_is_string(json_object_get(o, "module")) &&
+                   json_is_string(json_object_get(o, "tensor"));
+            if (!ours) break;
+        }
+    json_decref(list);
+    return ours;
 }

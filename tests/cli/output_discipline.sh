@@ -145,6 +145,15 @@ ok "synth whose fault-list path is a link: exit $rc, target kept, no folder left
 echo "mine" >"$w/s4.faults.json"
 run "$bin" synth "$w/s4" --recipe llama
 ok "synth whose fault-list path is a user's file: exit $rc, kept" '[ $rc -eq 2 ] && [ "$(cat "$w/s4.faults.json")" = mine ] && [ ! -e "$w/s4" ]'
+# a file that only starts like a fault list ("[]" then notes, an array of other objects) is a user's
+printf '[]   <- results of experiment 7\nrun 1: cosine 0.9991\n' >"$w/s4b.faults.json"; cp "$w/s4b.faults.json" "$w/s4b.keep"
+run "$bin" synth "$w/s4b" --recipe llama
+ok "synth whose fault-list path starts with [] and holds notes: exit $rc, kept" '[ $rc -eq 2 ] && cmp -s "$w/s4b.faults.json" "$w/s4b.keep" && [ ! -e "$w/s4b" ]'
+printf '[{"fault": "x"}]\n' >"$w/s4c.faults.json"
+run "$bin" synth "$w/s4c" --recipe llama
+ok "synth whose fault-list path is an array of other objects: exit $rc, kept" '[ $rc -eq 2 ] && grep -q "\"x\"" "$w/s4c.faults.json" && [ ! -e "$w/s4c" ]'
+run "$bin" synth "$w/s1" --recipe llama --force
+ok "synth over its own folder and fault list (--force): exit $rc" '[ $rc -eq 0 ] && [ -f "$w/s1.faults.json" ]'
 # SIGTERM while synth writes: neither the folder nor a staging folder is left
 "$bin" synth "$w/s5" --recipe llama --size small >/dev/null 2>&1 &
 pid=$!; sleep 0.3; kill -TERM $pid 2>/dev/null; wait $pid; rc=$?
