@@ -218,6 +218,13 @@ static int open_ds(hid_t g, const char *name, H5T_class_t cls, int rank, unsigne
         }
         if (!rc && !nd_h5_backed(*d, tot, H5Tget_size(t)))
             rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: %s declares more data than the file holds (truncated?)", path, name);
+        /* a bundle is a shared file: a few MB of compressed zeros must not expand to gigabytes before
+         * the stage can say the shape is wrong. Past 256 MiB a dataset may expand 64:1 at most (what
+         * nvfp4dbg writes compresses a few to one; a NaN-filled input that large is refused too). */
+        const double declared = (double)tot * (double)H5Tget_size(t), stored = (double)H5Dget_storage_size(*d);
+        if (!rc && declared > (double)(256u << 20) && declared > 64.0 * stored)
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: %s declares %.0f MiB from %.0f KiB stored (%.0f:1): more than a bundle's data "
+                         "compresses; not expanded", path, name, declared / 1048576.0, stored / 1024.0, declared / (stored > 0 ? stored : 1));
         *n = tot;
     }
     nd_h5_close(t); nd_h5_close(s);

@@ -217,6 +217,10 @@ grep -q "nvfp4dbg-replay-" "$tmp/out" && { echo "FAIL: replay names its temporar
 run "replay of a bundle whose input holds no rows" 2 "norows.h5: input '.*' holds 0 x [0-9]* values: a stage replayed on no rows tests nothing" -- replay "$tmp/norows.h5" --backend cpu
 "$mk_lie" "$tmp/lie-b.h5" "$tmp/opyaml.h5" opyaml
 run "replay of a bundle whose stage_yaml is another op" 2 "opyaml.h5: stage_yaml says op identity, but the bundle is of stage" -- replay "$tmp/opyaml.h5" --backend cpu
+# a decompression bomb: an input of gzip zeros declaring 1 GiB in a few MB is refused before it is
+# expanded (the run's limit of 2 GiB of address space would otherwise stop it with no message)
+"$mk_lie" "$tmp/lie-b.h5" "$tmp/bomb.h5" inflate
+run "replay of a bundle whose input is a decompression bomb" 2 "bomb.h5: .* declares 1024 MiB from .* KiB stored" -- replay "$tmp/bomb.h5" --backend cpu
 # a trace made against the original cannot become a bundle (it carries the checkpoint's tensors
 # only; replayed alone a packing fault read "ok", exit 0)
 "$bin" trace --force "$root/golden/clean-v4" --reference-checkpoint "$root/golden/clean-v4/original" --backend cpu --out "$tmp/rt.h5" >/dev/null 2>&1

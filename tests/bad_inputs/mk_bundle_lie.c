@@ -4,22 +4,57 @@
  * With "esc" as a third argument, instead: the rows' name, mode and verdict end in terminal escapes
  * (an OSC title and a colour), as a tampered bundle carries them (replay must escape them).
  * With "norows": the first input holds 0 rows (a stage replayed on nothing). With "opyaml": the
- * stage_yaml's op is "identity" while the bundle's op and rows say otherwise.
- *   usage: mk_bundle_lie IN.h5 OUT.h5 [esc|norows|opyaml] */
+ * stage_yaml's op is "identity" while the bundle's op and rows say otherwise. With "inflate": the first
+ * input replaced by a gzip dataset of zeros declaring 1 GiB in a few MB (a decompression bomb).
+ *   usage: mk_bundle_lie IN.h5 OUT.h5 [esc|norows|opyaml|inflate] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <hdf5.h>
 #include "trace/bundle_file.h"
 
 int main(int argc, char **argv) {
-    if (argc != 3 && !(argc == 4 && (!strcmp(argv[3], "esc") || !strcmp(argv[3], "norows") || !strcmp(argv[3], "opyaml")))) {
-        fprintf(stderr, "usage: mk_bundle_lie IN.h5 OUT.h5 [esc|norows|opyaml]\n");
+    if (argc != 3 && !(argc == 4 && (!strcmp(argv[3], "esc") || !strcmp(argv[3], "norows") || !strcmp(argv[3], "opyaml") ||
+                                     !strcmp(argv[3], "inflate")))) {
+        fprintf(stderr, "usage: mk_bundle_lie IN.h5 OUT.h5 [esc|norows|opyaml|inflate]\n");
         return 2;
     }
     nd_err e = {0};
     nd_bundle *b = NULL;
     if (nd_bundle_read(argv[1], &b, &e)) { fprintf(stderr, "mk_bundle_lie: %s\n", e.msg); return 1; }
     int n = 0;
+    if (argc == 4 && !strcmp(argv[3], "inflate")) {
+        int rc = b->n_in > 0 ? nd_bundle_write(argv[2], b, &e) : 1;
+        char name[300];
+        snprintf(name, sizeof name, "inputs/%s", b->n_in > 0 ? b->in[0].name : "");
+        const int64_t rows = b->n_in > 0 ? b->in[0].rows : 0;
+        nd_bundle_free(b);
+        if (rc) { fprintf(stderr, "mk_bundle_lie: %s\n", rows ? e.msg : "no input"); return 1; }
+        /* [rows, 2^28 / rows] float32 zeros, chunks of 1 MiB compressed: 1 GiB declared */
+        hsize_t dims[2] = {(hsize_t)rows, (hsize_t)((1u << 28) / rows)}, chunk[2] = {1, 1u << 18};
+        hid_t f = H5Fopen(argv[2], H5F_ACC_RDWR, H5P_DEFAULT), sp = H5Screate_simple(2, dims, NULL), pl = H5Pcreate(H5P_DATASET_CREATE);
+        float *zero = calloc(chunk[1], sizeof(float));
+        hid_t d = -1;
+        if (f >= 0 && zero && H5Ldelete(f, name, H5P_DEFAULT) >= 0 && H5Pset_chunk(pl, 2, chunk) >= 0 && H5Pset_deflate(pl, 9) >= 0)
+            d = H5Dcreate2(f, name, H5T_IEEE_F32LE, sp, H5P_DEFAULT, pl, H5P_DEFAULT);
+        rc = d < 0;
+        for (hsize_t r = 0; r < dims[0] && !rc; r++)
+            for (hsize_t c = 0; c < dims[1] && !rc; c += chunk[1]) {
+                hsize_t off[2] = {r, c}, cnt[2] = {1, chunk[1]};
+                hid_t fs = H5Dget_space(d), ms = H5Screate_simple(2, cnt, NULL);
+                rc = H5Sselect_hyperslab(fs, H5S_SELECT_SET, off, NULL, cnt, NULL) < 0 ||
+                     H5Dwrite(d, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, zero) < 0;
+                H5Sclose(ms);
+                H5Sclose(fs);
+            }
+        free(zero);
+        if (d >= 0) H5Dclose(d);
+        H5Pclose(pl);
+        H5Sclose(sp);
+        if (f >= 0) H5Fclose(f);
+        if (rc) fprintf(stderr, "mk_bundle_lie: cannot write the inflated input\n");
+        return rc ? 1 : 0;
+    }
     if (argc == 4 && strcmp(argv[3], "esc")) {
         if (!strcmp(argv[3], "norows")) {
             n = b->n_in > 0;
