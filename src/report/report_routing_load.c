@@ -26,10 +26,18 @@ int nd_report_routing_load(const char *trace_path, const nd_trace *t, nd_report_
         snprintf(p->op, sizeof p->op, "%s", r->op);
         p->layer = r->layer;
         int64_t tr = 0, kr = 0, tp = 0, kp = 0;
-        nd_err ignore = {0};
-        /* a missing path is not an error: traces written before /routing existed have none */
-        if (nd_trace_read_routing_of(trace_path, t, r->name, "ref", &p->ref, &tr, &kr, &ignore)) p->ref = NULL;
-        if (nd_trace_read_routing_of(trace_path, t, r->name, "prod", &p->prod, &tp, &kp, &ignore)) p->prod = NULL;
+        /* a missing path is not an error: traces written before /routing existed have none; one that is
+         * there and cannot be read (corrupt, or a lie about its size) is */
+        int rc = 0;
+        if (nd_trace_has_routing(trace_path, r->name, "ref")) rc = nd_trace_read_routing_of(trace_path, t, r->name, "ref", &p->ref, &tr, &kr, e);
+        if (!rc && nd_trace_has_routing(trace_path, r->name, "prod"))
+            rc = nd_trace_read_routing_of(trace_path, t, r->name, "prod", &p->prod, &tp, &kp, e);
+        if (rc) {
+            free(p->ref);
+            free(p->prod);
+            nd_report_routing_free(out);
+            return rc;
+        }
         if (p->ref && p->prod && (tr != tp || kr != kp)) {
             nd_fail(e, ND_EXIT_BADINPUT, "%s: /routing/%s: ref is [%lld, %lld] but prod is [%lld, %lld]", trace_path, r->name,
                     (long long)tr, (long long)kr, (long long)tp, (long long)kp);

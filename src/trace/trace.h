@@ -156,6 +156,8 @@ int nd_trace_read_routing(const char *path, const char *stage, const char *which
                           int64_t *t, int64_t *k, nd_err *e);
 /* The same for a caller that has read (and so validated) the trace at path as `read`: the file is
  * not read whole again for each stage (report reads every router's). */
+/* Does the trace hold /routing/<stage>/<which>? (traces written before /routing existed have none) */
+int nd_trace_has_routing(const char *path, const char *stage, const char *which);
 int nd_trace_read_routing_of(const char *path, const nd_trace *read, const char *stage, const char *which, int32_t **idx,
                              int64_t *t, int64_t *k, nd_err *e);
 

@@ -86,6 +86,30 @@ static int read_array(const char *path, const char *grp, const char *stage, cons
         rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: %s declares more data than the file holds", path, name);
         goto done;
     }
+    /* a routing decision is [tokens, k]: rows past the trace's /tokens are a lie, read before anything
+     * else could say so (a few MB of gzip zeros declaring 2^29 rows cost minutes and gigabytes) */
+    if (!strcmp(grp, "routing") && *ndim == 2) {
+        hid_t td = H5Dopen2(f, "tokens", H5P_DEFAULT), ts = td >= 0 ? H5Dget_space(td) : -1;
+        hsize_t nt = 0;
+        if (ts < 0 || H5Sget_simple_extent_ndims(ts) != 1 || H5Sget_simple_extent_dims(ts, &nt, NULL) < 0) nt = 0;
+        nd_h5_close(ts);
+        nd_h5_close(td);
+        H5Eclear2(H5E_DEFAULT);
+        if (dims[0] > nt || dims[1] < 1 || dims[1] > 4096) {
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: %s is [%llu, %llu]; a routing decision is [tokens, k] with the trace's %llu tokens "
+                         "and k 1..4096", path, name, (unsigned long long)dims[0], (unsigned long long)dims[1], (unsigned long long)nt);
+            goto done;
+        }
+    }
+    /* past 1 GiB, data may expand 64:1 at most (what nvfp4dbg writes compresses a few to one) */
+    {
+        const double declared = (double)total * (double)H5Tget_size(ty), stored = (double)H5Dget_storage_size(d);
+        if (declared > (double)(1u << 30) && declared > 64.0 * stored) {
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: %s declares %.0f MiB from %.0f KiB stored: more than a trace's data compresses; "
+                         "not expanded", path, name, declared / 1048576.0, stored / 1024.0);
+            goto done;
+        }
+    }
     if (!(*data = malloc((size_t)(total ? total : 1) * esize))) {
         rc = nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory for %s", path, name);
         goto done;
@@ -130,6 +154,21 @@ static int read_routing(const char *path, const char *stage, const char *which, 
 int nd_trace_read_routing(const char *path, const char *stage, const char *which, int32_t **idx,
                           int64_t *t, int64_t *k, nd_err *e) {
     return read_routing(path, stage, which, idx, t, k, 0, e);
+}
+
+int nd_trace_has_routing(const char *path, const char *stage, const char *which) {
+    if (!stage || strchr(stage, '/') || !which || strchr(which, '/')) return 0;
+    nd_h5_quiet();
+    hid_t f = nd_h5_open_read(path);
+    if (f < 0) return 0;
+    char part[256], name[512];
+    snprintf(part, sizeof part, "/routing/%s", stage);
+    snprintf(name, sizeof name, "/routing/%s/%s", stage, which);
+    const int has = H5Lexists(f, "routing", H5P_DEFAULT) > 0 && H5Lexists(f, part, H5P_DEFAULT) > 0 &&
+                    H5Lexists(f, name, H5P_DEFAULT) > 0;
+    H5Eclear2(H5E_DEFAULT);
+    nd_h5_close(f);
+    return has;
 }
 
 int nd_trace_read_routing_of(const char *path, const nd_trace *read, const char *stage, const char *which, int32_t **idx,

@@ -221,6 +221,10 @@ run "replay of a bundle whose stage_yaml is another op" 2 "opyaml.h5: stage_yaml
 # expanded (the run's limit of 2 GiB of address space would otherwise stop it with no message)
 "$mk_lie" "$tmp/lie-b.h5" "$tmp/bomb.h5" inflate
 run "replay of a bundle whose input is a decompression bomb" 2 "bomb.h5: .* declares 1024 MiB from .* KiB stored" -- replay "$tmp/bomb.h5" --backend cpu
+# a trace whose routing decision declares more rows than its tokens (2^20 rows of gzip zeros in a
+# 16-token trace): report refuses it at once instead of reading it (round 20)
+"$mk_lie" "$tmp/lie-t.h5" "$tmp/route-rows.h5" routing-rows
+run "report of a trace whose /routing declares 2^20 rows" 2 "route-rows.h5: /routing/.*/ref is \[1048576, 4\]; a routing decision is \[tokens, k\] with the trace's 16 tokens" -- report "$tmp/route-rows.h5" --html "$tmp/route-rows.html"
 # a trace made against the original cannot become a bundle (it carries the checkpoint's tensors
 # only; replayed alone a packing fault read "ok", exit 0)
 "$bin" trace --force "$root/golden/clean-v4" --reference-checkpoint "$root/golden/clean-v4/original" --backend cpu --out "$tmp/rt.h5" >/dev/null 2>&1

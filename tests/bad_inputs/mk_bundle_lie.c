@@ -5,20 +5,50 @@
  * (an OSC title and a colour), as a tampered bundle carries them (replay must escape them).
  * With "norows": the first input holds 0 rows (a stage replayed on nothing). With "opyaml": the
  * stage_yaml's op is "identity" while the bundle's op and rows say otherwise. With "inflate": the first
- * input replaced by a gzip dataset of zeros declaring 1 GiB in a few MB (a decompression bomb).
- *   usage: mk_bundle_lie IN.h5 OUT.h5 [esc|norows|opyaml|inflate] */
+ * input replaced by a gzip dataset of zeros declaring 1 GiB in a few MB (a decompression bomb). With
+ * "routing-rows", IN is a trace: a copy whose first /routing/<stage>/ref declares 2^20 rows of zeros.
+ *   usage: mk_bundle_lie IN.h5 OUT.h5 [esc|norows|opyaml|inflate|routing-rows] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <hdf5.h>
 #include "trace/bundle_file.h"
 
+/* a copy of the trace IN whose first /routing/<stage>/ref is a [2^20, k] gzip dataset of zeros */
+static int routing_rows(const char *in, const char *out) {
+    char cmd[2200];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", in, out);
+    if (system(cmd)) { fprintf(stderr, "mk_bundle_lie: cannot copy %s\n", in); return 1; }
+    hid_t f = H5Fopen(out, H5F_ACC_RDWR, H5P_DEFAULT);
+    char stage[256] = "", name[400];
+    if (f < 0 || H5Lget_name_by_idx(f, "routing", H5_INDEX_NAME, H5_ITER_INC, 0, stage, sizeof stage, H5P_DEFAULT) <= 0) {
+        fprintf(stderr, "mk_bundle_lie: %s has no /routing\n", in);
+        if (f >= 0) H5Fclose(f);
+        return 1;
+    }
+    snprintf(name, sizeof name, "routing/%s/ref", stage);
+    hsize_t dims[2] = {1u << 20, 4}, chunk[2] = {1u << 16, 4};
+    hid_t sp = H5Screate_simple(2, dims, NULL), pl = H5Pcreate(H5P_DATASET_CREATE), d = -1;
+    int32_t *zero = calloc(dims[0] * dims[1], sizeof(int32_t));
+    if (zero && H5Ldelete(f, name, H5P_DEFAULT) >= 0 && H5Pset_chunk(pl, 2, chunk) >= 0 && H5Pset_deflate(pl, 9) >= 0)
+        d = H5Dcreate2(f, name, H5T_STD_I32LE, sp, H5P_DEFAULT, pl, H5P_DEFAULT);
+    int rc = d < 0 || H5Dwrite(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, zero) < 0;
+    free(zero);
+    if (d >= 0) H5Dclose(d);
+    H5Pclose(pl);
+    H5Sclose(sp);
+    H5Fclose(f);
+    if (rc) fprintf(stderr, "mk_bundle_lie: cannot write %s\n", name);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     if (argc != 3 && !(argc == 4 && (!strcmp(argv[3], "esc") || !strcmp(argv[3], "norows") || !strcmp(argv[3], "opyaml") ||
-                                     !strcmp(argv[3], "inflate")))) {
+                                     !strcmp(argv[3], "inflate") || !strcmp(argv[3], "routing-rows")))) {
         fprintf(stderr, "usage: mk_bundle_lie IN.h5 OUT.h5 [esc|norows|opyaml|inflate]\n");
         return 2;
     }
+    if (argc == 4 && !strcmp(argv[3], "routing-rows")) return routing_rows(argv[1], argv[2]);
     nd_err e = {0};
     nd_bundle *b = NULL;
     if (nd_bundle_read(argv[1], &b, &e)) { fprintf(stderr, "mk_bundle_lie: %s\n", e.msg); return 1; }
