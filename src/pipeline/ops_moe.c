@@ -417,6 +417,15 @@ int nd_op_moe_experts(nd_opctx *c, nd_err *e) {
     nd_buf *x_ch = c->want_chain ? c->in_chain[0] : NULL, *rt_ch = c->want_chain ? c->in_chain[1] : NULL;
     if (!rt_ref->idx) return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: stage %s: second input must be a router output", nd_stage_file(r->rc, c->st->def), c->st->def->line, c->st->def->name);
     int64_t t = x_ref->rows, d = x_ref->cols;
+    /* every pick names an expert of the stage: a routing decision read from a bundle (replay) that
+     * names none would run no expert and compare zeros with zeros */
+    for (int q = 0; q < 2; q++) {
+        const nd_buf *rt = q ? rt_ch : rt_ref;
+        for (int64_t i = 0; rt && rt->idx && i < rt->rows * rt->k; i++)
+            if (rt->idx[i] < 0 || rt->idx[i] >= (int64_t)E)
+                return nd_fail(e, ND_EXIT_BADINPUT, "its routing decision sends token %lld to expert %d, and the stage has experts "
+                               "0-%lld: a corrupt routing decision (it would run no expert)", (long long)(i / rt->k), (int)rt->idx[i], (long long)E - 1);
+    }
     /* The production combine applies the router's routed_scaling_factor (already in the routing
      * weights once) `times` times, as the stack does (knob routed_scaling, or the stage's
      * override): the production weights carry the factor s^(times-1). */

@@ -225,6 +225,11 @@ run "replay of a bundle whose input is a decompression bomb" 2 "bomb.h5: .* decl
 # 16-token trace): report refuses it at once instead of reading it (round 20)
 "$mk_lie" "$tmp/lie-t.h5" "$tmp/route-rows.h5" routing-rows
 run "report of a trace whose /routing declares 2^20 rows" 2 "route-rows.h5: /routing/.*/ref is \[1048576, 4\]; a routing decision is \[tokens, k\] with the trace's 16 tokens" -- report "$tmp/route-rows.h5" --html "$tmp/route-rows.html"
+# a routed-expert bundle whose routing names no expert of the stage (negative ids slipped past the
+# duplicate check): the replay ran no expert and called zeros against zeros "same verdict" (round 20)
+"$bin" repro "$tmp/lie-t.h5" --stage layers.0.mlp.experts --out "$tmp/route-b.h5" >/dev/null 2>&1
+"$mk_lie" "$tmp/route-b.h5" "$tmp/badroute.h5" badroute
+run "replay of an expert bundle routed to expert -2000000000" 2 "routing decision sends token 0 to expert -2000000000, and the stage has experts 0-7" -- replay "$tmp/badroute.h5" --backend cpu
 # a trace made against the original cannot become a bundle (it carries the checkpoint's tensors
 # only; replayed alone a packing fault read "ok", exit 0)
 "$bin" trace --force "$root/golden/clean-v4" --reference-checkpoint "$root/golden/clean-v4/original" --backend cpu --out "$tmp/rt.h5" >/dev/null 2>&1

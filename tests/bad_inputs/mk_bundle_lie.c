@@ -6,8 +6,9 @@
  * With "norows": the first input holds 0 rows (a stage replayed on nothing). With "opyaml": the
  * stage_yaml's op is "identity" while the bundle's op and rows say otherwise. With "inflate": the first
  * input replaced by a gzip dataset of zeros declaring 1 GiB in a few MB (a decompression bomb). With
- * "routing-rows", IN is a trace: a copy whose first /routing/<stage>/ref declares 2^20 rows of zeros.
- *   usage: mk_bundle_lie IN.h5 OUT.h5 [esc|norows|opyaml|inflate|routing-rows] */
+ * "routing-rows", IN is a trace: a copy whose first /routing/<stage>/ref declares 2^20 rows of zeros. With
+ * "badroute": every expert id of the first input carrying a routing decision is -2000000000.
+ *   usage: mk_bundle_lie IN.h5 OUT.h5 [esc|norows|opyaml|inflate|routing-rows|badroute] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,8 +45,9 @@ static int routing_rows(const char *in, const char *out) {
 
 int main(int argc, char **argv) {
     if (argc != 3 && !(argc == 4 && (!strcmp(argv[3], "esc") || !strcmp(argv[3], "norows") || !strcmp(argv[3], "opyaml") ||
-                                     !strcmp(argv[3], "inflate") || !strcmp(argv[3], "routing-rows")))) {
-        fprintf(stderr, "usage: mk_bundle_lie IN.h5 OUT.h5 [esc|norows|opyaml|inflate]\n");
+                                     !strcmp(argv[3], "inflate") || !strcmp(argv[3], "routing-rows") ||
+                                     !strcmp(argv[3], "badroute")))) {
+        fprintf(stderr, "usage: mk_bundle_lie IN.h5 OUT.h5 [esc|norows|opyaml|inflate|routing-rows|badroute]\n");
         return 2;
     }
     if (argc == 4 && !strcmp(argv[3], "routing-rows")) return routing_rows(argv[1], argv[2]);
@@ -53,6 +55,17 @@ int main(int argc, char **argv) {
     nd_bundle *b = NULL;
     if (nd_bundle_read(argv[1], &b, &e)) { fprintf(stderr, "mk_bundle_lie: %s\n", e.msg); return 1; }
     int n = 0;
+    if (argc == 4 && !strcmp(argv[3], "badroute")) {
+        for (int i = 0; i < b->n_in && !n; i++)
+            if (b->in[i].idx) {
+                for (int64_t j = 0; j < b->in[i].rows * b->in[i].k; j++) b->in[i].idx[j] = -2000000000;
+                n = 1;
+            }
+        int rc = n ? nd_bundle_write(argv[2], b, &e) : 1;
+        if (rc) fprintf(stderr, "mk_bundle_lie: %s\n", n ? e.msg : "no routing decision in the bundle");
+        nd_bundle_free(b);
+        return rc ? 1 : 0;
+    }
     if (argc == 4 && !strcmp(argv[3], "inflate")) {
         int rc = b->n_in > 0 ? nd_bundle_write(argv[2], b, &e) : 1;
         char name[300];
