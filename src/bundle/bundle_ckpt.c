@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "util/tmpclean.h"
 #include "bundle.h"
 #include "bundle_recipe.h"
 #include "util/outfile.h"
@@ -73,6 +74,9 @@ int nd_bundle_materialise(const nd_bundle *b, char *dir, size_t cap, nd_err *e) 
     if (!mkdtemp(dir))
         return nd_fail(e, nd_io_exit(errno), "%s: cannot create a temporary folder: %s%s (set TMPDIR to a writable folder)", dir,
                        strerror(errno), nd_io_hint(errno));
+    /* removed on a signal too (SIGTERM, SIGHUP ...), not only by nd_bundle_cleanup */
+    nd_tmpclean_install();
+    (void)nd_tmpclean_add_dir(dir);
     int rc = write_text(dir, "config.json", b->config_json, e);
     if (!rc && b->hf_quant_config_json) rc = write_text(dir, "hf_quant_config.json", b->hf_quant_config_json, e);
     if (!rc) rc = write_text(dir, "stack.yaml", b->stack_yaml, e);
@@ -91,6 +95,7 @@ void nd_bundle_cleanup(const char *dir) {
         unlink(path);
     }
     rmdir(dir);
+    nd_tmpclean_drop_path(dir);
 }
 
 int nd_bundle_stage_rec(const nd_bundle *b, struct nd_stage_rec **rec, nd_err *e) {

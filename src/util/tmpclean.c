@@ -96,6 +96,11 @@ static int add(const char *path, int dir) {
 int nd_tmpclean_add(const char *path) { return add(path, 0); }
 int nd_tmpclean_add_dir(const char *path) { return add(path, 1); }
 
+void nd_tmpclean_drop_path(const char *path) {
+    for (int i = 0; i < ND_TMPCLEAN_SLOTS; i++)
+        if (live[i] && !strcmp(paths[i], path)) live[i] = 0;
+}
+
 void nd_tmpclean_drop(int slot) {
     if (slot >= 0 && slot < ND_TMPCLEAN_SLOTS) live[slot] = 0;
 }

@@ -22,6 +22,8 @@ int nd_tmpclean_add_dir(const char *path);
 /* Remove every registered temporary now (async-signal-safe; other fatal handlers call it). */
 void nd_tmpclean_now(void);
 /* The temporary was renamed or removed by its writer: forget it. slot < 0 is ignored. */
+/* Forget the path registered as `path` (the caller removes it itself). */
+void nd_tmpclean_drop_path(const char *path);
 void nd_tmpclean_drop(int slot);
 
 #endif

@@ -159,6 +159,18 @@ ok "synth over its own folder and fault list (--force): exit $rc" '[ $rc -eq 0 ]
 pid=$!; sleep 0.3; kill -TERM $pid 2>/dev/null; wait $pid; rc=$?
 ok "synth killed by SIGTERM (exit $rc): no half-written folder, no staging folder" '[ ! -e "$w/s5" ] || [ -f "$w/s5/.nvfp4dbg-synth" ]'
 ok "synth: no temporaries left" 'no_temps'
+# replay killed by SIGHUP / SIGTERM at a spread of moments: its temporary checkpoint folder under
+# TMPDIR never stays behind (round 20: about one kill in six left it)
+"$bin" synth "$w/rp" --recipe deepseek_v4 --size small -q >/dev/null 2>&1
+"$bin" trace "$w/rp" --backend cpu --out "$w/rp.h5" -q >/dev/null 2>&1
+"$bin" repro "$w/rp.h5" --stage layers.0.mlp.experts --out "$w/rpb.h5" -q >/dev/null 2>&1
+mkdir -p "$w/rptmp"; killed=0; left=0
+for i in $(seq 0 40); do
+  d=$(awk -v i=$i 'BEGIN { printf "%.3f", 0.10 + i * 0.005 }'); sig=HUP; [ $((i % 2)) -eq 1 ] && sig=TERM
+  TMPDIR="$w/rptmp" timeout -s $sig "$d" "$bin" replay "$w/rpb.h5" --backend cpu >/dev/null 2>&1; [ $? -eq 124 ] && killed=$((killed + 1))
+  [ -n "$(ls -A "$w/rptmp")" ] && { left=$((left + 1)); rm -rf "$w/rptmp"/*; }
+done
+ok "replay killed $killed times of 41 by SIGHUP/SIGTERM: temporary folders left $left" '[ -f "$w/rpb.h5" ] && [ $left -eq 0 ]'
 # a file-size limit reached while synth writes: exit 2, nothing left, the earlier output kept
 (ulimit -f 64; "$bin" synth "$w/s1" --recipe llama --force >"$tmp/out" 2>"$tmp/err"); rc=$?
 ok "synth past the file-size limit: exit $rc, earlier output kept: $(head -c 200 "$tmp/err")" '[ $rc -eq 2 ] && grep -q "over the file-size limit" "$tmp/err" && [ -f "$w/s1/model.safetensors" ] && no_temps'
