@@ -178,9 +178,10 @@ int nd_cmd_replay(int argc, char **argv) {
         if (s) { puts(s); free(s); }
         json_decref(root);
     } else {
-        char t1[16384], t2[4 * sizeof b->stage], t3[4 * sizeof b->op];
+        char t1[16384], t2[4 * sizeof b->stage], t3[4 * sizeof b->op], t4[4 * sizeof res.stack];
         printf("nvfp4dbg replay: %s  stage %s (op %s)  stack %s  backend %s (%s)\n", nd_term_safe(path, t1, sizeof t1),
-               nd_term_safe(b->stage, t2, sizeof t2), nd_term_safe(b->op, t3, sizeof t3), res.stack, res.backend, res.device);
+               nd_term_safe(b->stage, t2, sizeof t2), nd_term_safe(b->op, t3, sizeof t3), nd_term_safe(res.stack, t4, sizeof t4),
+               res.backend, res.device);
         printf("%-9s %-40s %-9s %10s %10s %6s %9s %7s %10s  %s\n", "", "stage", "mode", "ref_amax", "prod_amax", "NaN", "cosine",
                "SQNR", "quant_mult", "verdict");
         print_row("replay", row);

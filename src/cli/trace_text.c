@@ -46,10 +46,10 @@ void nd_trace_print_header(const nd_trace_opts *o, const nd_trace_result *res, i
     snprintf(device, sizeof device, "%s", res->device);
     device[strcspn(device, "(")] = 0;
     for (size_t n = strlen(device); n > 0 && device[n - 1] == ' '; n--) device[n - 1] = 0;
-    char dir[1024]; /* the folder as given, made safe for the terminal (a name may hold escapes) */
+    char dir[1024], rcp[4 * sizeof res->recipe], stk[4 * sizeof res->stack]; /* made safe for the terminal */
     size_t len = (size_t)snprintf(line, sizeof line, "nvfp4dbg trace: %s  recipe %s  format %s  stack %s  backend %s (%s)  ",
-                                  nd_term_safe(o->ckpt_dir, dir, sizeof dir),
-                                  res->recipe, res->format, res->stack, res->backend, device[0] ? device : res->device);
+                                  nd_term_safe(o->ckpt_dir, dir, sizeof dir), nd_term_safe(res->recipe, rcp, sizeof rcp),
+                                  res->format, nd_term_safe(res->stack, stk, sizeof stk), res->backend, device[0] ? device : res->device);
     if (o->tokens && o->ntok && len < sizeof line) {
         len += (size_t)snprintf(line + len, sizeof line - len, "tokens %lld (", (long long)o->ntok);
         for (int64_t i = 0; i < o->ntok && i < 12 && len < sizeof line; i++)

@@ -34,6 +34,12 @@ static int copy_str(yctx *y, yaml_node_t *n, char *dst, size_t cap, const char *
     char msg[160];
     if (!s) { snprintf(msg, sizeof msg, "'%s' must be a string", key); return bad(y, n, msg); }
     if (strlen(s) >= cap) { snprintf(msg, sizeof msg, "'%s' is too long (max %zu)", key, cap - 1); return bad(y, n, msg); }
+    /* names reach the trace's header line and the terminal: no control characters */
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p < 0x20 || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)) {
+            snprintf(msg, sizeof msg, "'%s' holds a control character", key);
+            return bad(y, n, msg);
+        }
     memcpy(dst, s, strlen(s) + 1);
     return 0;
 }

@@ -219,6 +219,12 @@ int nd_ydoc_text(const nd_ydoc *d, const char *key, const yaml_node_t *v, char *
     if (!s) return nd_ydoc_fail(d, v, "%s must be text, not %s", key, shown(v));
     size_t n = strlen(s);
     if (n >= cap) return nd_ydoc_fail(d, v, "%s is too long (%zu characters, at most %zu)", key, n, cap - 1);
+    /* a name reaches headers and terminals: no control characters (ESC, BEL, CR, C1), and no line
+     * breaks but in a description */
+    const int lines = strstr(key, "description") != NULL;
+    for (const unsigned char *q = (const unsigned char *)s; *q; q++)
+        if ((*q < 0x20 && !(*q == '\t' || (lines && *q == '\n'))) || *q == 0x7f || (q[0] == 0xc2 && q[1] >= 0x80 && q[1] <= 0x9f))
+            return nd_ydoc_fail(d, v, "%s holds a control character (byte %zu)", key, (size_t)(q - (const unsigned char *)s));
     memcpy(dst, s, n + 1);
     return 0;
 }

@@ -73,6 +73,12 @@ printf 'stack: b\nreciprocal_inptu: true\n' >"$tmp/stack-typo.yaml"
 run "stack key misspelt" 2 "stack-typo.yaml:2: unknown key 'reciprocal_inptu' (did you mean 'reciprocal_input'?)" -- trace "$root/golden/clean-v4" --stack "$tmp/stack-typo.yaml" "${T[@]}"
 printf 'stack: b\ntp: 2\ntp_tile: 24\n' >"$tmp/stack-tile.yaml"
 run "stack integer off its step" 2 "stack-tile.yaml:3: tp_tile must be a multiple of 16, not 24" -- trace "$root/golden/clean-v4" --stack "$tmp/stack-tile.yaml" "${T[@]}"
+# names that reach the header line hold no terminal escapes (round 21): a stack profile's and a
+# recipe's name with ESC ] (title) / ESC [ (colour) are refused, naming the file and line
+printf 'stack: "ev\\e]0;pwned\\a\\e[31mRED"\nfused_input: own\n' >"$tmp/stack-esc.yaml"
+run "stack name with terminal escapes" 2 "stack-esc.yaml:1: stack holds a control character" -- trace "$root/golden/clean-v4" --stack "$tmp/stack-esc.yaml" "${T[@]}"
+sed 's/^recipe: deepseek_v4/recipe: "v4\\e]0;pwned\\a"/' "$root/recipes/deepseek_v4.yaml" >"$tmp/recipe-esc.yaml"
+run "recipe name with terminal escapes" 2 "recipe-esc.yaml:[0-9]*: 'recipe' holds a control character" -- trace "$root/golden/clean-v4" --recipe "$tmp/recipe-esc.yaml" "${T[@]}"
 printf 'default:\n  cosine: {abs: banana}\n' >"$tmp/tol.yaml"
 "$mk" "$tmp" || { echo "FAIL: mk_gate_cases"; exit 1; }
 run "tolerance 'banana'" 2 "tol.yaml:2: cosine.abs must be a number (unquoted), not 'banana'" -- compare "$tmp/golden.h5" "$tmp/golden.h5" --tolerances "$tmp/tol.yaml"
@@ -413,7 +419,7 @@ if grep -q "$(printf '\033')" "$tmp/out"; then echo "FAIL: raw ESC in an error";
 # a recipe's stage name with a control character (it reached show --csv raw): refused at load
 sed 's/{stage: "layers.{L}.input_layernorm"/{stage: "layers.{L}.input\\e]0;pwn\\a_layernorm"/' "$root/recipes/deepseek_v4.yaml" >"$tmp/esc-recipe.yaml"
 grep -q 'pwn' "$tmp/esc-recipe.yaml" || echo "corpus: the stage name was not changed" >&2
-run "a stage name with ESC" 2 "esc-recipe.yaml:[0-9]*.*a stage name holds a control character" -- trace "$root/golden/clean-v4" --recipe "$tmp/esc-recipe.yaml" "${T[@]}"
+run "a stage name with ESC" 2 "esc-recipe.yaml:[0-9]*: .stage. holds a control character" -- trace "$root/golden/clean-v4" --recipe "$tmp/esc-recipe.yaml" "${T[@]}"
 # a sliding window the recipe does not model (Llama's attends to every earlier token): refused once the
 # prompt is longer than the window, accepted when use_sliding_window turns it off (Qwen's configs)
 for sw in win off; do
