@@ -237,7 +237,37 @@ int64_t sy_faults_sf_cols(const sy_faults *fs, long param, int64_t nb) {
     return nb;
 }
 
+/* a fault that removes, renames, dequantizes, quantizes or exchanges a module's tensors: another
+ * fault on that module (but config-ignore, which edits only the config) would be recorded against
+ * tensors the checkpoint does not hold */
+static int structural(sy_fault_kind k) {
+    return k == SY_F_MISSING_INPUT || k == SY_F_DEQUANTIZE || k == SY_F_SCALE_RENAMED ||
+           k == SY_F_WSCALE_RENAMED || k == SY_F_SCALE_MISSING_EXPERT || k == SY_F_QUANTIZE || k == SY_F_QUANTIZE_UNIGNORED ||
+           k == SY_F_GATE_UP_SWAP;
+}
+
 int sy_faults_stride_last(const sy_faults *fs, nd_err *e) {
+    /* the fault list is the answer key: every entry must be what the written checkpoint holds */
+    for (int j = 0; j < fs->n; j++) {
+        const sy_fault *b = &fs->f[j];
+        const sy_fault_kind k = b->kind;
+        if (b->has_value && b->value == 1.0 &&
+            (k == SY_F_INPUT_MUL || k == SY_F_WGLOBAL_MUL || k == SY_F_WEIGHT_MUL || k == SY_F_FUSED_MISMATCH || k == SY_F_KV_MUL))
+            return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject %s=1@%s changes nothing: it would be listed as a fault the "
+                           "checkpoint does not hold", sy_fault_name(k), b->module);
+        for (int i = 0; i < j; i++) {
+            const sy_fault *a = &fs->f[i];
+            if (strcmp(a->module, b->module)) continue;
+            if (a->kind == k)
+                return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject %s@%s given twice: give each fault once per module",
+                               sy_fault_name(k), b->module);
+            if ((structural(a->kind) || structural(k)) && a->kind != SY_F_CONFIG_IGNORE && k != SY_F_CONFIG_IGNORE)
+                return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject %s@%s with %s on the same module: %s changes which tensors the "
+                               "module holds, so the fault list could not say what the checkpoint holds (plant them in two synth "
+                               "--from runs)", sy_fault_name(k), b->module, sy_fault_name(a->kind),
+                               sy_fault_name(structural(a->kind) ? a->kind : k));
+        }
+    }
     for (int i = 0; i < fs->n; i++) {
         if (fs->f[i].kind != SY_F_SCALE_ROW_STRIDE) continue;
         for (int j = i + 1; j < fs->n; j++) {

@@ -114,6 +114,16 @@ for fmt in nvfp4 modelopt; do
     ok "$fmt --inject $spec: exit $rc (want 2), message names $word, nothing written ($(head -c 200 "$tmp/err"))" \
        '[ $rc -eq 2 ] && grep -q -- "$word" "$tmp/err" && [ ! -e "$tmp/bad" ] && [ ! -e "$tmp/bad.faults.json" ]'
   done
+  # the fault list is the answer key (round 21): a fault after one that removed or changed the module's
+  # tensors, one fault twice, or a factor of 1 would list what the checkpoint does not hold
+  for pair in "missing-input-scale@$M input-scale-mul=2@$M|changes which tensors" "dequantize@$M input-scale-inf@$M|changes which tensors" \
+              "config-ignore@$M config-ignore@$M|given twice" "input-scale-mul=1@$M|changes nothing"; do
+    specs=${pair%|*}; want=${pair#*|}; args=(); for sp in $specs; do args+=(--inject "$sp"); done
+    "$bin" synth "$tmp/bad" --from "$src" "${args[@]}" >/dev/null 2>"$tmp/err"
+    rc=$?
+    ok "$fmt $specs: exit $rc (want 2), '$want', nothing written ($(head -c 200 "$tmp/err"))" \
+       '[ $rc -eq 2 ] && grep -q -- "$want" "$tmp/err" && [ ! -e "$tmp/bad" ] && [ ! -e "$tmp/bad.faults.json" ]'
+  done
 done
 
 src="$root/golden/conformance/llama/nvfp4"
