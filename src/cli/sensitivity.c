@@ -342,7 +342,7 @@ int nd_cmd_sensitivity(int argc, char **argv) {
     const double elapsed = now_s() - t0;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    nd_sens_report rep = {.ckpt = s.o.ckpt_dir, .gran = gran, .granularity = gran == ND_SENS_MODULE ? "module" : gran == ND_SENS_LAYER ? "layer" : "class",
+    nd_sens_report rep = {.ckpt = s.o.ckpt_dir, .recipe = s.o.recipe, .gran = gran, .granularity = gran == ND_SENS_MODULE ? "module" : gran == ND_SENS_LAYER ? "layer" : "class",
                           .ntok = ntok, .kl_all = kl_all, .top1_all = top1_all, .n_linears = s.n, .traces = s.traces,
                           .elapsed_s = elapsed, .max_rss_mb = (double)ru.ru_maxrss / 1024.0};
     nd_sens_unit *out_units = calloc((size_t)s.nu + 1, sizeof *out_units);

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <yaml.h>
+#include "pipeline/pipeline.h"
 #include "util/membuf.h"
 #include "ckpt/ckpt.h"
 #include "util/outfile.h"
@@ -78,9 +79,15 @@ int nd_sens_out_check(const char *dir, const char *const *inputs, int n_inputs, 
 }
 
 /* the checkpoint's name of a stage's module: model.<stage> or <stage>, as the checkpoint has it */
-static void module_name(const nd_ckpt *c, const char *stage, char *out, size_t cap) {
-    snprintf(out, cap, "model.%s", stage);
-    if (c && !nd_ckpt_has_module(c, out) && nd_ckpt_has_module(c, stage)) snprintf(out, cap, "%s", stage);
+/* the checkpoint's name of a stage's module: through the recipe's naming (DeepSeek-V4's ffn.*.w1 for
+ * mlp.*.gate_proj), with or without the model. prefix as the checkpoint has it */
+static void module_name(const nd_ckpt *c, const char *recipe, const char *stage, char *out, size_t cap) {
+    char canon[600];
+    nd_err e = {0};
+    snprintf(canon, sizeof canon, "model.%s", stage);
+    if (!c || nd_module_name_map(recipe, c, canon, 1, out, cap, &e)) snprintf(out, cap, "%s", canon);
+    if (c && !nd_ckpt_has_module(c, out) && nd_ckpt_has_module(c, out + (strncmp(out, "model.", 6) ? 0 : 6)))
+        memmove(out, out + 6, strlen(out + 6) + 1);
 }
 
 /* the config's own ignore list (compressed-tensors `ignore`, ModelOpt `exclude_modules`) */
@@ -173,8 +180,9 @@ json_t *nd_sens_set_modules(nd_sens_report *r) {
             nd_err e3 = {0};
             if (nd_ckpt_module(c, p, &m, &e3) || m.wfmt == ND_WF_DENSE) continue;
             r->ckpt_linears++;
-            char key[256];
-            nd_sens_unit_key(strncmp(p, "model.", 6) ? p : p + 6, r->gran, key, sizeof key);
+            char key[256], canon[600];
+            if (nd_module_name_map(r->recipe, c, p, 0, canon, sizeof canon, &e3)) snprintf(canon, sizeof canon, "%s", p);
+            nd_sens_unit_key(strncmp(canon, "model.", 6) ? canon : canon + 6, r->gran, key, sizeof key);
             for (int k = 0; k < nset; k++)
                 if (!strcmp(key, r->units[k].key)) { json_array_append_new(mods, json_string(p)); r->set_linears++; break; }
         }
@@ -183,7 +191,7 @@ json_t *nd_sens_set_modules(nd_sens_report *r) {
     for (int k = 0; k < nset; k++)
         for (int j = 0; j < r->units[k].n; j++) {
             char name[600];
-            module_name(c, r->units[k].stages[j], name, sizeof name);
+            module_name(c, r->recipe, r->units[k].stages[j], name, sizeof name);
             int have = 0;
             size_t q;
             json_t *v;

@@ -32,6 +32,7 @@ typedef struct nd_sens_set {
 
 typedef struct nd_sens_report {
     const char *ckpt, *granularity;
+    const char *recipe;         /* --recipe, or NULL (the one matching the model_type) */
     int gran;                   /* ND_SENS_* */
     int ckpt_linears;           /* quantized linears in the checkpoint (run or not by these tokens) */
     int set_linears;            /* ... of them in the set's units (after nd_sens_set_modules) */

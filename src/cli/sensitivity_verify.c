@@ -34,8 +34,24 @@ static int head_kl(nd_trace_opts *o, const char *const *off, int n_off, double *
     *top1 = NAN;
     for (int64_t i = 0; i < res.nrows; i++)
         if (!strcmp(res.rows[i].mode, "chained") && isfinite(res.rows[i].kl_div)) { *kl = res.rows[i].kl_div; *top1 = res.rows[i].top1_agree; }
+    /* every module kept is a stage the run made a row of: one that ran nowhere (a name the recipe
+     * does not read so) would be kept by nothing, and the verdict would be about another set */
+    int rc = 0;
+    for (int k = 0; k < n_off && !rc; k++) {
+        int ran = 0;
+        for (int64_t i = 0; i < res.nrows && !ran; i++) {
+            const nd_row *w = &res.rows[i];
+            const size_t l = strlen(w->name);
+            /* an expert no token was routed to has no row of its own: its experts stage ran */
+            ran = !strcmp(w->name, off[k]) ||
+                  ((!strcmp(w->op, "moe_experts") || !strcmp(w->op, "mlp")) && !strncmp(off[k], w->name, l) && off[k][l] == '.');
+        }
+        if (!ran)
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "--verify: module of stage %s: no stage of the run is it, so keeping it in high "
+                         "precision would keep nothing (another recipe or naming than the run's?)", off[k]);
+    }
     nd_trace_result_free(&res);
-    return 0;
+    return rc;
 }
 
 static int quantized_linear(const nd_ckpt *ck, const char *path) {
@@ -83,7 +99,10 @@ int nd_sens_verify(nd_trace_opts *o, const char *arg, int json, nd_err *e) {
                          "nothing", path, nd_term_safe(m, safe, sizeof safe), o->ckpt_dir);
         else if (strlen(m) >= ND_NAME_LEN + 6) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: module name '%.60s...' too long", path, m);
         else {
-            snprintf(names[i], sizeof names[i], "%s", strncmp(m, "model.", 6) ? m : m + 6); /* its stage */
+            /* its stage: the canonical name (the recipe's naming read backwards) without model. */
+            char canon[600];
+            if ((rc = nd_module_name_map(o->recipe, ck, m, 0, canon, sizeof canon, e))) break;
+            snprintf(names[i], sizeof names[i], "%s", strncmp(canon, "model.", 6) ? canon : canon + 6);
             off[i] = names[i];
             for (size_t j = 0; j < i && !rc; j++)
                 if (!strcmp(names[j], names[i]))

@@ -214,3 +214,20 @@ const nd_naming *nd_naming_pick(const nd_recipe *rc, const nd_ckpt *ck) {
         if (rc->namings[i].detect[0] && detected(ck, rc->namings[i].detect)) return &rc->namings[i];
     return NULL;
 }
+
+/* The recipe for a checkpoint as trace picks it: the one named, else the one matching its model_type */
+static int recipe_of(const char *recipe, const nd_ckpt *ck, nd_recipe **rc, nd_err *e) {
+    if (recipe) return nd_recipe_load(recipe, rc, e);
+    return nd_recipe_for_model_type(nd_ckpt_config(ck)->model_type, rc, e);
+}
+
+int nd_module_name_map(const char *recipe, const nd_ckpt *ck, const char *name, int to_disk, char *out, size_t cap, nd_err *e) {
+    nd_recipe *rc = NULL;
+    ND_TRY(recipe_of(recipe, ck, &rc, e));
+    const nd_naming *nm = nd_naming_pick(rc, ck);
+    snprintf(out, cap, "%s", name);
+    for (int i = 0; nm && i < nm->n_rename; i++)
+        if (to_disk ? rename_one(nm->from[i], nm->to[i], name, out, cap) : rename_one(nm->to[i], nm->from[i], name, out, cap)) break;
+    nd_recipe_free(rc);
+    return 0;
+}

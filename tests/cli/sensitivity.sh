@@ -112,5 +112,22 @@ for args in "--budget-kl 0.1 --keep 1" "--recipe-out $tmp/r2" "--granularity exp
   rc=$?
   ok "'$args': exit $rc ($(head -c 160 "$tmp/e.txt"))" '[ $rc -eq 2 ] && [ ! -e "$tmp/r2" ] && [ ! -e "$tmp/ll/rec" ] && [ "$(ls "$tmp/full")" = x ]'
 done
+# a checkpoint in its exporter's own names (llmcompressor's DeepSeek-V4: ffn.shared_experts.w1, attn.wq_a):
+# --recipe-out names the checkpoint's modules, --verify of that folder measures the recorded KL, and a
+# name the run has no stage for is exit 2 (round 21: it was accepted and kept nothing)
+v4="$root/golden/conformance/deepseek_v4/nvfp4"
+"$bin" sensitivity "$v4" --backend "$be" --tokens 1,2,3,4 --granularity module --keep 2 --recipe-out "$tmp/v4r" -q >/dev/null 2>"$tmp/e.txt"
+mods=$(tr -d ' \n' <"$tmp/v4r/compressed-tensors-ignore.json" | sed 's/.*"modules_kept_in_high_precision":\[\([^]]*\)\].*/\1/' | tr -d '"' | tr ',' ' ')
+have=0; for m in $mods; do grep -q "\"$m.weight_packed\"" <(head -c 200000 "$v4/model.safetensors" | strings) && have=$((have + 1)); done
+ok "V4 in its own names: --recipe-out lists the checkpoint's modules ($mods)" '[ -n "$mods" ] && [ $have -eq 2 ]'
+"$bin" sensitivity "$v4" --backend "$be" --tokens 1,2,3,4 --verify "$tmp/v4r" --json >"$tmp/v4j.json" 2>"$tmp/e.txt"; rc=$?
+kl=$(sed -n 's/.*"kl": \([0-9.e+-]*\).*/\1/p' "$tmp/v4j.json" | head -1)
+meas=$(sed -n 's/.*"measured_kl_when_written": \([0-9.e+-]*\).*/\1/p' "$tmp/v4j.json" | head -1)
+all=$(sed -n 's/.*"kl_all_nvfp4": \([0-9.e+-]*\).*/\1/p' "$tmp/v4j.json" | head -1)
+ok "V4 in its own names: --verify exit $rc, KL $kl = the recorded $meas, not the all-NVFP4 $all ($(head -c 200 "$tmp/e.txt"))" \
+  '[ $rc -eq 0 ] && [ -n "$kl" ] && [ "$kl" = "$meas" ] && [ "$kl" != "$all" ]'
+printf '{"modules_kept_in_high_precision": ["model.layers.1.ffn.shared_experts.w1", "model.layers.1.nothing.w9"]}\n' >"$tmp/v4bad.json"
+"$bin" sensitivity "$v4" --backend "$be" --tokens 1,2,3,4 --verify "$tmp/v4bad.json" >/dev/null 2>"$tmp/e.txt"; rc=$?
+ok "V4: --verify naming a module the checkpoint lacks: exit $rc ($(head -c 160 "$tmp/e.txt"))" '[ $rc -eq 2 ] && grep -q "nothing.w9" "$tmp/e.txt"'
 echo "sensitivity: $pass passed, $fail failed"
 [ $fail -eq 0 ]
