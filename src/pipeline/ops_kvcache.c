@@ -141,6 +141,8 @@ int nd_op_kv_cache(nd_opctx *c, nd_err *e) {
     c->quantized = -1; /* rows, when any, are written here (one over K and V together) */
     for (int i = 0; i < c->n_in; i++) c->out_ref[i] = nd_buf_ref(c->in_ref[i]);
     kv_plan p;
+    unsigned char used[ND_MAX_OVERRIDES];
+    nd_stack_used_save(&r->stack, used);
     ND_TRY(plan(c, &p, e));
     if (nd_sink_calibrating(r)) {
         /* what a calibration of the KV cache reads: amax of K and V (MLA: of the whole latent row) */
@@ -153,6 +155,10 @@ int nd_op_kv_cache(nd_opctx *c, nd_err *e) {
     }
     const int fp8 = !nd_run_ref_only(r, c->st->name) && nd_stack_kv_cache_fp8(&r->stack, c->st->name);
     if (!fp8) {
+        /* a BF16 KV cache reads no scales: an override of how it uses them (kv_scales) applies to
+         * nothing; its own kv_cache_fp8 override did apply (looked up again to say so) */
+        nd_stack_used_restore(&r->stack, used);
+        (void)nd_stack_kv_cache_fp8(&r->stack, c->st->name);
         for (int i = 0; i < c->n_in; i++) {
             c->out_iso[i] = nd_buf_ref(c->out_ref[i]);
             if (c->want_chain) c->out_chain[i] = nd_buf_ref(c->in_chain[i]);

@@ -213,9 +213,14 @@ int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char
         return 0;
     }
 
+    /* an unquantized linear runs the same on both paths: the production parameters it looks up
+     * (quant_mult, alpha, scales' reading) apply to nothing, so overrides of them stay unused */
+    unsigned char used[ND_MAX_OVERRIDES];
+    nd_stack_used_save(&r->stack, used);
     nd_stack_params(&r->stack, &l->m, l->fused, l->n_fused, stage_name, &l->pp);
     l->epilogue_fp16 = l->prod_kind == LIN_NVFP4_W4A4 ? nd_stack_epilogue_fp16(&r->stack, stage_name) : 0;
     nd_stack_sf_read(&r->stack, stage_name, &l->sf_read);
+    if (l->prod_kind == LIN_SAME) nd_stack_used_restore(&r->stack, used);
     if (l->sf_read.baked) l->sf_read.baked_div = l->pp.w_div;
     /* a kernel that reads the block scales another way (stack.h nd_sf_read) gets its own operand */
     const int sf_other = l->prod_kind == LIN_NVFP4_W4A4 && !nd_sf_read_plain(&l->sf_read);

@@ -191,6 +191,8 @@ void nd_stack_override_module(nd_stack *s, nd_module *m) {
      * is exact (a power of two) and means the same for both paths: codes x (s 2^k) / g */
     if (m->wfmt == ND_WF_NVFP4 && (o = find_ov(s, m->path, "scale_exponent_shift")))
         m->weight_global_div = (float)ldexp(m->weight_global_div, -(int)o->value);
+    /* a dense (BF16) module has no scales: an override of them applies to nothing (left unused) */
+    if (m->wfmt == ND_WF_DENSE) return;
     if (m->conv == ND_CONV_MODELOPT) {
         if ((o = find_ov(s, m->path, "input_scale"))) m->input_global_mult = (float)(1.0 / o->value);
         if ((o = find_ov(s, m->path, "weight_scale_2"))) m->weight_global_div = (float)(1.0 / o->value);
@@ -295,6 +297,14 @@ void nd_stack_sf_read(nd_stack *s, const char *stage, nd_sf_read *out) {
 int nd_sf_read_plain(const nd_sf_read *rd) {
     return !rd->pow2 && rd->layout == ND_SF_LINEAR && rd->encoding == ND_SF_E4M3 && !(rd->tp > 1 && rd->pad_garbage) &&
            !rd->baked;
+}
+
+void nd_stack_used_save(const nd_stack *s, unsigned char *saved) {
+    for (int i = 0; i < s->n_ov; i++) saved[i] = (unsigned char)s->ov[i].used;
+}
+
+void nd_stack_used_restore(nd_stack *s, const unsigned char *saved) {
+    for (int i = 0; i < s->n_ov; i++) s->ov[i].used = saved[i];
 }
 
 int nd_stack_unused(const nd_stack *s, const char **name) {

@@ -84,6 +84,11 @@ typedef struct nd_prod_params {
 
 /* Load recipes/stack-<name>.yaml (or a file path). */
 int nd_stack_load(const char *name, nd_stack *out, nd_err *e);
+/* Which overrides a lookup marked used (saved[ND_MAX_OVERRIDES]), and back: a stage that looked a
+ * parameter up and then did not apply it (an unquantized linear, a KV cache kept in BF16) restores
+ * the marks, so an override nothing applied is reported as unused (trace: exit 2). */
+void nd_stack_used_save(const nd_stack *s, unsigned char *saved);
+void nd_stack_used_restore(nd_stack *s, const unsigned char *saved);
 /* Parse "NAME=VALUE" into the stack's overrides (exit 2 on malformed text). */
 int nd_stack_add_override(nd_stack *s, const char *arg, nd_err *e);
 /* Apply overrides of checkpoint scalars ("model.<module>.<tensor>=v") to a bound module. */

@@ -659,6 +659,13 @@ run "synth --force -q" 0 "wrote" -- synth "$tmp/sq" --recipe llama --force -q
 run "replay of a bundle with escapes in its rows" 1 "original" -- replay "$tmp/esc-b.h5" --backend cpu
 grep -q "$(printf '\033')" "$tmp/out" && { echo "FAIL: replay printed a raw ESC"; fail=$((fail + 1)); } || pass=$((pass + 1))
 grep -qF 'ok\x1b]0;T\x07' "$tmp/out" && pass=$((pass + 1)) || { echo "FAIL: replay does not show the escaped verdict: $(head -c 300 "$tmp/out")"; fail=$((fail + 1)); }
+# an override of a parameter the stage has but does not apply (round 21): an unquantized linear's
+# quantizer multiplier, alpha or global scale, a BF16 KV cache's scale use: the run tests nothing
+for ovr in lm_head.quant_mult=1e-30 lm_head.alpha=1e30 lm_head.weight_global_scale=0.5 layers.0.self_attn.kv_cache.kv_scales=2; do
+  run "override of a parameter the stage does not apply ($ovr)" 2 "override ${ovr%%=*} matched no checkpoint scale or stage parameter.*the run tests nothing" \
+    -- trace "$root/golden/conformance/llama/nvfp4" --override "$ovr" --tokens 1,2,3 "${T[@]}"
+done
+run "override of a quantized linear's multiplier still applies" 1 "" -- trace "$root/golden/conformance/llama/nvfp4" --override layers.0.self_attn.q_proj.quant_mult=1e-30 --tokens 1,2,3 "${T[@]}"
 # an override that matches nothing tests nothing: repro and replay refuse it, as trace does
 run "repro with a misspelt override knob" 2 "matched no checkpoint scale or stage parameter.*the bundle would test nothing" -- repro "$tmp/lie-t.h5" --out "$tmp/typo-b.h5" --override model.layers.0.self_attn.q_a_proj.input_global_scal=3
 [ -e "$tmp/typo-b.h5" ] && { echo "FAIL: repro wrote a bundle with the typo"; fail=$((fail + 1)); } || pass=$((pass + 1))
