@@ -71,12 +71,11 @@ int nd_bundle_materialise(const nd_bundle *b, char *dir, size_t cap, nd_err *e) 
         return nd_fail(e, ND_EXIT_BADINPUT, "TMPDIR is %zu bytes long; replay's temporary files need at most %zu: set TMPDIR to a "
                        "shorter folder", strlen(base), (cap < PATH_MAX ? cap : (size_t)PATH_MAX) - (need - strlen(base)));
     snprintf(dir, cap, "%s/nvfp4dbg-replay-XXXXXX", base);
-    if (!mkdtemp(dir))
+    int slot;
+    nd_tmpclean_install(); /* removed on a signal too (SIGTERM, SIGHUP ...), not only by nd_bundle_cleanup */
+    if (!nd_tmpclean_mkdtemp(dir, &slot))
         return nd_fail(e, nd_io_exit(errno), "%s: cannot create a temporary folder: %s%s (set TMPDIR to a writable folder)", dir,
                        strerror(errno), nd_io_hint(errno));
-    /* removed on a signal too (SIGTERM, SIGHUP ...), not only by nd_bundle_cleanup */
-    nd_tmpclean_install();
-    (void)nd_tmpclean_add_dir(dir);
     int rc = write_text(dir, "config.json", b->config_json, e);
     if (!rc && b->hf_quant_config_json) rc = write_text(dir, "hf_quant_config.json", b->hf_quant_config_json, e);
     if (!rc) rc = write_text(dir, "stack.yaml", b->stack_yaml, e);

@@ -172,13 +172,12 @@ int nd_out_begin(nd_outtmp *o, const char *out, int *fd, nd_err *e) {
      * name is cut so that the temporary's still fits a file name (NAME_MAX) */
     const size_t bl = strlen(out + dl), keep = bl > NAME_MAX - 13 ? NAME_MAX - 13 : bl;
     snprintf(o->tmp, n, "%.*s.%.*s.XXXXXX.tmp", (int)dl, out, (int)keep, out + dl);
-    int f = mkstemps(o->tmp, 4);
+    int f = nd_tmpclean_mkstemps(o->tmp, 4, &o->slot);
     if (f < 0) {
         const int err = errno;
         free(o->tmp); free(o->out); o->tmp = o->out = NULL;
         return nd_fail(e, nd_io_exit(err), "%s: cannot create a temporary beside it: %s%s", out, strerror(err), nd_io_hint(err));
     }
-    o->slot = nd_tmpclean_add(o->tmp);
     /* mkstemp makes 0600; an output is an ordinary file: its mode follows the umask */
     mode_t mask = umask(0);
     umask(mask);
@@ -234,13 +233,12 @@ int nd_outdir_begin(const char *dir, const char *tag, char *stage, size_t cap, i
     const size_t extra = strlen(tag) + 9, bl = strlen(dir + dl), keep = bl > NAME_MAX - extra ? NAME_MAX - extra : bl;
     if ((size_t)snprintf(stage, cap, "%.*s.%.*s.%s-XXXXXX", (int)dl, dir, (int)keep, dir + dl, tag) >= cap)
         return nd_fail(e, ND_EXIT_BADINPUT, "%s: output path too long", dir);
-    if (!mkdtemp(stage))
+    if (!nd_tmpclean_mkdtemp(stage, slot))
         return nd_fail(e, nd_io_exit(errno), "%s: cannot create a folder beside it: %s%s", dir, strerror(errno), nd_io_hint(errno));
     /* mkdtemp makes 0700; an output folder is an ordinary folder: its mode follows the umask */
     mode_t mask = umask(0);
     umask(mask);
     (void)chmod(stage, 0777 & ~mask);
-    *slot = nd_tmpclean_add_dir(stage);
     return 0;
 }
 

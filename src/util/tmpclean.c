@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -94,6 +95,32 @@ static int add(const char *path, int dir) {
 }
 
 int nd_tmpclean_add(const char *path) { return add(path, 0); }
+
+/* the signals nd_tmpclean_install catches, blocked while a temporary is created and registered: a
+ * signal in between would leave it behind; it is delivered (and the temporary removed) after */
+static void block_all(sigset_t *old) {
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, old);
+}
+
+int nd_tmpclean_mkstemps(char *tmpl, int suffix_len, int *slot) {
+    sigset_t old;
+    block_all(&old);
+    const int fd = mkstemps(tmpl, suffix_len);
+    *slot = fd >= 0 ? add(tmpl, 0) : -1;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return fd;
+}
+
+char *nd_tmpclean_mkdtemp(char *tmpl, int *slot) {
+    sigset_t old;
+    block_all(&old);
+    char *d = mkdtemp(tmpl);
+    *slot = d ? add(tmpl, 1) : -1;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return d;
+}
 int nd_tmpclean_add_dir(const char *path) { return add(path, 1); }
 
 void nd_tmpclean_drop_path(const char *path) {

@@ -19,6 +19,10 @@ int nd_tmpclean_add(const char *path);
 /* The same for a temporary folder (synth's staging folder): the handler removes it and what it
  * holds, three levels down, links removed and never followed. */
 int nd_tmpclean_add_dir(const char *path);
+/* mkstemps / mkdtemp with the new path registered before any signal can end the process (signals
+ * are blocked from the creation to the registration); *slot as nd_tmpclean_add's */
+int nd_tmpclean_mkstemps(char *tmpl, int suffix_len, int *slot);
+char *nd_tmpclean_mkdtemp(char *tmpl, int *slot);
 /* Remove every registered temporary now (async-signal-safe; other fatal handlers call it). */
 void nd_tmpclean_now(void);
 /* The temporary was renamed or removed by its writer: forget it. slot < 0 is ignored. */

@@ -591,7 +591,8 @@ static void test_write_and_routing_load(const char *dir) {
     meta.modes = "isolated,chained";
     nd_trace_w *w = NULL;
     nd_err e = {0};
-    CHECK_EQ_INT(nd_trace_create(path, &meta, NULL, 0, &w, &e), 0);
+    const int64_t toks[3] = {11, 12, 13}; /* a routing decision is [tokens, k] */
+    CHECK_EQ_INT(nd_trace_create(path, &meta, toks, 3, &w, &e), 0);
     if (!w) { fprintf(stderr, "%s\n", e.msg); return; }
     const char *names[3] = {"layers.0.mlp.gate", "layers.0.mlp.experts.0.up_proj", "layers.1.mlp.gate"};
     const char *ops[3] = {"router", "linear", "router"};
