@@ -254,9 +254,13 @@ static void print_findings(const nd_findings *f, const stack_set *ss) {
         char msg[4 * sizeof f->v[i].msg];
         printf("  %-7s %-20s %s: %s\n", nd_severity_str(f->v[i].sev), f->v[i].code, nd_term_safe(f->v[i].module, b1, sizeof b1),
                nd_term_safe(f->v[i].msg, msg, sizeof msg));
-        if (f->v[i].tensor[0] && (f->v[i].row >= 0 || f->v[i].col >= 0))
-            printf("          at: %s%s%lld%s%lld\n", nd_term_safe(f->v[i].tensor, b2, sizeof b2), f->v[i].row >= 0 ? " block row " : "", f->v[i].row >= 0 ? (long long)f->v[i].row : 0LL,
-                   f->v[i].col >= 0 ? " block col " : "", f->v[i].col >= 0 ? (long long)f->v[i].col : 0LL);
+        if (f->v[i].tensor[0] && (f->v[i].row >= 0 || f->v[i].col >= 0)) {
+            /* only the coordinates the finding has (a row-parallel split names a column alone) */
+            char rc[64] = "", cc[64] = "";
+            if (f->v[i].row >= 0) snprintf(rc, sizeof rc, " block row %lld", (long long)f->v[i].row);
+            if (f->v[i].col >= 0) snprintf(cc, sizeof cc, " block col %lld", (long long)f->v[i].col);
+            printf("          at: %s%s%s\n", nd_term_safe(f->v[i].tensor, b2, sizeof b2), rc, cc);
+        }
         printf("          breaks_stacks: [");
         print_stack_list(ss, f->v[i].kind, 0);
         printf("]\n");

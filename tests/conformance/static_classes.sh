@@ -125,6 +125,11 @@ done
 ok "--tp 8: exit $rc, want 1" '[ $rc -eq 1 ]'
 ok "--tp 8: down_proj's partial block (rank 1 begins at block column 0)" \
   'tr -d "\n " <"$tmp/tp.json" | grep -q "\"severity\":\"error\",\"code\":\"padding_scale_contamination\",\"module\":\"model.layers.0.mlp.down_proj\"[^}]*\"coord\":{\"block_row\":-1,\"block_col\":0}"'
+# the text names the same coordinates as --json (round 22: a row-parallel finding printed a stray 0
+# after the tensor name, a column-parallel one a 0 after its row)
+"$bin" inspect "$conf/deepseek_v3/nvfp4" --tp 8 >"$tmp/tp8.txt" 2>"$tmp/err"
+ok "--tp 8 text: down_proj's scale at block col 0, no row" \
+  'grep -q "^          at: model.layers.0.mlp.down_proj.weight_scale block col 0$" "$tmp/tp8.txt" && ! grep -q "weight_scale0" "$tmp/tp8.txt"'
 "$bin" inspect "$conf/deepseek_v3/nvfp4" --tp 2 >"$tmp/tp.txt" 2>"$tmp/err"; rc=$?
 ok "--tp 2: exit $rc, want 0 (whole blocks; tile remainders are warnings)" '[ $rc -eq 0 ]'
 ok "--tp 2: the 128-row scale swizzle remainder of a column-parallel projection" \
