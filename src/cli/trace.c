@@ -463,6 +463,10 @@ int nd_cmd_trace(int argc, char **argv) {
      * earlier one (finished without a summary: a failed run's, trace.h) */
     if (!rc && res.warning[0] && strstr(res.warning, "--override"))
         rc = nd_fail(&e, ND_EXIT_BADINPUT, "%s (in the replayed layers): the run tests nothing", res.warning);
+    /* a stack behaviour the recipe does not model: "no divergence" would claim the stack serves it */
+    if (!rc && res.unmodelled[0])
+        rc = nd_fail(&e, ND_EXIT_BADINPUT, "%s: trace it with another --stack, or the one without that key "
+                     "(docs/stacks.md)", res.unmodelled);
     /* the diagnosis above the pipeline: replay the diverged stage under candidate repairs */
     if (!rc && !o.no_probes) rc = nd_diagnose_run(&o, &res, explain_all ? 4 : 0, &diag, &ndiag, &e);
     /* --apply-repair before the trace is finished: its figures go into /summary */

@@ -59,17 +59,21 @@ int nd_trace_stack_sweep(const nd_trace_opts *base, const char *spec, int json, 
             return nd_wrap(e, "--stacks: stack %s", names[i]);
         }
         int ok = !strcmp(res.summary.status, "ok");
+        /* a behaviour of the profile the recipe does not model: neither yes nor no */
+        const int unmodelled = res.unmodelled[0] != 0;
         if (json) {
             json_t *s = json_object();
             json_object_set_new(s, "stack", json_string(names[i]));
-            json_object_set_new(s, "serves", json_boolean(ok));
+            json_object_set_new(s, "serves", unmodelled ? json_null() : json_boolean(ok));
+            if (unmodelled) json_object_set_new(s, "not_modelled", json_string(res.unmodelled));
             json_object_set_new(s, "first_divergence", json_string(res.summary.first_divergence));
             json_object_set_new(s, "cause", json_string(res.summary.cause));
             json_object_set_new(s, "evidence", json_string(res.summary.evidence));
             json_array_append_new(list, s);
         } else {
-            printf("  %-24s %-7s %-44s %s\n", names[i], ok ? "yes" : "no", ok ? "-" : res.summary.first_divergence,
-                   ok ? "" : res.summary.cause);
+            if (unmodelled) printf("  %-24s %-7s %-44s %s\n", names[i], "n/a", "-", "gate_up_order w31: not modelled by this recipe");
+            else printf("  %-24s %-7s %-44s %s\n", names[i], ok ? "yes" : "no", ok ? "-" : res.summary.first_divergence,
+                        ok ? "" : res.summary.cause);
         }
         nd_trace_result_free(&res);
         free(d);

@@ -184,6 +184,7 @@ typedef struct nd_trace_result {
     nd_trace_summary summary;
     char recipe[64], stack[32], backend[16], device[128], format[32];
     char warning[256];          /* e.g. an override that matched nothing */
+    char unmodelled[512];       /* a behaviour of the stack no stage of the recipe models (empty: none) */
     int64_t weight_bytes;       /* checkpoint bytes the run uploaded (each touched tensor, per use) */
     double upload_s;            /* wall time of those uploads (reading the mapping + copy to the backend) */
     int n_layers;               /* the model's layer count (config) */

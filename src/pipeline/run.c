@@ -612,6 +612,13 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
         if (!o->only_row && !o->no_probes && !o->allow_unquantized)
             res->unreplayed = nd_run_unreplayed(&r, o->layer_lo, o->layer_hi, res->unreplayed_first, sizeof res->unreplayed_first);
         const char *unused;
+        /* a profile that reads fused gate/up halves in W31 order, on a recipe no stage of which
+         * consults it (Phi-3, GLM-4, Gemma 3 compute their MLP as projections and a gate_mul): the
+         * run does not model that behaviour, and "no divergence" would say the stack serves it */
+        if (r.stack.gate_up_w31 && !r.stack.gate_up_consulted && !o->only_row)
+            snprintf(res->unmodelled, sizeof res->unmodelled, "stack %s reads fused gate/up halves in W31 order (gate_up_order: "
+                     "w31), and no stage of recipe %s consults it (its MLP is projections and a gate_mul): this run does not "
+                     "model that behaviour", r.stack.name, r.rc->name);
         if (nd_stack_unused(&r.stack, &unused))
             snprintf(res->warning, sizeof res->warning, "--override %s matched no checkpoint scale or stage parameter", unused);
         else if (lp.dump && !o->only_row)

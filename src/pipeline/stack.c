@@ -249,7 +249,10 @@ static int ov_int(nd_stack *s, const char *prefix, const char *key, int dflt) {
     return o ? (int)o->value : dflt;
 }
 
-int nd_stack_gate_up_swap(nd_stack *s, const char *stage) { return ov_flag(s, stage, "gate_up_swap", s->gate_up_w31); }
+int nd_stack_gate_up_swap(nd_stack *s, const char *stage) {
+    s->gate_up_consulted = 1;
+    return ov_flag(s, stage, "gate_up_swap", s->gate_up_w31);
+}
 int nd_stack_gate_up_tensors_swapped(nd_stack *s, const char *prefix) { return ov_flag(s, prefix, "gate_up_tensors_swapped", 0); }
 int nd_stack_routed_scaling(nd_stack *s, const char *stage) { return ov_int(s, stage, "routed_scaling", s->routed_scaling); }
 int nd_stack_epilogue_fp16(nd_stack *s, const char *stage) { return ov_int(s, stage, "epilogue_fp16", s->epilogue_fp16); }

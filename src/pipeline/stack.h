@@ -71,6 +71,9 @@ typedef struct nd_stack {
                                      * (global_scale: baked), as vLLM's SM12x b12x MoE path did */
     nd_override ov[ND_MAX_OVERRIDES];
     int n_ov;
+    /* set by the run when a stage consulted gate_up_order (an mlp or moe_experts op): a profile
+     * reading W31 that no stage consulted is not modelled by the recipe (pipeline/run.c says so) */
+    int gate_up_consulted;
     /* every override lookup by name (found or not) is reported here when set: a single-stage
      * replay learns which names the stages before it consulted (stage_rec.c) */
     void (*on_lookup)(void *user, const char *name);

@@ -666,6 +666,12 @@ for ovr in lm_head.quant_mult=1e-30 lm_head.alpha=1e30 lm_head.weight_global_sca
     -- trace "$root/golden/conformance/llama/nvfp4" --override "$ovr" --tokens 1,2,3 "${T[@]}"
 done
 run "override of a quantized linear's multiplier still applies" 1 "" -- trace "$root/golden/conformance/llama/nvfp4" --override layers.0.self_attn.q_proj.quant_mult=1e-30 --tokens 1,2,3 "${T[@]}"
+# a stack behaviour the recipe does not model (round 22): gate_up_order w31 on Phi-3 / GLM-4, whose MLP is
+# a fused gate_up_proj, a split and a gate_mul (no stage consults the knob): not "no divergence"
+for fam in phi3 glm4; do
+  run "$fam under gate_up_order w31" 2 "stack sglang-megamoe-w31 reads fused gate/up halves in W31 order .* no stage of recipe $fam consults it" \
+    -- trace "$root/golden/conformance/$fam/nvfp4" --stack sglang-megamoe-w31 --tokens 1,2,3 "${T[@]}"
+done
 # an override that matches nothing tests nothing: repro and replay refuse it, as trace does
 run "repro with a misspelt override knob" 2 "matched no checkpoint scale or stage parameter.*the bundle would test nothing" -- repro "$tmp/lie-t.h5" --out "$tmp/typo-b.h5" --override model.layers.0.self_attn.q_a_proj.input_global_scal=3
 [ -e "$tmp/typo-b.h5" ] && { echo "FAIL: repro wrote a bundle with the typo"; fail=$((fail + 1)); } || pass=$((pass + 1))
