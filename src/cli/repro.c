@@ -79,6 +79,15 @@ int nd_cmd_repro(int argc, char **argv) {
                                 "thing: make the bundle from a trace without --reference-checkpoint", trace_path, safe);
         goto out;
     }
+    if (t->ref_numerics[0] && strcmp(t->ref_numerics, "fp32")) {
+        /* a bundle replays the stage with the default reference numerics: the rows of a trace made
+         * with others would not come back (and repro would blame the checkpoint) */
+        char safe[128];
+        rc = nd_cli_usage_error("repro", "%s: the trace was made with --ref-numerics %s; a bundle replays the default reference "
+                                "numerics (fp32), so its rows would not be this trace's: make the bundle from a trace without "
+                                "--ref-numerics", trace_path, nd_term_safe(t->ref_numerics, safe, sizeof safe));
+        goto out;
+    }
     if (!stage) {
         if (!t->has_summary || !t->summary.first_divergence[0]) {
             rc = nd_cli_usage_error("repro", "%s: the trace has no divergence; name a stage with --stage", trace_path);

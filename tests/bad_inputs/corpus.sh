@@ -240,6 +240,9 @@ run "replay of an expert bundle routed to expert -2000000000" 2 "routing decisio
 # only; replayed alone a packing fault read "ok", exit 0)
 "$bin" trace --force "$root/golden/clean-v4" --reference-checkpoint "$root/golden/clean-v4/original" --backend cpu --out "$tmp/rt.h5" >/dev/null 2>&1
 run "repro of a trace made with --reference-checkpoint" 2 "rt.h5: the trace was made with --reference-checkpoint" -- repro "$tmp/rt.h5" --stage layers.0.self_attn.q_a_proj --out "$tmp/rb.h5"
+# a trace made with other reference numerics: the bundle would replay fp32 and blame the checkpoint (round 22)
+"$bin" trace --force "$root/golden/seed-bug-v4" --ref-numerics transformers --backend cpu --out "$tmp/rn.h5" >/dev/null 2>&1
+run "repro of a trace made with --ref-numerics transformers" 2 "rn.h5: the trace was made with --ref-numerics transformers; a bundle replays the default" -- repro "$tmp/rn.h5" --stage layers.0.mlp.gate --out "$tmp/rnb.h5"
 # a prompt with a C1 control (U+009B, CSI) and a right-to-left override: show prints them escaped
 "$bin" trace --force "$root/golden/clean-v4" --backend cpu --prompt "$(printf 'a\xc2\x9b31mb\xe2\x80\xaec')" --out "$tmp/c1.h5" >/dev/null 2>&1
 run "show of a prompt with C1 and bidi controls" 0 'prompt: a\\u{009b}31mb\\u{202e}c' -- show "$tmp/c1.h5"
