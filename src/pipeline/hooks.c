@@ -144,6 +144,21 @@ int nd_run_capture(nd_run *r, const nd_stage *st, nd_buf **in_ref, nd_err *e) {
             }
         } else {
             add_tensors(r, ci, names, st->module);
+            /* a KV cache reads its scales beside the attention module (compressed-tensors' k_scale /
+             * v_scale / kv_scale, ModelOpt's k_proj.k_scale / v_proj.v_scale): without them a replay
+             * would run the cache at scale 1 */
+            if (!strcmp(d->op, "kv_cache")) {
+                static const char *const kv[] = {".k_scale", ".v_scale", ".kv_scale", ".k_proj.k_scale", ".v_proj.v_scale"};
+                for (size_t q = 0; q < sizeof kv / sizeof kv[0] && ci->n_tensors < ND_CAPTURE_MAX_TENSORS; q++) {
+                    char nm[200];
+                    snprintf(nm, sizeof nm, "%s%s", st->module, kv[q]);
+                    const nd_tview *t = nd_run_tensor(r, 0, nm);
+                    if (!t) continue;
+                    snprintf(names[ci->n_tensors], 200, "%s", nm);
+                    ci->tensor_names[ci->n_tensors] = names[ci->n_tensors];
+                    ci->tensors[ci->n_tensors++] = t;
+                }
+            }
             char full[260];
             for (size_t p = 0; p < sizeof mlp_proj / sizeof mlp_proj[0]; p++) {
                 snprintf(full, sizeof full, "%s.%s", st->module, mlp_proj[p]);

@@ -163,6 +163,18 @@ int nd_op_kv_cache(nd_opctx *c, nd_err *e) {
             c->out_iso[i] = nd_buf_ref(c->out_ref[i]);
             if (c->want_chain) c->out_chain[i] = nd_buf_ref(c->in_chain[i]);
         }
+        /* kept on the reference path (bisect's and sensitivity's sets) under a stack whose cache is
+         * FP8: the row is still made, clean, as any stage run on the reference path makes its own */
+        if (nd_run_ref_only(r, c->st->name) && nd_stack_kv_cache_fp8(&r->stack, c->st->name)) {
+            nd_row fig;
+            nd_row_init(&fig);
+            nd_buf *ref_cat = side_by_side(r, c->out_ref, p.n, e);
+            int rc = ref_cat ? 0 : e->code;
+            if (!rc && c->want_iso) rc = emit(c, ND_MODE_ISOLATED, ref_cat, c->out_iso, &fig, e);
+            if (!rc && c->want_chain) rc = emit(c, ND_MODE_CHAINED, ref_cat, c->out_chain, &fig, e);
+            nd_buf_put(r, ref_cat);
+            return rc;
+        }
         return 0;
     }
     nd_row fig;

@@ -175,5 +175,19 @@ sed -i 's/"kv_cache_scheme": {/"kv_cache_scheme": "fp8", "x": {/' "$tmp/badcfg/c
 "$bin" inspect "$tmp/badcfg" >/dev/null 2>"$tmp/err"
 ok "kv_cache_scheme that is a string: exit 2 naming the key" '[ $? -eq 2 ] && grep -q "quantization_config.kv_cache_scheme. must be an object or null" "$tmp/err"'
 
+# round 23: repro of a KV-cache stage bundles the scales it reads (k_scale / v_scale; a bundle without
+# them replayed the cache at scale 1, "ok", exit 0), and bisect names the stage (its reference-path
+# run made no row, exit 2)
+"$bin" synth "$tmp/r23kv" --from "$root/golden/conformance/llama/nvfp4" --inject kv-scales@layers.0.self_attn -q >/dev/null 2>&1
+"$bin" synth "$tmp/r23bad" --from "$tmp/r23kv" --inject kv-scale-inverted@layers.0.self_attn -q >/dev/null 2>&1
+"$bin" trace "$tmp/r23bad" --backend "$be" --stack vllm-fp8kv --out "$tmp/r23.h5" -q >/dev/null 2>&1; rc=$?
+"$bin" repro "$tmp/r23.h5" --stage layers.0.self_attn.kv_cache --out "$tmp/r23b.h5" >"$tmp/rp.txt" 2>&1
+"$bin" replay "$tmp/r23b.h5" --backend cpu >"$tmp/rl.txt" 2>&1; rrc=$?
+ok "repro of the kv_cache stage: 2 checkpoint tensors bundled, replay exit $rrc (trace exit $rc)" \
+  '[ $rc -eq 1 ] && grep -q "2 checkpoint tensor" "$tmp/rp.txt" && [ $rrc -eq 1 ]'
+"$bin" bisect "$tmp/r23bad" --backend "$be" --stack vllm-fp8kv >"$tmp/bs.txt" 2>&1; rc=$?
+ok "bisect of a kv_cache divergence: exit $rc, the stage named ($(tail -c 200 "$tmp/bs.txt"))" \
+  '[ $rc -eq 1 ] && grep -q "^  layers.0.self_attn.kv_cache$" "$tmp/bs.txt"'
+
 echo "kv_cache: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
