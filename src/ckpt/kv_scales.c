@@ -143,6 +143,20 @@ void nd_ckpt_kv_scales(const nd_ckpt *c, const char *attn, nd_kv_scales *out) {
 
 static int check_value(const nd_tview *t, const char *attn, nd_findings *f) {
     if (!t) return 0;
+    /* one value per tensor (per-head and per-token schemes are refused with the config): a loader
+     * cannot put more into the cache's one scale, and the replay would read the largest */
+    if (t->numel > 1) {
+        float lo = INFINITY, hi = -INFINITY;
+        for (int64_t i = 0; i < t->numel; i++) {
+            const float v = nd_tview_get_f32(t, i);
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+        return nd_findings_add(f, ND_BREAKS_KV_FP8, "quant_config_mismatch", attn, t->name,
+                               "KV-cache scale %s holds %lld values (%g to %g) where the per-tensor FP8 KV cache reads one: "
+                               "no loader puts it into the cache's one scale (the replay would read the largest)", t->name,
+                               (long long)t->numel, lo, hi);
+    }
     for (int64_t i = 0; i < t->numel; i++) {
         float v = nd_tview_get_f32(t, i);
         /* usable: positive and normal (1/v finite), and not so large that every FP16-range value

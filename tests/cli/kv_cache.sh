@@ -189,5 +189,21 @@ ok "repro of the kv_cache stage: 2 checkpoint tensors bundled, replay exit $rrc 
 ok "bisect of a kv_cache divergence: exit $rc, the stage named ($(tail -c 200 "$tmp/bs.txt"))" \
   '[ $rc -eq 1 ] && grep -q "^  layers.0.self_attn.kv_cache$" "$tmp/bs.txt"'
 
+# round 23: a per-tensor KV scale stored with two values (a loader cannot put it into the cache's one
+# scale; the replay read the largest, exit 0): an error for the FP8-cache stacks
+"$bin" synth "$tmp/r23m" --from "$root/golden/conformance/llama/nvfp4" --inject kv-scales@layers.0.self_attn -q >/dev/null 2>&1
+perl -e '
+  my $p = shift; open(F, "<", $p) or die; binmode F; local $/; my $b = <F>; close F;
+  my $n = unpack("Q<", substr($b, 0, 8)); my $h = substr($b, 8, $n); my $d = substr($b, 8 + $n);
+  $h =~ /"model\.layers\.0\.self_attn\.k_scale":\{"dtype":"F32","shape":\[[^\]]*\],"data_offsets":\[(\d+),(\d+)\]\}/ or die "no k_scale";
+  my $off = length($d); $d .= substr($d, $1, 4) . pack("f<", 1.0);
+  $h =~ s/("model\.layers\.0\.self_attn\.k_scale":\{"dtype":"F32","shape":)\[[^\]]*\](,"data_offsets":)\[\d+,\d+\]/$1\[2\]$2\[$off,@{[$off + 8]}\]/;
+  $h =~ s/ +$//; $h .= " " x ((8 - length($h) % 8) % 8);
+  open(O, ">", "$p.new") or die; binmode O; print O pack("Q<", length $h), $h, $d; close O; rename("$p.new", $p) or die;' "$tmp/r23m/model.safetensors"
+"$bin" inspect "$tmp/r23m" --stack vllm-fp8kv >"$tmp/m.txt" 2>&1; rc=$?
+ok "a two-valued k_scale: inspect exit $rc, named" '[ $rc -eq 1 ] && grep -q "quant_config_mismatch model.layers.0.self_attn: KV-cache scale model.layers.0.self_attn.k_scale holds 2 values" "$tmp/m.txt"'
+"$bin" trace "$tmp/r23m" --backend "$be" --stack vllm-fp8kv --out "$tmp/m.h5" -q >/dev/null 2>&1; rc=$?
+ok "a two-valued k_scale: trace under vllm-fp8kv exit $rc" '[ $rc -eq 1 ]'
+
 echo "kv_cache: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
