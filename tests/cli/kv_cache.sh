@@ -205,5 +205,14 @@ ok "a two-valued k_scale: inspect exit $rc, named" '[ $rc -eq 1 ] && grep -q "qu
 "$bin" trace "$tmp/r23m" --backend "$be" --stack vllm-fp8kv --out "$tmp/m.h5" -q >/dev/null 2>&1; rc=$?
 ok "a two-valued k_scale: trace under vllm-fp8kv exit $rc" '[ $rc -eq 1 ]'
 
+# round 23: GLM-4.5/4.6 MoE has its KV cache stage too (the recipe had none: every FP8 KV stack
+# replayed a BF16 cache there, exit 0)
+"$bin" synth "$tmp/g45kv" --from "$root/golden/conformance/glm4_moe/nvfp4" --inject kv-scales@layers.0.self_attn -q >/dev/null 2>&1
+"$bin" synth "$tmp/g45bad" --from "$tmp/g45kv" --inject kv-scale-inverted@layers.0.self_attn -q >/dev/null 2>&1
+"$bin" trace "$tmp/g45bad" --backend "$be" --stack vllm-fp8kv --out "$tmp/g45.h5" -q >/dev/null 2>&1; rc=$?
+"$bin" show "$tmp/g45.h5" --stage layers.0.self_attn.kv_cache >"$tmp/g45.txt" 2>&1
+ok "glm4_moe with an inverted k_scale under vllm-fp8kv: exit $rc, the kv_cache row flagged" \
+  '[ $rc -eq 1 ] && grep -q "^layers.0.self_attn.kv_cache .*<== first divergence" "$tmp/g45.txt"'
+
 echo "kv_cache: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
