@@ -127,6 +127,10 @@ static int parse(const nd_ckpt *ck, const char *spec, sy_fault *f, target *ts, i
     if (sy_scale_fault(f->kind)) ND_TRY(sy_scale_fault_check(f, ts[i].m.out_features, ts[i].m.in_features, spec, e));
     if (f->kind == SY_F_MISSING_INPUT && !ts[i].m.input_global)
         return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: module '%s' has no input scale to remove", nd_ckpt_dir(ck), path);
+    /* a weight-only module (W4A16) has no input scale to change: the fault list would name one */
+    if ((f->kind == SY_F_INPUT_INVERTED || f->kind == SY_F_INPUT_MUL || f->kind == SY_F_INPUT_INF) && !ts[i].m.input_global)
+        return nd_fail(e, ND_EXIT_BADINPUT, "synth --from: %s: module '%s' has no input scale (weights only) for --inject '%s'",
+                       nd_ckpt_dir(ck), path, spec);
     f->param = i;
     return 0;
 }

@@ -126,6 +126,13 @@ for fmt in nvfp4 modelopt; do
   done
 done
 
+# a weight-only module (ModelOpt W4A16) has no input scale: an input-scale fault is refused (round 23:
+# the fault list named an input_scale stored inf while the tensors were the source's)
+for f in input-scale-inf input-scale-inverted input-scale-mul=4; do
+  "$bin" synth "$tmp/w16" --from "$root/golden/conformance/llama/modelopt_w4a16" --inject "$f@layers.0.self_attn.q_proj" >/dev/null 2>"$tmp/err"; rc=$?
+  ok "W4A16 --inject $f: exit $rc, nothing written ($(head -c 160 "$tmp/err"))" \
+     '[ $rc -eq 2 ] && grep -q "has no input scale (weights only)" "$tmp/err" && [ ! -e "$tmp/w16" ] && [ ! -e "$tmp/w16.faults.json" ]'
+done
 src="$root/golden/conformance/llama/nvfp4"
 "$dump" list "$src" >"$tmp/src.list"
 # a module named with its model. prefix, and a checkpoint's own names (DeepSeek-V4 by llmcompressor)
