@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <yaml.h>
 #include "pipeline/pipeline.h"
+#include "recipe/recipe.h"
 #include "util/membuf.h"
 #include "ckpt/ckpt.h"
 #include "util/outfile.h"
@@ -81,11 +82,10 @@ int nd_sens_out_check(const char *dir, const char *const *inputs, int n_inputs, 
 /* the checkpoint's name of a stage's module: model.<stage> or <stage>, as the checkpoint has it */
 /* the checkpoint's name of a stage's module: through the recipe's naming (DeepSeek-V4's ffn.*.w1 for
  * mlp.*.gate_proj), with or without the model. prefix as the checkpoint has it */
-static void module_name(const nd_ckpt *c, const char *recipe, const char *stage, char *out, size_t cap) {
+static void module_name(const nd_ckpt *c, const struct nd_naming *nm, const char *stage, char *out, size_t cap) {
     char canon[600];
-    nd_err e = {0};
     snprintf(canon, sizeof canon, "model.%s", stage);
-    if (!c || nd_module_name_map(recipe, c, canon, 1, out, cap, &e)) snprintf(out, cap, "%s", canon);
+    nd_naming_map(nm, canon, 1, out, cap);
     if (c && !nd_ckpt_has_module(c, out) && nd_ckpt_has_module(c, out + (strncmp(out, "model.", 6) ? 0 : 6)))
         memmove(out, out + 6, strlen(out + 6) + 1);
 }
@@ -170,6 +170,9 @@ json_t *nd_sens_set_modules(nd_sens_report *r) {
     nd_err e2 = {0};
     r->ckpt_linears = r->set_linears = 0;
     if (nd_ckpt_open(r->ckpt, &c, &e2)) c = NULL; /* the run read it; without it the stages' own names are used */
+    nd_recipe *rc = NULL;
+    const struct nd_naming *nm = NULL;
+    if (c && nd_naming_for(r->recipe, c, &rc, &nm, &e2)) nm = NULL; /* the recipe's names, read once */
     const int nset = r->set ? r->set->n : 0;
     if (c) {
         /* every quantized module of the checkpoint, put in its unit by its name as a stage */
@@ -181,7 +184,7 @@ json_t *nd_sens_set_modules(nd_sens_report *r) {
             if (nd_ckpt_module(c, p, &m, &e3) || m.wfmt == ND_WF_DENSE) continue;
             r->ckpt_linears++;
             char key[256], canon[600];
-            if (nd_module_name_map(r->recipe, c, p, 0, canon, sizeof canon, &e3)) snprintf(canon, sizeof canon, "%s", p);
+            nd_naming_map(nm, p, 0, canon, sizeof canon);
             nd_sens_unit_key(strncmp(canon, "model.", 6) ? canon : canon + 6, r->gran, key, sizeof key);
             for (int k = 0; k < nset; k++)
                 if (!strcmp(key, r->units[k].key)) { json_array_append_new(mods, json_string(p)); r->set_linears++; break; }
@@ -191,13 +194,14 @@ json_t *nd_sens_set_modules(nd_sens_report *r) {
     for (int k = 0; k < nset; k++)
         for (int j = 0; j < r->units[k].n; j++) {
             char name[600];
-            module_name(c, r->recipe, r->units[k].stages[j], name, sizeof name);
+            module_name(c, nm, r->units[k].stages[j], name, sizeof name);
             int have = 0;
             size_t q;
             json_t *v;
             json_array_foreach(mods, q, v) have |= !strcmp(json_string_value(v), name);
             if (!have) { json_array_append_new(mods, json_string(name)); r->set_linears++; }
         }
+    if (rc) nd_recipe_free(rc);
     if (c) nd_ckpt_close(c);
     return mods;
 }

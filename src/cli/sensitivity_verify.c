@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include "cli.h"
 #include "pipeline/pipeline.h"
+#include "recipe/recipe.h"
 #include "ckpt/ckpt.h"
 #include "util/infile.h"
 #include "util/json_load.h"
@@ -86,6 +87,9 @@ int nd_sens_verify(nd_trace_opts *o, const char *arg, int json, nd_err *e) {
         rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: 'nvfp4dbg.budget_kl' must be a KL in nats, 0 or more (a number), or null", path);
     else if (!off || !names) rc = nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
     else rc = nd_ckpt_open(o->ckpt_dir, &ck, e);
+    nd_recipe *rcp = NULL;
+    const struct nd_naming *nm = NULL;
+    if (!rc) rc = nd_naming_for(o->recipe, ck, &rcp, &nm, e);
     /* each entry a module of this checkpoint: a name that matches nothing would verify nothing */
     for (size_t i = 0; !rc && i < n; i++) {
         const char *m = json_string_value(json_array_get(mods, i));
@@ -101,7 +105,7 @@ int nd_sens_verify(nd_trace_opts *o, const char *arg, int json, nd_err *e) {
         else {
             /* its stage: the canonical name (the recipe's naming read backwards) without model. */
             char canon[600];
-            if ((rc = nd_module_name_map(o->recipe, ck, m, 0, canon, sizeof canon, e))) break;
+            nd_naming_map(nm, m, 0, canon, sizeof canon);
             snprintf(names[i], sizeof names[i], "%s", strncmp(canon, "model.", 6) ? canon : canon + 6);
             off[i] = names[i];
             for (size_t j = 0; j < i && !rc; j++)
@@ -139,6 +143,7 @@ int nd_sens_verify(nd_trace_opts *o, const char *arg, int json, nd_err *e) {
             rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: modules_kept_in_high_precision lists '%s', which quantization_config.ignore does "
                          "not keep: a quantizer given that config quantizes it", path, nd_term_safe(m, safe, sizeof safe));
     }
+    if (rcp) nd_recipe_free(rcp);
     if (ck) nd_ckpt_close(ck);
     double kl_all = NAN, top1_all = NAN, kl = NAN, top1 = NAN;
     if (!rc) rc = head_kl(o, NULL, 0, &kl_all, &top1_all, e);

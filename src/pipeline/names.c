@@ -215,19 +215,17 @@ const nd_naming *nd_naming_pick(const nd_recipe *rc, const nd_ckpt *ck) {
     return NULL;
 }
 
-/* The recipe for a checkpoint as trace picks it: the one named, else the one matching its model_type */
-static int recipe_of(const char *recipe, const nd_ckpt *ck, nd_recipe **rc, nd_err *e) {
-    if (recipe) return nd_recipe_load(recipe, rc, e);
-    return nd_recipe_for_model_type(nd_ckpt_config(ck)->model_type, rc, e);
+/* The recipe for a checkpoint as trace picks it (the one named, else the one matching its
+ * model_type) and the naming it reads the checkpoint with (NULL: canonical); *rc for nd_recipe_free */
+int nd_naming_for(const char *recipe, const nd_ckpt *ck, nd_recipe **rc, const nd_naming **nm, nd_err *e) {
+    *nm = NULL;
+    ND_TRY(recipe ? nd_recipe_load(recipe, rc, e) : nd_recipe_for_model_type(nd_ckpt_config(ck)->model_type, rc, e));
+    *nm = nd_naming_pick(*rc, ck);
+    return 0;
 }
 
-int nd_module_name_map(const char *recipe, const nd_ckpt *ck, const char *name, int to_disk, char *out, size_t cap, nd_err *e) {
-    nd_recipe *rc = NULL;
-    ND_TRY(recipe_of(recipe, ck, &rc, e));
-    const nd_naming *nm = nd_naming_pick(rc, ck);
+void nd_naming_map(const nd_naming *nm, const char *name, int to_disk, char *out, size_t cap) {
     snprintf(out, cap, "%s", name);
     for (int i = 0; nm && i < nm->n_rename; i++)
-        if (to_disk ? rename_one(nm->from[i], nm->to[i], name, out, cap) : rename_one(nm->to[i], nm->from[i], name, out, cap)) break;
-    nd_recipe_free(rc);
-    return 0;
+        if (to_disk ? rename_one(nm->from[i], nm->to[i], name, out, cap) : rename_one(nm->to[i], nm->from[i], name, out, cap)) return;
 }

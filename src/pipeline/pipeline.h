@@ -230,11 +230,13 @@ int nd_stage_rec_fast(const nd_stage_rec *rec);
 struct nd_recipe;
 struct nd_naming;
 const struct nd_naming *nd_naming_pick(const struct nd_recipe *rc, const nd_ckpt *ck);
+/* The recipe for a checkpoint as trace picks it (named, or matched by model_type when NULL) and the
+ * naming it reads the checkpoint with (NULL: canonical); *rc for nd_recipe_free. */
+int nd_naming_for(const char *recipe, const nd_ckpt *ck, struct nd_recipe **rc, const struct nd_naming **nm, nd_err *e);
 /* A module's name in the checkpoint (to_disk) from its canonical name ("model.layers.1.mlp.
- * shared_experts.gate_proj" -> "model.layers.1.ffn.shared_experts.w1"), or back, through the naming
- * the recipe (named, or matched by model_type when NULL) picks for the checkpoint; a name no rename
- * matches is copied as it is. */
-int nd_module_name_map(const char *recipe, const nd_ckpt *ck, const char *name, int to_disk, char *out, size_t cap, nd_err *e);
+ * shared_experts.gate_proj" -> "model.layers.1.ffn.shared_experts.w1"), or back, through the naming;
+ * a name no rename matches (or a NULL naming) is copied as it is. */
+void nd_naming_map(const struct nd_naming *nm, const char *name, int to_disk, char *out, size_t cap);
 
 int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e);
 /* A lower bound of the activation bytes a run of ntok tokens holds at once: the reference and the
