@@ -153,19 +153,22 @@ int nd_op_kv_cache(nd_opctx *c, nd_err *e) {
         for (int i = 0; i < p.n; i++) nd_put_amax(r, p.name[i], amax[i]);
         return 0;
     }
-    const int fp8 = !nd_run_ref_only(r, c->st->name) && nd_stack_kv_cache_fp8(&r->stack, c->st->name);
+    const int stack_fp8 = nd_stack_kv_cache_fp8(&r->stack, c->st->name), fp8 = stack_fp8 && !nd_run_ref_only(r, c->st->name);
     if (!fp8) {
         /* a BF16 KV cache reads no scales: an override of how it uses them (kv_scales) applies to
-         * nothing; its own kv_cache_fp8 override did apply (looked up again to say so) */
-        nd_stack_used_restore(&r->stack, used);
-        (void)nd_stack_kv_cache_fp8(&r->stack, c->st->name);
+         * nothing; its own kv_cache_fp8 override did apply (looked up again to say so). A stage kept
+         * on the reference path of an FP8-cache run keeps its marks (the run applies them elsewhere) */
+        if (!stack_fp8) {
+            nd_stack_used_restore(&r->stack, used);
+            (void)nd_stack_kv_cache_fp8(&r->stack, c->st->name);
+        }
         for (int i = 0; i < c->n_in; i++) {
             c->out_iso[i] = nd_buf_ref(c->out_ref[i]);
             if (c->want_chain) c->out_chain[i] = nd_buf_ref(c->in_chain[i]);
         }
         /* kept on the reference path (bisect's and sensitivity's sets) under a stack whose cache is
          * FP8: the row is still made, clean, as any stage run on the reference path makes its own */
-        if (nd_run_ref_only(r, c->st->name) && nd_stack_kv_cache_fp8(&r->stack, c->st->name)) {
+        if (stack_fp8) {
             nd_row fig;
             nd_row_init(&fig);
             nd_buf *ref_cat = side_by_side(r, c->out_ref, p.n, e);
