@@ -48,6 +48,9 @@ static int plan(nd_opctx *c, kv_plan *p, nd_err *e) {
     for (int i = 0; i < p->n; i++) {
         const int is_k = p->latent || i == 0;
         const nd_tview *t = is_k ? ks.k : ks.v;
+        /* an absent scale is named as its format stores one (what --override and the
+         * kv_scale_calibrated repair write): ModelOpt's k_proj.k_scale / v_proj.v_scale whatever the
+         * attention's projections are (MLA, Phi-3's fused qkv_proj), compressed-tensors' k_scale */
         if (t) snprintf(p->name[i], sizeof p->name[i], "%s", t->name);
         else snprintf(p->name[i], sizeof p->name[i], "%s.%s", c->st->module,
                       mo ? (is_k ? "k_proj.k_scale" : "v_proj.v_scale") : (is_k ? "k_scale" : "v_scale"));
@@ -198,7 +201,11 @@ int nd_op_kv_cache(nd_opctx *c, nd_err *e) {
      * multiplier 1/w, the factor read back r, and the multiplier over the healthy one 448/amax */
     fig.scale_mult = 1.0 / p.w[0];
     fig.alpha = p.rd[0];
-    if (amax[0] > 0) fig.scale_ratio = amax[0] / (ND_E4M3_MAX * (double)p.w[0]);
+    /* no ratio for a scale the checkpoint does not hold: the stack's default 1.0 is not a value
+     * someone calibrated wrong, so the verdict's far-multiplier rule (probes/verdict.c (e), meant for
+     * a wrong scale that costs little) does not judge it; the floor margin still does, and the
+     * kv_scale_calibrated repair proves scale_underflow when a cache at 1.0 loses more */
+    if (amax[0] > 0 && p.present[0]) fig.scale_ratio = amax[0] / (ND_E4M3_MAX * (double)p.w[0]);
     if (!rc && c->want_iso) rc = through_cache(r, c->in_ref, p.n, p.w, p.rd, c->out_iso, e);
     if (!rc && c->want_iso) rc = emit(c, ND_MODE_ISOLATED, ref_cat, c->out_iso, &fig, e);
     if (!rc && c->want_chain) rc = through_cache(r, c->in_chain, p.n, p.w, p.rd, c->out_chain, e);

@@ -47,6 +47,25 @@ static int add_stages(names *s, const nd_stage_def *d, int nd, int layers) {
     return 0;
 }
 
+/* The KV-cache scales each kv_cache stage reads, present or not: an absent scale (the stack then
+ * uses 1.0) can be given a value by name, as the kv_scale_calibrated repair does (ops_kvcache.c
+ * names it the way its format stores it) */
+static int add_kv_scales(names *s, const nd_stage_def *d, int nd, int layers) {
+    static const char *const SUFFIX[] = {".k_scale", ".v_scale", ".k_proj.k_scale", ".v_proj.v_scale"};
+    char mod[256], nm[320];
+    for (int i = 0; i < nd; i++) {
+        if (strcmp(d[i].op, "kv_cache") || !d[i].module[0]) continue;
+        for (int l = 0; l < (layers ? layers : 1); l++) {
+            nd_expand(d[i].module, layers ? l : -1, 0, mod, sizeof mod);
+            for (size_t k = 0; k < sizeof SUFFIX / sizeof SUFFIX[0]; k++) {
+                snprintf(nm, sizeof nm, "%s%s", mod, SUFFIX[k]);
+                if (add(s, nm, 1)) return -1;
+            }
+        }
+    }
+    return 0;
+}
+
 int nd_override_targets_check(const nd_run *r, const nd_stack *st, nd_err *e) {
     if (!st->n_ov || r->naming) return 0;
     names s = {0};
@@ -57,10 +76,15 @@ int nd_override_targets_check(const nd_run *r, const nd_stack *st, nd_err *e) {
     if (!rc) rc = add_stages(&s, r->rc->prologue, r->rc->n_prologue, 0);
     if (!rc) rc = add_stages(&s, r->rc->layer, r->rc->n_layer, layers);
     if (!rc) rc = add_stages(&s, r->rc->epilogue, r->rc->n_epilogue, 0);
-    if (rc) { names_free(&s); return nd_fail(e, ND_EXIT_INTERNAL, "out of memory"); }
+    names kv = {0};
+    if (!rc) rc = add_kv_scales(&kv, r->rc->layer, r->rc->n_layer, layers);
+    if (rc) { names_free(&s); names_free(&kv); return nd_fail(e, ND_EXIT_INTERNAL, "out of memory"); }
     for (int i = 0; !rc && i < st->n_ov; i++) {
         const char *name = st->ov[i].name, *dot = strrchr(name, '.');
         if (nd_ckpt_find(r->ck, name)) continue;
+        int kv_scale = 0;
+        for (size_t k = 0; k < kv.n && !kv_scale; k++) kv_scale = !strcmp(kv.v[k], name);
+        if (kv_scale) continue;
         char prefix[sizeof st->ov[i].name];
         snprintf(prefix, sizeof prefix, "%.*s", dot ? (int)(dot - name) : (int)strlen(name), name);
         /* a composite op's rows (an mlp stage's down_proj, an expert's projections) are named below
@@ -77,5 +101,6 @@ int nd_override_targets_check(const nd_run *r, const nd_stack *st, nd_err *e) {
                      best ? " (did you mean '" : "", best ? best : "", best ? "'?)" : "");
     }
     names_free(&s);
+    names_free(&kv);
     return rc;
 }

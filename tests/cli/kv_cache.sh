@@ -214,5 +214,30 @@ ok "a two-valued k_scale: trace under vllm-fp8kv exit $rc" '[ $rc -eq 1 ]'
 ok "glm4_moe with an inverted k_scale under vllm-fp8kv: exit $rc, the kv_cache row flagged" \
   '[ $rc -eq 1 ] && grep -q "^layers.0.self_attn.kv_cache .*<== first divergence" "$tmp/g45.txt"'
 
+# a checkpoint without KV scales under an FP8-cache stack: the stack's default 1.0 (vLLM's) is no
+# calibrated value, so the far-multiplier rule does not judge it (round 22: Phi-3's ModelOpt fixture,
+# K amax 3, flagged 1.2 dB under its floor); a cache at 1.0 that loses past the floor margin (K and V
+# of amax 0.003: subnormals) is scale_underflow, proven by giving the absent scales their calibrated
+# value under the names the format stores them (ModelOpt: k_proj.k_scale, Phi-3 with its fused qkv_proj too;
+# compressed-tensors: k_scale), and the printed next command clears it
+"$bin" trace "$root/golden/conformance/phi3/modelopt" --backend "$be" --stack vllm-fp8kv --out "$tmp/p3.h5" -q >/dev/null 2>&1; rc=$?
+ok "phi3/modelopt without KV scales under vllm-fp8kv: clean (exit $rc)" '[ $rc -eq 0 ]'
+for src_fam in llama/nvfp4 llama/modelopt phi3/modelopt; do
+  d="$tmp/abs-$(echo "$src_fam" | tr / -)"
+  qkv="--inject weight-mul=0.001@layers.0.self_attn.q_proj --inject weight-mul=0.001@layers.0.self_attn.k_proj --inject weight-mul=0.001@layers.0.self_attn.v_proj"
+  case "$src_fam" in phi3/*) qkv="--inject weight-mul=0.001@layers.0.self_attn.qkv_proj" ;; esac
+  # shellcheck disable=SC2086
+  "$bin" synth "$d" --from "$root/golden/conformance/$src_fam" $qkv >/dev/null 2>&1
+  "$bin" trace --force "$d" --backend "$be" --stack vllm-fp8kv --out "$tmp/a.h5" >"$tmp/a.txt" 2>&1; rc=$?
+  case "$src_fam" in */modelopt) kn=k_proj.k_scale ;; *) kn=k_scale ;; esac
+  ok "$src_fam, K/V of amax 0.003 without KV scales: exit $rc, scale_underflow proven by kv_scale_calibrated at the kv_cache, next command sets $kn" \
+     '[ $rc -eq 1 ] && grep -q "^first divergence at layers.0.self_attn.kv_cache" "$tmp/a.txt" && grep -q "^cause scale_underflow (proven by repair)" "$tmp/a.txt" && grep -q "absent: 1.0" "$tmp/a.txt" && grep "^  next:" "$tmp/a.txt" | grep -q -- "--override model.layers.0.self_attn.$kn="'
+  next=$(sed -n 's/^  next: //p' "$tmp/a.txt")
+  PATH="$(dirname "$bin"):$PATH" sh -c "$next --backend $be --force -q" >/dev/null 2>&1; rc=$?
+  ok "$src_fam: the next command as printed clears the run (exit $rc)" '[ $rc -eq 0 ]'
+done
+"$bin" trace "$tmp/abs-llama-modelopt" --backend "$be" --stack vllm-fp8kv --out "$tmp/a.h5" --force -q --override model.layers.0.self_attn.k_scale=0.001 >/dev/null 2>"$tmp/err"; rc=$?
+ok "ModelOpt: the compressed-tensors name k_scale is not the one it reads: unused, exit $rc" '[ $rc -eq 2 ]'
+
 echo "kv_cache: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
