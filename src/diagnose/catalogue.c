@@ -23,7 +23,10 @@ static const nd_cause CAUSES[] = {
      "reports C09, C17, C19, C21)",
      "replaying the stage with the input scale multiplied by a power of two brings its SQNR back to the floor; for "
      "the weight, a static fact: more than 1/8 of its non-zero block scales are subnormal (inspect reports the share "
-     "and the first block's coordinates), and with --reference-checkpoint the stage diverges from the original",
+     "and the first block's coordinates), or more than 1/8 of its blocks hold only zero codes (their scales flushed to "
+     "0; compressed-tensors stores its eps 0.125 in their place) while the weight differs from the original by rel L2 "
+     "above 0.5, and with --reference-checkpoint the stage diverges from the original; for an FP8 KV cache, its "
+     "calibrated scales (amax/448, kv_scale_calibrated) bring it back to the floor",
      "input_scale_pow2: the input scale multiplied by 2^k, k > 0 (the weight's subnormal scales have no repair by "
      "override: the codes were quantized with them)",
      "recalibrate the input scale (or check for a missing factor); the --override shown tests it on the whole run. "

@@ -98,7 +98,7 @@ int nd_ckpt_repairs_for(const char *ckpt_dir, const nd_row *row, const nd_stage_
     return n;
 }
 
-const char *nd_ckpt_static_cause(const char *ckpt_dir, const nd_stage_info *in, char *evidence, size_t cap) {
+const char *nd_ckpt_static_cause(const char *ckpt_dir, const nd_stage_info *in, double weight_rel_l2, char *evidence, size_t cap) {
     if (!in->found || in->composite || !in->module[0] || !in->fp4_weight) return NULL;
     nd_ckpt *c = NULL;
     nd_err e = {0};
@@ -119,6 +119,28 @@ const char *nd_ckpt_static_cause(const char *ckpt_dir, const nd_stage_info *in, 
             cause = "scale_underflow";
             snprintf(evidence, cap, "static fact (scale_underflow): %lld of %lld non-zero block scales of %s are E4M3 subnormals "
                      "(< 2^-6): the weight lost precision when it was quantized", (long long)sub, (long long)nz, m.path);
+        }
+        /* blocks whose 16 codes are all +-0: their scale flushed to zero when the weight was quantized
+         * (a global far too small), and compressed-tensors stored its eps (0.125) in its place, so the
+         * scales look normal. A trained weight has no such blocks (each block's amax maps to code 6),
+         * but a pruned or padded one may: only with the original at hand (--reference-checkpoint: the
+         * weight differs from it by rel L2 near 1) is it the fact */
+        const int64_t blk = m.block > 0 ? m.block : 16, bytes = blk / 2;
+        if (!cause && isfinite(weight_rel_l2) && weight_rel_l2 > 0.5 && m.weight && m.weight->numel >= bytes) {
+            const unsigned char *w = m.weight->data;
+            int64_t blocks = m.weight->numel / bytes, zero = 0;
+            for (int64_t b = 0; b < blocks; b++) {
+                int all = 1;
+                for (int64_t j = 0; j < bytes && all; j++) all = (w[b * bytes + j] & 0x77) == 0;
+                zero += all;
+            }
+            if (zero * 8 > blocks) {
+                cause = "scale_underflow";
+                snprintf(evidence, cap, "static fact (scale_underflow): %lld of %lld blocks of %s hold only zero codes "
+                         "(their block scale flushed to 0 when the weight was quantized: its global scale is far too "
+                         "small), and the weight differs from the original by rel L2 %.3g",
+                         (long long)zero, (long long)blocks, m.path, weight_rel_l2);
+            }
         }
     }
     nd_ckpt_close(c);

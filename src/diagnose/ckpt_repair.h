@@ -19,8 +19,9 @@
  * written to out (at most cap). Errors opening the checkpoint leave it at 0. */
 int nd_ckpt_repairs_for(const char *ckpt_dir, const nd_row *row, const nd_stage_info *in, nd_repair *out, int cap);
 /* "scale_underflow" with a sentence in evidence when the module's block scales are mostly
- * subnormal; NULL otherwise. */
-const char *nd_ckpt_static_cause(const char *ckpt_dir, const nd_stage_info *in, char *evidence, size_t cap);
+ * subnormal, or (weight_rel_l2 against the original above 0.5) more than 1/8 of its blocks hold
+ * only zero codes; NULL otherwise. */
+const char *nd_ckpt_static_cause(const char *ckpt_dir, const nd_stage_info *in, double weight_rel_l2, char *evidence, size_t cap);
 /* "nonfinite_weight" (or "nan_weight_scale" for a scale tensor) with a sentence in evidence when a
  * tensor the stage reads -- the tensors of its module (in->module), else those named after the stage
  * itself (a norm's weight) -- holds NaN or Inf values as stored; NULL otherwise. Packed FP4 codes

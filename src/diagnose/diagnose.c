@@ -126,7 +126,7 @@ int nd_diagnose_row(const nd_trace_opts *o, const nd_row *row, nd_diagnosis *d, 
                                  !strcmp(d->tries[d->chosen].rep.cause, "scale_layout_mismatch")))
         st = NULL;
     char ckpt_fact[256] = "";
-    if (!st && d->chosen < 0) st = nd_ckpt_static_cause(o->ckpt_dir, &d->info, ckpt_fact, sizeof ckpt_fact);
+    if (!st && d->chosen < 0) st = nd_ckpt_static_cause(o->ckpt_dir, &d->info, d->base.weight_rel_l2, ckpt_fact, sizeof ckpt_fact);
     /* a broken output no repair restores: a NaN/Inf stored in a tensor the stage reads is the fact */
     if (!st && d->chosen < 0 && broken_output(&d->base))
         st = nd_ckpt_nonfinite_tensor(o->ckpt_dir, d->row, &d->info, ckpt_fact, sizeof ckpt_fact);

@@ -108,6 +108,15 @@ for fmt in nvfp4 modelopt; do
     read -r rc got_stage got_cause proof <"$tmp/trace_result"
     ok "$fam/$fmt subnormal scales: trace exit $rc at '$got_stage' cause '$got_cause' proof '$proof' (want 1 $stage scale_underflow static)" \
       '[ "$rc" = 1 ] && [ "$got_stage" = "$stage" ] && [ "$got_cause" = scale_underflow ] && [ "$proof" = static ]'
+    # a global 1e-6 of its value: every block scale flushes to zero (compressed-tensors stores its eps
+    # 0.125 instead, so no scale looks subnormal) and every code is 0; the reference path dequantizes
+    # the same zeros, the original shows the loss: scale_underflow, static, on the zero-code blocks
+    # (round 22: "unknown" / accumulated_error)
+    plant $fam $fmt "weight-global-scale-mul=0.000001@${lin#model.}" || continue
+    trace_case $fam $fmt weight-global-scale-mul $lin $stage --reference-checkpoint "$conf/$fam/bf16"
+    read -r rc got_stage got_cause proof <"$tmp/trace_result"
+    ok "$fam/$fmt global x1e-6 (all codes 0): trace exit $rc at '$got_stage' cause '$got_cause' proof '$proof' (want 1 $stage scale_underflow static)" \
+      '[ "$rc" = 1 ] && [ "$got_stage" = "$stage" ] && [ "$got_cause" = scale_underflow ] && [ "$proof" = static ] && grep -q "hold only zero codes" "$tmp/o.json"'
   done
 
   # a routed expert without the input scale its siblings have (DeepSeek-V3: expert 3 is routed to)
