@@ -241,9 +241,11 @@ void nd_naming_map(const struct nd_naming *nm, const char *name, int to_disk, ch
 int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e);
 /* A lower bound of the activation bytes a run of ntok tokens holds at once: the reference and the
  * chained production path each hold the widest per-token activation of the model (the residual
- * stream times hc_mult, the attention heads, the MLP or the routed experts' top-k rows, and the
- * logits when the head runs) for every token. 64-bit checked: UINT64_MAX on overflow. */
-uint64_t nd_pipeline_memory_estimate(const nd_model_cfg *cfg, int64_t ntok, int with_head);
+ * stream times hc_mult, the attention heads, the MLP or the routed experts' top-k rows, compressed
+ * attention's index scores over tokens / rate, and the logits when the head runs) for every token.
+ * Layers run are 0..layer_hi (< 0: all), those below layer_lo on the reference path alone.
+ * 64-bit checked: UINT64_MAX on overflow. */
+uint64_t nd_pipeline_memory_estimate(const nd_model_cfg *cfg, int64_t ntok, int layer_lo, int layer_hi, int with_head);
 /* The default --max-memory: half the machine's physical memory. */
 uint64_t nd_pipeline_default_max_memory(void);
 void nd_trace_result_free(nd_trace_result *res);

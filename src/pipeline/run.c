@@ -413,8 +413,17 @@ int nd_pipeline_calibrate(const char *ckpt_dir, const char *recipe, const int64_
 
 static uint64_t widest(uint64_t a, int64_t b) { return b > 0 && (uint64_t)b > a ? (uint64_t)b : a; }
 
-uint64_t nd_pipeline_memory_estimate(const nd_model_cfg *cfg, int64_t ntok, int with_head) {
+uint64_t nd_pipeline_memory_estimate(const nd_model_cfg *cfg, int64_t ntok, int layer_lo, int layer_hi, int with_head) {
     uint64_t w = 0, x;
+    /* compressed attention's index scores: [tokens, tokens / rate] on a layer that compresses
+     * (DeepSeek-V4 CSA/HCA; the widest activation of a long prompt: quadratic in it). Layers
+     * before --layers run on the reference path alone: half of the two paths' bytes */
+    const int hi = layer_hi >= 0 ? layer_hi : cfg->n_compress_ratios - 1;
+    for (int L = 0; L <= hi && L < cfg->n_compress_ratios; L++)
+        if (cfg->compress_ratios[L] > 0 && ntok > 0) {
+            const int64_t nc = (ntok + cfg->compress_ratios[L] - 1) / cfg->compress_ratios[L];
+            w = widest(w, L < layer_lo ? nc / 2 : nc);
+        }
     if (!__builtin_mul_overflow((uint64_t)(cfg->hidden_size > 0 ? cfg->hidden_size : 0),
                                 (uint64_t)(cfg->hc_mult > 1 ? cfg->hc_mult : 1), &x))
         w = widest(w, (int64_t)(x > INT64_MAX ? INT64_MAX : x));
@@ -535,7 +544,7 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
                      "in config.json)", o->ckpt_dir, (long long)r.t, max_pos);
     if (!rc) {
         const int head = o->layer_hi < 0 || o->layer_hi == r.cfg->num_hidden_layers - 1;
-        const uint64_t need = nd_pipeline_memory_estimate(r.cfg, r.t, head);
+        const uint64_t need = nd_pipeline_memory_estimate(r.cfg, r.t, o->layer_lo, o->layer_hi, head);
         if (need > r.act_limit)
             rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: %lld tokens need at least %.3g GiB of activations (the widest activation of "
                          "this model on both paths), more than --max-memory %.3g GiB; use fewer tokens or raise --max-memory",

@@ -21,11 +21,17 @@ refused() {
   ok "$1: the message says so: $(head -c 300 "$tmp/err")" 'grep -q "$want" "$tmp/err"'
 }
 
-# 10^6 tokens on the tiny seed model (context 1048576): 256 values per token on both paths is
-# 1.91 GiB at least; refused up front under --max-memory 1G, and no trace is left behind
+# 10^6 tokens on the tiny seed model (context 1048576): layer 1 compresses at rate 4, so its index
+# scores are [tokens, tokens / 4] on both paths: 1.86e3 GiB at least; refused up front under
+# --max-memory 1G, and no trace is left behind
 refused "10^6 tokens under 1G (the tokens, the need and the limit named)" 1000000 1G "$tmp/m.h5" \
-  "1000000 tokens need at least 1.91 GiB of activations .*more than --max-memory 1 GiB"
+  "1000000 tokens need at least 1.86e+03 GiB of activations .*more than --max-memory 1 GiB"
 ok "no trace written" '[ ! -e "$tmp/m.h5" ]'
+# 40000 tokens: 256 values per token would pass 1G (78 MiB), the index scores [40000, 10000] do not
+# (2.98 GiB): refused before anything runs (round 22: after ~35 s of work, at the indexer's allocation)
+refused "40000 tokens under 1G: the compressed layer's index scores counted up front" 40000 1G "$tmp/m2.h5" \
+  "40000 tokens need at least 2.98 GiB of activations"
+ok "... the up-front refusal: no trace written" '[ ! -e "$tmp/m2.h5" ] && [ ! -e "$tmp/m2.h5.incomplete" ]'
 
 # longer than the model's context (the llmcompressor llama fixture: max_position_embeddings 256)
 seq 0 256 >"$tmp/t257"
