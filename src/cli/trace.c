@@ -317,6 +317,26 @@ static void mark_failed_run(const nd_trace_opts *o, int rc, const nd_err *e) {
                 "the earlier one until a trace run to it finishes\n", safe, safe);
 }
 
+/* The --out a command line names (the last one), read past an argument refused earlier in it: a run
+ * refused while its arguments are read marks the output it asked for, not the default one. Options
+ * that take a value skip it, so a value spelled "--out" is not read as the option. */
+static const char *named_out(int argc, char **argv, const char *dflt) {
+    static const char *const VALUED[] = {"--recipe", "--tokens", "--max-memory", "--tokens-file", "--layers", "--backend",
+                                         "--device", "--stack", "--override", "--reference-checkpoint", "--mode", "--dump",
+                                         "--prod-dump", "--ref-numerics", "--stage", "--stacks", "--ep"};
+    const char *out = dflt;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        nd_prompt scratch = {0};
+        const int pr = nd_prompt_option(&scratch, a, v);
+        if (pr > 0) { i += pr - 1; continue; }
+        if (!strcmp(a, "--out")) { if (v) out = v; i++; continue; }
+        for (size_t k = 0; k < sizeof VALUED / sizeof VALUED[0]; k++)
+            if (!strcmp(a, VALUED[k])) { i++; break; }
+    }
+    return out;
+}
+
 void nd_trace_args_refused(int argc, char **argv, int rc) {
     nd_trace_opts o;
     memset(&o, 0, sizeof o);
@@ -580,7 +600,10 @@ int nd_cmd_trace(int argc, char **argv) {
     if (res.warning[0]) fprintf(stderr, "nvfp4dbg: warning: %s\n", res.warning); /* (an unused override ended the run above) */
     nd_trace_result_free(&res);
 out:
-    if (rc != ND_EXIT_OK && rc != ND_EXIT_FINDING && !began && !help) mark_failed_run(&o, rc, &e);
+    if (rc != ND_EXIT_OK && rc != ND_EXIT_FINDING && !began && !help) {
+        o.out_path = named_out(argc, argv, "nvfp4dbg-trace.h5");
+        mark_failed_run(&o, rc, &e);
+    }
     free(diag);
     free(apply_txt);
     if (check) json_decref(check);

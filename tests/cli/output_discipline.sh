@@ -124,6 +124,19 @@ kill $holder 2>/dev/null; wait $holder 2>/dev/null
 run "$bin" trace "$ck" --backend cpu --tokens 1,2 --out "$w/live.h5" -q
 ok "once that run is gone the .incomplete is stale and replaced: exit $rc" '[ $rc -eq 0 ] && [ -f "$w/live.h5" ] && [ ! -e "$w/live.h5.incomplete" ]'
 
+# a run refused while its arguments are read marks the --out it names, wherever the refused
+# argument stands (round 24: a bad value before --out marked ./nvfp4dbg-trace.h5 instead, so
+# compare gated the stale earlier OUT and passed; an unrelated trace in the cwd was poisoned)
+mkdir "$w/cwd"; cp "$w/t.h5" "$w/cwd/nvfp4dbg-trace.h5"; cp "$w/t.h5" "$w/ord.h5"
+for bad in "--layers 9-3" "--mode nosuch" "--tokens 1,,2" "--prompt --out --layers 9-3"; do
+  rm -f "$w/ord.h5.incomplete" "$w/cwd/nvfp4dbg-trace.h5.incomplete"
+  # shellcheck disable=SC2086
+  (cd "$w/cwd" && "$bin" trace "$ck" --backend cpu $bad --out "$w/ord.h5" --force >/dev/null 2>"$tmp/err"); rc=$?
+  "$bin" compare "$w/ord.h5" "$w/t.h5" >/dev/null 2>&1; crc=$?
+  ok "trace ... $bad --out OUT: exit $rc, OUT.incomplete written (compare exit $crc), nothing beside the cwd's own trace" \
+     '[ $rc -eq 2 ] && [ -f "$w/ord.h5.incomplete" ] && [ $crc -eq 2 ] && [ ! -e "$w/cwd/nvfp4dbg-trace.h5.incomplete" ]'
+done
+
 # a trace --force over an earlier 0644 trace of a private checkpoint (0600 weights) is no wider than
 # a new trace of it (round 19: it kept 0644 while repro and report narrowed to 0600)
 mkdir -p "$w/priv"; cp "$ck"/config.json "$ck"/model.safetensors "$w/priv/"; chmod 600 "$w/priv/model.safetensors"
