@@ -22,8 +22,9 @@ pcre2_code *tok_regex(const char *pattern, size_t len, int literal, char *err, s
     if (!cc) { snprintf(err, errlen, "out of memory"); return NULL; }
     /* Oniguruma (tokenizers' engine) reads \uHHHH; PCRE2 does with ALT_BSUX */
     if (!literal) pcre2_set_compile_extra_options(cc, PCRE2_EXTRA_ALT_BSUX);
+    /* PCRE2_LITERAL allows none of UCP / ALT_BSUX (a String pattern has no classes or escapes) */
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, len,
-                                   PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : PCRE2_ALT_BSUX), &code, &off, cc);
+                                   PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP | PCRE2_ALT_BSUX), &code, &off, cc);
     pcre2_compile_context_free(cc);
     if (!re) {
         PCRE2_UCHAR msg[256];
@@ -296,6 +297,13 @@ static int load_added(nd_tokenizer *t, json_t *list, nd_err *e) {
     if (!(t->added = calloc(n ? n : 1, sizeof *t->added))) return OOM();
     int only_nfc = 1;
     for (int k = 0; k < t->nnorm; k++) only_nfc &= t->norm[k].kind == TOK_NORM_NFC;
+    /* the tokenizers package ignores an added token's "id" on load: it adds the tokens in file order,
+     * content already in the model's vocabulary keeps the vocabulary's id, and new content gets the
+     * vocabulary's size, or one past the largest added id once that is at or past it (serialization.rs,
+     * AddedVocabulary::add_tokens; a mismatch is only a warning there). A file whose ids differ from
+     * those would make other ids here than transformers gives: refused */
+    const int64_t vsize = (int64_t)t->vocab.n;
+    int64_t max_added = -1;
     json_array_foreach(list, i, x) {
         const char *c = json_is_object(x) ? str_of(x, "content") : NULL;
         json_t *id = json_is_object(x) ? json_object_get(x, "id") : NULL;
@@ -311,6 +319,13 @@ static int load_added(nd_tokenizer *t, json_t *list, nd_err *e) {
             return BAD("%s: added_tokens[%zu]: %zu bytes long; added tokens of more than %d bytes are not supported", t->path, i,
                        strlen(c), TOK_ADDED_MAX_LEN);
         const int32_t idv = (int32_t)json_integer_value(id);
+        const int32_t in_vocab = tok_strmap_get(&t->vocab, c, strlen(c));
+        const int64_t given = in_vocab >= 0 ? in_vocab : max_added < 0 ? vsize : max_added >= vsize ? max_added + 1 : vsize;
+        if (given != idv)
+            return BAD("%s: added_tokens[%zu] (%s) has id %d where the tokenizers package (and transformers) gives it %lld "
+                       "(%s): the file's ids are not the ones the model was run with", t->path, i, c, idv, (long long)given,
+                       in_vocab >= 0 ? "its id in model.vocab" : "the next id after the vocabulary and the earlier added tokens");
+        if (given > max_added) max_added = given;
         for (int k = 0; k < t->nadded; k++)
             if (t->added[k].id == idv) return BAD("%s: added_tokens[%zu] (%s): id %d is also added_tokens[%d]'s", t->path, i, c, idv, k);
         tok_added *a = &t->added[t->nadded++];

@@ -72,6 +72,13 @@ sed 's/"pre_tokenizer": null/"pre_tokenizer": {"type": "Split", "pattern": {"Reg
 bad "a regex that does not compile" "tokenizer.json: pre_tokenizer Split: pattern \(unclosed does not compile" --prompt "hi"
 sed 's/"single_word": false/"single_word": 3/' "$save" >"$tj"
 bad "a flag of the wrong type" "tokenizer.json: added_tokens\[0\] \(<unk>\): a flag is not a boolean" --prompt "hi"
+# an added token's "id" is not what tokenizers loads (it keeps the vocabulary's id of content it
+# has, and numbers new content from the vocabulary's size): refused, not traced with the file's id
+# (round 24: two strings traced as one id, exit 0)
+sed '0,/"id": 1,/s//"id": 7,/' "$save" >"$tj"
+bad "an added token whose id is not its vocabulary id" "tokenizer.json: added_tokens\[1\] \(<s>\) has id 7 where the tokenizers package \(and transformers\) gives it 1 \(its id in model.vocab\)" --prompt "hi"
+sed '0,/"content": "<\/s>",/s//"content": "<NEW>",/' "$save" >"$tj"
+bad "new added content declared with a vocabulary id" "tokenizer.json: added_tokens\[2\] \(<NEW>\) has id 2 where the tokenizers package \(and transformers\) gives it 200 \(the next id after the vocabulary" --prompt "hi"
 # real files (issue 31): llmcompressor saves the tokenizer it called with truncation=True, so
 # released checkpoints carry a truncation block; it changes nothing shorter than max_length
 sed 's/"truncation": null/"truncation": {"direction": "Right", "max_length": 2048, "strategy": "LongestFirst", "stride": 0}/' "$save" >"$tj"
@@ -191,9 +198,9 @@ ok "run as printed: exit $rc, the same ids" '[ $rc -le 1 ] && [ "$(got "$tmp/inv
 # a new entry first in added_tokens (the fixture's own three follow it: <unk> 0, <s> 1, </s> 2)
 added() { sed "s|\"added_tokens\": \[|\"added_tokens\": [$1,|" "$save" >"$tj"; }
 added '{"id": 1, "content": "zz1", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true}'
-bad "an added token id twice" "tokenizer.json: added_tokens\[2\] \(<s>\): id 1 is also added_tokens\[0\]'s" --prompt "hi"
-added '{"id": 200, "content": "<s>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true}'
-bad "an added token content twice" "tokenizer.json: added_tokens\[2\] \(<s>\) repeats added_tokens\[0\]" --prompt "hi"
+bad "an added token id twice (new content on <s>'s id)" "tokenizer.json: added_tokens\[0\] \(zz1\) has id 1 where the tokenizers package \(and transformers\) gives it 200" --prompt "hi"
+added '{"id": 1, "content": "<s>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true}'
+bad "an added token content twice" "tokenizer.json: added_tokens\[2\] \(<s>\): id 1 is also added_tokens\[0\]'s" --prompt "hi"
 added "{\"id\": 200, \"content\": \"$(printf 'q%.0s' $(seq 300))\", \"single_word\": false, \"lstrip\": false, \"rstrip\": false, \"normalized\": false, \"special\": true}"
 bad "an added token of 300 bytes" "tokenizer.json: added_tokens\[0\]: 300 bytes long" --prompt "hi"
 cp "$save" "$tj"
