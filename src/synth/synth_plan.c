@@ -110,9 +110,14 @@ int sy_plan_ok(const sy_plan *pl, nd_err *e) {
     if (pl->n == (size_t)-1) return nd_fail(e, ND_EXIT_INTERNAL, "synth: out of memory while planning the model");
     for (size_t i = 0; i < pl->n; i++) {
         const sy_param *p = &pl->p[i];
-        if (p->quant == SY_Q_NVFP4 && p->shape[1] % ND_NVFP4_BLOCK)
+        if (p->quant == SY_Q_NVFP4 && p->shape[1] % ND_NVFP4_BLOCK) {
+            if (p->line > 0)
+                return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: synth: %s is NVFP4 with K = %lld, not a multiple of 16 (its "
+                               "block size): give 'in' a multiple of 16 or quant: none", pl->recipe_name, p->line, p->name,
+                               (long long)p->shape[1]);
             return nd_fail(e, ND_EXIT_INTERNAL, "synth: %s: K = %lld is not a multiple of 16", p->name,
                            (long long)p->shape[1]);
+        }
     }
     return 0;
 }
@@ -204,7 +209,7 @@ void sy_generate(const sy_param *p, uint64_t seed, void *out) {
         started[t] = t > 0 && pthread_create(&tid[t], NULL, gen_run, &ch[t]) == 0;
         nt = t + 1;
     }
-    gen_run(&ch[0]);
+    if (nt > 0) gen_run(&ch[0]); /* n = 0: no chunk (the recipe loader refuses a zero dimension) */
     for (int t = 1; t < nt; t++) {
         if (started[t]) pthread_join(tid[t], NULL);
         else gen_run(&ch[t]); /* no thread: the same chunk inline */

@@ -39,6 +39,7 @@ typedef struct sy_param {
     char role[16];          /* "gate_proj", "up_proj", "down_proj" for MLP linears, else "" */
     float w_amax;           /* amax of the BF16 weight, filled when the original is written */
     double in_amax;         /* calibrated input amax, filled after calibration (NaN: none) */
+    int line;               /* the synth: entry of the recipe file that made it (0: built in) */
 } sy_param;
 
 typedef struct sy_plan {

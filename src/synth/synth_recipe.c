@@ -52,6 +52,15 @@ static int ev(bctx *b, const nd_syn_expr *x, const char *what, int64_t *out) {
     return 0;
 }
 
+/* a dimension: at least 1 (a zero-size tensor has no values to draw or quantize) and at most 2^31 */
+static int ev_dim(bctx *b, const nd_syn_expr *x, const char *what, int64_t *out) {
+    ND_TRY(ev(b, x, what, out));
+    if (*out < 1 || *out > ((int64_t)1 << 31))
+        return nd_fail(b->e, ND_EXIT_BADINPUT, "%s:%d: synth: %s '%s' is %lld: a dimension is 1 to 2^31", b->s->path, x->line,
+                       what, x->text, (long long)*out);
+    return 0;
+}
+
 static int key_int(bctx *b, const char *key, int64_t *out) {
     long long v;
     if (lookup(b, key, &v))
@@ -213,20 +222,49 @@ static void mlp_biases(sy_plan *pl, const char *path, int64_t I, int64_t D, doub
     add_bias(pl, path, "down_proj", D, std);
 }
 
+/* the entry of the recipe's synth: section each tensor came from (errors after planning name it) */
+static void tag_lines(sy_plan *pl, size_t from, int line) {
+    for (size_t i = from; pl->n != (size_t)-1 && i < pl->n; i++) pl->p[i].line = line;
+}
+
+static int by_name(const void *a, const void *b) {
+    return strcmp((*(const sy_param *const *)a)->name, (*(const sy_param *const *)b)->name);
+}
+
+/* one tensor name once: an entry that repeats another's (or a built-in tensor's) is the recipe's mistake */
+static int no_twice(const sy_plan *pl, const char *path, nd_err *e) {
+    if (pl->n == (size_t)-1 || pl->n < 2) return 0;
+    const sy_param **v = malloc(pl->n * sizeof *v);
+    if (!v) return nd_fail(e, ND_EXIT_INTERNAL, "synth: out of memory");
+    for (size_t i = 0; i < pl->n; i++) v[i] = &pl->p[i];
+    qsort(v, pl->n, sizeof *v, by_name);
+    int rc = 0;
+    for (size_t i = 1; !rc && i < pl->n; i++) {
+        if (strcmp(v[i - 1]->name, v[i]->name)) continue;
+        const sy_param *late = v[i - 1]->line > v[i]->line ? v[i - 1] : v[i], *early = late == v[i] ? v[i - 1] : v[i];
+        char also[48];
+        if (early->line) snprintf(also, sizeof also, "also by line %d", early->line);
+        else snprintf(also, sizeof also, "a tensor synth makes itself");
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: synth: tensor %s is made twice (%s)", path, late->line, late->name, also);
+    }
+    free(v);
+    return rc;
+}
+
 static int add_entry(bctx *b, sy_plan *pl, const nd_syn_entry *x, const char *prefix, int layer, int64_t D, fuse_map *f) {
     char nm[SY_NAME + 16], path[SY_NAME];
     int64_t n, k, I, cnt;
     const double bs = x->bias;
     switch (x->kind) {
     case ND_SYE_NORM:
-        ND_TRY(ev(b, &x->out, "dim", &n));
+        ND_TRY(ev_dim(b, &x->out, "dim", &n));
         ND_TRY(name_of(b, x, prefix, -1, path, sizeof path));
         snprintf(nm, sizeof nm, "%s.weight", path);
         sy_add_norm(pl, nm, n);
         return 0;
     case ND_SYE_LINEAR: {
-        ND_TRY(ev(b, &x->out, "out", &n));
-        ND_TRY(ev(b, &x->in, "in", &k));
+        ND_TRY(ev_dim(b, &x->out, "out", &n));
+        ND_TRY(ev_dim(b, &x->in, "in", &k));
         ND_TRY(name_of(b, x, prefix, -1, path, sizeof path));
         int fuse = fuse_id(b, pl, f, x);
         if (fuse < -1) return ND_EXIT_BADINPUT;
@@ -236,13 +274,13 @@ static int add_entry(bctx *b, sy_plan *pl, const nd_syn_entry *x, const char *pr
         return 0;
     }
     case ND_SYE_MLP:
-        ND_TRY(ev(b, &x->inter, "inter", &I));
+        ND_TRY(ev_dim(b, &x->inter, "inter", &I));
         ND_TRY(name_of(b, x, prefix, -1, path, sizeof path));
         sy_add_mlp(pl, path, I, D, layer, -1);
         if (bs > 0) mlp_biases(pl, path, I, D, bs);
         return 0;
     case ND_SYE_EXPERTS:
-        ND_TRY(ev(b, &x->inter, "inter", &I));
+        ND_TRY(ev_dim(b, &x->inter, "inter", &I));
         ND_TRY(ev(b, &x->count, "count", &cnt));
         for (int64_t ex = 0; ex < cnt; ex++) {
             ND_TRY(name_of(b, x, prefix, (int)ex, path, sizeof path));
@@ -252,7 +290,11 @@ static int add_entry(bctx *b, sy_plan *pl, const nd_syn_entry *x, const char *pr
         return 0;
     case ND_SYE_TENSOR: {
         int64_t d[3] = {1, 1, 1}, sq = 0;
-        for (int i = 0; i < x->ndim; i++) ND_TRY(ev(b, &x->shape[i], "shape", &d[i]));
+        for (int i = 0; i < x->ndim; i++) ND_TRY(ev_dim(b, &x->shape[i], "shape", &d[i]));
+        /* 2^34 values at most (the largest tensor of a full-size DeepSeek-V4, its embedding, is ~2^30) */
+        if ((double)d[0] * (double)d[1] * (double)d[2] > (double)((int64_t)1 << 34))
+            return nd_fail(b->e, ND_EXIT_BADINPUT, "%s:%d: synth: tensor '%s' of %lld x %lld x %lld values: more than 2^34 in one "
+                           "tensor", b->s->path, x->line, x->name, (long long)d[0], (long long)d[1], (long long)d[2]);
         if (x->std_sqrt.text[0]) ND_TRY(ev(b, &x->std_sqrt, "std_sqrt", &sq));
         ND_TRY(name_of(b, x, prefix, -1, nm, sizeof nm));
         const double std = x->std_sqrt.text[0] ? x->std / sqrt((double)sq) : x->std;
@@ -337,17 +379,24 @@ int sy_build_recipe(sy_plan *pl, const nd_recipe *r, nd_synth_size size, int lay
         for (int i = 0; i < s->n_layer; i++) {
             const nd_syn_entry *x = &s->layer[i];
             if (x->when[0] && strcmp(x->when, kind) && strcmp(x->when, type) && strcmp(x->when, route)) continue;
+            const size_t n0 = pl->n;
             ND_TRY(add_entry(&b, pl, x, prefix, l, D, &f));
+            tag_lines(pl, n0, x->line);
         }
     }
     fuse_map f = {0};
-    for (int i = 0; i < s->n_tail; i++) ND_TRY(add_entry(&b, pl, &s->tail[i], "", -1, D, &f));
+    for (int i = 0; i < s->n_tail; i++) {
+        const size_t n0 = pl->n;
+        ND_TRY(add_entry(&b, pl, &s->tail[i], "", -1, D, &f));
+        tag_lines(pl, n0, s->tail[i].line);
+    }
     json_t *c = config(&b);
     if (!c) {
         sy_add_norm(pl, "model.norm.weight", D); /* the plan stays whole for sy_plan_free */
         return e->code ? e->code : ND_EXIT_INTERNAL;
     }
-    return sy_plan_end(pl, D, c, e);
+    ND_TRY(sy_plan_end(pl, D, c, e));
+    return no_twice(pl, s->path, e);
 }
 
 /* ---- which recipes synth knows -------------------------------------------------------- */

@@ -104,6 +104,10 @@ static int resolve_amax(sy_plan *pl, nd_err *e) {
     for (size_t i = 0; i < pl->n; i++) {
         const sy_param *p = &pl->p[i];
         if (p->quant != SY_Q_NVFP4) continue;
+        if (isnan(p->in_amax) && p->line > 0)
+            return nd_fail(e, ND_EXIT_BADINPUT, "%s:%d: synth: %s is quantized, and no stage of the recipe reads it "
+                           "(calibration saw no input to scale it by): add a stage that reads it, or give it quant: none",
+                           pl->recipe_name, p->line, p->module);
         if (isnan(p->in_amax))
             return nd_fail(e, ND_EXIT_INTERNAL, "synth: calibration reported no input amax for %s", p->module);
         if (!(p->in_amax > 0.0) || !isfinite(p->in_amax))

@@ -82,6 +82,20 @@ bad bad1 llama 's/in: num_attention_heads\*head_dim, gain: 0.5}/in: num_attentio
   "in 'num_attention_heads*head_dimm': unknown or non-integer config key 'head_dimm'"
 bad bad2 llama 's/    tiny:  {vocab_size: 256,/    tiny:  {vocabsize: 256,/' vocabsize \
   "sizes.tiny.vocabsize must be a config key whose value is ~"
+# round 24: a zero dimension (a zero-size tensor ran the generator on an unset chunk: SIGBUS blamed
+# on a file, or memory overwritten), and mistakes that were exit 3 without the line
+mlp='    - {mlp: mlp, inter: intermediate_size}'
+bad zero_shape llama "s/^$mlp\$/$mlp\n    - {tensor: foo.weight, shape: [0]}/" '{tensor: foo.weight' "shape '0' is 0: a dimension is 1 to 2^31"
+bad zero_norm llama "s/^$mlp\$/$mlp\n    - {norm: extra_norm, dim: 0}/" '{norm: extra_norm' "dim '0' is 0: a dimension is 1 to 2^31"
+bad zero_out llama "s/^$mlp\$/$mlp\n    - {linear: self_attn.o2_proj, out: 0, in: 64}/" 'o2_proj' "out '0' is 0: a dimension is 1 to 2^31"
+bad k_not16 llama "s/^$mlp\$/$mlp\n    - {linear: self_attn.extra_proj, out: hidden_size, in: 7}/" 'extra_proj' \
+  "model.layers.0.self_attn.extra_proj.weight is NVFP4 with K = 7, not a multiple of 16"
+bad twice llama "s/^$mlp\$/$mlp\n    - {linear: self_attn.q_proj, out: 64, in: 64}/" '{linear: self_attn.q_proj, out: 64' \
+  "tensor model.layers.0.self_attn.q_proj.weight is made twice (also by line"
+bad unread llama "s/^$mlp\$/$mlp\n    - {linear: self_attn.extra_proj, out: hidden_size, in: hidden_size}/" 'extra_proj' \
+  "model.layers.0.self_attn.extra_proj is quantized, and no stage of the recipe reads it"
+bad huge llama "s/^$mlp\$/$mlp\n    - {tensor: foo.weight, shape: [100000, 100000, 100000]}/" '{tensor: foo.weight' \
+  "tensor 'foo.weight' of 100000 x 100000 x 100000 values: more than 2^34 in one tensor"
 bad bad3 qwen3_next '0,/when: full_attention}/s//when: full_attn}/' 'full_attn}' \
   "when: 'full_attn' is not dense, moe, full_attention or linear_attention"
 # the grammar deepseek_v4 needs: layer_types {first, cycle}, layer_values, hash_layers, experts, init tid2eid / hc_base
