@@ -243,6 +243,26 @@ static int parse_header(nd_st_file *f, nd_err *e) {
                          (unsigned long long)sp[i].begin, (unsigned long long)sp[i].end);
             goto out;
         }
+    /* the tensors cover the data area exactly, from its first byte to its last, as the safetensors
+     * library requires before any loader (transformers, vLLM, llmcompressor) reads the file: a gap
+     * or trailing bytes are a file those refuse ("file not fully covered") */
+    {
+        uint64_t at = 0;
+        for (size_t i = 0; i < f->n; i++) {
+            if (sp[i].begin != at) {
+                rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: bytes [%llu, %llu) of the data area belong to no tensor (before '%s'): "
+                             "the safetensors library refuses such a file", P, (unsigned long long)at,
+                             (unsigned long long)sp[i].begin, f->t[sp[i].idx].name);
+                goto out;
+            }
+            at = sp[i].end;
+        }
+        if (at != data_size) {
+            rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: bytes [%llu, %llu) at the end of the data area belong to no tensor: the "
+                         "safetensors library refuses such a file", P, (unsigned long long)at, (unsigned long long)data_size);
+            goto out;
+        }
+    }
     f->by_name = malloc((f->n ? f->n : 1) * sizeof *f->by_name);
     if (!f->by_name) { rc = nd_fail(e, ND_EXIT_INTERNAL, "%s: out of memory", P); goto out; }
     for (size_t i = 0; i < f->n; i++) f->by_name[i] = &f->t[i];

@@ -91,6 +91,12 @@ static const bad_case g_cases[] = {
     {"overlapping_spans", "model.safetensors|overlap",
      .header = "{'a': {'dtype': 'F32', 'shape': [2], 'data_offsets': [0, 8]},"
               " 'b': {'dtype': 'F32', 'shape': [2], 'data_offsets': [4, 12]}}", .nbytes = 12},
+    /* the safetensors library refuses a data area its tensors do not cover whole (round 24) */
+    {"uncovered_gap", "model.safetensors|bytes [8, 16) of the data area belong to no tensor (before 'b')",
+     .header = "{'a': {'dtype': 'F32', 'shape': [2], 'data_offsets': [0, 8]},"
+              " 'b': {'dtype': 'F32', 'shape': [2], 'data_offsets': [16, 24]}}", .nbytes = 24},
+    {"trailing_bytes", "model.safetensors|bytes [8, 24) at the end of the data area belong to no tensor",
+     .header = "{'a': {'dtype': 'F32', 'shape': [2], 'data_offsets': [0, 8]}}", .nbytes = 24},
     {"offsets_past_end", "model.safetensors|'w'|past the end of the data",
      .header = "{'w': {'dtype': 'U8', 'shape': [800], 'data_offsets': [0, 800]}}", .nbytes = 8},
     {"offsets_reversed", "model.safetensors|'w'|begin 8 > end 0",
