@@ -299,9 +299,29 @@ static void print_slice(const nd_trace_opts *o, const nd_trace_result *res) {
 /* A run that failed before it began its trace (exit 2/3: a bad option, checkpoint, recipe, ...)
  * leaves an earlier trace at OUT as it was; an OUT.incomplete saying so makes compare refuse that
  * earlier trace as this run's (docs/ci-gate.md), as it does after a run that failed later. */
+/* set once this run put its own "began" marker at OUT.incomplete (mark_started) */
+static int marked_started;
+
+/* A run about to replay into an OUT that holds an earlier trace: an OUT.incomplete with no rows and
+ * status "incomplete" is written first, before anything slow (the checkpoint, the recipe, the
+ * device), so that a run killed in that window (SIGINT, SIGTERM, SIGKILL) leaves it and compare
+ * refuses the earlier trace as this run's (round 24). The run's own trace replaces it. */
+static int mark_started(const nd_trace_opts *o, nd_err *e) {
+    struct stat st;
+    if (lstat(o->out_path, &st) || !S_ISREG(st.st_mode) || !nd_trace_is_ours(o->out_path)) return 0;
+    const nd_trace_meta meta = {.tool_version = ND_VERSION, .checkpoint = o->ckpt_dir ? o->ckpt_dir : ""};
+    nd_trace_w *w = NULL;
+    ND_TRY(nd_trace_create(o->out_path, &meta, NULL, 0, &w, e));
+    marked_started = 1;
+    return nd_trace_finish(w, NULL, e); /* no summary: the status stays "incomplete", OUT is kept */
+}
+
 static void mark_failed_run(const nd_trace_opts *o, int rc, const nd_err *e) {
     char inc[4096];
     struct stat st;
+    /* this run's own "began" marker gives way to the one that says why it failed */
+    if (marked_started && !nd_trace_incomplete_path(o->out_path, inc, sizeof inc)) unlink(inc);
+    marked_started = 0;
     if (!o->out_path || lstat(o->out_path, &st) || !S_ISREG(st.st_mode) || !nd_trace_is_ours(o->out_path) ||
         nd_trace_incomplete_path(o->out_path, inc, sizeof inc) || lstat(inc, &st) == 0)
         return;
@@ -463,6 +483,7 @@ int nd_cmd_trace(int argc, char **argv) {
         const nd_out_rules rules = {.what = "trace", .inputs = inputs, .n_inputs = n_in, .force = force, .ours = nd_trace_is_ours,
                                     .keep_ours = 1, .other_hint = "or give another --out"};
         if (nd_out_check(o.out_path, &rules, &e)) { rc = nd_cli_error(&e); goto out; }
+        if (mark_started(&o, &e)) { rc = nd_cli_error(&e); goto out; }
     }
     if (nd_prompt_given(&prompt)) {
         if (nd_prompt_tokens(&prompt, o.ckpt_dir, tokens != NULL, &tokens, &ntok, &e)) { rc = nd_cli_error(&e); goto out; }

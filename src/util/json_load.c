@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "json_load.h"
 #include <math.h>
 #include <string.h>
@@ -39,6 +40,18 @@ static json_t *load_regular(const char *path, size_t flags, json_error_t *err) {
     if (!f) {
         memset(err, 0, sizeof *err);
         snprintf(err->text, sizeof err->text, "%s", kind ? "not a regular file; refusing to read it" : strerror(errno));
+        snprintf(err->source, sizeof err->source, "%s", path);
+        return NULL;
+    }
+    /* jansson holds a document in up to ~40x its bytes (a long list of numbers): a file past the
+     * largest real one (a trillion-parameter NVFP4 index of ~300k tensors is ~30 MB) is refused
+     * before it is parsed, not after gigabytes */
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && st.st_size > ND_JSON_FILE_MAX) {
+        fclose(f);
+        memset(err, 0, sizeof *err);
+        snprintf(err->text, sizeof err->text, "%lld bytes: a JSON file the tool reads is at most %d MB", (long long)st.st_size,
+                 ND_JSON_FILE_MAX >> 20);
         snprintf(err->source, sizeof err->source, "%s", path);
         return NULL;
     }

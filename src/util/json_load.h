@@ -8,6 +8,8 @@
 #define ND_JSON_LOAD_H
 #include <jansson.h>
 
+/* the largest JSON file nd_json_load_file parses (config.json, indexes, tokenizer configs) */
+#define ND_JSON_FILE_MAX (64 << 20)
 json_t *nd_json_load_file(const char *path, size_t flags, json_error_t *err);
 json_t *nd_json_loadb(const char *buf, size_t len, size_t flags, json_error_t *err);
 #endif

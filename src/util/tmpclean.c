@@ -59,8 +59,17 @@ void nd_tmpclean_now(void) {
         }
 }
 
+/* set while a temporary is created and registered (signals blocked in that thread only: a signal
+ * delivered to another thread, such as a BLAS worker, runs the handler while the new path is not
+ * registered yet; the handler waits for the registration, then removes it too) */
+static volatile sig_atomic_t creating;
+
 static void on_signal(int sig) {
     nd_tmpclean_now();
+    if (creating) {
+        for (long spin = 0; creating && spin < 1000000000L; spin++) {}
+        nd_tmpclean_now();
+    }
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -107,8 +116,10 @@ static void block_all(sigset_t *old) {
 int nd_tmpclean_mkstemps(char *tmpl, int suffix_len, int *slot) {
     sigset_t old;
     block_all(&old);
+    creating = 1;
     const int fd = mkstemps(tmpl, suffix_len);
     *slot = fd >= 0 ? add(tmpl, 0) : -1;
+    creating = 0;
     sigprocmask(SIG_SETMASK, &old, NULL);
     return fd;
 }
@@ -116,8 +127,10 @@ int nd_tmpclean_mkstemps(char *tmpl, int suffix_len, int *slot) {
 char *nd_tmpclean_mkdtemp(char *tmpl, int *slot) {
     sigset_t old;
     block_all(&old);
+    creating = 1;
     char *d = mkdtemp(tmpl);
     *slot = d ? add(tmpl, 1) : -1;
+    creating = 0;
     sigprocmask(SIG_SETMASK, &old, NULL);
     return d;
 }

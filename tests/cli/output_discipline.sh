@@ -128,10 +128,11 @@ ok "once that run is gone the .incomplete is stale and replaced: exit $rc" '[ $r
 # argument stands (round 24: a bad value before --out marked ./nvfp4dbg-trace.h5 instead, so
 # compare gated the stale earlier OUT and passed; an unrelated trace in the cwd was poisoned)
 mkdir "$w/cwd"; cp "$w/t.h5" "$w/cwd/nvfp4dbg-trace.h5"; cp "$w/t.h5" "$w/ord.h5"
+abs_bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
 for bad in "--layers 9-3" "--mode nosuch" "--tokens 1,,2" "--prompt --out --layers 9-3"; do
   rm -f "$w/ord.h5.incomplete" "$w/cwd/nvfp4dbg-trace.h5.incomplete"
   # shellcheck disable=SC2086
-  (cd "$w/cwd" && "$bin" trace "$ck" --backend cpu $bad --out "$w/ord.h5" --force >/dev/null 2>"$tmp/err"); rc=$?
+  (cd "$w/cwd" && "$abs_bin" trace "$ck" --backend cpu $bad --out "$w/ord.h5" --force >/dev/null 2>"$tmp/err"); rc=$?
   "$bin" compare "$w/ord.h5" "$w/t.h5" >/dev/null 2>&1; crc=$?
   ok "trace ... $bad --out OUT: exit $rc, OUT.incomplete written (compare exit $crc), nothing beside the cwd's own trace" \
      '[ $rc -eq 2 ] && [ -f "$w/ord.h5.incomplete" ] && [ $crc -eq 2 ] && [ ! -e "$w/cwd/nvfp4dbg-trace.h5.incomplete" ]'
