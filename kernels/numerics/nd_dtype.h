@@ -9,12 +9,15 @@ typedef enum nd_dtype {
     ND_DT_F64, ND_DT_F32, ND_DT_F16, ND_DT_BF16,
     ND_DT_F8_E4M3, ND_DT_F8_E5M2, ND_DT_F8_E8M0,
     ND_DT_I64, ND_DT_I32, ND_DT_I16, ND_DT_I8, ND_DT_U8, ND_DT_BOOL,
+    /* valid safetensors types no stage reads: a file holding one (an unrelated tensor) opens, a
+     * stage that would read one refuses its dtype */
+    ND_DT_U16, ND_DT_U32, ND_DT_U64, ND_DT_C64,
     ND_DT_COUNT
 } nd_dtype;
 
 /* Bytes per element; 0 for ND_DT_INVALID. */
 static inline size_t nd_dtype_size(nd_dtype t) {
-    static const unsigned char sz[ND_DT_COUNT] = {0, 8, 4, 2, 2, 1, 1, 1, 8, 4, 2, 1, 1, 1};
+    static const unsigned char sz[ND_DT_COUNT] = {0, 8, 4, 2, 2, 1, 1, 1, 8, 4, 2, 1, 1, 1, 2, 4, 8, 8};
     return (t > ND_DT_INVALID && t < ND_DT_COUNT) ? sz[t] : 0;
 }
 

@@ -28,7 +28,8 @@ static const char *const dtype_names[ND_DT_COUNT] = {
     [ND_DT_F64] = "F64", [ND_DT_F32] = "F32", [ND_DT_F16] = "F16", [ND_DT_BF16] = "BF16",
     [ND_DT_F8_E4M3] = "F8_E4M3", [ND_DT_F8_E5M2] = "F8_E5M2", [ND_DT_F8_E8M0] = "F8_E8M0",
     [ND_DT_I64] = "I64", [ND_DT_I32] = "I32", [ND_DT_I16] = "I16", [ND_DT_I8] = "I8",
-    [ND_DT_U8] = "U8", [ND_DT_BOOL] = "BOOL",
+    [ND_DT_U8] = "U8", [ND_DT_BOOL] = "BOOL", [ND_DT_U16] = "U16", [ND_DT_U32] = "U32", [ND_DT_U64] = "U64",
+    [ND_DT_C64] = "C64",
 };
 
 nd_dtype nd_dtype_from_str(const char *s) {

@@ -9,11 +9,13 @@
 
 static void dtype_names(void) {
     static const char *const names[] = {"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2", "F8_E8M0",
-                                        "I64", "I32", "I16", "I8", "U8", "BOOL"};
+                                        "I64", "I32", "I16", "I8", "U8", "BOOL", "U16", "U32", "U64", "C64"};
+    static const size_t sizes[] = {8, 4, 2, 2, 1, 1, 1, 8, 4, 2, 1, 1, 1, 2, 4, 8, 8};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         nd_dtype t = nd_dtype_from_str(names[i]);
         CHECK(t != ND_DT_INVALID, "%s unknown", names[i]);
         CHECK(strcmp(nd_dtype_str(t), names[i]) == 0, "%s -> %s", names[i], nd_dtype_str(t));
+        CHECK(nd_dtype_size(t) == sizes[i], "%s: %zu bytes, want %zu", names[i], nd_dtype_size(t), sizes[i]);
     }
     CHECK(nd_dtype_from_str("F4") == ND_DT_INVALID, "F4 accepted");
     CHECK(nd_dtype_from_str("f32") == ND_DT_INVALID, "lower case accepted");
