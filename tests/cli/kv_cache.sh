@@ -196,8 +196,10 @@ perl -e '
   my $p = shift; open(F, "<", $p) or die; binmode F; local $/; my $b = <F>; close F;
   my $n = unpack("Q<", substr($b, 0, 8)); my $h = substr($b, 8, $n); my $d = substr($b, 8 + $n);
   $h =~ /"model\.layers\.0\.self_attn\.k_scale":\{"dtype":"F32","shape":\[[^\]]*\],"data_offsets":\[(\d+),(\d+)\]\}/ or die "no k_scale";
-  my $off = length($d); $d .= substr($d, $1, 4) . pack("f<", 1.0);
+  my ($b0, $b1) = ($1, $2); my $off = length($d); $d .= substr($d, $b0, 4) . pack("f<", 1.0);
   $h =~ s/("model\.layers\.0\.self_attn\.k_scale":\{"dtype":"F32","shape":)\[[^\]]*\](,"data_offsets":)\[\d+,\d+\]/$1\[2\]$2\[$off,@{[$off + 8]}\]/;
+  # the old 4 bytes stay covered (a data area with bytes no tensor covers is refused on its own)
+  $h =~ s/^\{/{"extra.pad":{"dtype":"F32","shape":[1],"data_offsets":[$b0,$b1]},/;
   $h =~ s/ +$//; $h .= " " x ((8 - length($h) % 8) % 8);
   open(O, ">", "$p.new") or die; binmode O; print O pack("Q<", length $h), $h, $d; close O; rename("$p.new", $p) or die;' "$tmp/r23m/model.safetensors"
 "$bin" inspect "$tmp/r23m" --stack vllm-fp8kv >"$tmp/m.txt" 2>&1; rc=$?
