@@ -22,12 +22,15 @@ const char *nd_term_safe(const char *in, char *out, size_t cap) {
     size_t o = 0;
     if (!cap) return out;
     for (const unsigned char *p = (const unsigned char *)(in ? in : ""); *p && o + 1 < cap; p++) {
-        /* UTF-8 of a C1 control (U+0080..U+009F: 0xC2 0x80..0x9F, e.g. CSI U+009B) or a bidi
-         * override/isolate (U+202A..U+202E, U+2066..U+2069: 0xE2 0x80 0xAA..0xAE, 0xE2 0x81
-         * 0xA6..0xA9): a terminal acts on them, so they are written as \u{XXXX} */
+        /* UTF-8 of a C1 control (U+0080..U+009F: 0xC2 0x80..0x9F, e.g. CSI U+009B), a zero-width
+         * or direction mark (U+200B..U+200F), a line or paragraph separator (U+2028, U+2029: a new
+         * line in some terminals and every JavaScript console) or a bidi override/isolate
+         * (U+202A..U+202E, U+2066..U+2069): a terminal acts on them or hides them, so they are
+         * written as \u{XXXX} */
         unsigned cp = 0, nb = 0;
         if (p[0] == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F) cp = p[1], nb = 2;
-        else if (p[0] == 0xE2 && p[1] == 0x80 && p[2] >= 0xAA && p[2] <= 0xAE) cp = 0x2000u + (p[2] - 0x80u), nb = 3;
+        else if (p[0] == 0xE2 && p[1] == 0x80 && ((p[2] >= 0x8B && p[2] <= 0x8F) || (p[2] >= 0xA8 && p[2] <= 0xAE)))
+            cp = 0x2000u + (p[2] - 0x80u), nb = 3;
         else if (p[0] == 0xE2 && p[1] == 0x81 && p[2] >= 0xA6 && p[2] <= 0xA9) cp = 0x2040u + (p[2] - 0x80u), nb = 3;
         if (nb) {
             if (o + 10 >= cap) break;

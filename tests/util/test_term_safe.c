@@ -1,5 +1,6 @@
 /* test_term_safe.c — nd_term_safe (src/util/term.c): what reaches a terminal from a file or an argument.
- * C0 controls and DEL as \xNN; C1 controls and bidi overrides in UTF-8 as \u{XXXX}; a byte that starts no
+ * C0 controls and DEL as \xNN; C1 controls, zero-width and direction marks, line/paragraph separators and
+ * bidi overrides in UTF-8 as \u{XXXX}; a byte that starts no
  * valid UTF-8 sequence (0x9B alone, the 8-bit CSI a Latin-1 terminal acts on; a stray continuation
  * byte; an overlong or truncated sequence) as \xNN; valid UTF-8 text unchanged. Then random byte
  * strings: the output never holds a byte below 0x20, DEL, or a byte of 0x80..0xFF outside a valid
@@ -26,7 +27,8 @@ static int safe(const unsigned char *s) {
         for (unsigned i = 1; i < n; i++)
             if (s[i] < 0x80 || s[i] > 0xBF) return 0;
         if (s[0] == 0xC2 && s[1] <= 0x9F) return 0;
-        if (s[0] == 0xE2 && ((s[1] == 0x80 && s[2] >= 0xAA && s[2] <= 0xAE) || (s[1] == 0x81 && s[2] >= 0xA6 && s[2] <= 0xA9))) return 0;
+        if (s[0] == 0xE2 && ((s[1] == 0x80 && ((s[2] >= 0x8B && s[2] <= 0x8F) || (s[2] >= 0xA8 && s[2] <= 0xAE))) ||
+                             (s[1] == 0x81 && s[2] >= 0xA6 && s[2] <= 0xA9))) return 0;
         s += n - 1;
     }
     return 1;
@@ -39,6 +41,10 @@ int main(void) {
     same("del\x7f", "del\\x7f");
     same("c1 \xc2\x9b csi", "c1 \\u{009b} csi");
     same("bidi \xe2\x80\xae x", "bidi \\u{202e} x");
+    same("line\xe2\x80\xa8sep", "line\\u{2028}sep");   /* round 24: a line separator reached the terminal */
+    same("para\xe2\x80\xa9sep", "para\\u{2029}sep");
+    same("rlm\xe2\x80\x8fx zw\xe2\x80\x8by", "rlm\\u{200f}x zw\\u{200b}y");
+    same("en\xe2\x80\x93" "dash", "en\xe2\x80\x93" "dash");  /* U+2013 is text */
     same("raw \x9b csi", "raw \\x9b csi");
     same("stray \x80\xbf", "stray \\x80\\xbf");
     same("overlong \xc0\xaf", "overlong \\xc0\\xaf");
