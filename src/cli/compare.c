@@ -280,6 +280,21 @@ static int same_setup(const char *rp, const nd_trace *run, const char *gp, const
     return 0;
 }
 
+/* The gate could not compare (exit 2): under --json a document still reaches stdout, so a CI step
+ * that parses it reads why instead of nothing (round 24). The message goes to stderr as always. */
+static int refused(int json, const char *run, const char *golden, const nd_err *e) {
+    if (json) {
+        json_t *doc = json_pack("{s:s, s:s, s:s, s:i, s:s}", "run", run ? run : "", "golden", golden ? golden : "", "result",
+                                "error", "exit", e->code ? e->code : ND_EXIT_BADINPUT, "message", e->msg);
+        if (doc) {
+            json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII);
+            printf("\n");
+            json_decref(doc);
+        }
+    }
+    return nd_cli_error(e);
+}
+
 int nd_cmd_compare(int argc, char **argv) {
     const char *cmd = "compare", *pos[2] = {NULL, NULL}, *tolpath = NULL;
     int npos = 0, json = 0, max = 20;
@@ -319,7 +334,7 @@ int nd_cmd_compare(int argc, char **argv) {
     int rc = 0;
     if (tolpath) rc = nd_tolerances_load(tolpath, &tol, &e);
     else nd_tolerances_default(&tol);
-    if (rc) return nd_cli_error(&e);
+    if (rc) return refused(json, pos[0], pos[1], &e);
     /* the same file twice passes by construction: a gate whose paths collapsed onto one file (a
      * variable left empty, a link, a hard link) tests nothing, so it is refused */
     struct stat s0, s1;
@@ -327,12 +342,12 @@ int nd_cmd_compare(int argc, char **argv) {
         nd_tolerances_free(&tol);
         nd_fail(&e, ND_EXIT_BADINPUT, "%s and %s are the same file: a trace compared with itself cannot regress, so the gate "
                 "would pass whatever it holds (a path variable left empty, or a link?)", pos[0], pos[1]);
-        return nd_cli_error(&e);
+        return refused(json, pos[0], pos[1], &e);
     }
     if ((rc = load(pos[0], 0, &run, &e)) || (rc = load(pos[1], 1, &golden, &e)) ||
         (rc = nd_trace_comparable(pos[0], run, pos[1], golden, &e)) || (rc = same_setup(pos[0], run, pos[1], golden, &e)) ||
         (rc = nd_trace_golden_covers(pos[0], run, pos[1], golden, &e)) || (rc = nd_trace_compare(run, golden, &tol, &res, &e))) {
-        rc = nd_cli_error(&e);
+        rc = refused(json, pos[0], pos[1], &e);
     } else if (tolpath && res.first_unused >= 0) {
         /* a rule that gates nothing is a typo or a stage that no longer exists: the tolerance it
          * meant to set is not the one applied, whichever way it leaned */
@@ -343,7 +358,7 @@ int nd_cmd_compare(int argc, char **argv) {
                 "longer exists (fix or remove it; a gate carries only rules it applies)", tolpath, r->line,
                 r->is_op ? "op kind" : "stages matching", nd_term_safe(r->key, ks, sizeof ks), pos[0],
                 nun > 1 ? " (and more rules of the file apply nowhere)" : "");
-        rc = nd_cli_error(&e);
+        rc = refused(json, pos[0], pos[1], &e);
     } else {
         if (json) rc = print_json(&res, pos[0], pos[1], tolpath);
         else print_table(&res, tolpath, max);

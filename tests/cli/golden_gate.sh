@@ -50,5 +50,9 @@ ok "the cross-backend tolerances still catch it (exit $rc)" '[ $rc -eq 1 ]'
 rc=$?
 ok "a perturbed rounding fails the gate (exit $rc)" '[ $rc -eq 1 ]'
 ok "naming a stage" 'grep -qE "^compare: [0-9]+ regressions \(first: layers\." "$tmp/cmp"'
+# a gate that cannot compare still answers --json with a document (round 24: nothing on stdout)
+"$bin" compare "$tmp/nope.h5" "$tmp/nope2.h5" --json >"$tmp/j.json" 2>"$tmp/err"; rc=$?
+ok "compare --json of a missing trace: exit $rc, a document saying error" \
+   '[ $rc -eq 2 ] && grep -q "\"result\": \"error\"" "$tmp/j.json" && grep -q "\"exit\": 2" "$tmp/j.json" && grep -q "nope.h5: cannot open" "$tmp/j.json"'
 echo "golden gate: $pass passed, $fail failed"
 [ $fail -eq 0 ]
