@@ -90,7 +90,18 @@ int nd_cmd_repro(int argc, char **argv) {
     }
     if (!stage) {
         if (!t->has_summary || !t->summary.first_divergence[0]) {
-            rc = nd_cli_usage_error("repro", "%s: the trace has no divergence; name a stage with --stage", trace_path);
+            /* say what the trace is: a failed or unfinished run names no stage either */
+            const char *st = t->has_summary ? t->summary.status : "";
+            char msg[160];
+            nd_term_safe(t->has_summary ? t->summary.message : "", msg, sizeof msg);
+            if (!strcmp(st, "error"))
+                rc = nd_cli_usage_error("repro", "%s: the run that wrote the trace failed (%s), so it names no stage; name one with "
+                                        "--stage", trace_path, msg);
+            else if (!t->has_summary || !strcmp(st, "incomplete"))
+                rc = nd_cli_usage_error("repro", "%s: the run that wrote the trace did not finish, so it names no stage; name one "
+                                        "with --stage", trace_path);
+            else
+                rc = nd_cli_usage_error("repro", "%s: the trace has no divergence; name a stage with --stage", trace_path);
             goto out;
         }
         stage = t->summary.first_divergence;

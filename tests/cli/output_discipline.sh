@@ -124,6 +124,12 @@ kill $holder 2>/dev/null; wait $holder 2>/dev/null
 run "$bin" trace "$ck" --backend cpu --tokens 1,2 --out "$w/live.h5" -q
 ok "once that run is gone the .incomplete is stale and replaced: exit $rc" '[ $rc -eq 0 ] && [ -f "$w/live.h5" ] && [ ! -e "$w/live.h5.incomplete" ]'
 
+# repro of the marker such a failed run leaves says the run failed, not "no divergence" (round 24)
+rm -f "$w/er.h5.incomplete"; cp "$w/t.h5" "$w/er.h5"
+"$bin" trace "$ck" --backend cpu --layers 9 --out "$w/er.h5" --force >/dev/null 2>&1
+"$bin" repro "$w/er.h5.incomplete" --out "$w/erb.h5" >/dev/null 2>"$tmp/err"; rc=$?
+ok "repro of a failed run's trace: exit $rc, says the run failed ($(head -c 160 "$tmp/err"))" \
+   '[ $rc -eq 2 ] && grep -q "the run that wrote the trace failed" "$tmp/err" && [ ! -e "$w/erb.h5" ]'
 # a run refused while its arguments are read marks the --out it names, wherever the refused
 # argument stands (round 24: a bad value before --out marked ./nvfp4dbg-trace.h5 instead, so
 # compare gated the stale earlier OUT and passed; an unrelated trace in the cwd was poisoned)
