@@ -523,6 +523,11 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     lp.opts = o;
     r.no_probes = o->no_probes;
     r.ep = o->ep;
+    /* expert parallelism on a model without routed experts splits nothing: the run would be the
+     * plain one, and the user believes it modelled EP (round 24) */
+    if (!rc && o->ep > 1 && r.cfg->n_routed_experts <= 0)
+        rc = nd_fail(e, ND_EXIT_BADINPUT, "--ep %d: %s has no routed experts (a dense model): expert parallelism splits nothing "
+                     "here; leave --ep out", o->ep, o->ckpt_dir);
     r.ref_only = o->ref_only;
     r.n_ref_only = o->n_ref_only;
     r.ref_only_floor = o->ref_only_floor;

@@ -22,5 +22,8 @@ ok "--ep 3 with 8 experts is bad usage (exit $rc)" '[ $rc -eq 2 ] && grep -q "do
 rc=$?
 ok "the shard fault is found (exit $rc)" '[ $rc -eq 1 ]'
 ok "and attributed to its rank" 'grep -q "first divergence at layers.1.mlp.experts.5.up_proj.*expert 5 is local expert 1 of EP rank 2 of 4" "$tmp/out"'
+# a dense model has no experts to split: --ep is refused, not ignored (round 24: exit 0)
+"$bin" trace "$root/golden/conformance/llama/nvfp4" --ep 2 --backend "${ND_TEST_BACKEND:-cpu}" --out "$tmp/dense.h5" >/dev/null 2>"$tmp/err"; rc=$?
+ok "--ep 2 on a dense model: exit $rc, said" '[ $rc -eq 2 ] && grep -q "has no routed experts (a dense model)" "$tmp/err" && [ ! -e "$tmp/dense.h5" ]'
 echo "ep split: $pass passed, $fail failed"
 [ $fail -eq 0 ]
