@@ -367,6 +367,8 @@ static void print_table(const nd_ckpt *c, const nd_module *mods, const nd_scale_
            nw == 1 ? "" : "s");
     print_stack_list(ss, ND_BREAKS_NONE, 1);
     printf("; an error when it breaks a stack judged)\n");
+    /* without a recipe there was no load check: "0 errors" would read as "it loads" (round 24) */
+    if (!fi->recipe[0]) printf("not checked: whether trace can load it (no recipe matches its model_type; trace refuses it)\n");
 }
 
 static void usage(FILE *o) {
