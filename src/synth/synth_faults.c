@@ -230,6 +230,22 @@ void sy_faults_apply(sy_faults *fs, long param, nd_synth_format fmt, const char 
     }
 }
 
+int sy_faults_stored_ok(const sy_faults *fs, long param, nd_err *e) {
+    for (int i = 0; i < fs->n; i++) {
+        const sy_fault *f = &fs->f[i];
+        if (f->param != param || !f->applied) continue;
+        const int factor = f->kind == SY_F_INPUT_MUL || f->kind == SY_F_FUSED_MISMATCH || f->kind == SY_F_WEIGHT_MUL ||
+                           f->kind == SY_F_WGLOBAL_MUL;
+        /* a factor that takes the stored scale out of float's range stores Inf or 0, which the fault
+         * list would call a factor: the faults that store those say so (round 24) */
+        if (factor && (!isfinite(f->stored) || f->stored == 0))
+            return nd_fail(e, ND_EXIT_BADINPUT, "synth: --inject %s=%g@%s stores %s = %g (past float's range): use "
+                           "input-scale-inf or weight-global-scale-zero for such a scale, or a factor that stays in range",
+                           KINDS[f->kind].name, f->value, f->module, f->tensor, f->stored);
+    }
+    return 0;
+}
+
 int64_t sy_faults_sf_cols(const sy_faults *fs, long param, int64_t nb) {
     for (int i = 0; i < fs->n; i++)
         if (fs->f[i].param == param && fs->f[i].kind == SY_F_SCALE_ROW_STRIDE)

@@ -69,6 +69,9 @@ int sy_faults_drop_input(const sy_faults *fs, long param);
 void sy_faults_apply(sy_faults *fs, long param, nd_synth_format fmt, const char *prefix, sy_qmod *m);
 /* The columns the block-scale tensor of `param` is stored with (nb = K/16 unless a scale-row-stride
  * fault pads its rows): the caller sizes the scale buffer n * this. */
+/* exit 2 when a factor fault (input-scale-mul, fused-scale-mismatch, weight-mul,
+ * weight-global-scale-mul) applied to param stored a scale outside float's range (Inf or 0) */
+int sy_faults_stored_ok(const sy_faults *fs, long param, nd_err *e);
 int64_t sy_faults_sf_cols(const sy_faults *fs, long param, int64_t nb);
 /* Exit 2 when a fault that reads or writes a module's block scales follows scale-row-stride on the
  * same module (the padded rows are the last representation written). */

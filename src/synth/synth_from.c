@@ -185,6 +185,7 @@ static int apply(target *t, long idx, sy_faults *fs, nd_err *e) {
     sy_qmod q = {.packed = t->packed, .sf = t->sf, .n = m->out_features, .k = m->in_features,
                  .wglobal = t->wglobal, .iglobal = t->iglobal, .has_input = m->input_global != NULL};
     sy_faults_apply(fs, idx, m->conv == ND_CONV_MODELOPT ? ND_SYNTH_MODELOPT : ND_SYNTH_CT, m->path, &q);
+    ND_TRY(sy_faults_stored_ok(fs, idx, e));
     t->wglobal = q.wglobal;
     t->iglobal = q.iglobal;
     t->has_input = q.has_input;

@@ -143,6 +143,7 @@ static int emit(sy_wctx *w, long idx, nd_st_writer *st, bufs *B, nd_err *e) {
                 .has_input = 1,
             };
             sy_faults_apply(w->faults, idx, w->fmt, p->module, &qm);
+            if (sy_faults_stored_ok(w->faults, idx, e)) { free(wt); return e->code; }
             *(float *)data[2] = qm.wglobal;
             if (nt > 3) *(float *)data[3] = qm.iglobal;
         }

@@ -638,6 +638,12 @@ run "the same index alone" 0 "no divergence" -- trace "$tmp/both" --tokens 1,2 "
 "$bin" synth "$tmp/ct-huge" --from "$root/golden/conformance/llama/nvfp4" --inject weight-global-scale-mul=4e34@layers.0.self_attn.o_proj >/dev/null 2>&1
 run "inspect: a ModelOpt input_scale of 1e-40" 1 "input_scale gives a quantizer multiplier of inf" -- inspect "$tmp/mo-sub"
 run "inspect: a weight_global_scale of 3e38" 1 "the GEMM's output is zero" -- inspect "$tmp/ct-huge"
+# a factor that takes the stored scale past float's range stores Inf, which the fault list called a
+# factor (round 24): refused, naming the fault to use, nothing written
+run "synth: input-scale-mul that overflows to Inf" 2 "stores model.layers.0.self_attn.q_proj.input_global_scale = inf .past float's range.: use input-scale-inf" -- \
+  synth "$tmp/ovf" --recipe llama --inject input-scale-mul=3.4e38@layers.0.self_attn.q_proj
+run "synth --from: the same" 2 "= inf .past float's range." -- \
+  synth "$tmp/ovf2" --from "$root/golden/conformance/llama/nvfp4" --inject input-scale-mul=3.4e38@layers.0.self_attn.q_proj
 cp -r "$root/golden/clean-v4" "$tmp/fp8neg"
 hl=$(od -An -tu8 -N8 "$tmp/fp8neg/model.safetensors" | tr -d ' ')
 off=$(dd if="$tmp/fp8neg/model.safetensors" bs=1 skip=8 count="$hl" 2>/dev/null | grep -o '"model.layers.0.self_attn.o_a_proj.weight_scale":{[^}]*}' | sed 's/.*"data_offsets":\[\([0-9]*\),.*/\1/')
