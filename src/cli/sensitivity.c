@@ -190,6 +190,7 @@ int nd_cmd_sensitivity(int argc, char **argv) {
     int json = 0, rc = 0, gran = ND_SENS_LAYER, keep_n = -1, screen = 0, gran_given = 0;
     double budget = NAN;
     const char *recipe_out = NULL, *tokens_file = NULL, *verify = NULL;
+    char recipe_out_buf[4096];
     unsigned char *set = NULL;
     nd_prompt prompt = {0};
     if (!ovr) return ND_EXIT_INTERNAL;
@@ -208,7 +209,17 @@ int nd_cmd_sensitivity(int argc, char **argv) {
         else if (!strcmp(a, "--device")) { NEED(); if (nd_parse_device(v, &s.o.device)) { rc = nd_cli_usage_error("sensitivity", "--device %s: expected a device index (0, 1, ...)", v); goto out; } }
         else if (!strcmp(a, "--stack")) { NEED(); s.o.stack = v; }
         else if (!strcmp(a, "--override")) { NEED(); ovr[s.o.n_overrides++] = v; }
-        else if (!strcmp(a, "--recipe-out")) { NEED(); recipe_out = v; }
+        else if (!strcmp(a, "--recipe-out")) {
+            NEED();
+            /* "keep/" (the docs' spelling, a shell's completion) names the folder "keep": the staging
+             * folder is made beside it and renamed onto it (round 25: inside it, then refused) */
+            size_t l = strlen(v);
+            while (l > 1 && v[l - 1] == '/') l--;
+            if (l >= sizeof recipe_out_buf) { rc = nd_cli_usage_error("sensitivity", "--recipe-out: the folder name is too long"); goto out; }
+            memcpy(recipe_out_buf, v, l);
+            recipe_out_buf[l] = 0;
+            recipe_out = recipe_out_buf;
+        }
         else if (!strcmp(a, "--verify")) { NEED(); verify = v; }
         else if (!strcmp(a, "--granularity")) {
             NEED();

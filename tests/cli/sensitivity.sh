@@ -59,6 +59,14 @@ ok "ModelOpt patch: the quantizers of layer 1's linears disabled (list entries a
    [ "$(flat "$tmp/rec/modelopt-quant-cfg.json" | grep -o "\"\*model.layers.1.[a-z_.]*\.\*\":{\"enable\":false}" | wc -l)" -eq 7 ]'
 ok "compressed-tensors patch: the ignore list" 'flat "$tmp/rec/compressed-tensors-ignore.json" | grep -q "\"quantization_config\":{\"ignore\":\[\"lm_head\",\"model.layers.1."'
 
+# DIR/ (the docs' spelling, a shell's completion) names DIR: a new one, and an empty one (round 25:
+# exit 2 after every run, "does not exist" / "cannot move the new folder into place")
+mkdir "$tmp/rec3"
+for d in "$tmp/rec2/" "$tmp/rec3/"; do
+  "$bin" sensitivity "$tmp/ll" --backend "$be" --tokens $toks --granularity layer --keep 1 --recipe-out "$d" >"$tmp/k2.txt" 2>&1; rc=$?
+  ok "--recipe-out $(basename "$d")/ (trailing slash): exit $rc, the three files in it" \
+     '[ $rc -eq 0 ] && [ -f "$d/llmcompressor-recipe.yaml" ] && [ -f "$d/modelopt-quant-cfg.json" ] && [ -f "$d/compressed-tensors-ignore.json" ]'
+done
 # a MoE layer kept: every expert of it in the recipes, those the 3 tokens never routed to too
 "$bin" sensitivity "$root/golden/clean-v4" --backend "$be" --tokens 1,2,3 --keep 1 --recipe-out "$tmp/moe" >"$tmp/moe.txt" 2>&1
 kept=$(sed -n 's/^kept in high precision.*: layer \([0-9]*\)$/\1/p' "$tmp/moe.txt")
