@@ -236,6 +236,12 @@ run "report of a trace whose /routing declares 2^20 rows" 2 "route-rows.h5: /rou
 "$bin" repro "$tmp/lie-t.h5" --stage layers.0.mlp.experts --out "$tmp/route-b.h5" >/dev/null 2>&1
 "$mk_lie" "$tmp/route-b.h5" "$tmp/badroute.h5" badroute
 run "replay of an expert bundle routed to expert -2000000000" 2 "routing decision sends token 0 to expert -2000000000, and the stage has experts 0-7" -- replay "$tmp/badroute.h5" --backend cpu
+# a bundle whose /tokens is shorter than its inputs' rows: the rotary and attention kernels read
+# positions past the run's (valgrind: invalid reads; figures from whatever lay there, "ok", exit 0:
+# round 25)
+"$bin" repro "$tmp/lie-t.h5" --stage layers.0.self_attn.attention --out "$tmp/attn-b.h5" >/dev/null 2>&1
+"$mk_lie" "$tmp/attn-b.h5" "$tmp/fewtok.h5" fewtok
+run "replay of an attention bundle with 1 token and 16-row inputs" 2 "stage layers.0.self_attn.attention: its query has [0-9]* rows, more than the run's 1 tokens" -- replay "$tmp/fewtok.h5" --backend cpu
 # a trace made against the original cannot become a bundle (it carries the checkpoint's tensors
 # only; replayed alone a packing fault read "ok", exit 0)
 "$bin" trace --force "$root/golden/clean-v4" --reference-checkpoint "$root/golden/clean-v4/original" --backend cpu --out "$tmp/rt.h5" >/dev/null 2>&1

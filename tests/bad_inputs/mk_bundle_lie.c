@@ -7,8 +7,9 @@
  * stage_yaml's op is "identity" while the bundle's op and rows say otherwise. With "inflate": the first
  * input replaced by a gzip dataset of zeros declaring 1 GiB in a few MB (a decompression bomb). With
  * "routing-rows", IN is a trace: a copy whose first /routing/<stage>/ref declares 2^20 rows of zeros. With
- * "badroute": every expert id of the first input carrying a routing decision is -2000000000.
- *   usage: mk_bundle_lie IN.h5 OUT.h5 [esc|norows|opyaml|inflate|routing-rows|badroute] */
+ * "badroute": every expert id of the first input carrying a routing decision is -2000000000. With
+ * "fewtok": /tokens cut to its first id while the inputs keep their rows (positions past the run's).
+ *   usage: mk_bundle_lie IN.h5 OUT.h5 [esc|norows|opyaml|inflate|routing-rows|badroute|fewtok] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,8 +47,8 @@ static int routing_rows(const char *in, const char *out) {
 int main(int argc, char **argv) {
     if (argc != 3 && !(argc == 4 && (!strcmp(argv[3], "esc") || !strcmp(argv[3], "norows") || !strcmp(argv[3], "opyaml") ||
                                      !strcmp(argv[3], "inflate") || !strcmp(argv[3], "routing-rows") ||
-                                     !strcmp(argv[3], "badroute")))) {
-        fprintf(stderr, "usage: mk_bundle_lie IN.h5 OUT.h5 [esc|norows|opyaml|inflate|routing-rows|badroute]\n");
+                                     !strcmp(argv[3], "badroute") || !strcmp(argv[3], "fewtok")))) {
+        fprintf(stderr, "usage: mk_bundle_lie IN.h5 OUT.h5 [esc|norows|opyaml|inflate|routing-rows|badroute|fewtok]\n");
         return 2;
     }
     if (argc == 4 && !strcmp(argv[3], "routing-rows")) return routing_rows(argv[1], argv[2]);
@@ -102,6 +103,9 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[3], "norows")) {
             n = b->n_in > 0;
             if (n) b->in[0].rows = 0;
+        } else if (!strcmp(argv[3], "fewtok")) {
+            n = b->ntok > 1;
+            if (n) b->ntok = 1;
         } else {
             /* the op's value as repro writes it (a quoted flow mapping) or plain */
             char want[48], *p;
