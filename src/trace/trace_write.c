@@ -58,7 +58,17 @@ static int is_trace(const char *path) {
     }
     char schema[64] = "";
     nd_err e2 = {0};
-    const int ok = nd_h5_get_str_attr(f, "schema", schema, sizeof schema, path, &e2) == 0 && !strcmp(schema, ND_TRACE_SCHEMA);
+    int ok = nd_h5_get_str_attr(f, "schema", schema, sizeof schema, path, &e2) == 0 && !strcmp(schema, ND_TRACE_SCHEMA);
+    /* a trace whose run finished (ok, diverged, unjudged) is not an unfinished one: a user's file
+     * (round 25: a trace written with --out X.incomplete was taken over by the next run to X) */
+    if (ok) {
+        hid_t g = H5Gopen2(f, "summary", H5P_DEFAULT);
+        char status[32] = "";
+        if (g >= 0 && nd_h5_get_str_attr(g, "status", status, sizeof status, path, &e2) == 0 &&
+            (!strcmp(status, "ok") || !strcmp(status, "diverged") || !strcmp(status, "unjudged")))
+            ok = 0;
+        if (g >= 0) H5Gclose(g);
+    }
     H5Fclose(f);
     H5Eclear2(H5E_DEFAULT);
     return ok;

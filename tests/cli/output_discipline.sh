@@ -115,7 +115,9 @@ ok "trace beside an HDF5 OUT.incomplete that is no trace: exit $rc, kept" '[ $rc
 
 # an OUT.incomplete a live run is writing (it holds a lock on it) is not stale: a second run to OUT
 # refuses rather than take it over (round 17: the first run's rows were lost, both renamed onto OUT)
-cp "$w/t.h5" "$w/live.h5.incomplete"; cp "$w/t.h5" "$w/live-before.h5"
+# (an unfinished trace: the marker a failed run leaves; a finished trace there is a user's file)
+cp "$w/t.h5" "$w/live.h5"; "$bin" trace "$ck" --backend cpu --layers 9 --out "$w/live.h5" --force >/dev/null 2>&1; rm -f "$w/live.h5"
+cp "$w/live.h5.incomplete" "$w/live-before.h5"
 ( exec 9<"$w/live.h5.incomplete"; flock -x 9; exec sleep 30 ) & holder=$!   # the holder is the sleep itself
 for _ in $(seq 50); do flock -xn "$w/live.h5.incomplete" true 2>/dev/null || break; sleep 0.1; done
 run "$bin" trace "$ck" --backend cpu --tokens 1,2 --out "$w/live.h5" -q
@@ -124,6 +126,13 @@ kill $holder 2>/dev/null; wait $holder 2>/dev/null
 run "$bin" trace "$ck" --backend cpu --tokens 1,2 --out "$w/live.h5" -q
 ok "once that run is gone the .incomplete is stale and replaced: exit $rc" '[ $rc -eq 0 ] && [ -f "$w/live.h5" ] && [ ! -e "$w/live.h5.incomplete" ]'
 
+# a finished trace at OUT.incomplete (written there with --out) is a user's file: the next run to OUT
+# refuses to take it over (round 25: it was the run's temporary, and the trace was gone)
+rm -f "$w/fin.h5" "$w/fin.h5.incomplete"
+"$bin" trace "$ck" --backend cpu --out "$w/fin.h5.incomplete" >/dev/null 2>&1; cp "$w/fin.h5.incomplete" "$w/fin.keep"
+run "$bin" trace "$ck" --backend cpu --out "$w/fin.h5"
+ok "trace to OUT beside a finished trace at OUT.incomplete: exit $rc, that trace kept" \
+   '[ $rc -eq 2 ] && cmp -s "$w/fin.h5.incomplete" "$w/fin.keep" && [ ! -e "$w/fin.h5" ]'
 # repro of the marker such a failed run leaves says the run failed, not "no divergence" (round 24)
 rm -f "$w/er.h5.incomplete"; cp "$w/t.h5" "$w/er.h5"
 "$bin" trace "$ck" --backend cpu --layers 9 --out "$w/er.h5" --force >/dev/null 2>&1
