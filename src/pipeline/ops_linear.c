@@ -222,6 +222,14 @@ int nd_lin_open(nd_run *r, const nd_stage *st, const char *canonical, const char
     nd_stack_sf_read(&r->stack, stage_name, &l->sf_read);
     if (l->prod_kind == LIN_SAME) nd_stack_used_restore(&r->stack, used);
     if (l->sf_read.baked) l->sf_read.baked_div = l->pp.w_div;
+    /* a row-parallel linear split over tp ranks needs K divisible by tp: a loader refuses another split
+     * (vLLM's RowParallelLinear), and the padding of a shard is modelled only on whole shards (round
+     * 25: tp 3 on K 128 replayed nothing of it, "no divergence") */
+    if (l->prod_kind == LIN_NVFP4_W4A4 && l->sf_read.tp > 1 && nd_tp_kind_of(l->m.path) == ND_TP_ROW &&
+        l->m.in_features % l->sf_read.tp)
+        return nd_fail(e, ND_EXIT_BADINPUT, "stage %s: tp %d does not divide the %lld input features of %s: no loader splits a "
+                       "row-parallel linear so (inspect --tp %d says where its blocks straddle ranks)", stage_name, l->sf_read.tp,
+                       (long long)l->m.in_features, l->m.path, l->sf_read.tp);
     /* a kernel that reads the block scales another way (stack.h nd_sf_read) gets its own operand */
     const int sf_other = l->prod_kind == LIN_NVFP4_W4A4 && !nd_sf_read_plain(&l->sf_read);
     /* an MXFP4 weight whose E8M0 bytes the kernel decodes another way (block_scale_encoding: u8,

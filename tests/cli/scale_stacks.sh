@@ -78,6 +78,9 @@ for kv in "block_scale_rounding: ue8m0_floor" "block_scale_layout: swizzled" "bl
 done
 bad "switch block_scale_layout=4" "block_scale_layout takes" --override layers.0.self_attn.q_proj.block_scale_layout=4
 bad "switch tp=0" "tp takes" --override layers.0.self_attn.o_proj.tp=0
+# a split no loader makes (tp 3 on K 64) is refused, not replayed as if unsplit (round 25: exit 0)
+bad "row-parallel o_proj with tp 3 (K 64)" "tp 3 does not divide the 64 input features of model.layers.0.self_attn.o_proj" \
+  --override layers.0.self_attn.o_proj.tp=3 --override layers.0.self_attn.o_proj.pad_garbage=1
 bad "switch pad_garbage=0.5" "pad_garbage takes" --override layers.0.self_attn.o_proj.pad_garbage=0.5
 bad "refit without the original" "reference-checkpoint" --override model.layers.0.self_attn.q_proj.block_scale_refit=1
 
