@@ -24,6 +24,7 @@
 #include "prompt.h"
 #include "tokens.h"
 #include "sensitivity_out.h"
+#include "ckpt/ckpt.h"
 #include "pipeline/pipeline.h"
 #include "recipe/recipe.h"
 #include "util/progress.h"
@@ -171,6 +172,24 @@ static int collect(sens *s, const nd_trace_result *res, int g) {
     return 0;
 }
 
+/* Every quantized linear weight-only (W4A16 NVFP4, MXFP4 with BF16 activations): both paths run the
+ * same dequantized weights, so every unit's KL is 0 by construction. FP8 weights (whose recipes
+ * quantize activations too) and any activation-quantized linear make the question real. */
+static int weight_only(const char *dir) {
+    nd_ckpt *c = NULL;
+    nd_err e2 = {0};
+    if (nd_ckpt_open(dir, &c, &e2)) return 0; /* the run says what is wrong with it */
+    int any = 0, acts = 0;
+    for (size_t i = 0; i < nd_ckpt_module_count(c) && !acts; i++) {
+        nd_module m;
+        if (nd_ckpt_module(c, nd_ckpt_module_path(c, i), &m, &e2)) continue;
+        any |= m.wfmt != ND_WF_DENSE;
+        acts |= m.wfmt == ND_WF_FP8 || m.act_quant || m.act_fp8;
+    }
+    nd_ckpt_close(c);
+    return any && !acts;
+}
+
 static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -279,6 +298,14 @@ int nd_cmd_sensitivity(int argc, char **argv) {
         goto out;
     }
 
+    if (weight_only(s.o.ckpt_dir)) {
+        rc = nd_fail(&e, ND_EXIT_BADINPUT, "%s: every quantized linear is weight-only (W4A16 or MXFP4 weights, BF16 activations): "
+                     "the production and the reference path run the same dequantized weights, so every unit's KL is 0 and "
+                     "nothing can be ranked; sensitivity measures what quantizing activations costs (W4A4, W4A8 checkpoints)",
+                     s.o.ckpt_dir);
+        nd_cli_error(&e);
+        goto out;
+    }
     const double t0 = now_s();
     nd_progress_start(&s.pg, "sensitivity", "runs", 0);
     /* every unit NVFP4: the figures to win back, and the quantized linears */

@@ -67,6 +67,12 @@ for d in "$tmp/rec2/" "$tmp/rec3/"; do
   ok "--recipe-out $(basename "$d")/ (trailing slash): exit $rc, the three files in it" \
      '[ $rc -eq 0 ] && [ -f "$d/llmcompressor-recipe.yaml" ] && [ -f "$d/modelopt-quant-cfg.json" ] && [ -f "$d/compressed-tensors-ignore.json" ]'
 done
+# weight-only checkpoints (ModelOpt W4A16, gpt-oss MXFP4): both paths run the same weights, every KL
+# is 0 by construction: refused, not "budget met, nothing to keep" (round 25)
+for wo in llama/modelopt_w4a16 gpt_oss_mxfp4/mxfp4; do
+  "$bin" sensitivity "$root/golden/conformance/$wo" --backend "$be" --tokens $toks --keep 1 --recipe-out "$tmp/wo-$(basename "$wo")" >/dev/null 2>"$tmp/err"; rc=$?
+  ok "$wo: exit $rc, weight-only named, no recipes written" '[ $rc -eq 2 ] && grep -q "every quantized linear is weight-only" "$tmp/err" && [ ! -e "$tmp/wo-$(basename "$wo")" ]'
+done
 # a MoE layer kept: every expert of it in the recipes, those the 3 tokens never routed to too
 "$bin" sensitivity "$root/golden/clean-v4" --backend "$be" --tokens 1,2,3 --keep 1 --recipe-out "$tmp/moe" >"$tmp/moe.txt" 2>&1
 kept=$(sed -n 's/^kept in high precision.*: layer \([0-9]*\)$/\1/p' "$tmp/moe.txt")
