@@ -167,6 +167,26 @@ int nd_cmd_repro(int argc, char **argv) {
     char path[4096 + 64]; /* a folder of PATH_MAX and a file name */
     if ((rc = nd_bundle_slurp(rcp->path, &b->recipe_yaml, &e)) > 1) { nd_cli_error(&e); goto out; }
     stack_path(t->stack, path, sizeof path);
+    /* the profile file the trace ran (its hash, recorded by trace): one resolved by name now may be
+     * another file (a --stack FILE declaring a shipped name, a profile edited since) whose bundle
+     * would replay other behaviour (round 25: replay said "ok") */
+    if (t->stack_fnv1a[0]) {
+        char h[17] = "";
+        nd_err eh = {0};
+        if (nd_recipe_file_hash(path, h, &eh) || strcmp(h, t->stack_fnv1a)) {
+            char h2[17] = "";
+            if (t->stack_file[0] && !nd_recipe_file_hash(t->stack_file, h2, &eh) && !strcmp(h2, t->stack_fnv1a)) {
+                snprintf(path, sizeof path, "%s", t->stack_file);
+            } else {
+                char sf[4200], sn[128];
+                rc = nd_fail(&e, ND_EXIT_BADINPUT, "%s: the trace ran stack profile file %s, which has changed or is gone, and %s "
+                             "(profile '%s' by name) is another file: a bundle made with it would replay another serving "
+                             "stack", trace_path, nd_term_safe(t->stack_file, sf, sizeof sf), path, nd_term_safe(t->stack, sn, sizeof sn));
+                nd_cli_error(&e);
+                goto out;
+            }
+        }
+    }
     if ((rc = nd_bundle_slurp(path, &b->stack_yaml, &e))) {
         if (rc == 1) rc = nd_cli_usage_error("repro", "%s: the trace's stack profile '%s' is not installed", path, t->stack);
         else nd_cli_error(&e);

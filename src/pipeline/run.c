@@ -567,7 +567,7 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
     }
     if (!rc && o->out_path) {
         nd_trace_meta meta = {ND_VERSION, o->ckpt_dir, nd_ckpt_format_str(r.ck), r.rc->name, r.stack.name,
-                              r.be->name, r.be->device, modes_str(lp.modes), NULL, nd_run_ref_numerics_name(&r), NULL, NULL, NULL, NULL, NULL};
+                              r.be->name, r.be->device, modes_str(lp.modes), NULL, nd_run_ref_numerics_name(&r), NULL, NULL, NULL, NULL, NULL, NULL, NULL};
         char ovr[2048] = "";
         size_t len = 0;
         for (int i = 0; i < o->n_overrides; i++)
@@ -582,6 +582,14 @@ int nd_pipeline_trace(const nd_trace_opts *o, nd_trace_result *res, nd_err *e) {
         if (nd_recipe_hash(r.rc, rhash, &eh)) rhash[0] = 0;
         meta.recipe_file = rfile;
         meta.recipe_fnv = rhash;
+        /* the stack profile file and its hash: repro bundles the profile the trace ran, or refuses */
+        char sfile[4096] = "", shash[17] = "";
+        char *sreal = realpath(r.stack.path, NULL);
+        snprintf(sfile, sizeof sfile, "%s", sreal ? sreal : r.stack.path);
+        free(sreal);
+        if (!r.stack.path[0] || nd_recipe_file_hash(r.stack.path, shash, &eh)) shash[0] = 0;
+        meta.stack_file = sfile;
+        meta.stack_fnv = shash;
         meta.prompt = o->prompt_text;
         meta.prompt_chat = o->prompt_chat;
         meta.reference_checkpoint = o->ref_ckpt;

@@ -104,6 +104,7 @@ int nd_stack_load(const char *name, nd_stack *s, nd_err *e) {
     int rc = 0;
     if (!root || root->type != YAML_MAPPING_NODE) rc = nd_fail(e, ND_EXIT_BADINPUT, "%s: a stack profile must be a mapping", path);
     snprintf(s->name, sizeof s->name, "%s", name);
+    snprintf(s->path, sizeof s->path, "%s", path);
     s->quant_sem = ND_QSEM_KERNEL;
     s->routed_scaling = 1;
     s->kv_scales = ND_KV_APPLY;

@@ -41,6 +41,7 @@ typedef enum nd_kv_use {
 
 typedef struct nd_stack {
     char name[32];
+    char path[1024];                /* the profile file loaded (its FNV-1a goes into the trace) */
     char description[160];
     int input_fused, weight_fused;  /* nd_fused_rule for input multipliers and weight globals */
     int reciprocal_input;           /* 1: the stack passes 1/(file value) as the multiplier */

@@ -67,6 +67,8 @@ typedef struct nd_trace_meta {
     const char *recipe_file;  /* the recipe file the run loaded (attribute recipe_file; NULL: "") */
     const char *recipe_fnv;   /* FNV-1a 64 of that file's bytes, 16 hex digits (attribute recipe_fnv1a;
                                * repro checks it names the same recipe) */
+    const char *stack_file;   /* the stack profile file the run loaded (attribute stack_file; NULL: "") */
+    const char *stack_fnv;    /* FNV-1a 64 of its bytes (attribute stack_fnv1a): repro bundles that profile */
 } nd_trace_meta;
 
 typedef struct nd_trace_summary {
@@ -129,6 +131,8 @@ typedef struct nd_trace {
     char ref_numerics[32];   /* optional attribute: the reference path's numerics ("" older traces: fp32) */
     char recipe_file[4096];  /* optional attributes: the recipe file the run loaded and the FNV-1a 64 of */
     char recipe_fnv1a[32];   /* its bytes ("" older traces) */
+    char stack_file[4096];   /* optional: the stack profile file the run loaded and the FNV-1a 64 of */
+    char stack_fnv1a[32];    /* its bytes ("" older traces) */
     int64_t ntokens;
     int64_t *tokens;
     int64_t nrows;

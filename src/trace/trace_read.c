@@ -87,7 +87,8 @@ static int read_root(hid_t f, nd_trace *t, const char *path, nd_err *e) {
     ND_TRY(read_str_attrs(f, a, sizeof a / sizeof a[0], "%s: not an nvfp4dbg trace (no %s attribute)", path, e));
     /* optional: traces written before the attribute existed have none */
     const str_attr opt[] = {STR_ATTR(t, overrides), STR_ATTR(t, reference_checkpoint), STR_ATTR(t, ref_numerics),
-                            STR_ATTR(t, recipe_file), STR_ATTR(t, recipe_fnv1a)};
+                            STR_ATTR(t, recipe_file), STR_ATTR(t, recipe_fnv1a), STR_ATTR(t, stack_file),
+                            STR_ATTR(t, stack_fnv1a)};
     return read_str_attrs(f, opt, sizeof opt / sizeof opt[0], NULL, path, e);
 }
 

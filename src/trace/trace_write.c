@@ -145,6 +145,8 @@ static int write_root_attrs(hid_t f, const nd_trace_meta *m, const char *path, n
     /* extension: which recipe file the stages came from, and its bytes' hash (repro replays the same) */
     ND_TRY(nd_h5_put_str_attr(f, "recipe_file", m->recipe_file ? m->recipe_file : "", 0, path, e));
     ND_TRY(nd_h5_put_str_attr(f, "recipe_fnv1a", m->recipe_fnv ? m->recipe_fnv : "", 0, path, e));
+    ND_TRY(nd_h5_put_str_attr(f, "stack_file", m->stack_file ? m->stack_file : "", 0, path, e));
+    ND_TRY(nd_h5_put_str_attr(f, "stack_fnv1a", m->stack_fnv ? m->stack_fnv : "", 0, path, e));
     return 0;
 }
 

@@ -325,6 +325,14 @@ run "the shipped recipe runs every quantized module" 0 "no divergence" -- trace 
 run "repro of a trace made with a recipe file: that file" 0 "bundle written" -- repro "$tmp/myl.h5" --stage layers.0.self_attn.q_proj --out "$tmp/myl-b.h5"
 echo "# edited after the trace" >>"$tmp/myllama.yaml"
 run "repro after the recipe file changed" 2 "myl.h5: the trace ran recipe file .*myllama.yaml, but llama .* is another recipe and that file has changed or is gone since" -- repro "$tmp/myl.h5" --stage layers.0.self_attn.q_proj --out "$tmp/myl-b2.h5"
+# and the stack profile the trace ran (round 25: a --stack FILE declaring "stack: exact" was bundled
+# as the shipped exact, and replay said ok): that file while it is unchanged, else refused
+mkdir -p "$tmp/stk"; { cat "$root/recipes/stack-exact.yaml"; echo "gate_up_order: w31"; } >"$tmp/stk/my-exact.yaml"
+"$bin" trace "$root/golden/conformance/llama/nvfp4" --stack "$tmp/stk/my-exact.yaml" --tokens 1,2 --backend cpu -q --out "$tmp/mys.h5" >/dev/null 2>&1
+"$bin" repro "$tmp/mys.h5" --stage layers.0.mlp --out "$tmp/mys-b.h5" >/dev/null 2>&1
+run "replay of the bundle: the profile the trace ran, its divergence" 1 "" -- replay "$tmp/mys-b.h5" --backend cpu
+echo "# edited after the trace" >>"$tmp/stk/my-exact.yaml"
+run "repro after the stack file changed" 2 "mys.h5: the trace ran stack profile file .*my-exact.yaml, which has changed or is gone" -- repro "$tmp/mys.h5" --stage layers.0.mlp --out "$tmp/mys-b2.h5"
 # an input global scale stored as F64 (round 19): a kernel that reads float32 gets garbage, which the
 # replay (it converts) cannot show: trace exits 1 for the static error, as for a weight global
 mkdir -p "$tmp/igs64"; cp "$root/golden/conformance/llama/nvfp4/config.json" "$tmp/igs64/"

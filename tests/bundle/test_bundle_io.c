@@ -132,7 +132,7 @@ int main(void) {
     CHECK(rc == ND_EXIT_BADINPUT && strstr(msg, bad), "text file: rc %d: %s", rc, msg);
     /* foreign HDF5: a trace (an unfinished one takes the path only where nothing is there) */
     unlink(bad);
-    nd_trace_meta meta = {"0", "ckpt", "compressed-tensors", "r", "exact", "cpu", "cpu", "isolated", "", NULL, NULL, NULL, NULL, NULL, NULL};
+    nd_trace_meta meta = {"0", "ckpt", "compressed-tensors", "r", "exact", "cpu", "cpu", "isolated", "", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     nd_trace_w *tw = NULL;
     rc = nd_trace_create(bad, &meta, tok, 2, &tw, &e);
     if (!rc) rc = nd_trace_finish(tw, NULL, &e);

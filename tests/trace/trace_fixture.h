@@ -65,7 +65,7 @@ static inline nd_row fx_row(int i) {
 
 static inline nd_trace_meta fx_meta(void) {
     nd_trace_meta m = {"0.1.0-test", "ckpt/tiny", "compressed-tensors", "deepseek_v4", "exact", "cpu",
-                       "cpu: test", "isolated,chained", "model.x.input_global_scale=2", NULL, NULL, NULL, NULL, NULL, NULL};
+                       "cpu: test", "isolated,chained", "model.x.input_global_scale=2", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     return m;
 }
 
