@@ -30,7 +30,7 @@ int nd_stage_tensor(nd_opctx *c, const char *attr, int required, const nd_tview 
 int nd_stage_host_f32(nd_opctx *c, const char *attr, int64_t n, float **out, nd_err *e);
 /* rows indexed by token position (the run's positions hold one per token): more rows than the run
  * has tokens is bad input (a hand-edited bundle), not a read past the positions */
-int nd_rows_within_tokens(const nd_opctx *c, const char *what, int64_t rows, nd_err *e);
+int nd_positions_cover(const nd_opctx *c, const char *what, int64_t rows, nd_err *e);
 
 /* A linear module applied on both paths, the building block of the ops above.
  * groups > 1: grouped projection (x [t, groups*k], w [groups*n, k]). */

@@ -42,7 +42,7 @@ int nd_stage_tensor(nd_opctx *c, const char *attr, int required, const nd_tview 
     return 0;
 }
 
-int nd_rows_within_tokens(const nd_opctx *c, const char *what, int64_t rows, nd_err *e) {
+int nd_positions_cover(const nd_opctx *c, const char *what, int64_t rows, nd_err *e) {
     if (rows <= c->r->t) return 0;
     return nd_fail(e, ND_EXIT_BADINPUT, "stage %s: its %s has %lld rows, more than the run's %lld tokens (a bundle's inputs "
                    "and /tokens disagree?)", c->st->name, what, (long long)rows, (long long)c->r->t);
@@ -189,7 +189,7 @@ static int rope_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
                        "head_dim, partial_rotary_factor / rotary_dim)", nd_ckpt_dir(r->ck), c->st->name, rot_dim, head_dim);
     nd_buf *x = in[0];
     if (x->cols != (int64_t)(heads * head_dim)) return nd_fail(e, ND_EXIT_BADINPUT, "stage %s: input has %lld columns, expected heads*head_dim = %lld", c->st->name, (long long)x->cols, (long long)(heads * head_dim));
-    ND_TRY(nd_rows_within_tokens(c, "input", x->rows, e));
+    ND_TRY(nd_positions_cover(c, "input", x->rows, e));
     float *freq = malloc(sizeof(float) * (size_t)(rot_dim / 2 + 1));
     if (!freq) return nd_fail(e, ND_EXIT_INTERNAL, "out of memory");
     float mscale = 1.0f;
@@ -242,8 +242,8 @@ static int attention_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
         return nd_fail(e, ND_EXIT_BADINPUT, "stage %s: q/k/v widths %lld/%lld/%lld do not fit %lld heads (%lld kv) of %lld", c->st->name,
                        (long long)q->cols, (long long)k->cols, (long long)v->cols, (long long)hq, (long long)hkv, (long long)d);
     int64_t dv = v->cols / hkv;
-    ND_TRY(nd_rows_within_tokens(c, "query", t, e));
-    ND_TRY(nd_rows_within_tokens(c, "key", k->rows, e));
+    ND_TRY(nd_positions_cover(c, "query", t, e));
+    ND_TRY(nd_positions_cover(c, "key", k->rows, e));
     if (v->rows != k->rows)
         return nd_fail(e, ND_EXIT_BADINPUT, "stage %s: key has %lld rows, value %lld", c->st->name, (long long)k->rows, (long long)v->rows);
     float *sinks;

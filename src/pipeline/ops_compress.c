@@ -120,7 +120,7 @@ static int indexer_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_err *e) {
                        c->st->name, (long long)t, (long long)q->cols, (long long)nc, (long long)k->cols, (long long)wt->rows,
                        (long long)wt->cols, (long long)h, (long long)cd, topk);
     const int64_t kk = (int64_t)topk < nc ? (int64_t)topk : nc;
-    ND_TRY(nd_rows_within_tokens(c, "query", t, e));
+    ND_TRY(nd_positions_cover(c, "query", t, e));
     out[0] = nd_buf_new(r, t, nc, e);
     if (!out[0]) return e->code;
     out[0]->k = (int)kk;
@@ -176,8 +176,8 @@ static int attention_compressed_fn(nd_opctx *c, nd_buf **in, nd_buf **out, nd_er
                        c->st->name, (long long)q->cols, (long long)kv->cols, (long long)ck->cols, (long long)hq, (long long)d);
     if (sel && (!sel->idx || sel->rows != t))
         return nd_fail(e, ND_EXIT_BADINPUT, "stage %s: input '%s' is not an indexer selection for %lld queries", c->st->name, c->st->def->in[3], (long long)t);
-    ND_TRY(nd_rows_within_tokens(c, "query", t, e));
-    ND_TRY(nd_rows_within_tokens(c, "key", kv->rows, e));
+    ND_TRY(nd_positions_cover(c, "query", t, e));
+    ND_TRY(nd_positions_cover(c, "key", kv->rows, e));
     float *sinks;
     ND_TRY(nd_stage_host_f32(c, "sinks", hq, &sinks, e));
     int32_t *dsel = NULL;
