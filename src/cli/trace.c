@@ -296,9 +296,6 @@ static void print_slice(const nd_trace_opts *o, const nd_trace_result *res) {
     printf("\n");
 }
 
-/* A run that failed before it began its trace (exit 2/3: a bad option, checkpoint, recipe, ...)
- * leaves an earlier trace at OUT as it was; an OUT.incomplete saying so makes compare refuse that
- * earlier trace as this run's (docs/ci-gate.md), as it does after a run that failed later. */
 /* set once this run put its own "began" marker at OUT.incomplete (mark_started) */
 static int marked_started;
 
@@ -316,6 +313,9 @@ static int mark_started(const nd_trace_opts *o, nd_err *e) {
     return nd_trace_finish(w, NULL, e); /* no summary: the status stays "incomplete", OUT is kept */
 }
 
+/* A run that failed before it began its trace (exit 2/3: a bad option, checkpoint, recipe, ...)
+ * leaves an earlier trace at OUT as it was; an OUT.incomplete saying so makes compare refuse that
+ * earlier trace as this run's (docs/ci-gate.md), as it does after a run that failed later. */
 static void mark_failed_run(const nd_trace_opts *o, int rc, const nd_err *e) {
     char inc[4096];
     struct stat st;
